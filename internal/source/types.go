@@ -1,0 +1,53 @@
+// Package source reads pod specs from the static pod directory, a URL and (later) the API server,
+// and merges them into one ordered stream of updates.
+package source
+
+import v1 "k8s.io/api/core/v1"
+
+// Op says what an update means for the pods it carries.
+type Op int
+
+const (
+	// ADD: pods new to nodelet.
+	ADD Op = iota
+	// UPDATE: pods whose spec (or labels/annotations) changed.
+	UPDATE
+	// DELETE: pods being deleted gracefully (deletionTimestamp set); still known.
+	DELETE
+	// REMOVE: pods gone from their source; kill them and forget them.
+	REMOVE
+	// RECONCILE: pods whose status alone changed at the source.
+	RECONCILE
+)
+
+func (o Op) String() string {
+	return [...]string{"ADD", "UPDATE", "DELETE", "REMOVE", "RECONCILE"}[o]
+}
+
+// Source names, also the value of the kubernetes.io/config.source annotation.
+const (
+	FileSource = "file"
+	HTTPSource = "http"
+	APISource  = "api"
+)
+
+// Annotations nodelet sets on pods from its sources.
+const (
+	AnnotationSource = "kubernetes.io/config.source"
+	AnnotationHash   = "kubernetes.io/config.hash"
+	AnnotationSeen   = "kubernetes.io/config.seen"
+	AnnotationMirror = "kubernetes.io/config.mirror"
+)
+
+// PodUpdate is one merged change handed to the sync loop.
+type PodUpdate struct {
+	Op     Op
+	Source string
+	Pods   []*v1.Pod
+}
+
+// IsStatic reports whether pod came from a static source (file or URL).
+func IsStatic(pod *v1.Pod) bool {
+	s := pod.Annotations[AnnotationSource]
+	return s == FileSource || s == HTTPSource
+}
