@@ -26,6 +26,10 @@ const (
 	AnnotationPreStop    = "io.kubernetes.container.preStopHandler"
 )
 
+// AnnotationImage records the image as the pod spec names it; the runtime may report the
+// resolved reference instead. (Added by the runtime helper.)
+const AnnotationImage = "io.nodelet.container.image"
+
 // ContainerState is the runtime's view of one container.
 type ContainerState string
 
@@ -133,4 +137,10 @@ type Manager interface {
 	Status(ctx context.Context) error
 	// Version returns the runtime name and version, e.g. "containerd", "1.6.20".
 	Version(ctx context.Context) (name, version string, err error)
+}
+
+// BackoffKey names a container's crash-loop back-off entry (shared by the runtime manager,
+// which consults it, and the pod syncer, which clears it when a pod goes away).
+func BackoffKey(pod *v1.Pod, c *v1.Container) string {
+	return pod.Namespace + "_" + pod.Name + "_" + string(pod.UID) + "_" + c.Name
 }

@@ -1,0 +1,49 @@
+# nodelet developer targets. Everything that touches the host runs as root.
+GO ?= go
+OUTPUT := _output
+
+.PHONY: deps containerd images build tools demo demo-stop test unit e2e clean-containerd
+
+# Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
+deps:
+	hack/install-deps.sh
+
+# Start the project-owned containerd (socket /run/nodelet/containerd/containerd.sock).
+containerd: deps
+	hack/containerd.sh start
+
+# Build the test images from source and import them into containerd.
+images: containerd
+	hack/images.sh
+
+build:
+	$(GO) build -o $(OUTPUT)/bin/nodelet ./cmd/nodelet
+
+# Developer tools used by the demo and benchmarks.
+tools:
+	$(GO) build -o $(OUTPUT)/bin/podps ./hack/podps
+
+# Start containerd, nodelet standalone on examples/static-pods, and show the pods.
+demo: images build tools
+	hack/demo.sh
+
+demo-stop: tools
+	hack/demo.sh stop
+
+# Everything CI runs: unit tests, then end-to-end tests against the real containerd.
+test: unit e2e
+
+# Unit tests: every package except the end-to-end suite.
+unit:
+	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
+
+# End-to-end tests: a real nodelet binary on the real containerd. Stops the demo first, since
+# one nodelet owns the runtime's pods.
+e2e: images build tools
+	hack/demo.sh stop
+	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 20m -v ./test/e2e/...
+
+# Kill all project containers, stop containerd and delete
+# /var/lib/nodelet/containerd and /run/nodelet (nothing else).
+clean-containerd:
+	hack/containerd.sh clean

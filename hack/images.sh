@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# images.sh builds nodelet's test images from source and imports them into the
+# project containerd's k8s.io namespace. No registry is involved.
+#
+#   registry.k8s.io/pause:3.10                       images/pause (sandbox image)
+#   nodelet.local/busybox:1.36                       host busybox-static + applet links
+#     (also registry.k8s.io/e2e-test-images/busybox:1.36.1-1)
+#   nodelet.local/testhelper:v1                      images/testhelper on the busybox root
+#
+# An image is skipped when all its names are present in containerd and the
+# hash of its inputs matches the stamp left by the last import. FORCE=1 rebuilds.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$REPO_ROOT/_output/images
+MKIMAGE=$REPO_ROOT/_output/bin/mkimage
+SOCKET=${CONTAINERD_SOCKET:-/run/nodelet/containerd/containerd.sock}
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+FORCE=${FORCE:-0}
+
+cd "$REPO_ROOT"
+
+ctr_k8s() {
+	ctr --address "$SOCKET" --namespace k8s.io "$@"
+}
+
+# input_hash fingerprints the toolchain, this script, mkimage and the given files.
+input_hash() {
+	{
+		go version
+		sha256sum hack/images.sh hack/mkimage/main.go "$@"
+	} | sha256sum | cut -d' ' -f1
+}
+
+images_present() {
+	local have name
+	have=$(ctr_k8s images ls -q)
+	for name in "$@"; do
+		grep -qxF "$name" <<<"$have" || return 1
+	done
+}
+
+go_build_static() { # output package
+	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags '-s -w' -o "$1" "$2"
+}
+
+# Each build_* function fills $OUT/<key>/rootfs and writes $OUT/<key>.tar.
+
+build_pause() {
+	local rootfs=$OUT/pause/rootfs
+	go_build_static "$rootfs/pause" ./images/pause
+	"$MKIMAGE" -name registry.k8s.io/pause:3.10 -entrypoint /pause -out "$OUT/pause.tar" "$rootfs"
+}
+
+# make_busybox_root writes a minimal busybox userland into $1.
+make_busybox_root() {
+	local rootfs=$1 applet
+	mkdir -p "$rootfs"/{bin,etc,root,home,tmp,var,proc,sys,dev}
+	chmod 1777 "$rootfs/tmp"
+	chmod 0700 "$rootfs/root"
+	install -m 0755 "$BUSYBOX" "$rootfs/bin/busybox"
+	for applet in $("$BUSYBOX" --list); do
+		[[ $applet == busybox ]] || ln -sf busybox "$rootfs/bin/$applet"
+	done
+	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/home:/bin/false' >"$rootfs/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' >"$rootfs/etc/group"
+}
+
+build_busybox() {
+	local rootfs=$OUT/busybox/rootfs
+	make_busybox_root "$rootfs"
+	"$MKIMAGE" -name nodelet.local/busybox:1.36 -name registry.k8s.io/e2e-test-images/busybox:1.36.1-1 \
+		-cmd sh -out "$OUT/busybox.tar" "$rootfs"
+}
+
+build_testhelper() {
+	local rootfs=$OUT/testhelper/rootfs
+	make_busybox_root "$rootfs"
+	go_build_static "$rootfs/testhelper" ./images/testhelper
+	"$MKIMAGE" -name nodelet.local/testhelper:v1 -entrypoint /testhelper -out "$OUT/testhelper.tar" "$rootfs"
+}
+
+# ensure_image KEY HASH NAME... builds and imports image KEY unless it is current.
+ensure_image() {
+	local key=$1 hash=$2
+	shift 2
+	local stamp=$OUT/$key.stamp
+	if [[ $FORCE != 1 && -f $stamp && $(<"$stamp") == "$hash" ]] && images_present "$@"; then
+		echo "==> image $key up to date ($*)"
+		return 0
+	fi
+	echo "==> building image $key"
+	rm -rf "${OUT:?}/$key" "$stamp"
+	mkdir -p "$OUT/$key/rootfs"
+	"build_$key"
+	echo "==> importing $key into containerd (k8s.io namespace)"
+	ctr_k8s images import "$OUT/$key.tar" | sed 's/^/    /'
+	images_present "$@" || {
+		echo "images.sh: import of $key did not produce $*" >&2
+		return 1
+	}
+	echo "$hash" >"$stamp"
+}
+
+main() {
+	if ! ctr --address "$SOCKET" version >/dev/null 2>&1; then
+		echo "images.sh: containerd does not answer on $SOCKET; run hack/containerd.sh start" >&2
+		exit 1
+	fi
+	[[ -x $BUSYBOX ]] || {
+		echo "images.sh: $BUSYBOX missing; run hack/install-deps.sh" >&2
+		exit 1
+	}
+	mkdir -p "$OUT" "$(dirname "$MKIMAGE")"
+	echo "==> building mkimage"
+	go build -trimpath -buildvcs=false -o "$MKIMAGE" ./hack/mkimage
+
+	ensure_image pause "$(input_hash images/pause/*.go)" registry.k8s.io/pause:3.10
+	ensure_image busybox "$(input_hash "$BUSYBOX")" \
+		nodelet.local/busybox:1.36 registry.k8s.io/e2e-test-images/busybox:1.36.1-1
+	ensure_image testhelper "$(input_hash "$BUSYBOX" images/testhelper/*.go)" nodelet.local/testhelper:v1
+	echo "==> images ready"
+}
+
+main "$@"

@@ -1,0 +1,109 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/source"
+)
+
+// Run-once limits: how long to wait for the sources, and for each pod to come up.
+const (
+	runOnceSourceWait = 30 * time.Second
+	runOncePodWait    = 5 * time.Minute
+	runOnceRetryEvery = time.Second
+)
+
+// runOnce starts the pods the static sources name, waits until each is running or finished,
+// prints their status, and returns. The pods are left running, as upstream's --runonce does.
+func (n *node) runOnce(ctx context.Context) error {
+	pods, err := n.firstSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Run once: starting pods", "count", len(pods))
+	failed := 0
+	for _, p := range pods {
+		if phase := n.runPodOnce(ctx, p); phase != v1.PodRunning && phase != v1.PodSucceeded {
+			failed++
+		}
+	}
+	n.printStatuses(pods)
+	if failed > 0 {
+		return fmt.Errorf("run once: %d of %d pods did not reach Running or Succeeded", failed, len(pods))
+	}
+	return nil
+}
+
+// firstSnapshot collects ADD updates until every source has reported once.
+func (n *node) firstSnapshot(ctx context.Context) ([]*v1.Pod, error) {
+	var pods []*v1.Pod
+	timeout := time.After(runOnceSourceWait)
+	for !n.merger.SeenAllSources(n.sources...) || len(n.merger.Updates()) > 0 {
+		select {
+		case u := <-n.merger.Updates():
+			if u.Op == source.ADD {
+				pods = append(pods, u.Pods...)
+			}
+		case <-timeout:
+			return nil, fmt.Errorf("run once: pod sources did not report within %v", runOnceSourceWait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return pods, nil
+}
+
+func (n *node) runPodOnce(ctx context.Context, p *v1.Pod) v1.PodPhase {
+	deadline := time.Now().Add(runOncePodWait)
+	for {
+		out, err := n.syncer.SyncPod(ctx, p)
+		if err != nil {
+			klog.ErrorS(err, "Run once: sync failed; retrying", "pod", klog.KObj(p))
+		}
+		st, _ := n.statuses.Get(p.UID)
+		if st.Phase == v1.PodRunning || out.Terminal || time.Now().After(deadline) || ctx.Err() != nil {
+			return st.Phase
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(runOnceRetryEvery):
+		}
+	}
+}
+
+func (n *node) printStatuses(pods []*v1.Pod) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tNAME\tPHASE\tIP\tCONTAINERS")
+	for _, p := range pods {
+		st, _ := n.statuses.Get(p.UID)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, st.Phase, st.PodIP, containerSummary(st))
+	}
+	_ = w.Flush()
+}
+
+func containerSummary(st v1.PodStatus) string {
+	out := ""
+	for _, cs := range st.ContainerStatuses {
+		state := "waiting"
+		switch {
+		case cs.State.Running != nil:
+			state = "running"
+		case cs.State.Terminated != nil:
+			state = fmt.Sprintf("exited(%d)", cs.State.Terminated.ExitCode)
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+			state = cs.State.Waiting.Reason
+		}
+		if out != "" {
+			out += " "
+		}
+		out += cs.Name + "=" + state
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+// Package config turns nodelet's command line and KubeletConfiguration file
+// into one validated configuration.
+//
+// Precedence, lowest first: built-in defaults, the --config file, flags given
+// on the command line.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// Config is everything nodelet needs to start.
+type Config struct {
+	// Kubelet is the file's configuration with defaults and command-line flags applied.
+	Kubelet            *kubeletconfigv1beta1.KubeletConfiguration
+	ConfigFile         string
+	Kubeconfig         string
+	RootDir            string
+	HostnameOverride   string
+	NodeIP             string
+	NodeName           string // --hostname-override or the host name, lower-cased and trimmed
+	RunOnce            bool
+	NodeLabels         map[string]string
+	RegisterNode       bool
+	RegisterWithTaints []corev1.Taint
+	CertDir            string
+}
+
+// hostname is swapped out by tests.
+var hostname = os.Hostname
+
+// Complete builds the Config: it loads --config (if given), applies defaults,
+// then applies the flags that were set on fs, and validates the result. The
+// returned error names every invalid field.
+func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
+	kc := &kubeletconfigv1beta1.KubeletConfiguration{}
+	if f.ConfigFile != "" {
+		loaded, err := Load(f.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		kc = loaded
+	}
+	SetDefaults(kc)
+	for _, o := range f.overrides {
+		if fs.Changed(o.flag) {
+			o.apply(kc)
+		}
+	}
+	// A partial --eviction-hard may need the missing defaults merged in.
+	setEvictionDefaults(kc)
+	f.applyLogging(fs, kc)
+	if fs.Changed("pod-infra-container-image") {
+		klog.InfoS("Flag --pod-infra-container-image has no effect; the container runtime's configuration chooses the sandbox image",
+			"image", f.PodInfraContainerImage)
+	}
+
+	nodeName, err := f.nodeName()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{
+		Kubelet:            kc,
+		ConfigFile:         f.ConfigFile,
+		Kubeconfig:         f.Kubeconfig,
+		RootDir:            f.RootDir,
+		HostnameOverride:   f.HostnameOverride,
+		NodeIP:             f.NodeIP,
+		NodeName:           nodeName,
+		RunOnce:            kc.RunOnce,
+		NodeLabels:         maps.Clone(f.NodeLabels),
+		RegisterNode:       deref(kc.RegisterNode),
+		RegisterWithTaints: kc.RegisterWithTaints,
+		CertDir:            f.CertDir,
+	}
+	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg)); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (f *Flags) nodeName() (string, error) {
+	name := f.HostnameOverride
+	if strings.TrimSpace(name) == "" {
+		h, err := hostname()
+		if err != nil {
+			return "", fmt.Errorf("finding the node name: %w (set --hostname-override)", err)
+		}
+		name = h
+	}
+	return strings.ToLower(strings.TrimSpace(name)), nil
+}
+
+// applyLogging keeps klog's verbosity and logging.verbosity in step: -v on
+// the command line wins, otherwise the file's verbosity is applied to klog.
+func (f *Flags) applyLogging(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.KubeletConfiguration) {
+	flag := fs.Lookup("v")
+	if flag == nil || f.logFlags == nil {
+		return
+	}
+	if fs.Changed("v") {
+		if level, err := strconv.ParseUint(flag.Value.String(), 10, 32); err == nil {
+			kc.Logging.Verbosity = logsapi.VerbosityLevel(level)
+		}
+		return
+	}
+	if kc.Logging.Verbosity > 0 {
+		level := strconv.FormatUint(uint64(kc.Logging.Verbosity), 10)
+		if err := f.logFlags.Set("v", level); err != nil {
+			klog.ErrorS(err, "Could not apply logging.verbosity", "verbosity", level)
+		}
+	}
+}
+
+// validateFlagsOnly checks the settings that exist only as flags.
+func validateFlagsOnly(cfg *Config) error {
+	v := &validator{}
+	if cfg.RootDir == "" {
+		v.add("--root-dir", "must not be empty")
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(cfg.NodeName) {
+		v.add("--hostname-override", "node name %q: %s", cfg.NodeName, msg)
+	}
+	v.nodeIPs(cfg.NodeIP)
+	v.nodeLabels(cfg.NodeLabels)
+	return v.err()
+}

@@ -1,0 +1,68 @@
+// Package healthz serves the kubelet's localhost health endpoint: "ok" while every check passes.
+package healthz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Check is one named health condition.
+type Check func() error
+
+// Handler answers /healthz with "ok", or 500 naming each failing check.
+func Handler(checks map[string]Check) http.Handler {
+	names := make([]string, 0, len(checks))
+	for n := range checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var failed []string
+		for _, n := range names {
+			if err := checks[n](); err != nil {
+				failed = append(failed, fmt.Sprintf("[-]%s failed: %v", n, err))
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if len(failed) > 0 {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintln(w, strings.Join(failed, "\n"))
+			fmt.Fprintln(w, "healthz check failed")
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+}
+
+// Serve listens on addr (host:port) until ctx ends. A listen failure is returned at once.
+func Serve(ctx context.Context, addr string, checks map[string]Check) error {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", Handler(checks))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("healthz: listening on %s: %w (is another kubelet running? set --healthz-port=0 to disable)", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "Healthz server stopped")
+		}
+	}()
+	klog.InfoS("Serving healthz", "address", ln.Addr().String())
+	return nil
+}

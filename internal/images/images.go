@@ -1,0 +1,283 @@
+// Package images makes sure the image a container needs is on the node, pulling it through the
+// CRI image service as the container's imagePullPolicy says, with per-image pull back-off.
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+)
+
+// Waiting reasons EnsureImage returns; the pod status shows them on the container.
+const (
+	ReasonErrImagePull       = "ErrImagePull"
+	ReasonImagePullBackOff   = "ImagePullBackOff"
+	ReasonErrImageNeverPull  = "ErrImageNeverPull"
+	ReasonInvalidImageName   = "InvalidImageName"
+	pullBackOffInitial       = 10 * time.Second
+	pullBackOffMax           = 300 * time.Second
+	defaultPullTimeout       = 2 * time.Minute
+	defaultImageStatusTimout = 10 * time.Second
+	maxMsgSize               = 16 << 20
+)
+
+// Errors EnsureImage wraps; test with errors.Is.
+var (
+	ErrImagePull        = errors.New("ErrImagePull")
+	ErrImagePullBackOff = errors.New("ImagePullBackOff")
+	ErrImageNeverPull   = errors.New("ErrImageNeverPull")
+	ErrInvalidImageName = errors.New("InvalidImageName")
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Endpoint is the CRI socket to dial, e.g. "unix:///run/nodelet/containerd/containerd.sock";
+	// ignored when Client is set.
+	Endpoint string
+	// Client is an already dialled CRI image service.
+	Client runtimeapi.ImageServiceClient
+	// Recorder receives Pulling/Pulled/Failed/BackOff events; nil drops them.
+	Recorder record.EventRecorder
+	// Serialize pulls one image at a time (serializeImagePulls; the kubelet default is true).
+	Serialize bool
+	// RequestTimeout bounds one pull (default 2m); StatusTimeout bounds image look-ups (10s).
+	RequestTimeout time.Duration
+	StatusTimeout  time.Duration
+	// Backoff holds pull back-off per pod and image; default 10s doubling to 300s.
+	Backoff *flowcontrol.Backoff
+}
+
+// Manager pulls images for containers. Safe for concurrent use.
+type Manager struct {
+	client        runtimeapi.ImageServiceClient
+	conn          *grpc.ClientConn // set when the manager dialled Endpoint itself
+	recorder      record.EventRecorder
+	backoff       *flowcontrol.Backoff
+	pullTimeout   time.Duration
+	statusTimeout time.Duration
+	pullLock      sync.Locker // serializes pulls, or a no-op lock
+}
+
+// NewManager returns an image manager for opts, dialling opts.Endpoint unless opts.Client is
+// given.
+func NewManager(opts Options) (*Manager, error) {
+	m := &Manager{
+		client:        opts.Client,
+		recorder:      opts.Recorder,
+		backoff:       opts.Backoff,
+		pullTimeout:   opts.RequestTimeout,
+		statusTimeout: opts.StatusTimeout,
+		pullLock:      noLock{},
+	}
+	if m.client == nil {
+		conn, err := dial(opts.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		m.conn, m.client = conn, runtimeapi.NewImageServiceClient(conn)
+	}
+	if m.recorder == nil {
+		m.recorder = &record.FakeRecorder{} // nil channel: events are dropped
+	}
+	if m.backoff == nil {
+		m.backoff = flowcontrol.NewBackOff(pullBackOffInitial, pullBackOffMax)
+	}
+	if m.pullTimeout <= 0 {
+		m.pullTimeout = defaultPullTimeout
+	}
+	if m.statusTimeout <= 0 {
+		m.statusTimeout = defaultImageStatusTimout
+	}
+	if opts.Serialize {
+		m.pullLock = &sync.Mutex{}
+	}
+	return m, nil
+}
+
+// Close closes the connection NewManager dialled, if any.
+func (m *Manager) Close() error {
+	if m.conn == nil {
+		return nil
+	}
+	return m.conn.Close()
+}
+
+// dial connects to a unix-socket CRI endpoint (lazily, on the first call).
+func dial(endpoint string) (*grpc.ClientConn, error) {
+	target := endpoint
+	if strings.HasPrefix(target, "/") {
+		target = "unix://" + target
+	}
+	if !strings.HasPrefix(target, "unix:") {
+		return nil, fmt.Errorf("CRI endpoint %q: only unix sockets are supported", endpoint)
+	}
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dial CRI endpoint %q: %w", endpoint, err)
+	}
+	return conn, nil
+}
+
+type noLock struct{}
+
+func (noLock) Lock()   {}
+func (noLock) Unlock() {}
+
+// EnsureImage makes the container's image present as its pull policy says and returns the
+// image reference (ID) to create the container from. On failure it returns the waiting reason
+// (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName) and a message for the
+// container status, and an error wrapping the matching Err* value.
+func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error) {
+	ref := ContainerRef(pod, container)
+	image := container.Image
+	if image == "" || strings.ContainsAny(image, " \t\n") {
+		msg = fmt.Sprintf("Failed to apply default image tag %q: invalid reference format", image)
+		m.recorder.Event(ref, v1.EventTypeWarning, "InspectFailed", msg)
+		return "", ReasonInvalidImageName, msg, fmt.Errorf("%w: %s", ErrInvalidImageName, msg)
+	}
+	policy := pullPolicy(container)
+	presentRef, err := m.imageID(ctx, image)
+	if err != nil {
+		msg = fmt.Sprintf("Failed to inspect image %q: %v", image, err)
+		m.recorder.Event(ref, v1.EventTypeWarning, "InspectFailed", msg)
+		return "", ReasonErrImagePull, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
+	}
+	if presentRef != "" && policy != v1.PullAlways {
+		m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", image)
+		return presentRef, "", "", nil
+	}
+	if policy == v1.PullNever {
+		msg = fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+		m.recorder.Event(ref, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
+		return "", ReasonErrImageNeverPull, msg, fmt.Errorf("%w: %s", ErrImageNeverPull, msg)
+	}
+
+	backoffKey := string(pod.UID) + "_" + image
+	if m.backoff.IsInBackOffSinceUpdate(backoffKey, m.backoff.Clock.Now()) {
+		msg = fmt.Sprintf("Back-off pulling image %q", image)
+		m.recorder.Event(ref, v1.EventTypeNormal, "BackOff", msg)
+		return "", ReasonImagePullBackOff, msg, fmt.Errorf("%w: %s", ErrImagePullBackOff, msg)
+	}
+	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulling", "Pulling image %q", image)
+	imageRef, pulled, total, err := m.pull(ctx, image, pullSecrets)
+	if err != nil {
+		m.backoff.Next(backoffKey, m.backoff.Clock.Now())
+		msg = fmt.Sprintf("Failed to pull image %q: %v", image, err)
+		m.recorder.Event(ref, v1.EventTypeWarning, "Failed", msg)
+		klog.InfoS("Image pull failed", "pod", klog.KObj(pod), "container", container.Name, "image", image, "err", err)
+		return "", ReasonErrImagePull, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
+	}
+	m.backoff.Reset(backoffKey)
+	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s (%s including waiting)",
+		image, pulled.Round(time.Millisecond), total.Round(time.Millisecond))
+	return imageRef, "", "", nil
+}
+
+// imageID returns the ID of image when the runtime has it, "" when it does not.
+func (m *Manager) imageID(ctx context.Context, image string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.statusTimeout)
+	defer cancel()
+	resp, err := m.client.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	if err != nil {
+		return "", err
+	}
+	if resp.Image == nil {
+		return "", nil
+	}
+	return resp.Image.Id, nil
+}
+
+// pull pulls image, trying each matching credential and then anonymously. It returns the image
+// reference, the time the pull took and the time including waiting for the pull lock.
+func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secret) (string, time.Duration, time.Duration, error) {
+	queued := time.Now()
+	m.pullLock.Lock()
+	defer m.pullLock.Unlock()
+	started := time.Now()
+
+	auths := credentialsFor(image, pullSecrets)
+	auths = append(auths, nil) // anonymous last
+	var errs []error
+	for _, auth := range auths {
+		ref, err := m.pullOnce(ctx, image, auth)
+		if err == nil {
+			return ref, time.Since(started), time.Since(queued), nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", 0, 0, errors.Join(errs...)
+}
+
+func (m *Manager) pullOnce(ctx context.Context, image string, auth *runtimeapi.AuthConfig) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.pullTimeout)
+	defer cancel()
+	resp, err := m.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth})
+	if err != nil {
+		return "", err
+	}
+	if resp.ImageRef == "" {
+		return "", fmt.Errorf("runtime returned no reference for image %q", image)
+	}
+	return resp.ImageRef, nil
+}
+
+// pullPolicy is the container's policy, defaulted as the API server would: Always for an
+// untagged or :latest image, IfNotPresent otherwise.
+func pullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	if imageTag(c.Image) == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+// imageTag returns the tag of image, "latest" when it has none, "" when it is pinned by digest.
+func imageTag(image string) string {
+	if strings.Contains(image, "@") {
+		return ""
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		return name[i+1:]
+	}
+	return "latest"
+}
+
+// ContainerRef is the object events about a container are recorded on: the pod, with a field
+// path naming the container, so they show up under the pod in `kubectl describe`.
+func ContainerRef(pod *v1.Pod, c *v1.Container) *v1.ObjectReference {
+	ref := &v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+		ResourceVersion: pod.ResourceVersion,
+	}
+	if c == nil {
+		return ref
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", c.Name)
+			return ref
+		}
+	}
+	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", c.Name)
+	return ref
+}

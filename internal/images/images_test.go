@@ -1,0 +1,265 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+)
+
+type env struct {
+	fake     *fakecri.Fake
+	client   runtimeapi.ImageServiceClient
+	recorder *record.FakeRecorder
+	clock    *clocktesting.FakeClock
+	mgr      *Manager
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	fake, endpoint := fakecri.Start(t)
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	e := &env{
+		fake:     fake,
+		client:   runtimeapi.NewImageServiceClient(conn),
+		recorder: record.NewFakeRecorder(100),
+		clock:    clocktesting.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)),
+	}
+	e.mgr, err = NewManager(Options{
+		Client: e.client, Recorder: e.recorder, Serialize: true,
+		Backoff: flowcontrol.NewFakeBackOff(10*time.Second, 300*time.Second, e.clock),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.recorder.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func testPod(image string, policy v1.PullPolicy) (*v1.Pod, *v1.Container) {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: image, ImagePullPolicy: policy}}},
+	}
+	return pod, &pod.Spec.Containers[0]
+}
+
+func hasEvent(events []string, prefix string) bool {
+	for _, ev := range events {
+		if strings.HasPrefix(ev, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEnsureImagePolicies(t *testing.T) {
+	const img = "nodelet.local/busybox:1.36"
+	tests := []struct {
+		name       string
+		policy     v1.PullPolicy
+		present    bool
+		wantPulls  int
+		wantReason string
+		wantErr    error
+		wantEvent  string
+	}{
+		{"IfNotPresent present", v1.PullIfNotPresent, true, 0, "", nil, `Normal Pulled Container image "` + img + `" already present on machine`},
+		{"IfNotPresent missing", v1.PullIfNotPresent, false, 1, "", nil, `Normal Pulled Successfully pulled image "` + img + `" in `},
+		{"Always present", v1.PullAlways, true, 1, "", nil, `Normal Pulling Pulling image "` + img + `"`},
+		{"Never present", v1.PullNever, true, 0, "", nil, `Normal Pulled Container image`},
+		{"Never missing", v1.PullNever, false, 0, ReasonErrImageNeverPull, ErrImageNeverPull,
+			`Warning ErrImageNeverPull Container image "` + img + `" is not present with pull policy of Never`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tt.present {
+				e.fake.AddImage(img)
+			}
+			pod, c := testPod(img, tt.policy)
+			ref, reason, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if reason != tt.wantReason {
+				t.Errorf("reason = %q, want %q", reason, tt.wantReason)
+			}
+			if tt.wantErr == nil && ref != fakecri.ImageID(img) {
+				t.Errorf("ref = %q, want %q", ref, fakecri.ImageID(img))
+			}
+			if got := e.fake.CountCalls("PullImage"); got != tt.wantPulls {
+				t.Errorf("PullImage calls = %d, want %d", got, tt.wantPulls)
+			}
+			if evs := e.events(); !hasEvent(evs, tt.wantEvent) {
+				t.Errorf("events %q lack %q", evs, tt.wantEvent)
+			}
+		})
+	}
+}
+
+func TestDefaultPullPolicy(t *testing.T) {
+	for image, want := range map[string]v1.PullPolicy{
+		"busybox":                         v1.PullAlways,
+		"busybox:latest":                  v1.PullAlways,
+		"localhost:5000/busybox":          v1.PullAlways,
+		"localhost:5000/busybox:1.36":     v1.PullIfNotPresent,
+		"nodelet.local/busybox:1.36":      v1.PullIfNotPresent,
+		"busybox@sha256:0123456789abcdef": v1.PullIfNotPresent,
+	} {
+		if got := pullPolicy(&v1.Container{Image: image}); got != want {
+			t.Errorf("pullPolicy(%q) = %s, want %s", image, got, want)
+		}
+	}
+}
+
+func TestPullFailureBacksOff(t *testing.T) {
+	const img = "nodelet.local/missing:1"
+	e := newEnv(t)
+	e.fake.SetPullError(img, errors.New("registry unreachable"))
+	pod, c := testPod(img, v1.PullIfNotPresent)
+	ctx := context.Background()
+
+	_, reason, msg, err := e.mgr.EnsureImage(ctx, pod, c, nil)
+	if !errors.Is(err, ErrImagePull) || reason != ReasonErrImagePull || !strings.Contains(msg, "registry unreachable") {
+		t.Fatalf("first failure: reason %q msg %q err %v", reason, msg, err)
+	}
+	if evs := e.events(); !hasEvent(evs, `Warning Failed Failed to pull image "`+img+`"`) {
+		t.Errorf("events %q lack Failed", evs)
+	}
+
+	e.clock.Step(5 * time.Second)
+	_, reason, msg, err = e.mgr.EnsureImage(ctx, pod, c, nil)
+	if !errors.Is(err, ErrImagePullBackOff) || reason != ReasonImagePullBackOff || msg != `Back-off pulling image "`+img+`"` {
+		t.Fatalf("during back-off: reason %q msg %q err %v", reason, msg, err)
+	}
+	if got := e.fake.CountCalls("PullImage"); got != 1 {
+		t.Errorf("PullImage calls during back-off = %d, want 1", got)
+	}
+	if evs := e.events(); !hasEvent(evs, `Normal BackOff Back-off pulling image "`+img+`"`) {
+		t.Errorf("events %q lack BackOff", evs)
+	}
+
+	e.clock.Step(6 * time.Second) // 11s after the failure: the 10s back-off is over
+	if _, reason, _, _ = e.mgr.EnsureImage(ctx, pod, c, nil); reason != ReasonErrImagePull {
+		t.Fatalf("after back-off: reason %q, want a new pull that fails", reason)
+	}
+	e.clock.Step(11 * time.Second) // back-off doubled to 20s
+	if _, reason, _, _ = e.mgr.EnsureImage(ctx, pod, c, nil); reason != ReasonImagePullBackOff {
+		t.Fatalf("11s into a 20s back-off: reason %q", reason)
+	}
+
+	e.fake.SetPullError(img, nil)
+	e.clock.Step(10 * time.Second)
+	ref, reason, _, err := e.mgr.EnsureImage(ctx, pod, c, nil)
+	if err != nil || reason != "" || ref != fakecri.ImageID(img) {
+		t.Fatalf("after recovery: ref %q reason %q err %v", ref, reason, err)
+	}
+	if got := e.fake.CountCalls("PullImage"); got != 3 {
+		t.Errorf("PullImage calls = %d, want 3", got)
+	}
+}
+
+func TestInvalidImageName(t *testing.T) {
+	e := newEnv(t)
+	pod, c := testPod("", v1.PullIfNotPresent)
+	if _, reason, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil); !errors.Is(err, ErrInvalidImageName) || reason != ReasonInvalidImageName {
+		t.Fatalf("reason %q err %v", reason, err)
+	}
+}
+
+// slowPulls counts pulls in flight.
+type slowPulls struct {
+	runtimeapi.ImageServiceClient
+	active, maxActive atomic.Int32
+}
+
+func (s *slowPulls) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest, opts ...grpc.CallOption) (*runtimeapi.PullImageResponse, error) {
+	n := s.active.Add(1)
+	defer s.active.Add(-1)
+	for {
+		old := s.maxActive.Load()
+		if n <= old || s.maxActive.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // widen the window in which an overlap would show
+	return s.ImageServiceClient.PullImage(ctx, req, opts...)
+}
+
+func TestSerializedPulls(t *testing.T) {
+	e := newEnv(t)
+	client := &slowPulls{ImageServiceClient: e.client}
+	mgr, _ := NewManager(Options{Client: client, Serialize: true})
+	var wg sync.WaitGroup
+	for _, img := range []string{"a.local/x:1", "a.local/y:1", "a.local/z:1"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pod, c := testPod(img, v1.PullIfNotPresent)
+			if _, _, _, err := mgr.EnsureImage(context.Background(), pod, c, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := client.maxActive.Load(); got != 1 {
+		t.Errorf("max concurrent pulls = %d, want 1", got)
+	}
+}
+
+func TestCredentialsFor(t *testing.T) {
+	secret := v1.Secret{Data: map[string][]byte{
+		v1.DockerConfigJsonKey: []byte(`{"auths":{"https://registry.example.com":{"auth":"dXNlcjpwYXNz"},` +
+			`"other.example.com":{"username":"u2","password":"p2"}}}`),
+	}}
+	got := credentialsFor("registry.example.com/team/app:1", []v1.Secret{secret})
+	if len(got) != 1 || got[0].Username != "user" || got[0].Password != "pass" {
+		t.Fatalf("credentials = %+v", got)
+	}
+	if got := credentialsFor("busybox", []v1.Secret{secret}); len(got) != 0 {
+		t.Fatalf("docker hub image got %+v", got)
+	}
+}
+
+func TestContainerRefFieldPath(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "setup"}},
+		Containers:     []v1.Container{{Name: "app"}},
+	}}
+	if got := ContainerRef(pod, &pod.Spec.InitContainers[0]).FieldPath; got != "spec.initContainers{setup}" {
+		t.Errorf("init field path %q", got)
+	}
+	if got := ContainerRef(pod, &pod.Spec.Containers[0]).FieldPath; got != "spec.containers{app}" {
+		t.Errorf("app field path %q", got)
+	}
+}

@@ -1,0 +1,195 @@
+// Package pleg is the pod lifecycle event generator: it relists the runtime on a period, diffs
+// against the previous listing and emits one event per changed container or sandbox.
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// EventType says what happened to a container.
+type EventType string
+
+const (
+	ContainerStarted EventType = "ContainerStarted"
+	ContainerDied    EventType = "ContainerDied"
+	ContainerRemoved EventType = "ContainerRemoved"
+	ContainerChanged EventType = "ContainerChanged"
+)
+
+// Event is one lifecycle change for a pod.
+type Event struct {
+	UID  types.UID
+	Type EventType
+	ID   string // container or sandbox ID
+}
+
+// Lister is the part of the runtime manager the PLEG needs.
+type Lister interface {
+	GetPods(ctx context.Context, all bool) ([]*runtime.RunningPod, error)
+}
+
+// relistThreshold is how long without a successful relist before the PLEG is unhealthy.
+const relistThreshold = 3 * time.Minute
+
+// PLEG relists the runtime. Run it once; read Events.
+type PLEG struct {
+	lister  Lister
+	period  time.Duration
+	timeout time.Duration
+	events  chan Event
+	relistC chan struct{}
+
+	mu         sync.RWMutex
+	last       map[string]entry // by container/sandbox ID
+	pods       []*runtime.RunningPod
+	lastRelist time.Time
+	listedAt   time.Time // when the listing in pods was requested
+	relistDur  func(time.Duration) // metrics hook
+}
+
+type entry struct {
+	uid   types.UID
+	state runtime.ContainerState
+}
+
+// New returns a PLEG that relists every period.
+func New(lister Lister, period time.Duration) *PLEG {
+	return &PLEG{
+		lister:  lister,
+		period:  period,
+		timeout: 10 * time.Second,
+		events:  make(chan Event, 4096),
+		relistC: make(chan struct{}, 1),
+		last:    map[string]entry{},
+	}
+}
+
+// Events is the stream of lifecycle events.
+func (p *PLEG) Events() <-chan Event { return p.events }
+
+// OnRelist sets a hook called with each relist's duration.
+func (p *PLEG) OnRelist(f func(time.Duration)) { p.relistDur = f }
+
+// Trigger asks for a relist now, e.g. right after the sync loop changed something.
+func (p *PLEG) Trigger() {
+	select {
+	case p.relistC <- struct{}{}:
+	default:
+	}
+}
+
+// Run relists until ctx ends.
+func (p *PLEG) Run(ctx context.Context) {
+	t := time.NewTicker(p.period)
+	defer t.Stop()
+	for {
+		p.Relist(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.relistC:
+		}
+	}
+}
+
+// Healthy reports an error when relisting has not succeeded for too long.
+func (p *PLEG) Healthy() error {
+	p.mu.RLock()
+	last := p.lastRelist
+	p.mu.RUnlock()
+	if last.IsZero() {
+		return nil // not started yet
+	}
+	if since := time.Since(last); since > relistThreshold {
+		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", since.Round(time.Second), relistThreshold)
+	}
+	return nil
+}
+
+// RunningPods returns what the last relist found on the runtime, and when it started listing.
+func (p *PLEG) RunningPods() ([]*runtime.RunningPod, time.Time) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.pods, p.listedAt
+}
+
+// Relist lists the runtime once and emits events for what changed.
+func (p *PLEG) Relist(ctx context.Context) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	pods, err := p.lister.GetPods(ctx, true)
+	if err != nil {
+		klog.ErrorS(err, "PLEG relist failed; will retry")
+		return
+	}
+	current := index(pods)
+	p.mu.Lock()
+	old := p.last
+	p.last, p.pods, p.lastRelist, p.listedAt = current, pods, time.Now(), start
+	p.mu.Unlock()
+	for _, ev := range diff(old, current) {
+		select {
+		case p.events <- ev:
+		default:
+			klog.InfoS("PLEG event channel full; the periodic resync will catch up", "pod", ev.UID, "event", ev.Type)
+		}
+	}
+	if p.relistDur != nil {
+		p.relistDur(time.Since(start))
+	}
+}
+
+func index(pods []*runtime.RunningPod) map[string]entry {
+	out := map[string]entry{}
+	for _, pod := range pods {
+		for _, c := range pod.Containers {
+			out[c.ID] = entry{uid: pod.UID, state: c.State}
+		}
+		for _, s := range pod.Sandboxes {
+			state := runtime.StateExited
+			if s.Ready {
+				state = runtime.StateRunning
+			}
+			out[s.ID] = entry{uid: pod.UID, state: state}
+		}
+	}
+	return out
+}
+
+func diff(old, current map[string]entry) []Event {
+	var events []Event
+	for id, now := range current {
+		before, seen := old[id]
+		if seen && before.state == now.state {
+			continue
+		}
+		events = append(events, Event{UID: now.uid, ID: id, Type: eventFor(now.state)})
+	}
+	for id, before := range old {
+		if _, ok := current[id]; !ok {
+			events = append(events, Event{UID: before.uid, ID: id, Type: ContainerRemoved})
+		}
+	}
+	return events
+}
+
+func eventFor(s runtime.ContainerState) EventType {
+	switch s {
+	case runtime.StateRunning:
+		return ContainerStarted
+	case runtime.StateExited:
+		return ContainerDied
+	default:
+		return ContainerChanged
+	}
+}

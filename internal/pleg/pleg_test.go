@@ -1,0 +1,88 @@
+package pleg
+
+import (
+	"context"
+	"sort"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+type fakeLister struct{ pods []*runtime.RunningPod }
+
+func (f *fakeLister) GetPods(context.Context, bool) ([]*runtime.RunningPod, error) {
+	return f.pods, nil
+}
+
+func pod(uid string, sandboxReady bool, containers map[string]runtime.ContainerState) *runtime.RunningPod {
+	p := &runtime.RunningPod{UID: types.UID(uid)}
+	p.Sandboxes = []*runtime.SandboxStatus{{ID: "sb-" + uid, Ready: sandboxReady}}
+	for id, st := range containers {
+		p.Containers = append(p.Containers, &runtime.ContainerStatus{ID: id, State: st})
+	}
+	return p
+}
+
+func drain(p *PLEG) []string {
+	var out []string
+	for {
+		select {
+		case ev := <-p.Events():
+			out = append(out, string(ev.UID)+"/"+ev.ID+"="+string(ev.Type))
+		default:
+			sort.Strings(out)
+			return out
+		}
+	}
+}
+
+func TestRelistEmitsChanges(t *testing.T) {
+	lister := &fakeLister{}
+	p := New(lister, 0)
+	ctx := context.Background()
+
+	lister.pods = []*runtime.RunningPod{pod("a", true, map[string]runtime.ContainerState{"c1": runtime.StateRunning})}
+	p.Relist(ctx)
+	want := []string{"a/c1=ContainerStarted", "a/sb-a=ContainerStarted"}
+	if got := drain(p); !equal(got, want) {
+		t.Fatalf("first relist: got %v want %v", got, want)
+	}
+
+	p.Relist(ctx)
+	if got := drain(p); len(got) != 0 {
+		t.Fatalf("unchanged relist emitted %v", got)
+	}
+
+	lister.pods = []*runtime.RunningPod{pod("a", true, map[string]runtime.ContainerState{
+		"c1": runtime.StateExited, "c2": runtime.StateCreated,
+	})}
+	p.Relist(ctx)
+	want = []string{"a/c1=ContainerDied", "a/c2=ContainerChanged"}
+	if got := drain(p); !equal(got, want) {
+		t.Fatalf("after exit: got %v want %v", got, want)
+	}
+
+	lister.pods = nil
+	p.Relist(ctx)
+	want = []string{"a/c1=ContainerRemoved", "a/c2=ContainerRemoved", "a/sb-a=ContainerRemoved"}
+	if got := drain(p); !equal(got, want) {
+		t.Fatalf("after removal: got %v want %v", got, want)
+	}
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("healthy after relist: %v", err)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,73 @@
+// Package pod keeps the set of pods nodelet should run, as the sources last described them.
+package pod
+
+import (
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Manager is the desired-pod store. It is safe for concurrent use; the sync loop writes it
+// and everyone else reads it.
+type Manager struct {
+	mu    sync.RWMutex
+	byUID map[types.UID]*v1.Pod
+}
+
+// NewManager returns an empty pod manager.
+func NewManager() *Manager {
+	return &Manager{byUID: map[types.UID]*v1.Pod{}}
+}
+
+// Set adds or replaces a pod.
+func (m *Manager) Set(pod *v1.Pod) {
+	m.mu.Lock()
+	m.byUID[pod.UID] = pod
+	m.mu.Unlock()
+}
+
+// Remove forgets a pod.
+func (m *Manager) Remove(uid types.UID) {
+	m.mu.Lock()
+	delete(m.byUID, uid)
+	m.mu.Unlock()
+}
+
+// Get returns the desired pod with this UID.
+func (m *Manager) Get(uid types.UID) (*v1.Pod, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.byUID[uid]
+	return p, ok
+}
+
+// GetByName returns the desired pod with this namespace and name.
+func (m *Manager) GetByName(namespace, name string) (*v1.Pod, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, p := range m.byUID {
+		if p.Namespace == namespace && p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Pods returns every desired pod, ordered by namespace and name.
+func (m *Manager) Pods() []*v1.Pod {
+	m.mu.RLock()
+	out := make([]*v1.Pod, 0, len(m.byUID))
+	for _, p := range m.byUID {
+		out = append(out, p)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

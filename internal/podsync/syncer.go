@@ -1,0 +1,196 @@
+// Package podsync is the per-pod work the pod workers sequence: read the runtime, compute and
+// record status, and ask the runtime manager to converge, kill or remove the pod.
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/status"
+)
+
+// Deps are what a Syncer works with.
+type Deps struct {
+	Runtime     runtime.Manager
+	Statuses    *status.Manager
+	Backoff     *flowcontrol.Backoff
+	RootDir     string
+	RuntimeName string
+	HostIPs     []string
+	// Cache receives every runtime status read, for readers outside the workers.
+	Cache *Cache
+}
+
+// Syncer implements podworkers.Syncer.
+type Syncer struct {
+	Deps
+	mu      sync.Mutex
+	waiting map[types.UID]map[string]runtime.WaitingReason
+}
+
+var _ podworkers.Syncer = (*Syncer)(nil)
+
+// New returns a syncer over d.
+func New(d Deps) *Syncer {
+	if d.Cache == nil {
+		d.Cache = NewCache()
+	}
+	return &Syncer{Deps: d, waiting: map[types.UID]map[string]runtime.WaitingReason{}}
+}
+
+// SyncPod converges one pod and records its status before and after.
+func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, error) {
+	rs, err := s.readStatus(ctx, pod)
+	if err != nil {
+		return podworkers.Outcome{}, err
+	}
+	st := s.recordStatus(pod, rs)
+	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+		return podworkers.Outcome{Terminal: true}, nil
+	}
+	if err := s.makeDirs(pod.UID); err != nil {
+		return podworkers.Outcome{}, err
+	}
+	res := s.Runtime.SyncPod(ctx, pod, rs, s.Backoff)
+	s.setWaiting(pod.UID, res.Waiting)
+	if rs, err = s.readStatus(ctx, pod); err == nil {
+		s.recordStatus(pod, rs)
+	}
+	return podworkers.Outcome{RequeueAfter: res.RequeueAfter}, res.Err
+}
+
+// SyncTerminatingPod stops the pod's containers and sandbox with the grace period.
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *runtime.RunningPod, grace *int64) error {
+	if pod == nil && running == nil {
+		return nil
+	}
+	rs, err := s.readStatusFor(ctx, pod, running)
+	if err != nil {
+		return err
+	}
+	seconds := gracePeriod(pod, grace)
+	if err := s.Runtime.KillPod(ctx, pod, toRunning(rs), seconds); err != nil {
+		return fmt.Errorf("killing pod: %w", err)
+	}
+	if pod != nil {
+		if rs, err := s.readStatus(ctx, pod); err == nil {
+			s.recordStatus(pod, rs)
+		}
+	}
+	return nil
+}
+
+// SyncTerminatedPod removes the pod from the runtime and forgets it when remove is set; a
+// finished pod that is still wanted keeps its stopped containers (for their logs and status).
+func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.UID, remove bool) error {
+	if !remove {
+		return nil
+	}
+	if err := s.Runtime.RemovePod(ctx, uid); err != nil {
+		return fmt.Errorf("removing pod from the runtime: %w", err)
+	}
+	if err := os.RemoveAll(filepath.Join(s.RootDir, "pods", string(uid))); err != nil {
+		return err
+	}
+	s.Statuses.Delete(uid)
+	s.Cache.Delete(uid)
+	s.setWaiting(uid, nil)
+	if pod != nil {
+		for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			s.Backoff.DeleteEntry(BackoffKey(pod, &c))
+		}
+	}
+	return nil
+}
+
+func (s *Syncer) readStatus(ctx context.Context, pod *v1.Pod) (*runtime.PodStatus, error) {
+	rs, err := s.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("reading pod status from the runtime: %w", err)
+	}
+	s.Cache.Set(rs)
+	return rs, nil
+}
+
+func (s *Syncer) readStatusFor(ctx context.Context, pod *v1.Pod, running *runtime.RunningPod) (*runtime.PodStatus, error) {
+	if pod != nil {
+		return s.readStatus(ctx, pod)
+	}
+	rs, err := s.Runtime.GetPodStatus(ctx, running.UID, running.Name, running.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("reading pod status from the runtime: %w", err)
+	}
+	return rs, nil
+}
+
+func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus) v1.PodStatus {
+	prev, ok := s.Statuses.Get(pod.UID)
+	in := status.Input{
+		Pod: pod, Runtime: rs, Waiting: s.getWaiting(pod.UID), RuntimeName: s.RuntimeName,
+		HostIPs: s.HostIPs, Now: metav1.NewTime(time.Now()),
+	}
+	if ok {
+		in.Previous = &prev
+	}
+	st := status.Compute(in)
+	s.Statuses.Set(pod, st)
+	return st
+}
+
+func (s *Syncer) makeDirs(uid types.UID) error {
+	for _, d := range []string{"volumes", "plugins", "containers"} {
+		if err := os.MkdirAll(filepath.Join(s.RootDir, "pods", string(uid), d), 0o750); err != nil {
+			return fmt.Errorf("creating pod directory: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *Syncer) getWaiting(uid types.UID) map[string]runtime.WaitingReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting[uid]
+}
+
+func (s *Syncer) setWaiting(uid types.UID, w map[string]runtime.WaitingReason) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(w) == 0 {
+		delete(s.waiting, uid)
+		return
+	}
+	s.waiting[uid] = w
+}
+
+// gracePeriod picks the kill grace: an explicit override, else the pod's own, else 30s.
+func gracePeriod(pod *v1.Pod, override *int64) int64 {
+	switch {
+	case override != nil:
+		return *override
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		return *pod.DeletionGracePeriodSeconds
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return 30
+}
+
+func toRunning(rs *runtime.PodStatus) *runtime.RunningPod {
+	return &runtime.RunningPod{UID: rs.UID, Name: rs.Name, Namespace: rs.Namespace, Sandboxes: rs.Sandboxes, Containers: rs.Containers}
+}
+
+// BackoffKey names a container's crash-loop back-off entry; it must match the runtime's key.
+func BackoffKey(pod *v1.Pod, c *v1.Container) string {
+	return runtime.BackoffKey(pod, c)
+}

@@ -1,0 +1,287 @@
+package podworkers
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// retryAfterError is how soon a failed step is tried again. Kills retry on this too, so a kill
+// request survives runtime errors.
+const retryAfterError = 2 * time.Second
+
+// PodWorkers owns every pod's worker goroutine.
+type PodWorkers struct {
+	ctx    context.Context
+	syncer Syncer
+	queue  Requeuer
+	resync time.Duration
+
+	mu      sync.Mutex
+	workers map[types.UID]*worker
+	// finished remembers when recently removed pods were done, so a runtime listing taken
+	// before that moment is not mistaken for a pod left behind.
+	finished map[types.UID]time.Time
+	wg       sync.WaitGroup
+}
+
+// finishedMemory is how long a removed pod's finish time is kept.
+const finishedMemory = time.Minute
+
+// New returns pod workers that live until ctx ends. resync is the normal interval between
+// syncs of a healthy pod (syncFrequency).
+func New(ctx context.Context, syncer Syncer, queue Requeuer, resync time.Duration) *PodWorkers {
+	return &PodWorkers{
+		ctx: ctx, syncer: syncer, queue: queue, resync: resync,
+		workers: map[types.UID]*worker{}, finished: map[types.UID]time.Time{},
+	}
+}
+
+// UpdatePod hands an update to the pod's worker, starting one if needed. It never blocks on the
+// worker.
+func (p *PodWorkers) UpdatePod(u UpdateOptions) {
+	uid := u.uid()
+	p.mu.Lock()
+	w, ok := p.workers[uid]
+	if !ok {
+		if u.Type == Sync && u.Pod == nil {
+			p.mu.Unlock()
+			return
+		}
+		w = newWorker(uid)
+		p.workers[uid] = w
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.run(w)
+		}()
+	}
+	p.mu.Unlock()
+	w.offer(u)
+}
+
+// State returns a pod's lifecycle state and whether a worker exists for it.
+func (p *PodWorkers) State(uid types.UID) (State, bool) {
+	p.mu.Lock()
+	w, ok := p.workers[uid]
+	p.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state, true
+}
+
+// Known returns the UIDs that currently have a worker.
+func (p *PodWorkers) Known() map[types.UID]State {
+	p.mu.Lock()
+	ws := make([]*worker, 0, len(p.workers))
+	for _, w := range p.workers {
+		ws = append(ws, w)
+	}
+	p.mu.Unlock()
+	out := make(map[types.UID]State, len(ws))
+	for _, w := range ws {
+		w.mu.Lock()
+		out[w.uid] = w.state
+		w.mu.Unlock()
+	}
+	return out
+}
+
+// Wait blocks until every worker goroutine has returned (after ctx ends).
+func (p *PodWorkers) Wait() { p.wg.Wait() }
+
+// FinishedAt returns when a pod's worker removed it, if that was within the last minute.
+func (p *PodWorkers) FinishedAt(uid types.UID) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.finished[uid]
+	return at, ok
+}
+
+func (p *PodWorkers) forget(w *worker) {
+	now := time.Now()
+	p.mu.Lock()
+	if p.workers[w.uid] == w {
+		delete(p.workers, w.uid)
+	}
+	p.finished[w.uid] = now
+	for uid, at := range p.finished {
+		if now.Sub(at) > finishedMemory {
+			delete(p.finished, uid)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// worker is one pod's mailbox and state.
+type worker struct {
+	uid   types.UID
+	wake  chan struct{}
+	mu    sync.Mutex
+	state State
+	pod   *v1.Pod
+	// recreate holds a pod re-added with the same UID while this one was being removed; it
+	// starts fresh once the removal is done.
+	recreate *v1.Pod
+	run      *runtime.RunningPod
+	kill     *KillOptions
+	cancel   context.CancelFunc // cancels an in-flight SyncPod when a kill arrives
+}
+
+func newWorker(uid types.UID) *worker {
+	return &worker{uid: uid, wake: make(chan struct{}, 1)}
+}
+
+// offer merges an update into the mailbox: the newest spec wins, kill requests accumulate.
+func (w *worker) offer(u UpdateOptions) {
+	w.mu.Lock()
+	if u.Type == Create && w.kill != nil && w.kill.Remove {
+		w.recreate = u.Pod
+		w.mu.Unlock()
+		return
+	}
+	if u.Pod != nil {
+		w.pod = u.Pod
+	}
+	if u.Running != nil {
+		w.run = u.Running
+	}
+	if u.Type == Kill {
+		w.kill = mergeKill(w.kill, u.Kill)
+		if w.cancel != nil {
+			w.cancel()
+		}
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *worker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// mergeKill keeps the strongest request: Remove sticks and the shortest grace period wins.
+func mergeKill(have, add *KillOptions) *KillOptions {
+	if add == nil {
+		add = &KillOptions{}
+	}
+	if have == nil {
+		c := *add
+		return &c
+	}
+	out := *have
+	out.Remove = out.Remove || add.Remove
+	if add.GracePeriod != nil && (out.GracePeriod == nil || *add.GracePeriod < *out.GracePeriod) {
+		g := *add.GracePeriod
+		out.GracePeriod = &g
+	}
+	return &out
+}
+
+// run is the worker goroutine: one step per wake-up until the pod is removed.
+func (p *PodWorkers) run(w *worker) {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-w.wake:
+		}
+		if done := p.step(w); done {
+			p.forget(w)
+			w.mu.Lock()
+			again := w.recreate
+			w.mu.Unlock()
+			if again != nil {
+				p.UpdatePod(UpdateOptions{Type: Create, Pod: again})
+			}
+			return
+		}
+	}
+}
+
+// step performs the work due in the current state and reports whether the worker is finished.
+func (p *PodWorkers) step(w *worker) bool {
+	w.mu.Lock()
+	if w.kill != nil && w.state == Syncing {
+		w.state = Terminating
+	}
+	state, pod, running, kill := w.state, w.pod, w.run, w.kill
+	var ctx context.Context
+	ctx, w.cancel = context.WithCancel(p.ctx)
+	w.mu.Unlock()
+	defer w.cancel()
+
+	logger := klog.LoggerWithValues(klog.Background(), "podUID", w.uid, "state", state.String())
+	switch state {
+	case Syncing:
+		p.syncPod(ctx, w, pod, logger)
+	case Terminating:
+		var grace *int64
+		if kill != nil {
+			grace = kill.GracePeriod
+		}
+		if err := p.syncer.SyncTerminatingPod(ctx, pod, running, grace); err != nil {
+			logger.Error(err, "Killing pod failed; will retry")
+			p.retry(w)
+			return false
+		}
+		p.setState(w, Terminated)
+		w.signal()
+	case Terminated:
+		remove := kill != nil && kill.Remove
+		if err := p.syncer.SyncTerminatedPod(ctx, pod, w.uid, remove); err != nil {
+			logger.Error(err, "Cleaning up pod failed; will retry")
+			p.retry(w)
+			return false
+		}
+		return remove
+	}
+	return false
+}
+
+func (p *PodWorkers) syncPod(ctx context.Context, w *worker, pod *v1.Pod, logger klog.Logger) {
+	out, err := p.syncer.SyncPod(ctx, pod)
+	switch {
+	case ctx.Err() != nil && p.ctx.Err() == nil:
+		w.signal() // interrupted by a kill: go straight on to it
+	case err != nil:
+		logger.Error(err, "Syncing pod failed; will retry", "pod", klog.KObj(pod))
+		p.queue.Enqueue(w.uid, retryAfterError)
+	case out.Terminal:
+		w.mu.Lock()
+		w.kill = mergeKill(w.kill, nil)
+		w.mu.Unlock()
+		p.setState(w, Terminating)
+		w.signal()
+	default:
+		next := p.resync + time.Duration(rand.Int64N(int64(p.resync)/2+1))
+		if out.RequeueAfter > 0 && out.RequeueAfter < next {
+			next = out.RequeueAfter
+		}
+		p.queue.Enqueue(w.uid, next)
+	}
+}
+
+func (p *PodWorkers) setState(w *worker, s State) {
+	w.mu.Lock()
+	w.state = s
+	w.mu.Unlock()
+}
+
+// retry wakes the worker again after a pause, so a failed kill or cleanup is never dropped.
+func (p *PodWorkers) retry(w *worker) {
+	time.AfterFunc(retryAfterError, w.signal)
+}

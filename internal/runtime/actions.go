@@ -1,0 +1,193 @@
+package runtime
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// containerStart is one container instance SyncPod should create and start.
+type containerStart struct {
+	spec *v1.Container
+	// prev is the newest earlier instance of this container (any sandbox), nil when none.
+	prev *ContainerStatus
+	// restartCount of the new instance: one more than any earlier instance.
+	restartCount int
+	// backoff is set when this restarts a finished container, which crash-loop back-off gates.
+	backoff bool
+}
+
+// containerKill is one container SyncPod should stop first.
+type containerKill struct {
+	status  *ContainerStatus
+	message string
+}
+
+// podActions is what SyncPod decided to do, computed from the spec and the runtime state
+// before anything is changed.
+type podActions struct {
+	// createSandbox: no usable sandbox; kill what is left of the pod and run a new one.
+	createSandbox bool
+	attempt       uint32
+	// sandbox is the current ready sandbox when no new one is created.
+	sandbox *SandboxStatus
+	kill    []containerKill
+	// start holds at most one init container, or the app containers to start, in spec order.
+	start []containerStart
+}
+
+func restartPolicy(pod *v1.Pod) v1.RestartPolicy {
+	if pod.Spec.RestartPolicy == "" {
+		return v1.RestartPolicyAlways
+	}
+	return pod.Spec.RestartPolicy
+}
+
+// shouldRestart says whether a finished container instance is started again.
+func shouldRestart(policy v1.RestartPolicy, st *ContainerStatus) bool {
+	switch policy {
+	case v1.RestartPolicyAlways:
+		return true
+	case v1.RestartPolicyOnFailure:
+		return st.State != StateExited || st.ExitCode != 0
+	}
+	return false
+}
+
+// newestByName maps container name to its newest instance among statuses (sorted newest first)
+// accepted by keep.
+func newestByName(statuses []*ContainerStatus, keep func(*ContainerStatus) bool) map[string]*ContainerStatus {
+	out := map[string]*ContainerStatus{}
+	for _, st := range statuses {
+		if _, seen := out[st.Name]; !seen && keep(st) {
+			out[st.Name] = st
+		}
+	}
+	return out
+}
+
+func nextRestartCount(statuses []*ContainerStatus, name string) int {
+	n := 0
+	for _, st := range statuses {
+		if st.Name == name && st.RestartCount+1 > n {
+			n = st.RestartCount + 1
+		}
+	}
+	return n
+}
+
+// podFinished reports whether the pod's containers are done as its restart policy says, so a
+// dead sandbox is not replaced: under Never once anything ran, under OnFailure once every app
+// container succeeded.
+func podFinished(pod *v1.Pod, status *PodStatus, newest map[string]*ContainerStatus) bool {
+	switch restartPolicy(pod) {
+	case v1.RestartPolicyNever:
+		return len(status.Containers) > 0
+	case v1.RestartPolicyOnFailure:
+		for _, c := range pod.Spec.Containers {
+			st := newest[c.Name]
+			if st == nil || st.State != StateExited || st.ExitCode != 0 {
+				return false
+			}
+		}
+		return len(pod.Spec.Containers) > 0
+	}
+	return false
+}
+
+// computeActions decides the sandbox, then the next init container, then the app containers.
+func computeActions(pod *v1.Pod, status *PodStatus) podActions {
+	var a podActions
+	anySandbox := func(*ContainerStatus) bool { return true }
+	newest := newestByName(status.Containers, anySandbox)
+
+	var current *SandboxStatus
+	if len(status.Sandboxes) > 0 {
+		current = status.Sandboxes[0]
+	}
+	usable := current != nil && current.Ready && (pod.Spec.HostNetwork || current.HostNet || len(current.IPs) > 0)
+	inSandbox := map[string]*ContainerStatus{}
+	if usable {
+		a.sandbox = current
+		inSandbox = newestByName(status.Containers, func(st *ContainerStatus) bool { return st.SandboxID == current.ID })
+	} else {
+		if podFinished(pod, status, newest) {
+			return a
+		}
+		a.createSandbox = true
+		for _, sb := range status.Sandboxes {
+			a.attempt = max(a.attempt, sb.Attempt+1)
+		}
+	}
+
+	if !initDone(pod, status, inSandbox, &a) {
+		return a
+	}
+	policy := restartPolicy(pod)
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		st := inSandbox[c.Name]
+		prev := newest[c.Name]
+		next := containerStart{spec: c, prev: prev, restartCount: nextRestartCount(status.Containers, c.Name)}
+		switch {
+		case st == nil:
+			// A new sandbox restarts only what the policy restarts; a running leftover is
+			// killed with the old sandbox.
+			if prev != nil && prev.State != StateRunning && !shouldRestart(policy, prev) {
+				continue
+			}
+			next.backoff = prev != nil && prev.State != StateRunning
+			a.start = append(a.start, next)
+		case st.State == StateRunning:
+			if st.Hash != containerHash(c) {
+				a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
+				a.start = append(a.start, next)
+			}
+		default: // exited, created (start failed), unknown
+			if st.State == StateUnknown {
+				a.kill = append(a.kill, containerKill{status: st})
+			}
+			if shouldRestart(policy, st) {
+				next.backoff = true
+				a.start = append(a.start, next)
+			}
+		}
+	}
+	return a
+}
+
+// initDone walks the init containers in order and reports whether all have succeeded. When
+// not, it adds the next one to start (if any) to a. Once an app container exists in the
+// sandbox, init is over even if the init containers were removed since.
+func initDone(pod *v1.Pod, status *PodStatus, inSandbox map[string]*ContainerStatus, a *podActions) bool {
+	for _, c := range pod.Spec.Containers {
+		if inSandbox[c.Name] != nil {
+			return true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		st := inSandbox[c.Name]
+		next := containerStart{spec: c, prev: status.FindContainer(c.Name), restartCount: nextRestartCount(status.Containers, c.Name)}
+		switch {
+		case st == nil:
+			next.backoff = next.prev != nil && next.prev.State != StateRunning
+			a.start = append(a.start, next)
+			return false
+		case st.State == StateRunning:
+			return false
+		case st.State == StateExited && st.ExitCode == 0:
+			continue
+		}
+		// Failed (or never started): restart unless the policy is Never, which fails the pod.
+		if st.State == StateUnknown {
+			a.kill = append(a.kill, containerKill{status: st})
+		}
+		if restartPolicy(pod) != v1.RestartPolicyNever {
+			next.backoff = true
+			a.start = append(a.start, next)
+		}
+		return false
+	}
+	return true
+}

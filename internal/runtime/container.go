@@ -1,0 +1,148 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// managedBy marks containers nodelet created.
+const managedBy = "nodelet"
+
+// containerHash identifies a container spec: fnv64a over its JSON. A running container whose
+// hash differs from its spec's is restarted.
+func containerHash(c *v1.Container) uint64 {
+	data, _ := json.Marshal(c) // a v1.Container always marshals
+	h := fnv.New64a()
+	h.Write(data)
+	return h.Sum64()
+}
+
+// containerConfig builds the CRI config of one container instance. imageRef is what
+// EnsureImage returned.
+func (m *manager) containerConfig(pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
+	ec := envContext{pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
+	if pod.Spec.HostNetwork && ec.hostIP == "" && len(sb.ips) > 0 {
+		ec.hostIP = sb.ips[0]
+	}
+	envs, vars, err := containerEnv(ec, c)
+	if err != nil {
+		return nil, err
+	}
+	cmd, args := expandCommand(c, vars)
+	mounts, err := m.containerMounts(pod, c, sb.ips)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(c.Name, strconv.Itoa(restartCount)+".log")
+	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {
+		return nil, fmt.Errorf("create container log directory: %w", err)
+	}
+	annotations, err := containerAnnotations(pod, c, restartCount)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     cmd,
+		Args:        args,
+		WorkingDir:  c.WorkingDir,
+		Envs:        envs,
+		Mounts:      mounts,
+		Labels:      containerLabels(pod, c),
+		Annotations: annotations,
+		LogPath:     logPath,
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       linuxResources(pod, c, ec.capacity),
+			SecurityContext: containerSecurity(pod, c),
+		},
+	}, nil
+}
+
+func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
+	return map[string]string{
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelPodUID:        string(pod.UID),
+		LabelContainerName: c.Name,
+		LabelManagedBy:     managedBy,
+	}
+}
+
+// containerAnnotations carry what status and kill need later without the pod spec: the spec
+// hash, restart count, termination message settings, grace period and preStop handler.
+func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[string]string, error) {
+	policy := c.TerminationMessagePolicy
+	if policy == "" {
+		policy = v1.TerminationMessageReadFile
+	}
+	a := map[string]string{
+		AnnotationHash:       strconv.FormatUint(containerHash(c), 16),
+		AnnotationRestarts:   strconv.Itoa(restartCount),
+		AnnotationTermPath:   terminationMessagePath(c),
+		AnnotationTermPolicy: string(policy),
+		AnnotationImage:      c.Image,
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		a[AnnotationGrace] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		data, err := json.Marshal(c.Lifecycle.PreStop)
+		if err != nil {
+			return nil, fmt.Errorf("encode preStop handler: %w", err)
+		}
+		a[AnnotationPreStop] = string(data)
+	}
+	return a, nil
+}
+
+// containerSecurity maps the container's security context over the pod's.
+func containerSecurity(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions:   namespaceOptions(pod),
+		SupplementalGroups: supplementalGroups(pod.Spec.SecurityContext),
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		return sc
+	}
+	sc.Privileged = isTrue(csc.Privileged)
+	sc.ReadonlyRootfs = isTrue(csc.ReadOnlyRootFilesystem)
+	if csc.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
+	}
+	if csc.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
+	}
+	if csc.AllowPrivilegeEscalation != nil {
+		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+	}
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, c := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
+		}
+		for _, c := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
+		}
+	}
+	return sc
+}

@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/images"
+)
+
+const (
+	// minGracePeriod is the least time a container gets to stop, preStop hook included.
+	minGracePeriod     = 2 * time.Second
+	defaultGracePeriod = 30 * time.Second
+)
+
+// KillPod stops every running container in parallel (preStop first, then StopContainer with
+// what is left of the grace period) and then every sandbox. gracePeriod < 0 means the pod's
+// own terminationGracePeriodSeconds. Any failure is returned so the caller retries.
+func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod, gracePeriod int64) error {
+	if running == nil {
+		if pod == nil {
+			return errors.New("KillPod: neither pod nor running pod given")
+		}
+		st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			return err
+		}
+		running = &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
+	}
+	if pod == nil {
+		pod = &v1.Pod{ObjectMeta: metav1ObjectMeta(running)}
+	}
+	var toStop []*ContainerStatus
+	for _, c := range running.Containers {
+		if c.State == StateRunning || c.State == StateUnknown {
+			toStop = append(toStop, c)
+		}
+	}
+	errs := make([]error, len(toStop))
+	var wg sync.WaitGroup
+	for i, c := range toStop {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.killContainer(ctx, pod, running, c, gracePeriod, "")
+		}()
+	}
+	wg.Wait()
+	for _, sb := range running.Sandboxes {
+		if err := m.cri.stopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", running.Namespace, running.Name, err)
+	}
+	return nil
+}
+
+// killContainer runs the container's preStop hook and stops it within the grace period.
+// message, when set, replaces the default Killing event text.
+func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, gracePeriod int64, message string) error {
+	spec := findContainer(pod, c.Name)
+	var preStop *v1.LifecycleHandler
+	if spec != nil && spec.Lifecycle != nil {
+		preStop = spec.Lifecycle.PreStop
+	}
+	if spec == nil || gracePeriod < 0 {
+		// Without the spec (orphaned pod) the container's annotations say what it needs.
+		st, err := m.cri.containerStatus(ctx, c.ID)
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("container %s status: %w", c.ID, err)
+		}
+		if st != nil && spec == nil {
+			preStop = decodePreStop(st.Annotations[AnnotationPreStop])
+		}
+		if st != nil && gracePeriod < 0 {
+			gracePeriod = annotatedGrace(pod, st.Annotations)
+		}
+	}
+	grace := max(time.Duration(gracePeriod)*time.Second, minGracePeriod)
+	if gracePeriod < 0 {
+		grace = defaultGracePeriod
+	}
+	ref := images.ContainerRef(pod, &v1.Container{Name: c.Name})
+	if message == "" {
+		message = fmt.Sprintf("Stopping container %s", c.Name)
+	}
+	m.recorder.Event(ref, v1.EventTypeNormal, "Killing", message)
+
+	if preStop != nil && c.State == StateRunning {
+		start := time.Now()
+		if err := m.runPreStop(ctx, pod, running, c, spec, preStop, grace); err != nil {
+			m.recorder.Eventf(ref, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
+			klog.InfoS("PreStop hook failed", "pod", klog.KObj(pod), "container", c.Name, "err", err)
+		}
+		grace = max(grace-time.Since(start), minGracePeriod)
+	}
+	secs := int64((grace + time.Second - 1) / time.Second)
+	klog.V(2).InfoS("Stopping container", "pod", klog.KObj(pod), "container", c.Name, "id", c.ID, "gracePeriod", secs)
+	if err := m.cri.stopContainer(ctx, c.ID, secs); err != nil && !isNotFound(err) {
+		return fmt.Errorf("stop container %s (%s): %w", c.Name, c.ID, err)
+	}
+	return nil
+}
+
+// annotatedGrace is the pod's grace period from its spec or, for an orphan, the container's
+// annotation; -1 when neither says.
+func annotatedGrace(pod *v1.Pod, annotations map[string]string) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if g, err := strconv.ParseInt(annotations[AnnotationGrace], 10, 64); err == nil {
+		return g
+	}
+	return -1
+}
+
+func metav1ObjectMeta(p *RunningPod) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
+}
+
+// RemovePod deletes all of the pod's containers and sandboxes and then its directories.
+func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
+	selector := map[string]string{LabelPodUID: string(uid)}
+	var errs []error
+	containers, err := m.cri.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	for _, c := range containers {
+		if err := m.cri.removeContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
+		}
+	}
+	sandboxes, err := m.cri.listPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
+	for _, sb := range sandboxes {
+		// A sandbox must be stopped before removal; stopping is idempotent.
+		if err := m.cri.stopPodSandbox(ctx, sb.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.Id, err))
+			continue
+		}
+		if err := m.cri.removePodSandbox(ctx, sb.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
+		}
+	}
+	if len(errs) > 0 {
+		// Keep the pod's files while the runtime may still use them.
+		return fmt.Errorf("remove pod %s: %w", uid, errors.Join(errs...))
+	}
+	if err := os.RemoveAll(m.podDir(string(uid))); err != nil {
+		errs = append(errs, err)
+	}
+	logDirs, _ := filepath.Glob(filepath.Join(m.podLogsDir, "*_"+string(uid)))
+	for _, dir := range logDirs {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove pod %s files: %w", uid, err)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/images"
+)
+
+// ImageService is what SyncPod needs from the image manager (*images.Manager).
+type ImageService interface {
+	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error)
+}
+
+// Options configure the runtime manager.
+type Options struct {
+	// Endpoint is the CRI socket, e.g. "unix:///run/nodelet/containerd/containerd.sock".
+	Endpoint string
+	// RequestTimeout bounds CRI calls that do work (default 2m); list/status calls use 10s.
+	RequestTimeout time.Duration
+	// RootDir holds per-pod state under RootDir/pods/<uid> (default /var/lib/kubelet).
+	RootDir string
+	// PodLogsDir holds container logs, RootDir-independent (default /var/log/pods).
+	PodLogsDir string
+	// Recorder receives container events; nil drops them.
+	Recorder record.EventRecorder
+	// Images ensures images; nil builds an images.Manager on the same connection with
+	// serialized pulls.
+	Images ImageService
+	// PullSecrets returns the pod's image pull secrets; nil means none.
+	PullSecrets func(pod *v1.Pod) []v1.Secret
+	// ResolvConf is the host resolver config used by dnsPolicy Default (default /etc/resolv.conf).
+	ResolvConf string
+	// ClusterDNS and ClusterDomain configure dnsPolicy ClusterFirst; without ClusterDNS such
+	// pods fall back to the host resolver config.
+	ClusterDNS    []string
+	ClusterDomain string
+	// NodeName and NodeIP fill spec.nodeName and status.hostIP env references.
+	NodeName string
+	NodeIP   string
+}
+
+// manager implements Manager over CRI.
+type manager struct {
+	cri         *criClient
+	images      ImageService
+	recorder    record.EventRecorder
+	pullSecrets func(pod *v1.Pod) []v1.Secret
+	rootDir     string
+	podLogsDir  string
+	dns         *dnsConfigurer
+	nodeName    string
+	nodeIP      string
+	conn        *grpc.ClientConn // nil when the caller owns the connection
+
+	capacityOnce sync.Once
+	capacity     nodeCapacity // for oom_score_adj and resourceFieldRef defaults
+}
+
+// NewManager dials opts.Endpoint and returns a Manager. The returned value also implements
+// io.Closer, which closes the connection.
+func NewManager(opts Options) (Manager, error) {
+	if opts.Endpoint == "" {
+		return nil, errors.New("runtime: no CRI endpoint")
+	}
+	conn, err := Dial(opts.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	m := newManager(runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn), opts)
+	m.conn = conn
+	return m, nil
+}
+
+// NewManagerWithClient returns a Manager over already dialled CRI clients; opts.Endpoint is
+// ignored.
+func NewManagerWithClient(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) Manager {
+	return newManager(rt, img, opts)
+}
+
+func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) *manager {
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.RootDir == "" {
+		opts.RootDir = "/var/lib/kubelet"
+	}
+	if opts.PodLogsDir == "" {
+		opts.PodLogsDir = "/var/log/pods"
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = &record.FakeRecorder{} // nil channel: events are dropped
+	}
+	if opts.Images == nil {
+		// With a client given NewManager cannot fail.
+		opts.Images, _ = images.NewManager(images.Options{
+			Client: img, Recorder: opts.Recorder, Serialize: true, RequestTimeout: opts.RequestTimeout,
+		})
+	}
+	if opts.PullSecrets == nil {
+		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
+	}
+	return &manager{
+		cri:         &criClient{rt: rt, timeout: opts.RequestTimeout},
+		images:      opts.Images,
+		recorder:    opts.Recorder,
+		pullSecrets: opts.PullSecrets,
+		rootDir:     opts.RootDir,
+		podLogsDir:  opts.PodLogsDir,
+		dns:         newDNSConfigurer(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
+		nodeName:    opts.NodeName,
+		nodeIP:      opts.NodeIP,
+	}
+}
+
+// Close closes the connection NewManager dialled.
+func (m *manager) Close() error {
+	if m.conn == nil {
+		return nil
+	}
+	return m.conn.Close()
+}
+
+// Status returns an error unless the runtime reports RuntimeReady and NetworkReady.
+func (m *manager) Status(ctx context.Context) error {
+	resp, err := m.cri.status(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime status: %w", err)
+	}
+	ready := map[string]*runtimeapi.RuntimeCondition{}
+	for _, c := range resp.GetStatus().GetConditions() {
+		ready[c.Type] = c
+	}
+	var errs []error
+	for _, typ := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
+		c := ready[typ]
+		switch {
+		case c == nil:
+			errs = append(errs, fmt.Errorf("runtime reports no %s condition", typ))
+		case !c.Status:
+			errs = append(errs, fmt.Errorf("%s=false reason:%s message:%s", typ, c.Reason, c.Message))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Version returns the runtime's name and version.
+func (m *manager) Version(ctx context.Context) (string, string, error) {
+	resp, err := m.cri.version(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("runtime version: %w", err)
+	}
+	return resp.RuntimeName, resp.RuntimeVersion, nil
+}
+
+// podDir is where nodelet keeps a pod's files (volumes, termination messages, /etc/hosts).
+func (m *manager) podDir(uid string) string {
+	return filepath.Join(m.rootDir, "pods", uid)
+}
+
+// podLogDir is the sandbox log directory: /var/log/pods/<ns>_<name>_<uid>.
+func (m *manager) podLogDir(pod *v1.Pod) string {
+	return filepath.Join(m.podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}

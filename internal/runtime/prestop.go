@@ -1,0 +1,135 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// runPreStop runs a preStop handler (exec, httpGet or sleep) within timeout. tcpSocket
+// handlers do nothing, as upstream.
+func (m *manager) runPreStop(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch {
+	case h.Exec != nil:
+		resp, err := m.cri.execSync(ctx, c.ID, h.Exec.Command, timeout)
+		if err != nil {
+			return err
+		}
+		if resp.ExitCode != 0 {
+			return fmt.Errorf("command %q exited with %d: %s", h.Exec.Command, resp.ExitCode,
+				strings.TrimSpace(string(resp.Stdout)+string(resp.Stderr)))
+		}
+		return nil
+	case h.HTTPGet != nil:
+		return m.preStopHTTP(ctx, running, spec, h.HTTPGet)
+	case h.Sleep != nil:
+		select {
+		case <-time.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	return nil
+}
+
+// preStopHTTP sends the handler's GET to the pod IP (or the handler's host).
+func (m *manager) preStopHTTP(ctx context.Context, running *RunningPod, spec *v1.Container, g *v1.HTTPGetAction) error {
+	host := g.Host
+	if host == "" {
+		ip, err := m.podIP(ctx, running)
+		if err != nil {
+			return err
+		}
+		host = ip
+	}
+	port, err := resolvePort(g.Port.String(), spec)
+	if err != nil {
+		return err
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := g.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	url := fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	for _, hdr := range g.HTTPHeaders {
+		if strings.EqualFold(hdr.Name, "Host") {
+			req.Host = hdr.Value
+			continue
+		}
+		req.Header.Add(hdr.Name, hdr.Value)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// podIP reads the IP of the pod's ready sandbox; list results carry no IPs.
+func (m *manager) podIP(ctx context.Context, running *RunningPod) (string, error) {
+	for _, sb := range running.Sandboxes {
+		if len(sb.IPs) > 0 {
+			return sb.IPs[0], nil
+		}
+		if !sb.Ready {
+			continue
+		}
+		st, err := m.cri.podSandboxStatus(ctx, sb.ID)
+		if err != nil {
+			return "", err
+		}
+		if ips := sandboxIPs(st); len(ips) > 0 {
+			return ips[0], nil
+		}
+	}
+	return "", fmt.Errorf("pod has no IP")
+}
+
+// resolvePort turns a port number or a container port name into a number.
+func resolvePort(port string, spec *v1.Container) (int, error) {
+	if n, err := strconv.Atoi(port); err == nil {
+		return n, nil
+	}
+	if spec != nil {
+		for _, p := range spec.Ports {
+			if p.Name == port {
+				return int(p.ContainerPort), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("cannot resolve port %q", port)
+}
+
+func decodePreStop(data string) *v1.LifecycleHandler {
+	if data == "" {
+		return nil
+	}
+	h := &v1.LifecycleHandler{}
+	if err := json.Unmarshal([]byte(data), h); err != nil {
+		return nil
+	}
+	return h
+}

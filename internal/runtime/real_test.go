@@ -1,0 +1,240 @@
+package runtime
+
+// Tests against a real CRI runtime. They run only when NODELET_E2E_CRI names its endpoint:
+//
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/runtime -run Real
+//
+// They need root, the images nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10 in the
+// runtime, and write container logs under /var/log/pods.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+const realPodLogsDir = "/var/log/pods"
+
+func realManager(t *testing.T) Manager {
+	t.Helper()
+	endpoint := os.Getenv("NODELET_E2E_CRI")
+	if endpoint == "" {
+		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
+	}
+	m, err := NewManager(Options{
+		Endpoint: endpoint, RootDir: t.TempDir(), PodLogsDir: realPodLogsDir,
+		Recorder: record.NewFakeRecorder(1000), NodeName: "e2e-node",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.(io.Closer).Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Status(ctx); err != nil {
+		t.Fatalf("runtime not ready: %v", err)
+	}
+	name, version, err := m.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("runtime %s %s", name, version)
+	return m
+}
+
+func realPod(t *testing.T, prefix string, containers ...v1.Container) *v1.Pod {
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	id := hex.EncodeToString(suffix)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + id, Namespace: "default", UID: types.UID("e2e-" + id + "-uid")},
+		Spec: v1.PodSpec{
+			Containers: containers, RestartPolicy: v1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: int64Ptr(5),
+		},
+	}
+	t.Cleanup(func() { cleanupRealPod(t, pod) })
+	return pod
+}
+
+// cleanupRealPod removes whatever a failed test left behind.
+func cleanupRealPod(t *testing.T, pod *v1.Pod) {
+	m, err := NewManager(Options{Endpoint: os.Getenv("NODELET_E2E_CRI"), PodLogsDir: realPodLogsDir, RootDir: t.TempDir()})
+	if err != nil {
+		return
+	}
+	defer m.(io.Closer).Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = m.KillPod(ctx, pod, nil, 0)
+	_ = m.RemovePod(ctx, pod.UID)
+}
+
+// waitFor polls cond every 200ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestRealBusyboxPodLifecycle(t *testing.T) {
+	m := realManager(t)
+	ctx := context.Background()
+	main := v1.Container{
+		Name: "main", Image: "nodelet.local/busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent,
+		Command: []string{"sh", "-c", "echo hello; echo $(GREETING) from $POD_NAME; sleep 3600"},
+		Env: []v1.EnvVar{{Name: "GREETING", Value: "hi"},
+			{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+	}
+	pod := realPod(t, "busybox", main)
+	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
+
+	status, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := m.SyncPod(ctx, pod, status, backoff); res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("SyncPod: err %v waiting %v", res.Err, res.Waiting)
+	}
+	waitFor(t, 30*time.Second, "a running container", func() bool {
+		status, err = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		return err == nil && status.FindContainer("main") != nil && status.FindContainer("main").State == StateRunning
+	})
+	if len(status.IPs) == 0 || !strings.HasPrefix(status.IPs[0], "10.85.") {
+		t.Fatalf("pod IPs = %v, want a 10.85.x.x address", status.IPs)
+	}
+	c := status.FindContainer("main")
+	if c.Image != main.Image || c.ImageRef == "" || c.Hash != containerHash(&pod.Spec.Containers[0]) || c.RestartCount != 0 {
+		t.Errorf("container status %+v", c)
+	}
+	t.Logf("pod IP %s, container %s", status.IPs[0], c.ID)
+
+	logFile := filepath.Join(realPodLogsDir, "default_"+pod.Name+"_"+string(pod.UID), "main", "0.log")
+	var logs string
+	waitFor(t, 10*time.Second, "the container's log lines", func() bool {
+		data, _ := os.ReadFile(logFile)
+		logs = string(data)
+		return strings.Contains(logs, "hello") && strings.Contains(logs, "hi from "+pod.Name)
+	})
+	if !strings.Contains(logs, " stdout F hello\n") {
+		t.Errorf("log not in CRI format: %q", logs)
+	}
+
+	// A second sync of the healthy pod changes nothing.
+	if res := m.SyncPod(ctx, pod, status, backoff); res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("second SyncPod: %+v", res)
+	}
+	if st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); len(st.Containers) != 1 || len(st.Sandboxes) != 1 {
+		t.Fatalf("second sync changed the pod: %d containers, %d sandboxes", len(st.Containers), len(st.Sandboxes))
+	}
+	running, err := m.GetPods(ctx, false)
+	if err != nil || findRunningPod(running, pod.UID) == nil {
+		t.Fatalf("GetPods(false) lacks the pod (err %v)", err)
+	}
+
+	if err := m.KillPod(ctx, pod, nil, 5); err != nil {
+		t.Fatalf("KillPod: %v", err)
+	}
+	status, err = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := status.FindContainer("main"); c.State != StateExited || status.Sandboxes[0].Ready {
+		t.Fatalf("after KillPod: container %s, sandbox ready %v", c.State, status.Sandboxes[0].Ready)
+	}
+	if running, _ := m.GetPods(ctx, false); findRunningPod(running, pod.UID) != nil {
+		t.Error("killed pod still listed as running")
+	}
+
+	if err := m.RemovePod(ctx, pod.UID); err != nil {
+		t.Fatalf("RemovePod: %v", err)
+	}
+	status, err = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil || len(status.Sandboxes) != 0 || len(status.Containers) != 0 {
+		t.Fatalf("after RemovePod: %+v (err %v)", status, err)
+	}
+	if all, _ := m.GetPods(ctx, true); findRunningPod(all, pod.UID) != nil {
+		t.Error("removed pod still on the runtime")
+	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(logFile))); !os.IsNotExist(err) {
+		t.Errorf("pod log directory left behind: %v", err)
+	}
+}
+
+func TestRealInitAndTerminationMessage(t *testing.T) {
+	m := realManager(t)
+	ctx := context.Background()
+	pod := realPod(t, "term", v1.Container{
+		Name: "main", Image: "nodelet.local/busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent,
+		Command: []string{"sh", "-c", "cat /work/init.txt; printf bye > /dev/termination-log; exit 3"},
+		VolumeMounts: []v1.VolumeMount{{Name: "work", MountPath: "/work"}},
+	})
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{{
+		Name: "setup", Image: "nodelet.local/busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent,
+		Command:      []string{"sh", "-c", "echo from-init > /work/init.txt"},
+		VolumeMounts: []v1.VolumeMount{{Name: "work", MountPath: "/work"}},
+	}}
+	pod.Spec.Volumes = []v1.Volume{{Name: "work", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
+
+	var main *ContainerStatus
+	waitFor(t, 60*time.Second, "the app container to exit", func() bool {
+		status, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if main = status.FindContainer("main"); main != nil && main.State == StateExited {
+			return true
+		}
+		if res := m.SyncPod(ctx, pod, status, backoff); res.Err != nil {
+			t.Fatalf("SyncPod: %v", res.Err)
+		}
+		return false
+	})
+	if main.ExitCode != 3 || main.Message != "bye" {
+		t.Errorf("exit code %d message %q, want 3 and %q", main.ExitCode, main.Message, "bye")
+	}
+	logFile := filepath.Join(realPodLogsDir, "default_"+pod.Name+"_"+string(pod.UID), "main", "0.log")
+	if data, _ := os.ReadFile(logFile); !strings.Contains(string(data), "from-init") {
+		t.Errorf("app did not see the init container's file; log %q", data)
+	}
+	// Under restartPolicy Never the failed app container stays dead.
+	status, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	m.SyncPod(ctx, pod, status, backoff)
+	if status, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); len(status.Containers) != 2 {
+		t.Errorf("containers = %d, want init + app", len(status.Containers))
+	}
+	if err := m.KillPod(ctx, pod, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemovePod(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func findRunningPod(pods []*RunningPod, uid types.UID) *RunningPod {
+	for _, p := range pods {
+		if p.UID == uid {
+			return p
+		}
+	}
+	return nil
+}

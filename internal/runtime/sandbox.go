@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// sandboxConfig builds the CRI config of pod's sandbox for attempt.
+func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	dnsCfg, err := m.dns.podDNSConfig(pod)
+	if err != nil {
+		return nil, err
+	}
+	hostname, err := podHostname(pod)
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{}
+	for k, v := range pod.Labels {
+		labels[k] = v
+	}
+	labels[LabelPodName] = pod.Name
+	labels[LabelPodNamespace] = pod.Namespace
+	labels[LabelPodUID] = string(pod.UID)
+	annotations := map[string]string{}
+	for k, v := range pod.Annotations {
+		annotations[k] = v
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
+		},
+		Hostname:     hostname,
+		LogDirectory: m.podLogDir(pod),
+		DnsConfig:    dnsCfg,
+		PortMappings: portMappings(pod),
+		Labels:       labels,
+		Annotations:  annotations,
+		Linux:        sandboxLinuxConfig(pod),
+	}, nil
+}
+
+// podHostname is spec.hostname or the pod name, cut to a DNS label; host-network pods keep
+// the node's hostname.
+func podHostname(pod *v1.Pod) (string, error) {
+	if pod.Spec.HostNetwork {
+		return os.Hostname()
+	}
+	name := pod.Spec.Hostname
+	if name == "" {
+		name = pod.Name
+	}
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-.")
+	}
+	return name, nil
+}
+
+// portMappings lists the hostPort mappings of all containers.
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			out = append(out, &runtimeapi.PortMapping{
+				Protocol:      criProtocol(p.Protocol),
+				ContainerPort: p.ContainerPort,
+				HostPort:      p.HostPort,
+				HostIp:        p.HostIP,
+			})
+		}
+	}
+	return out
+}
+
+func criProtocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+// sandboxLinuxConfig carries the pod-level security context: namespaces, users, sysctls. A
+// sandbox must be privileged for any of its containers to be.
+func sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
+	sc := &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: namespaceOptions(pod),
+		Privileged:       anyPrivileged(pod),
+	}
+	cfg := &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		return cfg
+	}
+	if psc.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+	}
+	if psc.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+	}
+	sc.SupplementalGroups = supplementalGroups(psc)
+	if len(psc.Sysctls) > 0 {
+		cfg.Sysctls = map[string]string{}
+		for _, s := range psc.Sysctls {
+			cfg.Sysctls[s.Name] = s.Value
+		}
+	}
+	return cfg
+}
+
+// namespaceOptions maps hostNetwork/hostPID/hostIPC and shareProcessNamespace to CRI modes.
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostPID {
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return ns
+}
+
+func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	if psc == nil {
+		return nil
+	}
+	groups := append([]int64(nil), psc.SupplementalGroups...)
+	if psc.FSGroup != nil {
+		groups = append(groups, *psc.FSGroup)
+	}
+	return groups
+}
+
+func anyPrivileged(pod *v1.Pod) bool {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sandboxInfo is what container creation needs to know about the sandbox it goes into.
+type sandboxInfo struct {
+	id     string
+	config *runtimeapi.PodSandboxConfig
+	ips    []string
+}
+
+// createSandbox makes the pod's log directory and runs a new sandbox for attempt.
+func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
+	cfg, err := m.sandboxConfig(pod, attempt)
+	if err != nil {
+		return nil, fmt.Errorf("generate sandbox config: %w", err)
+	}
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return nil, fmt.Errorf("create pod log directory: %w", err)
+	}
+	id, err := m.cri.runPodSandbox(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("run pod sandbox: %w", err)
+	}
+	st, err := m.cri.podSandboxStatus(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s status: %w", id, err)
+	}
+	return &sandboxInfo{id: id, config: cfg, ips: sandboxIPs(st)}, nil
+}
+
+// sandboxIPs lists the primary IP first, then additional ones.
+func sandboxIPs(st *runtimeapi.PodSandboxStatus) []string {
+	var ips []string
+	if ip := st.GetNetwork().GetIp(); ip != "" {
+		ips = append(ips, ip)
+	}
+	for _, extra := range st.GetNetwork().GetAdditionalIps() {
+		if extra.GetIp() != "" {
+			ips = append(ips, extra.GetIp())
+		}
+	}
+	return ips
+}

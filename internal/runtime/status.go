@@ -1,0 +1,231 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// GetPodStatus reads every sandbox and container (dead ones too) the runtime holds for uid.
+func (m *manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+	selector := map[string]string{LabelPodUID: string(uid)}
+	sandboxes, err := m.cri.listPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
+	status := &PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: time.Now()}
+	for _, sb := range sandboxes {
+		st, err := m.cri.podSandboxStatus(ctx, sb.Id)
+		if err != nil {
+			if isNotFound(err) {
+				continue // removed between list and status
+			}
+			return nil, fmt.Errorf("sandbox %s status: %w", sb.Id, err)
+		}
+		status.Sandboxes = append(status.Sandboxes, sandboxStatusFromCRI(st))
+	}
+	sortSandboxes(status.Sandboxes)
+	for _, sb := range status.Sandboxes {
+		if sb.Ready {
+			status.IPs = sb.IPs
+			break
+		}
+	}
+
+	containers, err := m.cri.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	for _, c := range containers {
+		st, err := m.cri.containerStatus(ctx, c.Id)
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("container %s status: %w", c.Id, err)
+		}
+		status.Containers = append(status.Containers, m.containerStatusFromCRI(st, c.PodSandboxId))
+	}
+	sortContainers(status.Containers)
+	return status, nil
+}
+
+// GetPods lists the runtime's pods with two CRI calls, grouped by the pod UID label.
+func (m *manager) GetPods(ctx context.Context, all bool) ([]*RunningPod, error) {
+	sandboxes, err := m.cri.listPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	containers, err := m.cri.listContainers(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	pods := map[types.UID]*RunningPod{}
+	podFor := func(labels map[string]string) *RunningPod {
+		uid := types.UID(labels[LabelPodUID])
+		if uid == "" {
+			return nil // not a Kubernetes pod
+		}
+		p := pods[uid]
+		if p == nil {
+			p = &RunningPod{UID: uid, Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace]}
+			pods[uid] = p
+		}
+		return p
+	}
+	for _, sb := range sandboxes {
+		if p := podFor(sb.Labels); p != nil {
+			p.Sandboxes = append(p.Sandboxes, &SandboxStatus{
+				ID:        sb.Id,
+				Ready:     sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,
+				CreatedAt: fromUnixNano(sb.CreatedAt),
+				Attempt:   sb.GetMetadata().GetAttempt(),
+			})
+		}
+	}
+	for _, c := range containers {
+		if p := podFor(c.Labels); p != nil {
+			p.Containers = append(p.Containers, containerFromCRIListItem(c))
+		}
+	}
+	out := make([]*RunningPod, 0, len(pods))
+	for _, p := range pods {
+		sortSandboxes(p.Sandboxes)
+		sortContainers(p.Containers)
+		if all || isRunning(p) {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UID < out[j].UID })
+	return out, nil
+}
+
+// isRunning reports whether a pod has a running container or a ready sandbox.
+func isRunning(p *RunningPod) bool {
+	for _, c := range p.Containers {
+		if c.State == StateRunning {
+			return true
+		}
+	}
+	for _, s := range p.Sandboxes {
+		if s.Ready {
+			return true
+		}
+	}
+	return false
+}
+
+func sandboxStatusFromCRI(st *runtimeapi.PodSandboxStatus) *SandboxStatus {
+	return &SandboxStatus{
+		ID:        st.Id,
+		Ready:     st.State == runtimeapi.PodSandboxState_SANDBOX_READY,
+		CreatedAt: fromUnixNano(st.CreatedAt),
+		Attempt:   st.GetMetadata().GetAttempt(),
+		IPs:       sandboxIPs(st),
+		HostNet:   st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE,
+	}
+}
+
+// containerStatusFromCRI converts a CRI status; for exited containers it reads the termination
+// message.
+func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
+	cs := &ContainerStatus{
+		ID:         st.Id,
+		Name:       containerName(st.Labels, st.Metadata),
+		SandboxID:  sandboxID,
+		State:      stateFromCRI(st.State),
+		CreatedAt:  fromUnixNano(st.CreatedAt),
+		StartedAt:  fromUnixNano(st.StartedAt),
+		FinishedAt: fromUnixNano(st.FinishedAt),
+		ExitCode:   st.ExitCode,
+		Reason:     st.Reason,
+		Message:    st.Message,
+		Image:      specImage(st.Annotations, st.GetImage().GetImage()),
+		ImageRef:   st.ImageRef,
+	}
+	cs.Hash, cs.RestartCount = hashAndRestarts(st.Annotations)
+	if cs.State == StateExited {
+		if msg := terminationMessage(st, cs.ExitCode); msg != "" {
+			cs.Message = msg
+		}
+	}
+	return cs
+}
+
+func containerFromCRIListItem(c *runtimeapi.Container) *ContainerStatus {
+	cs := &ContainerStatus{
+		ID:        c.Id,
+		Name:      containerName(c.Labels, c.Metadata),
+		SandboxID: c.PodSandboxId,
+		State:     stateFromCRI(c.State),
+		CreatedAt: fromUnixNano(c.CreatedAt),
+		Image:     specImage(c.Annotations, c.GetImage().GetImage()),
+		ImageRef:  c.ImageRef,
+	}
+	cs.Hash, cs.RestartCount = hashAndRestarts(c.Annotations)
+	return cs
+}
+
+func containerName(labels map[string]string, md *runtimeapi.ContainerMetadata) string {
+	if n := labels[LabelContainerName]; n != "" {
+		return n
+	}
+	return md.GetName()
+}
+
+func specImage(annotations map[string]string, runtimeImage string) string {
+	if img := annotations[AnnotationImage]; img != "" {
+		return img
+	}
+	return runtimeImage
+}
+
+func hashAndRestarts(annotations map[string]string) (uint64, int) {
+	hash, _ := strconv.ParseUint(annotations[AnnotationHash], 16, 64)
+	restarts, _ := strconv.Atoi(annotations[AnnotationRestarts])
+	return hash, restarts
+}
+
+func stateFromCRI(s runtimeapi.ContainerState) ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return StateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return StateExited
+	}
+	return StateUnknown
+}
+
+func fromUnixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// sortSandboxes orders newest first; attempts break ties of equal creation times.
+func sortSandboxes(s []*SandboxStatus) {
+	sort.SliceStable(s, func(i, j int) bool {
+		if !s[i].CreatedAt.Equal(s[j].CreatedAt) {
+			return s[i].CreatedAt.After(s[j].CreatedAt)
+		}
+		return s[i].Attempt > s[j].Attempt
+	})
+}
+
+// sortContainers orders newest first; restart counts break ties of equal creation times.
+func sortContainers(c []*ContainerStatus) {
+	sort.SliceStable(c, func(i, j int) bool {
+		if !c[i].CreatedAt.Equal(c[j].CreatedAt) {
+			return c[i].CreatedAt.After(c[j].CreatedAt)
+		}
+		return c[i].RestartCount > c[j].RestartCount
+	})
+}

@@ -1,0 +1,206 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/images"
+)
+
+// Waiting reasons SyncPod reports besides the image ones.
+const (
+	ReasonCrashLoopBackOff           = "CrashLoopBackOff"
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	ReasonCreateContainerError       = "CreateContainerError"
+	ReasonRunContainerError          = "RunContainerError"
+)
+
+// SyncPod computes what the pod needs and then does it: sandbox, next init container or the
+// app containers, each restart gated by crash-loop back-off.
+func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backoff *flowcontrol.Backoff) SyncResult {
+	res := SyncResult{Waiting: map[string]WaitingReason{}}
+	if status == nil {
+		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	acts := computeActions(pod, status)
+	klog.V(4).InfoS("SyncPod actions", "pod", klog.KObj(pod), "createSandbox", acts.createSandbox,
+		"attempt", acts.attempt, "kill", len(acts.kill), "start", len(acts.start))
+
+	var sb *sandboxInfo
+	if acts.createSandbox {
+		if err := m.replaceSandboxPrep(ctx, pod, status); err != nil {
+			res.Err = err
+			return res
+		}
+		var err error
+		if sb, err = m.createSandbox(ctx, pod, acts.attempt); err != nil {
+			m.recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedCreatePodSandBox",
+				"Failed to create pod sandbox: %v", err)
+			res.Err = err
+			return res
+		}
+		klog.V(2).InfoS("Created pod sandbox", "pod", klog.KObj(pod), "sandbox", sb.id, "attempt", acts.attempt, "ips", sb.ips)
+	}
+
+	notStopped := map[string]bool{}
+	running := runningFromStatus(status)
+	for _, k := range acts.kill {
+		if err := m.killContainer(ctx, pod, running, k.status, graceSeconds(pod), k.message); err != nil {
+			notStopped[k.status.Name] = true
+			res.setErr(err)
+		}
+	}
+
+	if sb == nil && len(acts.start) > 0 {
+		cfg, err := m.sandboxConfig(pod, acts.sandbox.Attempt)
+		if err != nil {
+			res.setErr(fmt.Errorf("generate sandbox config: %w", err))
+			return res
+		}
+		sb = &sandboxInfo{id: acts.sandbox.ID, config: cfg, ips: acts.sandbox.IPs}
+	}
+	for _, s := range acts.start {
+		if notStopped[s.spec.Name] {
+			continue // never two instances of one container
+		}
+		m.startContainer(ctx, pod, sb, s, backoff, &res)
+	}
+	m.pruneDead(ctx, status)
+	return res
+}
+
+func (r *SyncResult) setErr(err error) {
+	if r.Err == nil {
+		r.Err = err
+	}
+}
+
+// requeueWithin keeps the earliest wanted requeue.
+func (r *SyncResult) requeueWithin(d time.Duration) {
+	d = max(d, time.Millisecond)
+	if r.RequeueAfter == 0 || d < r.RequeueAfter {
+		r.RequeueAfter = d
+	}
+}
+
+// replaceSandboxPrep kills what still runs of the pod before its sandbox is replaced.
+func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *PodStatus) error {
+	if len(status.Sandboxes) == 0 {
+		return nil
+	}
+	m.recorder.Event(images.ContainerRef(pod, nil), v1.EventTypeNormal, "SandboxChanged",
+		"Pod sandbox changed, it will be killed and re-created.")
+	live := &RunningPod{UID: status.UID, Name: status.Name, Namespace: status.Namespace}
+	for _, sb := range status.Sandboxes {
+		if sb.Ready {
+			live.Sandboxes = append(live.Sandboxes, sb)
+		}
+	}
+	live.Containers = status.Containers // KillPod stops only the running ones
+	return m.KillPod(ctx, pod, live, graceSeconds(pod))
+}
+
+// startContainer pulls, creates and starts one container instance, unless crash-loop back-off
+// holds it. Failures land in res.Waiting with their reason.
+func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *SyncResult) {
+	c := s.spec
+	ref := images.ContainerRef(pod, c)
+	if s.backoff && backoff != nil {
+		key := BackoffKey(pod, c)
+		finished := s.prev.FinishedAt
+		if finished.IsZero() {
+			finished = s.prev.CreatedAt
+		}
+		if backoff.IsInBackOffSince(key, finished) {
+			delay := backoff.Get(key)
+			res.Waiting[c.Name] = WaitingReason{
+				Reason:  ReasonCrashLoopBackOff,
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, formatPod(pod)),
+			}
+			res.requeueWithin(delay - backoff.Clock.Since(finished))
+			m.recorder.Eventf(ref, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s",
+				c.Name, formatPod(pod))
+			return
+		}
+		backoff.Next(key, finished)
+	}
+
+	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))
+	if err != nil {
+		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: msg}
+		res.setErr(err)
+		return
+	}
+	fail := func(reason string, err error) {
+		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
+		res.setErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
+	}
+	cfg, err := m.containerConfig(pod, c, sb, s.restartCount, imageRef)
+	if err != nil {
+		fail(ReasonCreateContainerConfigError, err)
+		return
+	}
+	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
+	if err != nil {
+		fail(ReasonCreateContainerError, err)
+		return
+	}
+	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	if err := m.cri.startContainer(ctx, id); err != nil {
+		fail(ReasonRunContainerError, err)
+		return
+	}
+	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)
+}
+
+func formatPod(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// graceSeconds is the pod's termination grace period, -1 when unset (default applies).
+func graceSeconds(pod *v1.Pod) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return -1
+}
+
+func runningFromStatus(st *PodStatus) *RunningPod {
+	return &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
+}
+
+// pruneDead removes dead container instances beyond the newest two of each name (the newest
+// dead one is the container's lastState) and old sandboxes left empty. Failures only log: the
+// next sync tries again.
+func (m *manager) pruneDead(ctx context.Context, status *PodStatus) {
+	seen := map[string]int{}
+	remaining := map[string]int{} // containers per sandbox after pruning
+	for _, st := range status.Containers {
+		seen[st.Name]++
+		dead := st.State == StateExited || st.State == StateCreated
+		if seen[st.Name] <= 2 || !dead {
+			remaining[st.SandboxID]++
+			continue
+		}
+		if err := m.cri.removeContainer(ctx, st.ID); err != nil && !isNotFound(err) {
+			klog.InfoS("Cannot remove dead container", "pod", klog.KRef(status.Namespace, status.Name), "id", st.ID, "err", err)
+			remaining[st.SandboxID]++
+		}
+	}
+	for i, sb := range status.Sandboxes {
+		if i == 0 || sb.Ready || remaining[sb.ID] > 0 {
+			continue
+		}
+		err := m.cri.removePodSandbox(ctx, sb.ID)
+		if err != nil && !isNotFound(err) {
+			klog.InfoS("Cannot remove old sandbox", "pod", klog.KRef(status.Namespace, status.Name), "id", sb.ID, "err", err)
+		}
+	}
+}

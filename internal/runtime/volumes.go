@@ -1,0 +1,218 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	defaultTermMessagePath = "/dev/termination-log"
+	emptyDirPlugin         = "kubernetes.io~empty-dir"
+	etcHostsPath           = "/etc/hosts"
+)
+
+// containerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
+// the termination message file. It creates the host side of each.
+func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.Mount, error) {
+	var mounts []*runtimeapi.Mount
+	mountsEtcHosts := false
+	for _, vm := range c.VolumeMounts {
+		hostPath, err := m.volumeHostPath(pod, vm)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{
+			ContainerPath:  vm.MountPath,
+			HostPath:       hostPath,
+			Readonly:       vm.ReadOnly,
+			Propagation:    propagation(vm.MountPropagation),
+			SelinuxRelabel: false,
+		})
+		mountsEtcHosts = mountsEtcHosts || vm.MountPath == etcHostsPath
+	}
+	if !pod.Spec.HostNetwork && !mountsEtcHosts && len(podIPs) > 0 {
+		hostsFile, err := m.writeEtcHosts(pod, podIPs)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: etcHostsPath, HostPath: hostsFile})
+	}
+	if termPath := terminationMessagePath(c); termPath != "" {
+		hostFile, err := m.newTerminationMessageFile(pod, c)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: termPath, HostPath: hostFile})
+	}
+	return mounts, nil
+}
+
+// volumeHostPath finds the host directory behind a volume mount, creating it where the volume
+// type says so, and applies subPath.
+func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (string, error) {
+	var vol *v1.Volume
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == vm.Name {
+			vol = &pod.Spec.Volumes[i]
+		}
+	}
+	if vol == nil {
+		return "", fmt.Errorf("volume mount %q: no such volume", vm.Name)
+	}
+	var base string
+	switch {
+	case vol.EmptyDir != nil:
+		base = filepath.Join(m.podDir(string(pod.UID)), "volumes", emptyDirPlugin, vol.Name)
+		if err := mkdirWorldWritable(base); err != nil {
+			return "", fmt.Errorf("emptyDir %q: %w", vol.Name, err)
+		}
+	case vol.HostPath != nil:
+		if err := prepareHostPath(vol.HostPath); err != nil {
+			return "", fmt.Errorf("hostPath %q: %w", vol.Name, err)
+		}
+		base = vol.HostPath.Path
+	default:
+		return "", fmt.Errorf("volume %q: only emptyDir and hostPath volumes are supported by nodelet", vol.Name)
+	}
+	if vm.SubPath == "" {
+		return base, nil
+	}
+	sub := filepath.Clean(vm.SubPath)
+	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
+		return "", fmt.Errorf("volume mount %q: subPath %q must be a relative path inside the volume", vm.Name, vm.SubPath)
+	}
+	full := filepath.Join(base, sub)
+	if _, err := os.Stat(full); os.IsNotExist(err) {
+		if err := mkdirWorldWritable(full); err != nil {
+			return "", fmt.Errorf("volume mount %q subPath: %w", vm.Name, err)
+		}
+	}
+	return full, nil
+}
+
+// mkdirWorldWritable creates dir with mode 0777 regardless of umask, as emptyDir volumes are
+// shared by containers running as different users.
+func mkdirWorldWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o777)
+}
+
+// prepareHostPath creates or checks the host path as its type asks.
+func prepareHostPath(hp *v1.HostPathVolumeSource) error {
+	typ := v1.HostPathUnset
+	if hp.Type != nil {
+		typ = *hp.Type
+	}
+	switch typ {
+	case v1.HostPathDirectoryOrCreate:
+		return os.MkdirAll(hp.Path, 0o755)
+	case v1.HostPathFileOrCreate:
+		if err := os.MkdirAll(filepath.Dir(hp.Path), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_RDONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case v1.HostPathUnset:
+		return nil
+	}
+	fi, err := os.Stat(hp.Path)
+	if err != nil {
+		return err
+	}
+	mode := fi.Mode()
+	ok := map[v1.HostPathType]bool{
+		v1.HostPathDirectory: mode.IsDir(),
+		v1.HostPathFile:      mode.IsRegular(),
+		v1.HostPathSocket:    mode&os.ModeSocket != 0,
+		v1.HostPathCharDev:   mode&os.ModeCharDevice != 0,
+		v1.HostPathBlockDev:  mode&os.ModeDevice != 0 && mode&os.ModeCharDevice == 0,
+	}[typ]
+	if !ok {
+		return fmt.Errorf("%s is not a %s", hp.Path, typ)
+	}
+	return nil
+}
+
+func propagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
+	if p == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	}
+	switch *p {
+	case v1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+	case v1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+	}
+	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+}
+
+func terminationMessagePath(c *v1.Container) string {
+	if c.TerminationMessagePath != "" {
+		return c.TerminationMessagePath
+	}
+	return defaultTermMessagePath
+}
+
+// newTerminationMessageFile creates an empty, world-writable file for one container instance
+// to write its termination message into.
+func (m *manager) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (string, error) {
+	dir := filepath.Join(m.podDir(string(pod.UID)), "containers", c.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("termination message dir: %w", err)
+	}
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, hex.EncodeToString(suffix))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	f.Close()
+	// The container may run as any user; umask must not take the write bit away.
+	return path, os.Chmod(path, 0o666)
+}
+
+// writeEtcHosts writes the pod's managed hosts file: localhost entries, the pod's own name on
+// its IPs, then spec.hostAliases.
+func (m *manager) writeEtcHosts(pod *v1.Pod, podIPs []string) (string, error) {
+	hostname, _ := podHostname(pod)
+	names := hostname
+	if pod.Spec.Subdomain != "" {
+		fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.clusterDomain)
+		names = fqdn + "\t" + hostname
+	}
+	var b strings.Builder
+	b.WriteString("# Kubernetes-managed hosts file (nodelet).\n")
+	b.WriteString("127.0.0.1\tlocalhost\n")
+	b.WriteString("::1\tlocalhost ip6-localhost ip6-loopback\n")
+	b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
+	for _, ip := range podIPs {
+		fmt.Fprintf(&b, "%s\t%s\n", ip, names)
+	}
+	for _, alias := range pod.Spec.HostAliases {
+		fmt.Fprintf(&b, "%s\t%s\n", alias.IP, strings.Join(alias.Hostnames, "\t"))
+	}
+	dir := m.podDir(string(pod.UID))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "etc-hosts")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("write hosts file: %w", err)
+	}
+	return path, nil
+}

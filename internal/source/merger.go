@@ -1,0 +1,254 @@
+package source
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// Merger turns full snapshots from each source into one ordered stream of
+// PodUpdates. Sources send []*v1.Pod on their channel; the merger diffs each
+// against that source's previous snapshot.
+type Merger struct {
+	mu      sync.Mutex
+	sources map[string]*sourcePods
+	queue   []PodUpdate   // updates not yet taken by the consumer, in order
+	wake    chan struct{} // signals the delivery loop that queue grew
+	updates chan PodUpdate
+	ctx     context.Context // set while Run runs, to start late sources
+	workers sync.WaitGroup
+}
+
+// sourcePods is what the merger knows about one source.
+type sourcePods struct {
+	in    chan []*v1.Pod
+	seen  bool // delivered at least one snapshot
+	pods  map[types.UID]*v1.Pod
+	order []types.UID // snapshot order, so updates list pods deterministically
+}
+
+// NewMerger returns a merger with no sources.
+func NewMerger() *Merger {
+	return &Merger{
+		sources: map[string]*sourcePods{},
+		wake:    make(chan struct{}, 1),
+		updates: make(chan PodUpdate),
+	}
+}
+
+// Channel registers source (once; later calls return the same channel) and
+// returns where its snapshots go. Each snapshot is the source's complete set;
+// the source must not modify the pods once sent.
+func (m *Merger) Channel(source string) chan<- []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st, ok := m.sources[source]; ok {
+		return st.in
+	}
+	st := &sourcePods{in: make(chan []*v1.Pod), pods: map[types.UID]*v1.Pod{}}
+	m.sources[source] = st
+	if m.ctx != nil {
+		m.startWorker(m.ctx, source, st.in)
+	}
+	return st.in
+}
+
+// Updates returns the merged stream. It is never closed; stop reading when
+// the context given to Run is done.
+func (m *Merger) Updates() <-chan PodUpdate { return m.updates }
+
+// SeenAllSources reports whether every named source has sent a snapshot.
+func (m *Merger) SeenAllSources(expected ...string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range expected {
+		if st, ok := m.sources[name]; !ok || !st.seen {
+			return false
+		}
+	}
+	return true
+}
+
+// Run merges snapshots and delivers updates until ctx is done.
+func (m *Merger) Run(ctx context.Context) {
+	m.mu.Lock()
+	m.ctx = ctx
+	for name, st := range m.sources {
+		m.startWorker(ctx, name, st.in)
+	}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.ctx = nil
+		m.mu.Unlock()
+		m.workers.Wait()
+	}()
+	m.deliver(ctx)
+}
+
+// startWorker reads one source's channel; callers hold m.mu.
+func (m *Merger) startWorker(ctx context.Context, source string, in <-chan []*v1.Pod) {
+	m.workers.Add(1)
+	go func() {
+		defer m.workers.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case pods := <-in:
+				m.merge(source, pods)
+			}
+		}
+	}()
+}
+
+// deliver hands queued updates to the consumer one at a time, in order. The
+// queue is unbounded so a slow consumer never blocks a source.
+func (m *Merger) deliver(ctx context.Context) {
+	for {
+		m.mu.Lock()
+		if len(m.queue) == 0 {
+			m.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.wake:
+				continue
+			}
+		}
+		next := m.queue[0]
+		m.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case m.updates <- next:
+		}
+		m.mu.Lock()
+		m.queue[0] = PodUpdate{}
+		m.queue = m.queue[1:]
+		m.mu.Unlock()
+	}
+}
+
+// merge diffs a snapshot against the source's previous one and queues the
+// resulting updates: REMOVE, ADD, UPDATE, DELETE, RECONCILE.
+func (m *Merger) merge(source string, snapshot []*v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.sources[source]
+	st.seen = true
+	pods, order := m.accept(source, st, snapshot)
+
+	groups := make(map[Op][]*v1.Pod)
+	for _, uid := range st.order {
+		if _, ok := pods[uid]; !ok {
+			groups[REMOVE] = append(groups[REMOVE], st.pods[uid].DeepCopy())
+		}
+	}
+	for _, uid := range order {
+		pod := pods[uid]
+		old, ok := st.pods[uid]
+		if !ok {
+			groups[ADD] = append(groups[ADD], pod.DeepCopy())
+			continue
+		}
+		if op, changed := classify(old, pod); changed {
+			groups[op] = append(groups[op], pod.DeepCopy())
+		}
+	}
+	st.pods, st.order = pods, order
+
+	queued := false
+	for _, op := range []Op{REMOVE, ADD, UPDATE, DELETE, RECONCILE} {
+		if len(groups[op]) > 0 {
+			m.queue = append(m.queue, PodUpdate{Op: op, Source: source, Pods: groups[op]})
+			klog.V(3).InfoS("Pod update", "op", op, "source", source, "pods", len(groups[op]))
+			queued = true
+		}
+	}
+	if queued {
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// accept copies the snapshot's pods (so later changes by the source cannot
+// reach the stored ones), stamps the source annotations and drops pods
+// without or with a repeated UID.
+func (m *Merger) accept(source string, st *sourcePods, snapshot []*v1.Pod) (map[types.UID]*v1.Pod, []types.UID) {
+	pods := make(map[types.UID]*v1.Pod, len(snapshot))
+	order := make([]types.UID, 0, len(snapshot))
+	for _, in := range snapshot {
+		if in == nil {
+			continue
+		}
+		if in.UID == "" {
+			klog.ErrorS(nil, "Ignoring pod without UID", "source", source, "pod", klog.KObj(in))
+			continue
+		}
+		if _, dup := pods[in.UID]; dup {
+			klog.ErrorS(nil, "Ignoring pod with duplicate UID", "source", source, "pod", klog.KObj(in), "uid", in.UID)
+			continue
+		}
+		pod := in.DeepCopy()
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		// Always the source it came through: a mirror pod read from the API
+		// carries its static pod's "file" and must not look static.
+		pod.Annotations[AnnotationSource] = source
+		if pod.Annotations[AnnotationSeen] == "" {
+			// Sources that don't stamp first-seen (the API) get it here, kept per UID.
+			seen := time.Now().UTC().Format(time.RFC3339Nano)
+			if old, ok := st.pods[in.UID]; ok && old.Annotations[AnnotationSeen] != "" {
+				seen = old.Annotations[AnnotationSeen]
+			}
+			pod.Annotations[AnnotationSeen] = seen
+		}
+		pods[pod.UID] = pod
+		order = append(order, pod.UID)
+	}
+	return pods, order
+}
+
+// classify says how pod changed from old, if it did in a way that matters.
+func classify(old, pod *v1.Pod) (Op, bool) {
+	if old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil {
+		return DELETE, true
+	}
+	if specChanged(old, pod) {
+		return UPDATE, true
+	}
+	if !equality.Semantic.DeepEqual(old.Status, pod.Status) {
+		return RECONCILE, true
+	}
+	return 0, false
+}
+
+func specChanged(old, pod *v1.Pod) bool {
+	return !equality.Semantic.DeepEqual(old.Spec, pod.Spec) ||
+		!equality.Semantic.DeepEqual(old.Labels, pod.Labels) ||
+		!equality.Semantic.DeepEqual(old.DeletionGracePeriodSeconds, pod.DeletionGracePeriodSeconds) ||
+		!equality.Semantic.DeepEqual(withoutSeen(old.Annotations), withoutSeen(pod.Annotations))
+}
+
+// withoutSeen drops the first-seen time, which says nothing about the pod.
+func withoutSeen(annotations map[string]string) map[string]string {
+	if _, ok := annotations[AnnotationSeen]; !ok {
+		return annotations
+	}
+	out := make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		if k != AnnotationSeen {
+			out[k] = v
+		}
+	}
+	return out
+}

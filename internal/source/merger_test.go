@@ -1,0 +1,234 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func apiPod(uid string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + uid, Namespace: "default", UID: types.UID(uid),
+			Labels: map[string]string{"app": "x"}},
+		Spec:   v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "x:1"}}},
+		Status: v1.PodStatus{Phase: v1.PodPending},
+	}
+}
+
+func runMerger(t *testing.T) *Merger {
+	t.Helper()
+	m := NewMerger()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return m
+}
+
+func send(t *testing.T, ch chan<- []*v1.Pod, pods ...*v1.Pod) {
+	t.Helper()
+	select {
+	case ch <- pods:
+	case <-time.After(waitTimeout):
+		t.Fatal("timed out sending a snapshot")
+	}
+}
+
+func nextUpdate(t *testing.T, m *Merger) PodUpdate {
+	t.Helper()
+	select {
+	case u := <-m.Updates():
+		return u
+	case <-time.After(waitTimeout):
+		t.Fatal("timed out waiting for an update")
+		return PodUpdate{}
+	}
+}
+
+// expectUpdate checks the next update's op, source and pod UIDs (in order).
+func expectUpdate(t *testing.T, m *Merger, op Op, source string, uids ...string) PodUpdate {
+	t.Helper()
+	u := nextUpdate(t, m)
+	var got []string
+	for _, p := range u.Pods {
+		got = append(got, string(p.UID))
+	}
+	if u.Op != op || u.Source != source || !slices.Equal(got, uids) {
+		t.Fatalf("update = %s %s %v, want %s %s %v", u.Op, u.Source, got, op, source, uids)
+	}
+	return u
+}
+
+func TestMergerOps(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(APISource)
+	a, b := apiPod("a"), apiPod("b")
+	b.Annotations = map[string]string{AnnotationSource: FileSource, AnnotationMirror: "x"} // a mirror pod
+	send(t, ch, a, b)
+	added := expectUpdate(t, m, ADD, APISource, "a", "b")
+	if added.Pods[0].Annotations[AnnotationSource] != APISource || added.Pods[0].Annotations[AnnotationSeen] == "" ||
+		IsStatic(added.Pods[1]) {
+		t.Errorf("API pod not stamped: %v", added.Pods[0].Annotations)
+	}
+
+	cases := []struct {
+		name   string
+		change func(p *v1.Pod)
+		op     Op
+	}{
+		{"spec", func(p *v1.Pod) { p.Spec.Containers[0].Image = "x:2" }, UPDATE},
+		{"labels", func(p *v1.Pod) { p.Labels = map[string]string{"app": "y"} }, UPDATE},
+		{"annotations", func(p *v1.Pod) { p.Annotations = map[string]string{"note": "1"} }, UPDATE},
+		{"grace period", func(p *v1.Pod) { p.DeletionGracePeriodSeconds = ptr(int64(10)) }, UPDATE},
+		{"deletion", func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, DELETE},
+		{"status", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }, RECONCILE},
+	}
+	current := b.DeepCopy()
+	for _, tc := range cases {
+		next := current.DeepCopy()
+		tc.change(next)
+		send(t, ch, a, next)
+		u := expectUpdate(t, m, tc.op, APISource, "b")
+		if tc.name == "spec" && u.Pods[0].Spec.Containers[0].Image != "x:2" {
+			t.Errorf("update carries the old pod")
+		}
+		current = next
+	}
+
+	// Only the seen time or the resource version differs: no update. The
+	// following removal must be the very next update.
+	quiet := current.DeepCopy()
+	quiet.ResourceVersion = "42"
+	quiet.Annotations[AnnotationSeen] = "2001-01-01T00:00:00Z"
+	send(t, ch, a, quiet)
+	send(t, ch, a)
+	expectUpdate(t, m, REMOVE, APISource, "b")
+}
+
+func TestMergerGroupOrder(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(FileSource)
+	send(t, ch, apiPod("gone"), apiPod("upd"), apiPod("del"), apiPod("rec"), apiPod("same"))
+	expectUpdate(t, m, ADD, FileSource, "gone", "upd", "del", "rec", "same")
+
+	upd, del, rec := apiPod("upd"), apiPod("del"), apiPod("rec")
+	upd.Spec.Containers[0].Image = "x:2"
+	del.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	rec.Status.Phase = v1.PodRunning
+	send(t, ch, rec, del, apiPod("new"), upd, apiPod("same"))
+	expectUpdate(t, m, REMOVE, FileSource, "gone")
+	expectUpdate(t, m, ADD, FileSource, "new")
+	expectUpdate(t, m, UPDATE, FileSource, "upd")
+	expectUpdate(t, m, DELETE, FileSource, "del")
+	expectUpdate(t, m, RECONCILE, FileSource, "rec")
+}
+
+func TestMergerSlowConsumerLosesNothing(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(FileSource)
+	const n = 64
+	var snapshot []*v1.Pod
+	for i := range n {
+		snapshot = append(snapshot, apiPod(fmt.Sprint(i)))
+		send(t, ch, slices.Clone(snapshot)...) // nobody reads updates meanwhile
+	}
+	for i := range n {
+		expectUpdate(t, m, ADD, FileSource, fmt.Sprint(i))
+	}
+}
+
+func TestMergerSourcesAreIndependent(t *testing.T) {
+	m := runMerger(t)
+	file, api := m.Channel(FileSource), m.Channel(APISource)
+	if m.Channel(FileSource) != file {
+		t.Error("registering a source twice gave a new channel")
+	}
+	send(t, file, apiPod("f"))
+	expectUpdate(t, m, ADD, FileSource, "f")
+	send(t, api, apiPod("a"))
+	expectUpdate(t, m, ADD, APISource, "a")
+	send(t, api)
+	expectUpdate(t, m, REMOVE, APISource, "a")
+
+	late := m.Channel(HTTPSource) // registered while running
+	send(t, late, apiPod("h"))
+	expectUpdate(t, m, ADD, HTTPSource, "h")
+}
+
+func TestMergerPodsAreImmutable(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(APISource)
+	sent := apiPod("a")
+	send(t, ch, sent)
+	got := expectUpdate(t, m, ADD, APISource, "a").Pods[0]
+
+	// Neither the consumer's copy nor the source's object reaches the store.
+	got.Spec.Containers[0].Image = "changed"
+	sent.Labels["app"] = "changed"
+	send(t, ch, apiPod("a"))
+	send(t, ch)
+	expectUpdate(t, m, REMOVE, APISource, "a")
+}
+
+func TestMergerDropsBadUIDs(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(APISource)
+	noUID := apiPod("x")
+	noUID.UID = ""
+	send(t, ch, apiPod("a"), noUID, apiPod("a"), apiPod("b"))
+	expectUpdate(t, m, ADD, APISource, "a", "b")
+}
+
+func TestMergerKeepsSeenForAPIPods(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(APISource)
+	send(t, ch, apiPod("a"))
+	seen := expectUpdate(t, m, ADD, APISource, "a").Pods[0].Annotations[AnnotationSeen]
+	next := apiPod("a")
+	next.Spec.Containers[0].Image = "x:2"
+	send(t, ch, next)
+	if got := expectUpdate(t, m, UPDATE, APISource, "a").Pods[0].Annotations[AnnotationSeen]; got != seen {
+		t.Errorf("seen changed from %s to %s", seen, got)
+	}
+}
+
+func TestMergerSeenAllSources(t *testing.T) {
+	m := runMerger(t)
+	file, api := m.Channel(FileSource), m.Channel(APISource)
+	if m.SeenAllSources(FileSource) || !m.SeenAllSources() {
+		t.Fatal("wrong answer before any snapshot")
+	}
+	send(t, file) // empty snapshot: seen, but no update
+	waitFor(t, func() bool { return m.SeenAllSources(FileSource) })
+	if m.SeenAllSources(FileSource, APISource) || m.SeenAllSources(HTTPSource) {
+		t.Error("a source that sent nothing counts as seen")
+	}
+	send(t, api, apiPod("a"))
+	expectUpdate(t, m, ADD, APISource, "a") // the empty file snapshot made no update
+	if !m.SeenAllSources(FileSource, APISource) {
+		t.Error("both sources sent, not seen")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,256 @@
+// Package status computes a pod's API status from its spec and what the runtime holds, and keeps
+// the latest status of every pod. Standalone and cluster mode share this one computation.
+package status
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/qos"
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// Input is everything one status computation looks at.
+type Input struct {
+	Pod         *v1.Pod
+	Runtime     *runtime.PodStatus
+	Waiting     map[string]runtime.WaitingReason // from the last SyncPod
+	Previous    *v1.PodStatus                    // last computed status, for transition times
+	RuntimeName string                           // container ID scheme, e.g. "containerd"
+	HostIPs     []string
+	Ready       func(containerID string) bool // readiness prober; nil = running means ready
+	Now         metav1.Time
+}
+
+// Compute returns the API status of in.Pod. It never moves a terminal phase back.
+func Compute(in Input) v1.PodStatus {
+	pod := in.Pod
+	st := v1.PodStatus{QOSClass: qos.Class(pod)}
+	if in.Previous != nil {
+		st.StartTime = in.Previous.StartTime
+	}
+	if st.StartTime == nil {
+		now := in.Now
+		st.StartTime = &now
+	}
+	st.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true)
+	st.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false)
+	st.Phase = Phase(&pod.Spec, st.InitContainerStatuses, st.ContainerStatuses)
+	if in.Previous != nil && isTerminal(in.Previous.Phase) {
+		st.Phase = in.Previous.Phase
+	}
+	if in.Runtime != nil {
+		for _, ip := range in.Runtime.IPs {
+			st.PodIPs = append(st.PodIPs, v1.PodIP{IP: ip})
+		}
+	}
+	for _, ip := range in.HostIPs {
+		st.HostIPs = append(st.HostIPs, v1.HostIP{IP: ip})
+	}
+	if len(st.HostIPs) > 0 {
+		st.HostIP = st.HostIPs[0].IP
+		if pod.Spec.HostNetwork && len(st.PodIPs) == 0 {
+			st.PodIPs = []v1.PodIP{{IP: st.HostIP}}
+		}
+	}
+	if len(st.PodIPs) > 0 {
+		st.PodIP = st.PodIPs[0].IP
+	}
+	st.Conditions = conditions(in, &st)
+	if st.Phase == v1.PodFailed || st.Phase == v1.PodSucceeded {
+		st.Reason, st.Message = terminalReason(in.Previous)
+	}
+	return st
+}
+
+func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+func terminalReason(prev *v1.PodStatus) (string, string) {
+	if prev == nil {
+		return "", ""
+	}
+	return prev.Reason, prev.Message
+}
+
+// Phase derives the pod phase from container statuses the way the kubelet defines it:
+// Pending until every container has started at least once, Running while any runs or will be
+// restarted, Succeeded/Failed once all have stopped for good.
+func Phase(spec *v1.PodSpec, inits, apps []v1.ContainerStatus) v1.PodPhase {
+	initDone, initFailed := initProgress(spec, inits)
+	if initFailed && spec.RestartPolicy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	if !initDone {
+		return v1.PodPending
+	}
+	var running, waiting, stopped, succeeded, unknown int
+	for _, cs := range apps {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			stopped++ // has run before; it is between restarts
+		case cs.State.Waiting != nil:
+			waiting++
+		default:
+			unknown++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0 && unknown == 0:
+		return v1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		switch {
+		case spec.RestartPolicy == v1.RestartPolicyAlways:
+			return v1.PodRunning
+		case stopped == succeeded:
+			return v1.PodSucceeded
+		case spec.RestartPolicy == v1.RestartPolicyNever:
+			return v1.PodFailed
+		default:
+			return v1.PodRunning // OnFailure: the failed ones come back
+		}
+	}
+	return v1.PodPending
+}
+
+// initProgress reports whether every init container has succeeded, and whether one failed.
+func initProgress(spec *v1.PodSpec, inits []v1.ContainerStatus) (done, failed bool) {
+	done = true
+	for i := range spec.InitContainers {
+		if i >= len(inits) {
+			return false, failed
+		}
+		cs := inits[i]
+		term := cs.State.Terminated
+		if term == nil && cs.State.Waiting != nil {
+			term = cs.LastTerminationState.Terminated
+			done = false
+		}
+		switch {
+		case term == nil:
+			done = false
+		case term.ExitCode != 0:
+			failed, done = true, false
+		}
+	}
+	return done, failed
+}
+
+func containerStatuses(in Input, containers []v1.Container, init bool) []v1.ContainerStatus {
+	if len(containers) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, 0, len(containers))
+	for _, c := range containers {
+		out = append(out, containerStatus(in, c, init))
+	}
+	return out
+}
+
+func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	current, previous := instances(in.Runtime, c.Name)
+	if previous != nil && previous.State == runtime.StateExited {
+		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(in.RuntimeName, previous)}
+	}
+	if w, ok := in.Waiting[c.Name]; ok {
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+		if current != nil {
+			cs.RestartCount = int32(current.RestartCount)
+			cs.ImageID = current.ImageRef
+			if current.State == runtime.StateExited {
+				cs.LastTerminationState = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
+			}
+		}
+		return cs
+	}
+	if current == nil {
+		reason := "ContainerCreating"
+		if !init && !initsDone(in) {
+			reason = "PodInitializing"
+		}
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason}}
+		return cs
+	}
+	cs.RestartCount = int32(current.RestartCount)
+	cs.ImageID = current.ImageRef
+	cs.ContainerID = containerID(in.RuntimeName, current.ID)
+	switch current.State {
+	case runtime.StateRunning:
+		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(current.StartedAt)}}
+		started := true
+		cs.Started = &started
+		cs.Ready = in.Ready == nil || in.Ready(cs.ContainerID)
+	case runtime.StateExited:
+		cs.State = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
+		started := false
+		cs.Started = &started
+	default:
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	}
+	return cs
+}
+
+// instances returns the newest and the one-before-newest runtime containers with this name.
+func instances(rs *runtime.PodStatus, name string) (current, previous *runtime.ContainerStatus) {
+	if rs == nil {
+		return nil, nil
+	}
+	for _, c := range rs.Containers {
+		if c.Name != name {
+			continue
+		}
+		if current == nil {
+			current = c
+		} else {
+			return current, c
+		}
+	}
+	return current, nil
+}
+
+func initsDone(in Input) bool {
+	for _, c := range in.Pod.Spec.InitContainers {
+		cur, _ := instances(in.Runtime, c.Name)
+		if cur == nil || cur.State != runtime.StateExited || cur.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func terminated(runtimeName string, c *runtime.ContainerStatus) *v1.ContainerStateTerminated {
+	reason := c.Reason
+	if reason == "" || reason == "Completed" || reason == "Error" {
+		reason = "Completed"
+		if c.ExitCode != 0 {
+			reason = "Error"
+		}
+	}
+	return &v1.ContainerStateTerminated{
+		ExitCode:    c.ExitCode,
+		Reason:      reason,
+		Message:     c.Message,
+		StartedAt:   metav1.NewTime(c.StartedAt),
+		FinishedAt:  metav1.NewTime(c.FinishedAt),
+		ContainerID: containerID(runtimeName, c.ID),
+	}
+}
+
+func containerID(runtimeName, id string) string {
+	if runtimeName == "" {
+		runtimeName = "containerd"
+	}
+	return fmt.Sprintf("%s://%s", strings.ToLower(runtimeName), id)
+}

@@ -1,0 +1,108 @@
+package status
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+// conditions computes the five pod conditions, keeping each one's transition time while its
+// value stays the same.
+func conditions(in Input, st *v1.PodStatus) []v1.PodCondition {
+	sandboxReady := in.Runtime != nil && len(in.Runtime.Sandboxes) > 0 && in.Runtime.Sandboxes[0].Ready
+	initialized, initReason := initializedCondition(in.Pod, st)
+	containersReady, notReady := allReady(st.ContainerStatuses)
+	readyReason, readyMsg := "", ""
+	if !containersReady {
+		readyReason, readyMsg = "ContainersNotReady", "containers with unready status: "+notReady
+	}
+	if isTerminal(st.Phase) {
+		containersReady, readyReason, readyMsg = false, "PodCompleted", ""
+		if st.Phase == v1.PodFailed {
+			readyReason = "PodFailed"
+		}
+	}
+	ready := containersReady && readinessGatesMet(in.Pod)
+	out := []v1.PodCondition{
+		cond(in, v1.PodReadyToStartContainers, sandboxReady, "", ""),
+		cond(in, v1.PodInitialized, initialized, initReason, initMessage(initReason, st)),
+		cond(in, v1.PodReady, ready, readyReason, readyMsg),
+		cond(in, v1.ContainersReady, containersReady, readyReason, readyMsg),
+		cond(in, v1.PodScheduled, true, "", ""),
+	}
+	return out
+}
+
+func initializedCondition(pod *v1.Pod, st *v1.PodStatus) (bool, string) {
+	if len(pod.Spec.InitContainers) == 0 {
+		return true, ""
+	}
+	if st.Phase == v1.PodSucceeded {
+		return true, "PodCompleted"
+	}
+	for _, cs := range st.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			return false, "ContainersNotInitialized"
+		}
+	}
+	return true, ""
+}
+
+func initMessage(reason string, st *v1.PodStatus) string {
+	if reason != "ContainersNotInitialized" {
+		return ""
+	}
+	names := ""
+	for _, cs := range st.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			names = appendName(names, cs.Name)
+		}
+	}
+	return "containers with incomplete status: " + names
+}
+
+func allReady(statuses []v1.ContainerStatus) (bool, string) {
+	names := ""
+	for _, cs := range statuses {
+		if !cs.Ready {
+			names = appendName(names, cs.Name)
+		}
+	}
+	return names == "", names
+}
+
+func appendName(list, name string) string {
+	if list == "" {
+		return "[" + name + "]"
+	}
+	return list[:len(list)-1] + " " + name + "]"
+}
+
+func readinessGatesMet(pod *v1.Pod) bool {
+	for _, gate := range pod.Spec.ReadinessGates {
+		met := false
+		for _, c := range pod.Status.Conditions {
+			if c.Type == gate.ConditionType && c.Status == v1.ConditionTrue {
+				met = true
+			}
+		}
+		if !met {
+			return false
+		}
+	}
+	return true
+}
+
+func cond(in Input, t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
+	status := v1.ConditionFalse
+	if ok {
+		status = v1.ConditionTrue
+	}
+	c := v1.PodCondition{Type: t, Status: status, Reason: reason, Message: msg, LastTransitionTime: in.Now}
+	if in.Previous != nil {
+		for _, p := range in.Previous.Conditions {
+			if p.Type == t && p.Status == status {
+				c.LastTransitionTime = p.LastTransitionTime
+			}
+		}
+	}
+	return c
+}

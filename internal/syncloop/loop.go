@@ -1,0 +1,221 @@
+// Package syncloop is nodelet's main loop: one select over pod source updates, lifecycle events,
+// the sync tick and the housekeeping tick, dispatching work to the pod workers.
+package syncloop
+
+import (
+	"context"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/source"
+)
+
+// Workers is the part of the pod workers the loop drives.
+type Workers interface {
+	UpdatePod(u podworkers.UpdateOptions)
+	State(uid types.UID) (podworkers.State, bool)
+	Known() map[types.UID]podworkers.State
+	FinishedAt(uid types.UID) (time.Time, bool)
+}
+
+// Admitter decides whether a new pod may run here; a refusal fails the pod with reason.
+type Admitter interface {
+	Admit(pod *v1.Pod, active []*v1.Pod) (ok bool, reason, message string)
+	Reject(pod *v1.Pod, reason, message string)
+}
+
+// Config wires the loop to its inputs and outputs.
+type Config struct {
+	Updates        <-chan source.PodUpdate
+	Events         <-chan pleg.Event
+	RunningPods    func() ([]*runtime.RunningPod, time.Time) // last relist and when it listed
+	SourcesReady   func() bool
+	Pods           *pod.Manager
+	Workers        Workers
+	Queue          *Queue
+	Admit          Admitter
+	SyncPeriod     time.Duration // 1s
+	HousekeepEvery time.Duration // 2s
+	// StallAfter is how long without a loop iteration before Healthy fails.
+	StallAfter time.Duration
+}
+
+// Loop is the sync loop. Create with New, start with Run.
+type Loop struct {
+	cfg        Config
+	lastActive atomic.Int64 // unix nanos of the last iteration
+}
+
+// New returns a loop over cfg.
+func New(cfg Config) *Loop {
+	if cfg.SyncPeriod == 0 {
+		cfg.SyncPeriod = time.Second
+	}
+	if cfg.HousekeepEvery == 0 {
+		cfg.HousekeepEvery = 2 * time.Second
+	}
+	if cfg.StallAfter == 0 {
+		cfg.StallAfter = time.Minute
+	}
+	l := &Loop{cfg: cfg}
+	l.lastActive.Store(time.Now().UnixNano())
+	return l
+}
+
+// Healthy fails when the loop has not turned for StallAfter.
+func (l *Loop) Healthy() error {
+	since := time.Since(time.Unix(0, l.lastActive.Load()))
+	if since > l.cfg.StallAfter {
+		return &StalledError{Since: since}
+	}
+	return nil
+}
+
+// StalledError reports a sync loop that stopped turning.
+type StalledError struct{ Since time.Duration }
+
+func (e *StalledError) Error() string {
+	return "sync loop has not run for " + e.Since.Round(time.Second).String()
+}
+
+// Run turns the loop until ctx ends.
+func (l *Loop) Run(ctx context.Context) {
+	syncTick := time.NewTicker(l.cfg.SyncPeriod)
+	defer syncTick.Stop()
+	houseTick := time.NewTicker(l.cfg.HousekeepEvery)
+	defer houseTick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-l.cfg.Updates:
+			l.handleUpdate(u)
+		case ev := <-l.cfg.Events:
+			l.handleEvent(ev)
+		case <-syncTick.C:
+			l.syncDue()
+		case <-houseTick.C:
+			if l.cfg.SourcesReady() {
+				l.housekeep()
+			}
+		}
+		l.lastActive.Store(time.Now().UnixNano())
+	}
+}
+
+func (l *Loop) handleUpdate(u source.PodUpdate) {
+	klog.V(2).InfoS("Pod update", "op", u.Op.String(), "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+	switch u.Op {
+	case source.ADD:
+		l.addPods(u.Pods)
+	case source.UPDATE:
+		for _, p := range u.Pods {
+			l.cfg.Pods.Set(p)
+			l.dispatch(p, podworkers.Update)
+		}
+	case source.DELETE:
+		for _, p := range u.Pods {
+			l.cfg.Pods.Set(p)
+			l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{
+				Type: podworkers.Kill, Pod: p, Kill: &podworkers.KillOptions{GracePeriod: p.DeletionGracePeriodSeconds},
+			})
+		}
+	case source.REMOVE:
+		for _, p := range u.Pods {
+			l.cfg.Pods.Remove(p.UID)
+			l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{
+				Type: podworkers.Kill, Pod: p, Kill: &podworkers.KillOptions{Remove: true},
+			})
+		}
+	case source.RECONCILE:
+		for _, p := range u.Pods {
+			l.cfg.Pods.Set(p)
+		}
+	}
+}
+
+// addPods admits new pods oldest first, so a full node keeps the pods it had.
+func (l *Loop) addPods(pods []*v1.Pod) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
+	})
+	for _, p := range pods {
+		if l.cfg.Admit != nil {
+			if ok, reason, msg := l.cfg.Admit.Admit(p, l.activePods()); !ok {
+				klog.InfoS("Pod rejected", "pod", klog.KObj(p), "reason", reason, "message", msg)
+				l.cfg.Pods.Set(p)
+				l.cfg.Admit.Reject(p, reason, msg)
+				continue
+			}
+		}
+		l.cfg.Pods.Set(p)
+		l.dispatch(p, podworkers.Create)
+	}
+}
+
+// activePods are the desired pods that have a worker that has not finished them.
+func (l *Loop) activePods() []*v1.Pod {
+	known := l.cfg.Workers.Known()
+	var out []*v1.Pod
+	for _, p := range l.cfg.Pods.Pods() {
+		if st, ok := known[p.UID]; ok && st == podworkers.Syncing {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (l *Loop) dispatch(p *v1.Pod, t podworkers.UpdateType) {
+	if _, ok := l.cfg.Workers.State(p.UID); !ok && t == podworkers.Sync {
+		return // rejected or finished pods have no worker to wake
+	}
+	l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{Type: t, Pod: p})
+}
+
+func (l *Loop) handleEvent(ev pleg.Event) {
+	if ev.Type == pleg.ContainerRemoved {
+		return // removals are our own doing; nothing to reconcile
+	}
+	if p, ok := l.cfg.Pods.Get(ev.UID); ok {
+		l.dispatch(p, podworkers.Sync)
+	}
+}
+
+func (l *Loop) syncDue() {
+	for _, uid := range l.cfg.Queue.Due() {
+		if p, ok := l.cfg.Pods.Get(uid); ok {
+			l.dispatch(p, podworkers.Sync)
+		}
+	}
+}
+
+// housekeep kills and removes whatever the runtime runs that no source wants any more, e.g. pods
+// whose manifests went away while nodelet was down. It only runs once every source has reported.
+func (l *Loop) housekeep() {
+	known := l.cfg.Workers.Known()
+	running, listedAt := l.cfg.RunningPods()
+	for _, rp := range running {
+		if _, ok := l.cfg.Pods.Get(rp.UID); ok {
+			continue
+		}
+		if _, ok := known[rp.UID]; ok {
+			continue
+		}
+		if done, ok := l.cfg.Workers.FinishedAt(rp.UID); ok && done.After(listedAt) {
+			continue // removed after that listing was taken
+		}
+		klog.InfoS("Removing pod no source wants", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.UID)
+		l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{
+			Type: podworkers.Kill, Running: rp, Kill: &podworkers.KillOptions{Remove: true},
+		})
+	}
+}

@@ -1,0 +1,271 @@
+//go:build e2e
+
+// Package e2e drives a real nodelet binary against the project's real containerd.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const nodeName = "e2e-node"
+
+var (
+	endpoint   = envOr("NODELET_CRI_ENDPOINT", "unix:///run/nodelet/containerd/containerd.sock")
+	nodeletBin string
+	rt         cri.RuntimeServiceClient
+)
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "nodelet-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	nodeletBin = os.Getenv("NODELET_BIN")
+	if nodeletBin == "" {
+		nodeletBin = filepath.Join(dir, "nodelet")
+		build := exec.Command("go", "build", "-o", nodeletBin, "../../cmd/nodelet")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building nodelet:", err)
+			return 1
+		}
+	}
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dialing containerd:", err)
+		return 1
+	}
+	defer conn.Close()
+	rt = cri.NewRuntimeServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := rt.Version(ctx, &cri.VersionRequest{}); err != nil {
+		fmt.Fprintf(os.Stderr, "containerd is not answering at %s: %v\nrun `make containerd images` first\n", endpoint, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// nodelet is one running nodelet process.
+type nodelet struct {
+	t           *testing.T
+	cmd         *exec.Cmd
+	manifests   string
+	rootDir     string
+	logPath     string
+	healthzPort int
+	args        []string
+}
+
+// startNodelet runs nodelet on a fresh manifest directory. Cleanup removes every manifest and
+// waits until the runtime holds none of the test's pods.
+func startNodelet(t *testing.T, extraArgs ...string) *nodelet {
+	t.Helper()
+	base := t.TempDir()
+	n := &nodelet{
+		t: t, manifests: filepath.Join(base, "manifests"), rootDir: filepath.Join(base, "root"),
+		logPath: filepath.Join(base, "nodelet.log"), healthzPort: freePort(t),
+	}
+	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.args = append([]string{
+		"--pod-manifest-path=" + n.manifests, "--root-dir=" + n.rootDir,
+		"--container-runtime-endpoint=" + endpoint, "--hostname-override=" + nodeName,
+		fmt.Sprintf("--healthz-port=%d", n.healthzPort), "--file-check-frequency=5s", "-v=2",
+	}, extraArgs...)
+	n.start()
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+func (n *nodelet) start() {
+	n.t.Helper()
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.cmd = exec.Command(nodeletBin, n.args...)
+	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	waitFor(n.t, 30*time.Second, "nodelet healthz", func() (bool, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort))
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
+}
+
+// stop ends nodelet with the given signal and waits for it.
+func (n *nodelet) stop(sig syscall.Signal) {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(sig)
+	_, _ = n.cmd.Process.Wait()
+	n.cmd = nil
+}
+
+func (n *nodelet) cleanup() {
+	entries, _ := os.ReadDir(n.manifests)
+	for _, e := range entries {
+		_ = os.Remove(filepath.Join(n.manifests, e.Name()))
+	}
+	if n.cmd == nil {
+		n.start()
+	}
+	waitFor(n.t, 90*time.Second, "all test pods removed from the runtime", func() (bool, string) {
+		sbs := sandboxes(n.t, "")
+		return len(sbs) == 0, fmt.Sprintf("%d sandboxes left", len(sbs))
+	})
+	n.stop(syscall.SIGTERM)
+	if n.t.Failed() {
+		logs, _ := os.ReadFile(n.logPath)
+		n.t.Logf("nodelet log (last 6000 bytes):\n%s", tail(string(logs), 6000))
+	}
+}
+
+func (n *nodelet) writeManifest(file, content string) {
+	n.t.Helper()
+	if err := os.WriteFile(filepath.Join(n.manifests, file), []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *nodelet) removeManifest(file string) {
+	n.t.Helper()
+	if err := os.Remove(filepath.Join(n.manifests, file)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *nodelet) log() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// waitFor polls cond every 100ms until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		last = detail
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s (last: %s)", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func criCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// sandboxes lists the runtime's sandboxes of pods on our test node, optionally for one pod name.
+func sandboxes(t *testing.T, podName string) []*cri.PodSandbox {
+	ctx, cancel := criCtx()
+	defer cancel()
+	resp, err := rt.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatalf("ListPodSandbox: %v", err)
+	}
+	var out []*cri.PodSandbox
+	for _, s := range resp.Items {
+		name := s.Labels["io.kubernetes.pod.name"]
+		if !strings.HasSuffix(name, "-"+nodeName) || (podName != "" && name != podName+"-"+nodeName) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// containers lists the runtime's containers of one pod (by manifest name) and container name.
+func containers(t *testing.T, podName, container string) []*cri.Container {
+	ctx, cancel := criCtx()
+	defer cancel()
+	resp, err := rt.ListContainers(ctx, &cri.ListContainersRequest{Filter: &cri.ContainerFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.name": podName + "-" + nodeName},
+	}})
+	if err != nil {
+		t.Fatalf("ListContainers: %v", err)
+	}
+	var out []*cri.Container
+	for _, c := range resp.Containers {
+		if container == "" || c.Metadata.Name == container {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func runningContainer(t *testing.T, podName, container string) *cri.Container {
+	for _, c := range containers(t, podName, container) {
+		if c.State == cri.ContainerState_CONTAINER_RUNNING {
+			return c
+		}
+	}
+	return nil
+}
+
+func waitRunning(t *testing.T, podName, container string, timeout time.Duration) *cri.Container {
+	t.Helper()
+	var found *cri.Container
+	waitFor(t, timeout, podName+"/"+container+" running", func() (bool, string) {
+		found = runningContainer(t, podName, container)
+		return found != nil, fmt.Sprintf("%d containers", len(containers(t, podName, container)))
+	})
+	return found
+}
