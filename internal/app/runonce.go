@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -28,9 +29,19 @@ func (n *node) runOnce(ctx context.Context) error {
 		return err
 	}
 	klog.InfoS("Run once: starting pods", "count", len(pods))
+	phases := make([]v1.PodPhase, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			phases[i] = n.runPodOnce(ctx, p)
+		}()
+	}
+	wg.Wait()
 	failed := 0
-	for _, p := range pods {
-		if phase := n.runPodOnce(ctx, p); phase != v1.PodRunning && phase != v1.PodSucceeded {
+	for _, phase := range phases {
+		if phase != v1.PodRunning && phase != v1.PodSucceeded {
 			failed++
 		}
 	}

@@ -51,7 +51,7 @@ type PLEG struct {
 	last       map[string]entry // by container/sandbox ID
 	pods       []*runtime.RunningPod
 	lastRelist time.Time
-	listedAt   time.Time // when the listing in pods was requested
+	listedAt   time.Time           // when the listing in pods was requested
 	relistDur  func(time.Duration) // metrics hook
 }
 

@@ -173,7 +173,8 @@ func (s *Syncer) setWaiting(uid types.UID, w map[string]runtime.WaitingReason) {
 	s.waiting[uid] = w
 }
 
-// gracePeriod picks the kill grace: an explicit override, else the pod's own, else 30s.
+// gracePeriod picks the kill grace: an explicit override, else the pod's own, else -1, which
+// tells the runtime to use the grace period recorded on each container (orphaned pods).
 func gracePeriod(pod *v1.Pod, override *int64) int64 {
 	switch {
 	case override != nil:
@@ -183,7 +184,7 @@ func gracePeriod(pod *v1.Pod, override *int64) int64 {
 	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
-	return 30
+	return -1
 }
 
 func toRunning(rs *runtime.PodStatus) *runtime.RunningPod {

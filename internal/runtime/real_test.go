@@ -183,7 +183,7 @@ func TestRealInitAndTerminationMessage(t *testing.T) {
 	ctx := context.Background()
 	pod := realPod(t, "term", v1.Container{
 		Name: "main", Image: "nodelet.local/busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent,
-		Command: []string{"sh", "-c", "cat /work/init.txt; printf bye > /dev/termination-log; exit 3"},
+		Command:      []string{"sh", "-c", "cat /work/init.txt; printf bye > /dev/termination-log; exit 3"},
 		VolumeMounts: []v1.VolumeMount{{Name: "work", MountPath: "/work"}},
 	})
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
@@ -237,4 +237,83 @@ func findRunningPod(pods []*RunningPod, uid types.UID) *RunningPod {
 		}
 	}
 	return nil
+}
+
+func TestRealSandboxRecreationAndRestart(t *testing.T) {
+	m := realManager(t)
+	ctx := context.Background()
+	pod := realPod(t, "recreate", v1.Container{
+		Name: "main", Image: "nodelet.local/busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent,
+		Command: []string{"sh", "-c", "echo run; sleep 3600"},
+	})
+	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
+	sync := func() SyncResult {
+		t.Helper()
+		st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := m.SyncPod(ctx, pod, st, backoff)
+		if res.Err != nil {
+			t.Fatalf("SyncPod: %v", res.Err)
+		}
+		return res
+	}
+	runningIn := func(attempt uint32, restarts int) *PodStatus {
+		t.Helper()
+		var st *PodStatus
+		waitFor(t, 30*time.Second, "a running container", func() bool {
+			st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+			c := st.FindContainer("main")
+			return c != nil && c.State == StateRunning && len(st.Sandboxes) > 0 && st.Sandboxes[0].Attempt == attempt
+		})
+		if c := st.FindContainer("main"); c.RestartCount != restarts {
+			t.Fatalf("restart count %d, want %d", c.RestartCount, restarts)
+		}
+		return st
+	}
+	sync()
+	first := runningIn(0, 0)
+
+	// The sandbox dies (as after a runtime restart): SyncPod replaces it, attempt 1, and the
+	// container follows with restart count 1 and a new log file.
+	mm := m.(*manager)
+	if err := mm.cri.stopPodSandbox(ctx, first.Sandboxes[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	second := runningIn(1, 1)
+	if second.Sandboxes[0].ID == first.Sandboxes[0].ID || len(second.IPs) == 0 {
+		t.Fatalf("sandbox not replaced: %+v", second.Sandboxes[0])
+	}
+	logDir := filepath.Join(realPodLogsDir, "default_"+pod.Name+"_"+string(pod.UID), "main")
+	waitFor(t, 10*time.Second, "the restarted container's log", func() bool {
+		data, _ := os.ReadFile(filepath.Join(logDir, "1.log"))
+		return strings.Contains(string(data), "run")
+	})
+
+	// Starting it in the new sandbox counted as a restart, so a crash now waits out the
+	// first 10s back-off before the next restart.
+	if err := mm.cri.stopContainer(ctx, second.FindContainer("main").ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	res := sync()
+	if w := res.Waiting["main"]; w.Reason != ReasonCrashLoopBackOff || res.RequeueAfter <= 0 || res.RequeueAfter > 10*time.Second {
+		t.Fatalf("after a crash: %+v", res)
+	}
+	time.Sleep(res.RequeueAfter)
+	if res := sync(); len(res.Waiting) != 0 {
+		t.Fatalf("after the back-off: %+v", res)
+	}
+	runningIn(1, 2)
+
+	if err := m.KillPod(ctx, pod, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemovePod(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := m.GetPods(ctx, true); findRunningPod(all, pod.UID) != nil {
+		t.Error("pod left on the runtime")
+	}
 }

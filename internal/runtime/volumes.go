@@ -29,11 +29,10 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string)
 			return nil, err
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
-			ContainerPath:  vm.MountPath,
-			HostPath:       hostPath,
-			Readonly:       vm.ReadOnly,
-			Propagation:    propagation(vm.MountPropagation),
-			SelinuxRelabel: false,
+			ContainerPath: vm.MountPath,
+			HostPath:      hostPath,
+			Readonly:      vm.ReadOnly,
+			Propagation:   propagation(vm.MountPropagation),
 		})
 		mountsEtcHosts = mountsEtcHosts || vm.MountPath == etcHostsPath
 	}

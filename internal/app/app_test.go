@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+)
+
+// These tests run the whole standalone node (sources, merger, sync loop, workers, PLEG,
+// runtime manager) against the hand-written fake CRI server.
+
+func startNode(t *testing.T, extra ...string) (*fakecri.Fake, string) {
+	t.Helper()
+	fake, endpoint := fakecri.Start(t)
+	fake.AddImage("busybox:1.36")
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags := config.AddFlags(fs)
+	args := append([]string{
+		"--pod-manifest-path=" + manifests, "--root-dir=" + filepath.Join(dir, "root"),
+		"--container-runtime-endpoint=" + endpoint, "--hostname-override=node1", "--healthz-port=0",
+	}, extra...)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := flags.Complete(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Kubelet.PodLogsDir = filepath.Join(dir, "logs")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return fake, manifests
+}
+
+func writePod(t *testing.T, dir, name, policy string) {
+	t.Helper()
+	pod := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},
+"spec":{"restartPolicy":%q,"terminationGracePeriodSeconds":1,
+"containers":[{"name":"c","image":"busybox:1.36","command":["sleep","3600"]}]}}`, name, policy)
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(pod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func podContainers(fake *fakecri.Fake, pod string) []fakecri.Container {
+	var out []fakecri.Container
+	for _, c := range fake.Containers() {
+		if c.Config.Labels["io.kubernetes.pod.name"] == pod+"-node1" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func running(fake *fakecri.Fake, pod string) *fakecri.Container {
+	for _, c := range podContainers(fake, pod) {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return &c
+		}
+	}
+	return nil
+}
+
+func TestStaticPodLifecycle(t *testing.T) {
+	fake, dir := startNode(t)
+	writePod(t, dir, "web", "Always")
+	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	first := running(fake, "web")
+
+	// The container dies; the PLEG notices and the first restart is immediate.
+	if err := fake.ExitContainer(first.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "web restarted", func() bool {
+		c := running(fake, "web")
+		return c != nil && c.ID != first.ID && c.Config.Metadata.Attempt == 1
+	})
+
+	// Deleting the manifest stops and removes every container and the sandbox.
+	if err := os.Remove(filepath.Join(dir, "web.json")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "web removed", func() bool {
+		return len(fake.Containers()) == 0 && len(fake.Sandboxes()) == 0
+	})
+}
+
+func TestNeverPolicyDoesNotRestart(t *testing.T) {
+	fake, dir := startNode(t)
+	writePod(t, dir, "once", "Never")
+	eventually(t, "once running", func() bool { return running(fake, "once") != nil })
+	if err := fake.ExitContainer(running(fake, "once").ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // two relists and a sync tick
+	if cs := podContainers(fake, "once"); len(cs) != 1 {
+		t.Fatalf("restartPolicy Never: %d container instances, want 1", len(cs))
+	}
+}
+
+func TestMaxPodsRejectsTheNewestPod(t *testing.T) {
+	fake, dir := startNode(t, "--max-pods=1")
+	writePod(t, dir, "a", "Always")
+	eventually(t, "a running", func() bool { return running(fake, "a") != nil })
+	writePod(t, dir, "b", "Always")
+	time.Sleep(2 * time.Second)
+	if cs := podContainers(fake, "b"); len(cs) != 0 {
+		t.Fatalf("pod over maxPods got %d containers", len(cs))
+	}
+}
