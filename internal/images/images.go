@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodelet/nodelet/internal/criconn"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -29,7 +29,6 @@ const (
 	pullBackOffMax           = 300 * time.Second
 	defaultPullTimeout       = 2 * time.Minute
 	defaultImageStatusTimout = 10 * time.Second
-	maxMsgSize               = 16 << 20
 )
 
 // Errors EnsureImage wraps; test with errors.Is.
@@ -81,7 +80,7 @@ func NewManager(opts Options) (*Manager, error) {
 		pullLock:      noLock{},
 	}
 	if m.client == nil {
-		conn, err := dial(opts.Endpoint)
+		conn, err := criconn.Dial(opts.Endpoint)
 		if err != nil {
 			return nil, err
 		}
@@ -111,25 +110,6 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	return m.conn.Close()
-}
-
-// dial connects to a unix-socket CRI endpoint (lazily, on the first call).
-func dial(endpoint string) (*grpc.ClientConn, error) {
-	target := endpoint
-	if strings.HasPrefix(target, "/") {
-		target = "unix://" + target
-	}
-	if !strings.HasPrefix(target, "unix:") {
-		return nil, fmt.Errorf("CRI endpoint %q: only unix sockets are supported", endpoint)
-	}
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("dial CRI endpoint %q: %w", endpoint, err)
-	}
-	return conn, nil
 }
 
 type noLock struct{}

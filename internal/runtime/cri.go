@@ -2,13 +2,12 @@ package runtime
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/criconn"
 )
 
 const (
@@ -17,30 +16,10 @@ const (
 	// statusTimeout bounds cheap read-only calls (status, list, version) so a wedged runtime
 	// shows up quickly in relists and health checks.
 	statusTimeout = 10 * time.Second
-	// maxMsgSize is the largest CRI message accepted; list responses on busy nodes are big.
-	maxMsgSize = 16 << 20
 )
 
-// Dial opens a gRPC connection to a CRI endpoint such as
-// "unix:///run/nodelet/containerd/containerd.sock" (a bare absolute path also works). The
-// connection is made lazily by the first call.
-func Dial(endpoint string) (*grpc.ClientConn, error) {
-	target := endpoint
-	switch {
-	case strings.HasPrefix(target, "/"):
-		target = "unix://" + target
-	case !strings.HasPrefix(target, "unix:"):
-		return nil, fmt.Errorf("CRI endpoint %q: only unix sockets are supported", endpoint)
-	}
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("dial CRI endpoint %q: %w", endpoint, err)
-	}
-	return conn, nil
-}
+// Dial connects to a CRI endpoint; see criconn.Dial.
+func Dial(endpoint string) (*grpc.ClientConn, error) { return criconn.Dial(endpoint) }
 
 // criClient wraps the CRI runtime service so that every call carries a deadline.
 type criClient struct {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
@@ -26,14 +25,12 @@ type FileWatcher struct {
 	path     string
 	nodeName string
 	period   time.Duration
-	out      chan<- []*v1.Pod
+	out      snapshots
 	recorder record.EventRecorder
 
 	pods     *staticPods
 	reports  *reportOnce
 	lastGood map[string]*v1.Pod // file path -> last pod decoded from it
-	lastSent []*v1.Pod
-	sent     bool
 	// readErr is the last error reading path itself, logged once.
 	readErr string
 }
@@ -45,7 +42,7 @@ func NewFileSource(path, nodeName string, period time.Duration, out chan<- []*v1
 		path:     filepath.Clean(path),
 		nodeName: nodeName,
 		period:   periodOrDefault(period),
-		out:      out,
+		out:      snapshots{out: out},
 		recorder: recorder,
 		pods:     newStaticPods(nodeName, FileSource),
 		reports:  newReportOnce(),
@@ -159,7 +156,7 @@ func (s *FileWatcher) sync(ctx context.Context) {
 			clear(s.lastGood)
 		} else {
 			s.logReadErr("Cannot read static pod path, keeping the last pods", err)
-			if s.sent {
+			if s.out.sent {
 				return
 			}
 			pods = []*v1.Pod{}
@@ -169,14 +166,8 @@ func (s *FileWatcher) sync(ctx context.Context) {
 		s.readErr = ""
 	}
 	s.pods.forgetOthers(pods)
-	if s.sent && equality.Semantic.DeepEqual(pods, s.lastSent) {
-		return
-	}
-	select {
-	case s.out <- pods:
-		s.lastSent, s.sent = pods, true
+	if s.out.send(ctx, pods) {
 		klog.V(2).InfoS("Sent static pods from files", "path", s.path, "pods", len(pods))
-	case <-ctx.Done():
 	}
 }
 

@@ -114,7 +114,7 @@ func TestFileSourceKeepsOldPodWhenManifestBreaks(t *testing.T) {
 	writeFile(t, path, manifest("a", "nginx:1")[:40]) // a half-saved edit
 	src.sync(context.Background())
 	expectNoSnapshot(t, out) // the snapshot still holds the old pod: nothing changed
-	if got := src.lastSent; len(got) != 1 || got[0].UID != good[0].UID {
+	if got := src.out.last; len(got) != 1 || got[0].UID != good[0].UID {
 		t.Fatalf("last snapshot = %v, want the previous pod kept", names(got))
 	}
 	expectOneEvent(t, rec, "a.yaml")
@@ -231,7 +231,7 @@ func TestFileSourceReReadKeepsSnapshot(t *testing.T) {
 	writeFile(t, path, "# touched\n"+manifest("a", "nginx:1"))
 	src.sync(context.Background())
 	expectNoSnapshot(t, out)
-	if src.lastSent[0].Annotations[AnnotationSeen] != first[0].Annotations[AnnotationSeen] {
+	if src.out.last[0].Annotations[AnnotationSeen] != first[0].Annotations[AnnotationSeen] {
 		t.Error("seen time changed on re-read")
 	}
 }

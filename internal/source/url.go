@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
@@ -39,15 +38,13 @@ type URLSource struct {
 	header   http.Header
 	nodeName string
 	period   time.Duration
-	out      chan<- []*v1.Pod
+	out      snapshots
 	recorder record.EventRecorder
 	client   *http.Client
 
-	pods     *staticPods
-	reports  *reportOnce
-	lastSent []*v1.Pod
-	sent     bool
-	failing  bool // the last fetch failed; log only the first failure of a run
+	pods    *staticPods
+	reports *reportOnce
+	failing bool // the last fetch failed; log only the first failure of a run
 }
 
 // NewURLSource returns a source fetching url with header every period.
@@ -57,7 +54,7 @@ func NewURLSource(url string, header http.Header, nodeName string, period time.D
 		header:   header.Clone(),
 		nodeName: nodeName,
 		period:   periodOrDefault(period),
-		out:      out,
+		out:      snapshots{out: out},
 		recorder: recorder,
 		client:   &http.Client{Timeout: urlTimeout},
 		pods:     newStaticPods(nodeName, HTTPSource),
@@ -112,14 +109,8 @@ func (s *URLSource) sync(ctx context.Context) {
 	}
 	s.reports.forget(s.url)
 	s.pods.forgetOthers(pods)
-	if s.sent && equality.Semantic.DeepEqual(pods, s.lastSent) {
-		return
-	}
-	select {
-	case s.out <- pods:
-		s.lastSent, s.sent = pods, true
+	if s.out.send(ctx, pods) {
 		klog.V(2).InfoS("Sent static pods from URL", "url", s.url, "pods", len(pods))
-	case <-ctx.Done():
 	}
 }
 

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# control-plane.sh runs a real local Kubernetes v1.33.4 control plane (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler) that nodelet joins as a node.
+#
+#   hack/control-plane.sh build                 build the binaries into _output/cp/bin (cached)
+#   hack/control-plane.sh up                    build, make certs, start everything, wait for /readyz
+#   hack/control-plane.sh down                  stop everything (data and certs are kept)
+#   hack/control-plane.sh status                show what runs
+#   hack/control-plane.sh node-kubeconfig NAME  write /var/lib/nodelet-cp/node-NAME.kubeconfig
+#   hack/control-plane.sh env                   print `export KUBECONFIG=...` for the admin
+#   hack/control-plane.sh clean                 down, then delete etcd's data (certs are kept)
+#
+# State: /var/lib/nodelet-cp (pki/, etcd/, *.kubeconfig), logs: /var/log/nodelet-cp,
+# pidfiles: /run/nodelet-cp. The API server listens on :6443 (all addresses).
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CP_BIN=$REPO_ROOT/_output/cp/bin
+CP_DIR=/var/lib/nodelet-cp
+CP_PKI=$CP_DIR/pki
+CP_LOG=/var/log/nodelet-cp
+CP_RUN=/run/nodelet-cp
+API_PORT=6443
+API_URL=https://127.0.0.1:$API_PORT
+ADMIN_KUBECONFIG=$CP_DIR/admin.kubeconfig
+SERVICE_CIDR=10.96.0.0/16
+READY_TIMEOUT=${READY_TIMEOUT:-120}
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+
+# shellcheck source=lib/cp-build.sh
+source "$REPO_ROOT/hack/lib/cp-build.sh"
+# shellcheck source=lib/cp-daemon.sh
+source "$REPO_ROOT/hack/lib/cp-daemon.sh"
+
+admin_kubectl() { kubectl --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+
+# host_ip prints the IPv4 address of the default-route interface (127.0.0.1 if none).
+host_ip() {
+	local dev ip
+	dev=$(ip -4 route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "dev") {print $(i + 1); exit}}')
+	[[ -n $dev ]] && ip=$(ip -4 -o addr show dev "$dev" | awk '{split($4, a, "/"); print a[1]; exit}')
+	echo "${ip:-127.0.0.1}"
+}
+
+ensure_etcd_installed() {
+	command -v etcd >/dev/null && return 0
+	echo "==> installing etcd-server (apt)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq etcd-server >/dev/null ||
+		{ apt-get update -qq && apt-get install -y -qq etcd-server >/dev/null; }
+}
+
+# etcd_ports picks client/peer ports once per start: 2379/2380 unless another etcd holds them.
+etcd_ports() {
+	if daemon_pid etcd >/dev/null && [[ -f $CP_RUN/etcd.ports ]]; then
+		cat "$CP_RUN/etcd.ports"
+	elif port_open 2379 || port_open 2380; then
+		echo "2479 2480"
+	else
+		echo "2379 2380"
+	fi
+}
+
+start_etcd() {
+	local client peer
+	read -r client peer < <(etcd_ports)
+	mkdir -p "$CP_RUN" && echo "$client $peer" >"$CP_RUN/etcd.ports"
+	mkdir -p "$CP_DIR/etcd" && chmod 700 "$CP_DIR/etcd"
+	daemon_start etcd "$(command -v etcd)" \
+		--name nodelet-cp \
+		--data-dir "$CP_DIR/etcd" \
+		--listen-client-urls "http://127.0.0.1:$client" \
+		--advertise-client-urls "http://127.0.0.1:$client" \
+		--listen-peer-urls "http://127.0.0.1:$peer" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "nodelet-cp=http://127.0.0.1:$peer"
+	wait_until 30 etcd curl -fsS "http://127.0.0.1:$client/health"
+}
+
+start_apiserver() {
+	local client
+	read -r client _ <"$CP_RUN/etcd.ports"
+	# No --kubelet-certificate-authority: nodelet serves :10250 with a self-signed cert.
+	# ServiceAccount/TaintNodesByCondition admission are off as in the node e2e suite's own
+	# services, so pods never race the "default" ServiceAccount.
+	daemon_start kube-apiserver "$CP_BIN/kube-apiserver" \
+		--etcd-servers "http://127.0.0.1:$client" \
+		--bind-address 0.0.0.0 \
+		--advertise-address "$(host_ip)" \
+		--secure-port "$API_PORT" \
+		--service-cluster-ip-range "$SERVICE_CIDR" \
+		--authorization-mode Node,RBAC \
+		--client-ca-file "$CP_PKI/ca.crt" \
+		--tls-cert-file "$CP_PKI/apiserver.crt" \
+		--tls-private-key-file "$CP_PKI/apiserver.key" \
+		--service-account-issuer https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file "$CP_PKI/sa.pub" \
+		--service-account-signing-key-file "$CP_PKI/sa.key" \
+		--kubelet-client-certificate "$CP_PKI/apiserver-kubelet-client.crt" \
+		--kubelet-client-key "$CP_PKI/apiserver-kubelet-client.key" \
+		--kubelet-preferred-address-types InternalIP,Hostname \
+		--allow-privileged=true \
+		--enable-admission-plugins NodeRestriction \
+		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
+		--profiling=false
+	wait_until "$READY_TIMEOUT" kube-apiserver admin_kubectl get --raw /readyz
+}
+
+start_controllers() {
+	daemon_start kube-controller-manager "$CP_BIN/kube-controller-manager" \
+		--kubeconfig "$CP_DIR/controller-manager.kubeconfig" \
+		--authentication-kubeconfig "$CP_DIR/controller-manager.kubeconfig" \
+		--authorization-kubeconfig "$CP_DIR/controller-manager.kubeconfig" \
+		--service-account-private-key-file "$CP_PKI/sa.key" \
+		--root-ca-file "$CP_PKI/ca.crt" \
+		--cluster-signing-cert-file "$CP_PKI/ca.crt" \
+		--cluster-signing-key-file "$CP_PKI/ca.key" \
+		--use-service-account-credentials=true \
+		--leader-elect=false \
+		--bind-address 127.0.0.1
+	daemon_start kube-scheduler "$CP_BIN/kube-scheduler" \
+		--kubeconfig "$CP_DIR/scheduler.kubeconfig" \
+		--authentication-kubeconfig "$CP_DIR/scheduler.kubeconfig" \
+		--authorization-kubeconfig "$CP_DIR/scheduler.kubeconfig" \
+		--leader-elect=false \
+		--bind-address 127.0.0.1
+	# /healthz on their secure ports is open to anonymous callers by default.
+	wait_until 60 kube-controller-manager curl -fsSk https://127.0.0.1:10257/healthz
+	wait_until 60 kube-scheduler curl -fsSk https://127.0.0.1:10259/healthz
+}
+
+# grant_kubelet_access lets the API server's kubelet client (logs, exec, /configz via the
+# node proxy) call every node's kubelet API.
+grant_kubelet_access() {
+	admin_kubectl create clusterrolebinding nodelet-cp:apiserver-kubelet-client \
+		--clusterrole system:kubelet-api-admin --user kube-apiserver-kubelet-client \
+		--dry-run=client -o yaml | admin_kubectl apply -f - >/dev/null
+}
+
+cmd_up() {
+	build_all
+	ensure_etcd_installed
+	echo "==> certificates and kubeconfigs in $CP_DIR"
+	"$CP_BIN/certs" init --dir "$CP_DIR" --server "$API_URL" --host-ip "$(host_ip)"
+	echo "==> starting control plane"
+	start_etcd
+	start_apiserver
+	start_controllers
+	grant_kubelet_access
+	echo "==> control plane ready at $API_URL (server $(admin_kubectl version -o json |
+		sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | tail -n 1))"
+	echo "    export KUBECONFIG=$ADMIN_KUBECONFIG"
+}
+
+cmd_down() {
+	local i
+	for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+		daemon_stop "${COMPONENTS[i]}"
+	done
+}
+
+cmd_status() {
+	local name pid state=0
+	for name in "${COMPONENTS[@]}"; do
+		if pid=$(daemon_pid "$name"); then
+			printf '%-24s running (pid %s)\n' "$name" "$pid"
+		else
+			printf '%-24s stopped\n' "$name"
+			state=1
+		fi
+	done
+	if daemon_pid kube-apiserver >/dev/null; then
+		printf '%-24s %s\n' "/readyz" "$(admin_kubectl get --raw /readyz 2>&1 | tail -n 1)"
+	fi
+	return "$state"
+}
+
+cmd_node_kubeconfig() {
+	local name=${1:?usage: $0 node-kubeconfig NAME}
+	build_certs
+	[[ -f $CP_PKI/ca.crt ]] || "$CP_BIN/certs" init --dir "$CP_DIR" --server "$API_URL" --host-ip "$(host_ip)"
+	"$CP_BIN/certs" node --dir "$CP_DIR" --server "$API_URL" --name "$name"
+	echo "$CP_DIR/node-$name.kubeconfig"
+}
+
+cmd_clean() {
+	cmd_down
+	rm -rf "$CP_DIR/etcd" "$CP_RUN"
+	echo "    removed etcd data ($CP_DIR/etcd); certificates kept in $CP_PKI"
+}
+
+case ${1:-} in
+build) build_all ;;
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+node-kubeconfig) cmd_node_kubeconfig "${2:-}" ;;
+env) echo "export KUBECONFIG=$ADMIN_KUBECONFIG" ;;
+clean) cmd_clean ;;
+*)
+	sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,34 @@
+// Package criconn dials a CRI runtime endpoint; the runtime and image managers share it.
+package criconn
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// MaxMsgSize is the largest CRI message accepted; list responses on busy nodes are big.
+const MaxMsgSize = 16 << 20
+
+// Dial returns a connection to a unix-socket CRI endpoint such as
+// "unix:///run/nodelet/containerd/containerd.sock" (a bare absolute path also works). The
+// connection is made lazily by the first call.
+func Dial(endpoint string) (*grpc.ClientConn, error) {
+	target := endpoint
+	switch {
+	case strings.HasPrefix(target, "/"):
+		target = "unix://" + target
+	case !strings.HasPrefix(target, "unix:"):
+		return nil, fmt.Errorf("CRI endpoint %q: only unix sockets are supported", endpoint)
+	}
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dial CRI endpoint %q: %w", endpoint, err)
+	}
+	return conn, nil
+}

@@ -1,0 +1,136 @@
+package syncloop
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/source"
+)
+
+type fakeWorkers struct {
+	updates  []podworkers.UpdateOptions
+	states   map[types.UID]podworkers.State
+	finished map[types.UID]time.Time
+}
+
+func (f *fakeWorkers) UpdatePod(u podworkers.UpdateOptions) {
+	f.updates = append(f.updates, u)
+	if u.Pod != nil && u.Type == podworkers.Create {
+		f.states[u.Pod.UID] = podworkers.Syncing
+	}
+}
+
+func (f *fakeWorkers) State(uid types.UID) (podworkers.State, bool) {
+	s, ok := f.states[uid]
+	return s, ok
+}
+
+func (f *fakeWorkers) Known() map[types.UID]podworkers.State { return f.states }
+
+func (f *fakeWorkers) FinishedAt(uid types.UID) (time.Time, bool) {
+	t, ok := f.finished[uid]
+	return t, ok
+}
+
+type rejectAll struct{ rejected []string }
+
+func (r *rejectAll) Admit(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
+	return len(active) < 1, "OutOfpods", "full"
+}
+func (r *rejectAll) Reject(p *v1.Pod, reason, msg string) { r.rejected = append(r.rejected, p.Name) }
+
+func newLoop(running []*runtime.RunningPod, listedAt time.Time) (*Loop, *fakeWorkers, *bool) {
+	w := &fakeWorkers{states: map[types.UID]podworkers.State{}, finished: map[types.UID]time.Time{}}
+	ready := false
+	l := New(Config{
+		Updates: make(chan source.PodUpdate), Events: make(chan pleg.Event),
+		RunningPods:  func() ([]*runtime.RunningPod, time.Time) { return running, listedAt },
+		SourcesReady: func() bool { return ready },
+		Pods:         pod.NewManager(), Workers: w, Queue: NewQueue(),
+	})
+	return l, w, &ready
+}
+
+func mkPod(name string, created time.Time) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), CreationTimestamp: metav1.NewTime(created)}}
+}
+
+func TestHousekeepingRemovesOnlyUnwantedPods(t *testing.T) {
+	listed := time.Now()
+	running := []*runtime.RunningPod{{UID: "wanted"}, {UID: "orphan"}, {UID: "just-removed"}}
+	l, w, _ := newLoop(running, listed)
+	l.handleUpdate(source.PodUpdate{Op: source.ADD, Pods: []*v1.Pod{mkPod("wanted", listed)}})
+	w.finished["just-removed"] = listed.Add(time.Second)
+	w.updates = nil
+	l.housekeep()
+	if len(w.updates) != 1 || w.updates[0].Running.UID != "orphan" || !w.updates[0].Kill.Remove {
+		t.Fatalf("housekeeping updates %+v, want one remove of the orphan", w.updates)
+	}
+}
+
+func TestHousekeepingWaitsForSources(t *testing.T) {
+	l, w, ready := newLoop([]*runtime.RunningPod{{UID: "orphan"}}, time.Now())
+	l.cfg.HousekeepEvery = 10 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	l.Run(ctx)
+	cancel()
+	if len(w.updates) != 0 {
+		t.Fatalf("housekeeping ran before sources were ready: %+v", w.updates)
+	}
+	*ready = true
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	l.Run(ctx)
+	if len(w.updates) == 0 {
+		t.Fatal("housekeeping did not run once sources were ready")
+	}
+}
+
+func TestAdmissionOldestFirst(t *testing.T) {
+	l, w, _ := newLoop(nil, time.Now())
+	adm := &rejectAll{}
+	l.cfg.Admit = adm
+	now := time.Now()
+	l.handleUpdate(source.PodUpdate{Op: source.ADD, Pods: []*v1.Pod{mkPod("young", now), mkPod("old", now.Add(-time.Hour))}})
+	if len(w.updates) != 1 || w.updates[0].Pod.Name != "old" || len(adm.rejected) != 1 || adm.rejected[0] != "young" {
+		t.Fatalf("admitted %+v rejected %v; want old admitted, young rejected", w.updates, adm.rejected)
+	}
+}
+
+func TestHealthyFailsWhenLoopStalls(t *testing.T) {
+	l, _, _ := newLoop(nil, time.Now())
+	l.cfg.StallAfter = 20 * time.Millisecond
+	if err := l.Healthy(); err != nil {
+		t.Fatalf("fresh loop unhealthy: %v", err)
+	}
+	time.Sleep(40 * time.Millisecond) // nothing turns the loop
+	if err := l.Healthy(); err == nil {
+		t.Fatal("stalled loop reported healthy")
+	}
+}
+
+func TestQueueDue(t *testing.T) {
+	q := NewQueue()
+	now := time.Now()
+	q.now = func() time.Time { return now }
+	q.Enqueue("a", time.Second)
+	q.Enqueue("b", time.Minute)
+	q.Enqueue("b", 2*time.Second) // an earlier request wins
+	now = now.Add(1500 * time.Millisecond)
+	if due := q.Due(); len(due) != 1 || due[0] != "a" {
+		t.Fatalf("due %v, want [a]", due)
+	}
+	now = now.Add(time.Second)
+	if due := q.Due(); len(due) != 1 || due[0] != "b" {
+		t.Fatalf("due %v, want [b]", due)
+	}
+}
