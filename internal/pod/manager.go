@@ -14,11 +14,13 @@ import (
 type Manager struct {
 	mu    sync.RWMutex
 	byUID map[types.UID]*v1.Pod
+	// mirrors are the API's copies of static pods, by full name; they are never run.
+	mirrors map[string]*v1.Pod
 }
 
 // NewManager returns an empty pod manager.
 func NewManager() *Manager {
-	return &Manager{byUID: map[types.UID]*v1.Pod{}}
+	return &Manager{byUID: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}}
 }
 
 // Set adds or replaces a pod.
@@ -69,5 +71,40 @@ func (m *Manager) Pods() []*v1.Pod {
 		}
 		return out[i].Name < out[j].Name
 	})
+	return out
+}
+
+// SetMirror records the mirror pod the API holds for a static pod.
+func (m *Manager) SetMirror(mirror *v1.Pod) {
+	m.mu.Lock()
+	m.mirrors[FullName(mirror)] = mirror
+	m.mu.Unlock()
+}
+
+// RemoveMirror forgets a mirror pod, unless a newer one (another UID) replaced it.
+func (m *Manager) RemoveMirror(mirror *v1.Pod) {
+	m.mu.Lock()
+	if cur, ok := m.mirrors[FullName(mirror)]; ok && cur.UID == mirror.UID {
+		delete(m.mirrors, FullName(mirror))
+	}
+	m.mu.Unlock()
+}
+
+// MirrorOf returns the mirror pod of a static pod.
+func (m *Manager) MirrorOf(static *v1.Pod) (*v1.Pod, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.mirrors[FullName(static)]
+	return p, ok
+}
+
+// Mirrors returns every mirror pod known.
+func (m *Manager) Mirrors() []*v1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*v1.Pod, 0, len(m.mirrors))
+	for _, p := range m.mirrors {
+		out = append(out, p)
+	}
 	return out
 }

@@ -14,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
 )
 
@@ -30,6 +32,11 @@ type Deps struct {
 	HostIPs     []string
 	// Cache receives every runtime status read, for readers outside the workers.
 	Cache *Cache
+	// Mirrors, in cluster mode, keeps static pods' mirror pods in the API; nil standalone.
+	Mirrors *Mirrors
+	// Terminated, in cluster mode, is told when a pod's containers have all stopped, so a
+	// graceful deletion can be completed in the API; nil standalone.
+	Terminated func(pod *v1.Pod)
 }
 
 // Syncer implements podworkers.Syncer.
@@ -61,6 +68,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	}
 	if err := s.makeDirs(pod.UID); err != nil {
 		return podworkers.Outcome{}, err
+	}
+	if s.Mirrors != nil && source.IsStatic(pod) {
+		if err := s.Mirrors.Ensure(ctx, pod); err != nil {
+			klog.ErrorS(err, "Mirror pod not in place; the static pod runs anyway", "pod", klog.KObj(pod))
+		}
 	}
 	res := s.Runtime.SyncPod(ctx, pod, rs, s.Backoff)
 	s.setWaiting(pod.UID, res.Waiting)
@@ -95,7 +107,15 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *r
 // finished pod that is still wanted keeps its stopped containers (for their logs and status).
 func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.UID, remove bool) error {
 	if !remove {
+		if s.Terminated != nil && pod != nil {
+			s.Terminated(pod)
+		}
 		return nil
+	}
+	if s.Mirrors != nil && pod != nil && source.IsStatic(pod) {
+		if err := s.Mirrors.Delete(ctx, pod); err != nil {
+			return fmt.Errorf("deleting mirror pod: %w", err)
+		}
 	}
 	if err := s.Runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)

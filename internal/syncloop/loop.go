@@ -47,6 +47,11 @@ type Config struct {
 	HousekeepEvery time.Duration // 2s
 	// StallAfter is how long without a loop iteration before Healthy fails.
 	StallAfter time.Duration
+	// MirrorChanged, in cluster mode, hears of every mirror pod change for its static pod.
+	MirrorChanged func(static *v1.Pod)
+	// DeleteMirror, in cluster mode, deletes a mirror pod whose static pod is gone. It must not
+	// block the loop.
+	DeleteMirror func(mirror *v1.Pod)
 }
 
 // Loop is the sync loop. Create with New, start with Run.
@@ -114,6 +119,7 @@ func (l *Loop) Run(ctx context.Context) {
 
 func (l *Loop) handleUpdate(u source.PodUpdate) {
 	klog.V(2).InfoS("Pod update", "op", u.Op.String(), "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+	u.Pods = l.takeMirrors(u.Op, u.Pods)
 	switch u.Op {
 	case source.ADD:
 		l.addPods(u.Pods)
@@ -181,6 +187,30 @@ func (l *Loop) dispatch(p *v1.Pod, t podworkers.UpdateType) {
 	l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{Type: t, Pod: p})
 }
 
+// takeMirrors records the mirror pods in an update and returns the pods left to run. A mirror
+// change wakes its static pod, which re-creates a deleted or stale mirror.
+func (l *Loop) takeMirrors(op source.Op, pods []*v1.Pod) []*v1.Pod {
+	rest := pods[:0:0]
+	for _, p := range pods {
+		if !pod.IsMirror(p) {
+			rest = append(rest, p)
+			continue
+		}
+		if op == source.REMOVE {
+			l.cfg.Pods.RemoveMirror(p)
+		} else {
+			l.cfg.Pods.SetMirror(p)
+		}
+		if static, ok := l.cfg.Pods.GetByName(p.Namespace, p.Name); ok {
+			if l.cfg.MirrorChanged != nil {
+				l.cfg.MirrorChanged(static)
+			}
+			l.dispatch(static, podworkers.Sync)
+		}
+	}
+	return rest
+}
+
 func (l *Loop) handleEvent(ev pleg.Event) {
 	if ev.Type == pleg.ContainerRemoved {
 		return // removals are our own doing; nothing to reconcile
@@ -217,5 +247,21 @@ func (l *Loop) housekeep() {
 		l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{
 			Type: podworkers.Kill, Running: rp, Kill: &podworkers.KillOptions{Remove: true},
 		})
+	}
+	l.removeOrphanedMirrors()
+}
+
+// removeOrphanedMirrors deletes mirror pods whose static pod no source has any more.
+func (l *Loop) removeOrphanedMirrors() {
+	if l.cfg.DeleteMirror == nil {
+		return
+	}
+	for _, m := range l.cfg.Pods.Mirrors() {
+		if static, ok := l.cfg.Pods.GetByName(m.Namespace, m.Name); ok && source.IsStatic(static) {
+			continue
+		}
+		klog.InfoS("Deleting mirror pod of a static pod that is gone", "pod", klog.KObj(m))
+		l.cfg.Pods.RemoveMirror(m)
+		l.cfg.DeleteMirror(m)
 	}
 }

@@ -1,0 +1,74 @@
+package admission
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/status"
+)
+
+func podRequesting(name, cpu, mem string) *v1.Pod {
+	req := v1.ResourceList{}
+	if cpu != "" {
+		req[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		req[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "name"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: req}}}}}
+}
+
+func TestAdmit(t *testing.T) {
+	a := &Admitter{MaxPods: 3, Statuses: status.NewManager(nil), Allocatable: func() v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}
+	}}
+	active := []*v1.Pod{podRequesting("a", "1500m", "256Mi")}
+	cases := []struct {
+		pod    *v1.Pod
+		active []*v1.Pod
+		reason string
+		msg    string
+	}{
+		{podRequesting("fits", "500m", "512Mi"), active, "", ""},
+		{podRequesting("cpu", "600m", ""), active, "OutOfcpu", "cpu, requested: 600, used: 1500, capacity: 2000"},
+		{podRequesting("mem", "", "800Mi"), active, "OutOfmemory", "memory, requested: 838860800"},
+		{podRequesting("besteffort", "", ""), active, "", ""},
+		{podRequesting("count", "", ""), append(active, active[0], active[0]), "OutOfpods", "pods, requested: 1, used: 3, capacity: 3"},
+	}
+	for _, tc := range cases {
+		ok, reason, msg := a.Admit(tc.pod, tc.active)
+		if ok != (tc.reason == "") || reason != tc.reason || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s: got ok=%v %q %q, want reason %q containing %q", tc.pod.Name, ok, reason, msg, tc.reason, tc.msg)
+		}
+	}
+}
+
+func TestRequestsCountsInitContainersAsPeak(t *testing.T) {
+	p := podRequesting("p", "100m", "")
+	p.Spec.Containers = append(p.Spec.Containers, p.Spec.Containers[0])
+	p.Spec.InitContainers = []v1.Container{{Name: "i", Resources: v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("150m")}}}}
+	if got := Requests(p)[v1.ResourceCPU]; got.MilliValue() != 200 {
+		t.Fatalf("cpu request %dm, want 200m (two app containers beat one init)", got.MilliValue())
+	}
+	p.Spec.InitContainers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("1")
+	if got := Requests(p)[v1.ResourceCPU]; got.MilliValue() != 1000 {
+		t.Fatalf("cpu request %dm, want 1000m (the init container's peak)", got.MilliValue())
+	}
+}
+
+func TestRejectSetsFailedStatus(t *testing.T) {
+	st := status.NewManager(nil)
+	a := &Admitter{Statuses: st}
+	p := podRequesting("p", "", "")
+	a.Reject(p, "OutOfpods", "full")
+	got, ok := st.Get(p.UID)
+	if !ok || got.Phase != v1.PodFailed || got.Reason != "OutOfpods" {
+		t.Fatalf("status %+v", got)
+	}
+}
