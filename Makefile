@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps containerd images build tools demo demo-stop test unit e2e clean-containerd
+.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone test unit e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -30,6 +30,27 @@ demo: images build tools
 demo-stop: tools
 	hack/demo.sh stop
 
+# Start the local control plane (etcd + kube-apiserver/controller-manager/scheduler v1.33.4,
+# built from k8s.io/kubernetes in test/harness: ~12 min cold, cached after) and nodelet as its node.
+cluster: images build tools
+	hack/cluster.sh
+
+cluster-stop:
+	hack/cluster.sh stop
+
+control-plane:
+	hack/control-plane.sh up
+
+control-plane-down:
+	hack/control-plane.sh down
+
+control-plane-status:
+	hack/control-plane.sh status
+
+# Standalone figures: manifest → running latency (median of 20) and RSS with 20 pods.
+bench-standalone: images build
+	$(GO) run ./hack/bench-standalone
+
 # Everything CI runs: unit tests, then end-to-end tests against the real containerd.
 test: unit e2e
 
@@ -37,10 +58,11 @@ test: unit e2e
 unit:
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
 
-# End-to-end tests: a real nodelet binary on the real containerd. Stops the demo first, since
-# one nodelet owns the runtime's pods.
-e2e: images build tools
+# End-to-end tests: a real nodelet binary on the real containerd and the local control plane.
+# Stops the demo and cluster nodelets first, since one nodelet owns the runtime's pods.
+e2e: images build tools control-plane
 	hack/demo.sh stop
+	hack/cluster.sh stop
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 20m -v ./test/e2e/...
 
 # Kill all project containers, stop containerd and delete

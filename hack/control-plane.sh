@@ -9,6 +9,7 @@
 #   hack/control-plane.sh node-kubeconfig NAME  write /var/lib/nodelet-cp/node-NAME.kubeconfig
 #   hack/control-plane.sh env                   print `export KUBECONFIG=...` for the admin
 #   hack/control-plane.sh clean                 down, then delete etcd's data (certs are kept)
+#   hack/control-plane.sh stop-apiserver        stop only the API server (outage tests); start-apiserver
 #
 # State: /var/lib/nodelet-cp (pki/, etcd/, *.kubeconfig), logs: /var/log/nodelet-cp,
 # pidfiles: /run/nodelet-cp. The API server listens on :6443 (all addresses).
@@ -99,6 +100,13 @@ start_apiserver() {
 		--kubelet-client-certificate "$CP_PKI/apiserver-kubelet-client.crt" \
 		--kubelet-client-key "$CP_PKI/apiserver-kubelet-client.key" \
 		--kubelet-preferred-address-types InternalIP,Hostname \
+		--requestheader-client-ca-file "$CP_PKI/front-proxy-ca.crt" \
+		--requestheader-allowed-names front-proxy-client \
+		--requestheader-username-headers X-Remote-User \
+		--requestheader-group-headers X-Remote-Group \
+		--requestheader-extra-headers-prefix X-Remote-Extra- \
+		--proxy-client-cert-file "$CP_PKI/front-proxy-client.crt" \
+		--proxy-client-key-file "$CP_PKI/front-proxy-client.key" \
 		--allow-privileged=true \
 		--enable-admission-plugins NodeRestriction \
 		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
@@ -197,6 +205,9 @@ status) cmd_status ;;
 node-kubeconfig) cmd_node_kubeconfig "${2:-}" ;;
 env) echo "export KUBECONFIG=$ADMIN_KUBECONFIG" ;;
 clean) cmd_clean ;;
+# For outage tests: stop and start only the API server.
+stop-apiserver) daemon_stop kube-apiserver ;;
+start-apiserver) start_apiserver ;;
 *)
 	sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
 	exit 2

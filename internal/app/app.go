@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
@@ -38,15 +41,19 @@ const (
 	plegPeriod     = time.Second
 )
 
-// node is what every mode shares: the runtime, sources and per-pod machinery.
-type node struct {
+// agent is what every mode shares: the runtime, sources and per-pod machinery. In cluster
+// mode cluster holds the API-facing parts.
+type agent struct {
 	cfg      *config.Config
 	recorder record.EventRecorder
 	runtime  runtime.Manager
+	images   *images.Manager
 	merger   *source.Merger
 	sources  []string
+	pods     *pod.Manager
 	statuses *status.Manager
 	syncer   *podsync.Syncer
+	cluster  *cluster // nil standalone
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -62,9 +69,24 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	return n.run(ctx)
 }
 
-func build(ctx context.Context, cfg *config.Config) (*node, error) {
+func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 	kc := cfg.Kubelet
-	n := &node{cfg: cfg, recorder: newRecorder(cfg.NodeName), statuses: status.NewManager(nil)}
+	for _, dir := range []string{cfg.RootDir, filepath.Join(cfg.RootDir, "pods"), strOr(&kc.PodLogsDir, "/var/log/pods")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
+		}
+	}
+	n := &agent{cfg: cfg, pods: pod.NewManager()}
+	var statusSink status.Syncer
+	if cfg.Kubeconfig != "" {
+		c, err := newCluster(cfg, n.pods)
+		if err != nil {
+			return nil, err
+		}
+		n.cluster, statusSink = c, c.apiStatus
+	}
+	n.recorder = n.newRecorder()
+	n.statuses = status.NewManager(statusSink)
 	imgs, err := images.NewManager(images.Options{
 		Endpoint: kc.ContainerRuntimeEndpoint, Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
 		RequestTimeout: kc.RuntimeRequestTimeout.Duration,
@@ -80,22 +102,27 @@ func build(ctx context.Context, cfg *config.Config) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.runtime = rt
+	n.runtime, n.images = rt, imgs
 	name, ver, err := waitForRuntime(ctx, rt, kc.ContainerRuntimeEndpoint)
 	if err != nil {
 		return nil, err
 	}
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
-	n.syncer = podsync.New(podsync.Deps{
+	deps := podsync.Deps{
 		Runtime: rt, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		RootDir: cfg.RootDir, RuntimeName: name, HostIPs: hostIPs(cfg.NodeIP),
-	})
+	}
+	if n.cluster != nil {
+		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: n.cluster.mirrors}
+		deps.Terminated = n.cluster.apiStatus.PodTerminated
+	}
+	n.syncer = podsync.New(deps)
 	n.startSources(ctx)
 	return n, nil
 }
 
 // startSources starts the static pod directory and URL sources feeding one merger.
-func (n *node) startSources(ctx context.Context) {
+func (n *agent) startSources(ctx context.Context) {
 	kc := n.cfg.Kubelet
 	n.merger = source.NewMerger()
 	if kc.StaticPodPath != "" {
@@ -116,23 +143,35 @@ func (n *node) startSources(ctx context.Context) {
 		us := source.NewURLSource(kc.StaticPodURL, header, n.cfg.NodeName, kc.HTTPCheckFrequency.Duration, out, n.recorder)
 		go us.Run(ctx)
 	}
+	if n.cluster != nil {
+		out := n.merger.Channel(source.APISource)
+		n.sources = append(n.sources, source.APISource)
+		go source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run(ctx)
+	}
 	if len(n.sources) == 0 {
 		klog.InfoS("No pod sources configured: set --pod-manifest-path (staticPodPath) or --manifest-url to run pods")
 	}
 	go n.merger.Run(ctx)
 }
 
-func (n *node) run(ctx context.Context) error {
+func (n *agent) run(ctx context.Context) error {
 	kc := n.cfg.Kubelet
 	relister := pleg.New(n.runtime, plegPeriod)
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
-	loop := syncloop.New(syncloop.Config{
+	admit := &admission.Admitter{MaxPods: int(kc.MaxPods), Statuses: n.statuses}
+	loopCfg := syncloop.Config{
 		Updates: n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
 		SourcesReady: func() bool { return n.merger.SeenAllSources(n.sources...) },
-		Pods:         pod.NewManager(), Workers: workers, Queue: queue,
-		Admit: &admission.Admitter{MaxPods: int(kc.MaxPods), Statuses: n.statuses},
-	})
+		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
+	}
+	if n.cluster != nil {
+		n.cluster.wireLoop(ctx, &loopCfg, admit)
+	}
+	loop := syncloop.New(loopCfg)
+	if n.cluster != nil {
+		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
+	}
 	if port := int32Or(kc.HealthzPort, 10248); port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))
 		err := healthz.Serve(ctx, addr, map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy})
@@ -165,11 +204,25 @@ func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (s
 	}
 }
 
-// newRecorder returns an event recorder that logs events. Cluster mode adds an API sink.
-func newRecorder(nodeName string) record.EventRecorder {
+// newRecorder returns an event recorder that logs events and, in cluster mode, posts them.
+func (n *agent) newRecorder() record.EventRecorder {
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(2)
-	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: nodeName})
+	if n.cluster != nil {
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.cluster.clients.Events.CoreV1().Events("")})
+	}
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
+}
+
+// health is what the node's Ready condition reports: the runtime, the PLEG and the sync loop.
+func (n *agent) health(ctx context.Context, loop *syncloop.Loop, relister *pleg.PLEG) error {
+	if err := n.runtime.Status(ctx); err != nil {
+		return fmt.Errorf("container runtime is down: %w", err)
+	}
+	if err := relister.Healthy(); err != nil {
+		return fmt.Errorf("PLEG is not healthy: %w", err)
+	}
+	return loop.Healthy()
 }
 
 func boolOr(b *bool, def bool) bool {

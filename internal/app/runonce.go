@@ -23,7 +23,7 @@ const (
 
 // runOnce starts the pods the static sources name, waits until each is running or finished,
 // prints their status, and returns. The pods are left running, as upstream's --runonce does.
-func (n *node) runOnce(ctx context.Context) error {
+func (n *agent) runOnce(ctx context.Context) error {
 	pods, err := n.firstSnapshot(ctx)
 	if err != nil {
 		return err
@@ -53,7 +53,7 @@ func (n *node) runOnce(ctx context.Context) error {
 }
 
 // firstSnapshot collects ADD updates until every source has reported once.
-func (n *node) firstSnapshot(ctx context.Context) ([]*v1.Pod, error) {
+func (n *agent) firstSnapshot(ctx context.Context) ([]*v1.Pod, error) {
 	var pods []*v1.Pod
 	timeout := time.After(runOnceSourceWait)
 	for !n.merger.SeenAllSources(n.sources...) || len(n.merger.Updates()) > 0 {
@@ -71,7 +71,7 @@ func (n *node) firstSnapshot(ctx context.Context) ([]*v1.Pod, error) {
 	return pods, nil
 }
 
-func (n *node) runPodOnce(ctx context.Context, p *v1.Pod) v1.PodPhase {
+func (n *agent) runPodOnce(ctx context.Context, p *v1.Pod) v1.PodPhase {
 	deadline := time.Now().Add(runOncePodWait)
 	for {
 		out, err := n.syncer.SyncPod(ctx, p)
@@ -89,7 +89,7 @@ func (n *node) runPodOnce(ctx context.Context, p *v1.Pod) v1.PodPhase {
 	}
 }
 
-func (n *node) printStatuses(pods []*v1.Pod) {
+func (n *agent) printStatuses(pods []*v1.Pod) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMESPACE\tNAME\tPHASE\tIP\tCONTAINERS")
 	for _, p := range pods {

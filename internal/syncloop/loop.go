@@ -129,12 +129,7 @@ func (l *Loop) handleUpdate(u source.PodUpdate) {
 			l.dispatch(p, podworkers.Update)
 		}
 	case source.DELETE:
-		for _, p := range u.Pods {
-			l.cfg.Pods.Set(p)
-			l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{
-				Type: podworkers.Kill, Pod: p, Kill: &podworkers.KillOptions{GracePeriod: p.DeletionGracePeriodSeconds},
-			})
-		}
+		l.deletePods(u.Pods)
 	case source.REMOVE:
 		for _, p := range u.Pods {
 			l.cfg.Pods.Remove(p.UID)
@@ -155,6 +150,10 @@ func (l *Loop) addPods(pods []*v1.Pod) {
 		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
 	})
 	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			l.deletePods([]*v1.Pod{p}) // seen first while being deleted: only finish the deletion
+			continue
+		}
 		if l.cfg.Admit != nil {
 			if ok, reason, msg := l.cfg.Admit.Admit(p, l.activePods()); !ok {
 				klog.InfoS("Pod rejected", "pod", klog.KObj(p), "reason", reason, "message", msg)
@@ -165,6 +164,16 @@ func (l *Loop) addPods(pods []*v1.Pod) {
 		}
 		l.cfg.Pods.Set(p)
 		l.dispatch(p, podworkers.Create)
+	}
+}
+
+// deletePods kills pods being deleted gracefully; they stay known until their source drops them.
+func (l *Loop) deletePods(pods []*v1.Pod) {
+	for _, p := range pods {
+		l.cfg.Pods.Set(p)
+		l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{
+			Type: podworkers.Kill, Pod: p, Kill: &podworkers.KillOptions{GracePeriod: p.DeletionGracePeriodSeconds},
+		})
 	}
 }
 

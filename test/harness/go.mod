@@ -7,7 +7,10 @@ go 1.24.0
 
 godebug default=go1.24
 
-require k8s.io/kubernetes v1.33.4
+require (
+	k8s.io/client-go v0.33.4
+	k8s.io/kubernetes v1.33.4
+)
 
 require (
 	cel.dev/expr v0.19.1 // indirect
@@ -135,7 +138,6 @@ require (
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
 	k8s.io/apimachinery v0.33.4 // indirect
 	k8s.io/apiserver v0.33.4 // indirect
-	k8s.io/client-go v0.33.4 // indirect
 	k8s.io/cloud-provider v0.33.4 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-base v0.33.4 // indirect

@@ -47,15 +47,24 @@ func main() {
 	}
 }
 
-// initControlPlane makes the CA, the API server's serving and kubelet-client certs, the
-// service-account key and the admin/controller-manager/scheduler kubeconfigs.
+// initControlPlane makes the cluster CA, the API server's serving and kubelet-client certs,
+// the service-account key, the front-proxy CA and client (without them every component logs
+// a missing requestheader CA bundle, and aggregated APIs cannot work) and the
+// admin/controller-manager/scheduler kubeconfigs.
 func initControlPlane(dir, server, hostIP string) error {
 	pki := filepath.Join(dir, "pki")
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return err
 	}
-	ca, err := loadOrCreateCA(pki)
+	ca, err := loadOrCreateCA(pki, "ca", "nodelet-cp-ca")
 	if err != nil {
+		return err
+	}
+	frontProxyCA, err := loadOrCreateCA(pki, "front-proxy-ca", "nodelet-cp-front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	if err := frontProxyCA.ensureLeaf(pki, client("front-proxy-client", "front-proxy-client")); err != nil {
 		return err
 	}
 	if err := ensureServiceAccountKey(pki); err != nil {
@@ -91,7 +100,7 @@ func initNode(dir, server, name string) error {
 		return fmt.Errorf("node: --name is required")
 	}
 	pki := filepath.Join(dir, "pki")
-	ca, err := loadOrCreateCA(pki)
+	ca, err := loadOrCreateCA(pki, "ca", "nodelet-cp-ca")
 	if err != nil {
 		return err
 	}

@@ -40,9 +40,9 @@ type leafSpec struct {
 	ips      []net.IP
 }
 
-// loadOrCreateCA reads ca.crt/ca.key from dir, creating them when either is missing.
-func loadOrCreateCA(dir string) (*authority, error) {
-	crtPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+// loadOrCreateCA reads <stem>.crt/<stem>.key from dir, creating them when either is missing.
+func loadOrCreateCA(dir, stem, commonName string) (*authority, error) {
+	crtPath, keyPath := filepath.Join(dir, stem+".crt"), filepath.Join(dir, stem+".key")
 	if exists(crtPath) && exists(keyPath) {
 		return loadCA(crtPath, keyPath)
 	}
@@ -52,7 +52,7 @@ func loadOrCreateCA(dir string) (*authority, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          newSerial(),
-		Subject:               pkix.Name{CommonName: "nodelet-cp-ca"},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(caLifetime),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -63,7 +63,7 @@ func loadOrCreateCA(dir string) (*authority, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKeyPair(dir, "ca", der, key); err != nil {
+	if err := writeKeyPair(dir, stem, der, key); err != nil {
 		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)

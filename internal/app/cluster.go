@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/syncloop"
+	"github.com/nodelet/nodelet/internal/version"
+)
+
+// cluster holds what cluster mode adds: API clients, pod status and mirror pods in the API,
+// and the Node with its Lease.
+type cluster struct {
+	cfg       *config.Config
+	clients   *kubeclient.Clients
+	apiStatus *status.APISyncer
+	mirrors   *pod.MirrorClient
+	node      *node.Controller
+}
+
+// mirrorDeleteTimeout bounds the background deletion of an orphaned mirror pod.
+const mirrorDeleteTimeout = 30 * time.Second
+
+func newCluster(cfg *config.Config, pods *pod.Manager) (*cluster, error) {
+	clients, err := kubeclient.New(cfg.Kubeconfig, cfg.Kubelet)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{
+		cfg:       cfg,
+		clients:   clients,
+		apiStatus: status.NewAPISyncer(clients.API, pods.MirrorOf),
+		mirrors:   pod.NewMirrorClient(clients.API, cfg.NodeName),
+	}, nil
+}
+
+// wireLoop connects the sync loop and admission to the API side.
+func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *admission.Admitter) {
+	cfg.MirrorChanged = c.apiStatus.MirrorChanged
+	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.deleteMirror(ctx, mirror) }
+	admit.Allocatable = func() v1.ResourceList {
+		if c.node == nil {
+			return nil
+		}
+		if n := c.node.Node(); n != nil {
+			return n.Status.Allocatable
+		}
+		return nil
+	}
+}
+
+// start registers the Node and starts the status, lease and pod-status loops.
+func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
+	kc := c.cfg.Kubelet
+	opts := node.Options{
+		NodeName: c.cfg.NodeName, NodeIPs: splitNonEmpty(c.cfg.NodeIP), Labels: c.cfg.NodeLabels,
+		Taints: c.cfg.RegisterWithTaints, Register: c.cfg.RegisterNode, Port: kc.Port,
+		UpdateFrequency: kc.NodeStatusUpdateFrequency.Duration, ReportFrequency: kc.NodeStatusReportFrequency.Duration,
+		LeaseDurationSeconds: kc.NodeLeaseDurationSeconds, MaxPods: kc.MaxPods,
+		KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved, EvictionHard: kc.EvictionHard,
+		RootDir: c.cfg.RootDir, MaxImages: int32Or(kc.NodeStatusMaxImages, node.DefaultMaxImages),
+	}
+	deps := node.Deps{
+		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,
+		Runtime: a.runtime, Images: a.images, Health: health,
+	}
+	ctl, err := node.New(opts, deps)
+	if err != nil {
+		klog.ErrorS(err, "Node controller not started; the node will not be registered")
+		return
+	}
+	c.node = ctl
+	lease, err := node.NewLeaseController(opts, deps)
+	if err != nil {
+		klog.ErrorS(err, "Lease controller not started")
+	} else {
+		go lease.Run(ctx)
+	}
+	go ctl.Run(ctx)
+	go c.apiStatus.Run(ctx)
+	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
+}
+
+// deleteMirror removes an orphaned mirror pod, retrying a few times: the sync loop has already
+// forgotten it.
+func (c *cluster) deleteMirror(ctx context.Context, mirror *v1.Pod) {
+	uid := mirror.UID
+	for attempt, wait := 0, time.Second; attempt < 5; attempt, wait = attempt+1, wait*2 {
+		dctx, cancel := context.WithTimeout(ctx, mirrorDeleteTimeout)
+		err := c.mirrors.Delete(dctx, mirror.Namespace, mirror.Name, (*types.UID)(&uid))
+		cancel()
+		if err == nil {
+			return
+		}
+		klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func splitNonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}

@@ -1,0 +1,248 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// Registration retries back off from 100ms to 7s; failures are logged at most this often.
+const (
+	registerBackoffStart = 100 * time.Millisecond
+	registerBackoffMax   = 7 * time.Second
+	registerLogEvery     = 30 * time.Second
+)
+
+// Controller registers the Node and keeps its status current. One Controller per nodelet.
+type Controller struct {
+	opts      Options
+	deps      Deps
+	machine   *Machine
+	reserved  v1.ResourceList // reservations without the capacity-relative eviction thresholds
+	primaryIP func() (net.IP, error)
+	ref       *v1.ObjectReference
+
+	mu         sync.RWMutex
+	node       *v1.Node // last copy seen in or posted to the API
+	registered bool
+
+	// Owned by the Run goroutine.
+	lastReport       time.Time
+	runtimeVersion   string
+	announcePressure bool // announce pressure conditions even if unchanged (restart on an existing Node)
+}
+
+// New returns a Controller. It fails on a missing node name or client and on reservations that
+// do not parse; machine facts that cannot be read are logged and left empty.
+func New(opts Options, deps Deps) (*Controller, error) {
+	opts, deps = opts.withDefaults(), deps.withDefaults()
+	if opts.NodeName == "" {
+		return nil, errors.New("node: NodeName is required")
+	}
+	if deps.Client == nil {
+		return nil, errors.New("node: an API client is required")
+	}
+	reserved, err := reservation(v1.ResourceList{}, opts.KubeReserved, opts.SystemReserved, opts.EvictionHard)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	machine := deps.Machine
+	if machine == nil {
+		if machine, err = ReadMachine(deps.Paths); err != nil {
+			klog.ErrorS(err, "Some machine facts are missing from the node status")
+		}
+	}
+	return &Controller{
+		opts:      opts,
+		deps:      deps,
+		machine:   machine,
+		reserved:  reserved,
+		primaryIP: primaryHostIP,
+		ref:       nodeRef(opts.NodeName),
+	}, nil
+}
+
+// nodeRef is the object events about the node are recorded on. As upstream, the UID is the node
+// name so events can be written before the Node exists.
+func nodeRef(name string) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+}
+
+// Node returns a copy of the Node as last seen in or posted to the API, or nil before
+// registration.
+func (c *Controller) Node() *v1.Node {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.node == nil {
+		return nil
+	}
+	return c.node.DeepCopy()
+}
+
+// Registered says whether the Node exists in the API server.
+func (c *Controller) Registered() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.registered
+}
+
+func (c *Controller) setNode(n *v1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.node, c.registered = n.DeepCopy(), true
+}
+
+// Run registers the Node, then posts its status every UpdateFrequency until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	c.deps.Recorder.Eventf(c.ref, v1.EventTypeNormal, "Starting", "Starting nodelet.")
+	if !c.registerUntilDone(ctx) {
+		return
+	}
+	c.updateStatus(ctx)
+	ticker := c.deps.Clock.NewTicker(c.opts.UpdateFrequency)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+			c.updateStatus(ctx)
+		}
+	}
+}
+
+// registerUntilDone retries registration with back-off; false means ctx ended first.
+func (c *Controller) registerUntilDone(ctx context.Context) bool {
+	delay := registerBackoffStart
+	var lastLog time.Time
+	for attempt := 1; ; attempt++ {
+		err := c.register(ctx)
+		if err == nil {
+			return true
+		}
+		if now := c.deps.Clock.Now(); attempt == 1 || now.Sub(lastLog) >= registerLogEvery {
+			klog.ErrorS(err, "Unable to register the node with the API server, will retry",
+				"node", c.opts.NodeName, "attempt", attempt, "hint", registrationHint(err, c.opts))
+			lastLog = now
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-c.deps.Clock.After(delay):
+		}
+		delay = min(delay*2, registerBackoffMax)
+	}
+}
+
+// register creates the Node, or adopts the one that already exists.
+func (c *Controller) register(ctx context.Context) error {
+	nodes := c.deps.Client.CoreV1().Nodes()
+	if c.opts.Register {
+		desired := c.initialNode(ctx)
+		created, err := nodes.Create(ctx, desired, metav1.CreateOptions{})
+		if err == nil {
+			klog.InfoS("Registered node with the API server", "node", c.opts.NodeName)
+			c.lastReport = c.deps.Clock.Now()
+			c.setNode(created)
+			c.recordTransitions(nil, created.Status.Conditions)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node: %w", err)
+		}
+	}
+	existing, err := nodes.Get(ctx, c.opts.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("getting node: %w", err)
+	}
+	if existing, err = c.reconcileLabels(ctx, existing); err != nil {
+		return err
+	}
+	klog.InfoS("Node already registered; taking it over", "node", c.opts.NodeName)
+	c.announcePressure = true
+	c.setNode(existing)
+	return nil
+}
+
+// initialNode is the Node as registration creates it.
+func (c *Controller) initialNode(ctx context.Context) *v1.Node {
+	labels := c.ownedLabels()
+	maps.Copy(labels, c.opts.Labels)
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: c.opts.NodeName, Labels: labels},
+		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), c.opts.Taints...)},
+	}
+	c.setStatus(ctx, n, c.deps.Clock.Now())
+	return n
+}
+
+// ownedLabels are the well-known labels the node owns and keeps correct on an existing Node
+// (--node-labels may override their values). Other --node-labels are only set at creation, so
+// an administrator may change them afterwards.
+func (c *Controller) ownedLabels() map[string]string {
+	owned := map[string]string{
+		v1.LabelHostname:          c.opts.NodeName,
+		v1.LabelOSStable:          runtime.GOOS,
+		v1.LabelArchStable:        runtime.GOARCH,
+		"beta.kubernetes.io/os":   runtime.GOOS,
+		"beta.kubernetes.io/arch": runtime.GOARCH,
+	}
+	for k := range owned {
+		if v, ok := c.opts.Labels[k]; ok {
+			owned[k] = v
+		}
+	}
+	return owned
+}
+
+// reconcileLabels patches the owned labels of an existing Node when they differ.
+func (c *Controller) reconcileLabels(ctx context.Context, existing *v1.Node) (*v1.Node, error) {
+	want := c.ownedLabels()
+	changed := map[string]string{}
+	for k, v := range want {
+		if existing.Labels[k] != v {
+			changed[k] = v
+		}
+	}
+	if len(changed) == 0 {
+		return existing, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": changed}})
+	if err != nil {
+		return nil, err
+	}
+	patched, err := c.deps.Client.CoreV1().Nodes().Patch(ctx, c.opts.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating labels %v of the existing node: %w", slices.Sorted(maps.Keys(changed)), err)
+	}
+	return patched, nil
+}
+
+// registrationHint tells the operator what to check for a registration error.
+func registrationHint(err error, opts Options) string {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return "the API server rejected the --kubeconfig credentials; check the client certificate or token"
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf("the --kubeconfig identity must be system:node:%s in group system:nodes (Node authorizer), or be allowed to create nodes", opts.NodeName)
+	case apierrors.IsNotFound(err) && !opts.Register:
+		return "registerNode is false, so the Node must be created by someone else"
+	case apierrors.IsInvalid(err):
+		return "the API server refused the Node object; check --node-labels, --register-with-taints and --node-ip"
+	default:
+		return "check that the API server in --kubeconfig is running and reachable"
+	}
+}

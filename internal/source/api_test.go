@@ -1,0 +1,216 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func boundPod(name string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec:       v1.PodSpec{NodeName: testNode, Containers: []v1.Container{{Name: "main", Image: "busybox"}}},
+	}
+}
+
+// startAPISource runs an APIWatcher on client until the test ends.
+func startAPISource(t *testing.T, client *fake.Clientset) (*APIWatcher, chan []*v1.Pod) {
+	t.Helper()
+	out := make(chan []*v1.Pod)
+	s := NewAPISource(client, testNode, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, out
+}
+
+// waitStore waits until the informer's store holds exactly the named pods.
+func waitStore(t *testing.T, s *APIWatcher, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !slices.Equal(names(s.snapshot()), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("store holds %v, want %v", names(s.snapshot()), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// expectQuiet checks that no snapshot follows within a short while.
+func expectQuiet(t *testing.T, out <-chan []*v1.Pod) {
+	t.Helper()
+	select {
+	case pods := <-out:
+		t.Fatalf("unexpected snapshot %v", names(pods))
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestAPISourceInitialSnapshotAfterSync(t *testing.T) {
+	client := fake.NewClientset(boundPod("b"), boundPod("a"))
+	mirror := boundPod("static-node1")
+	mirror.Annotations = map[string]string{AnnotationMirror: "hash"}
+	if _, err := client.CoreV1().Pods("default").Create(context.Background(), mirror, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	listing, release := make(chan string, 1), make(chan struct{})
+	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		listing <- a.(k8stesting.ListAction).GetListRestrictions().Fields.String()
+		<-release
+		return false, nil, nil
+	})
+	s, out := startAPISource(t, client)
+
+	if sel := <-listing; sel != "spec.nodeName="+testNode {
+		t.Errorf("list field selector = %q", sel)
+	}
+	// The list is still pending: nothing may be sent, not even an empty snapshot.
+	expectQuiet(t, out)
+	close(release)
+
+	pods := receive(t, out)
+	if got := []string{pods[0].Name, pods[1].Name, pods[2].Name}; !slices.Equal(got, []string{"a", "b", "static-node1"}) {
+		t.Errorf("snapshot = %v, want sorted pods including the mirror", got)
+	}
+	// The snapshot is the receiver's to keep: changing it must not reach the informer's store.
+	pods[0].Labels = map[string]string{"changed": "yes"}
+	if s.snapshot()[0].Labels != nil {
+		t.Error("a sent pod shares memory with the informer's store")
+	}
+	expectQuiet(t, out)
+}
+
+func TestAPISourceEmptyInitialSnapshot(t *testing.T) {
+	_, out := startAPISource(t, fake.NewClientset())
+	if pods := receive(t, out); len(pods) != 0 {
+		t.Errorf("snapshot = %v, want empty", names(pods))
+	}
+}
+
+func TestAPISourceCoalescesBursts(t *testing.T) {
+	client := fake.NewClientset(boundPod("a"))
+	s, out := startAPISource(t, client)
+	receiveNames(t, out, "a")
+	pods := client.CoreV1().Pods("default")
+	ctx := context.Background()
+
+	// A burst of changes while nobody reads: the first wakes the sender, which then waits on
+	// the channel; the rest must collapse into one further snapshot.
+	for _, name := range []string{"b", "c", "d"} {
+		if _, err := pods.Create(ctx, boundPod(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	updated := boundPod("b")
+	updated.Labels = map[string]string{"v": "2"}
+	if _, err := pods.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitStore(t, s, "a", "b", "d")
+
+	var got [][]*v1.Pod
+	for {
+		snap := receive(t, out)
+		got = append(got, snap)
+		if slices.Equal(names(snap), []string{"a", "b", "d"}) && snap[1].Labels["v"] == "2" {
+			break
+		}
+	}
+	if len(got) > 2 {
+		t.Errorf("5 changes in a burst gave %d snapshots, want at most 2", len(got))
+	}
+	expectQuiet(t, out)
+}
+
+// watchReopenTimeout bounds the wait for the informer to watch again; it backs off (with
+// jitter) up to several seconds after failures.
+const watchReopenTimeout = 30 * time.Second
+
+// controlledWatches makes the informer's watches ones the test drives.
+type controlledWatches struct {
+	mu       sync.Mutex
+	watchers []*watch.FakeWatcher
+	opened   chan struct{}
+}
+
+func (c *controlledWatches) install(client *fake.Clientset) {
+	c.opened = make(chan struct{}, 10)
+	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		w := watch.NewFakeWithChanSize(10, false)
+		c.mu.Lock()
+		c.watchers = append(c.watchers, w)
+		c.mu.Unlock()
+		c.opened <- struct{}{}
+		return true, w, nil
+	})
+}
+
+func (c *controlledWatches) waitOpened(t *testing.T) *watch.FakeWatcher {
+	t.Helper()
+	select {
+	case <-c.opened:
+	case <-time.After(watchReopenTimeout):
+		t.Fatal("timed out waiting for the informer to watch")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watchers[len(c.watchers)-1]
+}
+
+func TestAPISourceKeepsPodsAcrossLostWatch(t *testing.T) {
+	client := fake.NewClientset(boundPod("a"), boundPod("b"))
+	var watches controlledWatches
+	watches.install(client)
+	s, out := startAPISource(t, client)
+	w := watches.waitOpened(t)
+	receiveNames(t, out, "a", "b")
+
+	// The connection drops: the informer watches again, the store keeps both pods and no
+	// snapshot (certainly no empty one) goes out.
+	w.Stop()
+	w = watches.waitOpened(t)
+	expectQuiet(t, out)
+	waitStore(t, s, "a", "b")
+
+	// The server says the watch is too old and the re-list fails for a while: still nothing
+	// changes until a complete list arrives.
+	var failLists sync.WaitGroup
+	failLists.Add(1)
+	failing := true
+	var mu sync.Mutex
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			failing = false
+			failLists.Done()
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+	failLists.Wait()
+	expectQuiet(t, out)
+	waitStore(t, s, "a", "b")
+
+	// Once watching again, changes flow as before.
+	w = watches.waitOpened(t)
+	w.Add(boundPod("c"))
+	receiveNames(t, out, "a", "b", "c")
+}
