@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/procstat"
 )
 
 const node = "bench"
@@ -78,7 +80,7 @@ func bench(bin, endpoint string, runs, pods int) error {
 	fmt.Printf("manifest → container running: median %v, min %v, max %v\n",
 		lat[len(lat)/2].Round(time.Millisecond), lat[0].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 
-	rssIdle := rss(cmd.Process.Pid)
+	rssIdle := procstat.RSSMiB(cmd.Process.Pid)
 	start := time.Now()
 	for i := 0; i < pods; i++ {
 		if err := e.write(fmt.Sprintf("rss%d", i)); err != nil {
@@ -90,7 +92,7 @@ func bench(bin, endpoint string, runs, pods int) error {
 	}
 	fmt.Printf("%d pods running after %v\n", pods, time.Since(start).Round(time.Millisecond))
 	time.Sleep(10 * time.Second) // let a few relists and syncs pass
-	fmt.Printf("nodelet RSS: idle %.1f MiB, with %d pods running %.1f MiB\n", rssIdle, pods, rss(cmd.Process.Pid))
+	fmt.Printf("nodelet RSS: idle %.1f MiB, with %d pods running %.1f MiB\n", rssIdle, pods, procstat.RSSMiB(cmd.Process.Pid))
 	return e.clear()
 }
 
@@ -179,20 +181,4 @@ func (e *env) clear() error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("bench pods not removed within 2 minutes")
-}
-
-// rss reads a process's resident set size in MiB from /proc.
-func rss(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			var kb float64
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%f", &kb)
-			return kb / 1024
-		}
-	}
-	return 0
 }

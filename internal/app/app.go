@@ -115,6 +115,7 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 	if n.cluster != nil {
 		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: n.cluster.mirrors}
 		deps.Terminated = n.cluster.apiStatus.PodTerminated
+		deps.Forget = n.cluster.apiStatus.Forget
 	}
 	n.syncer = podsync.New(deps)
 	n.startSources(ctx)

@@ -40,7 +40,7 @@ func newCluster(cfg *config.Config, pods *pod.Manager) (*cluster, error) {
 	return &cluster{
 		cfg:       cfg,
 		clients:   clients,
-		apiStatus: status.NewAPISyncer(clients.API, pods.MirrorOf),
+		apiStatus: status.NewAPISyncer(clients.API, currentMirror(pods)),
 		mirrors:   pod.NewMirrorClient(clients.API, cfg.NodeName),
 	}, nil
 }
@@ -48,6 +48,7 @@ func newCluster(cfg *config.Config, pods *pod.Manager) (*cluster, error) {
 // wireLoop connects the sync loop and admission to the API side.
 func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *admission.Admitter) {
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
+	cfg.Reconciled = c.apiStatus.Reconcile
 	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.deleteMirror(ctx, mirror) }
 	admit.Allocatable = func() v1.ResourceList {
 		if c.node == nil {
@@ -109,6 +110,15 @@ func (c *cluster) deleteMirror(ctx context.Context, mirror *v1.Pod) {
 			return
 		case <-time.After(wait):
 		}
+	}
+}
+
+// currentMirror finds a static pod's mirror, but only one that reflects this version of it, so
+// status never lands on a stale or deleting mirror.
+func currentMirror(pods *pod.Manager) status.MirrorLookup {
+	return func(static *v1.Pod) (*v1.Pod, bool) {
+		m, ok := pods.MirrorOf(static)
+		return m, ok && pod.MatchesStatic(m, static)
 	}
 }
 

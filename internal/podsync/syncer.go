@@ -37,6 +37,8 @@ type Deps struct {
 	// Terminated, in cluster mode, is told when a pod's containers have all stopped, so a
 	// graceful deletion can be completed in the API; nil standalone.
 	Terminated func(pod *v1.Pod)
+	// Forget, in cluster mode, drops what the API side keeps for a pod removed for good.
+	Forget func(uid types.UID)
 }
 
 // Syncer implements podworkers.Syncer.
@@ -124,6 +126,9 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 		return err
 	}
 	s.Statuses.Delete(uid)
+	if s.Forget != nil {
+		s.Forget(uid)
+	}
 	s.Cache.Delete(uid)
 	s.setWaiting(uid, nil)
 	if pod != nil {

@@ -123,7 +123,7 @@ func TestAPISyncRunWritesPromptly(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	s.StatusChanged(pod, runningStatus())
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a bound, not a speed requirement
 	for getPod(t, client, "web").Status.Phase != v1.PodRunning {
 		if time.Now().After(deadline) {
 			t.Fatal("status not written by Run")

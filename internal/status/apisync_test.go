@@ -374,6 +374,7 @@ func TestAPISyncBacksOffOnErrors(t *testing.T) {
 		return nil
 	}
 	s := NewAPISyncer(client, nil)
+	s.retryBase, s.resync = time.Hour, 2*time.Hour // so "not due yet" holds however slow the test runs
 	ctx := context.Background()
 	s.StatusChanged(pod, runningStatus())
 	next := s.syncDue(ctx)

@@ -49,6 +49,9 @@ type Config struct {
 	StallAfter time.Duration
 	// MirrorChanged, in cluster mode, hears of every mirror pod change for its static pod.
 	MirrorChanged func(static *v1.Pod)
+	// Reconciled, in cluster mode, hears of pods whose status alone changed at the source, so
+	// a field nodelet owns that someone else overwrote is written back.
+	Reconciled func(pod *v1.Pod)
 	// DeleteMirror, in cluster mode, deletes a mirror pod whose static pod is gone. It must not
 	// block the loop.
 	DeleteMirror func(mirror *v1.Pod)
@@ -140,6 +143,9 @@ func (l *Loop) handleUpdate(u source.PodUpdate) {
 	case source.RECONCILE:
 		for _, p := range u.Pods {
 			l.cfg.Pods.Set(p)
+			if l.cfg.Reconciled != nil {
+				l.cfg.Reconciled(p)
+			}
 		}
 	}
 }
