@@ -39,6 +39,10 @@ type Deps struct {
 	Terminated func(pod *v1.Pod)
 	// Forget, in cluster mode, drops what the API side keeps for a pod removed for good.
 	Forget func(uid types.UID)
+	// StartConcurrency bounds how many pods are being started (sandbox + first containers) at
+	// once. The runtime does the same total work either way, but a bounded, arrival-ordered
+	// stream lets pods finish one after another instead of all together at the end.
+	StartConcurrency int
 }
 
 // Syncer implements podworkers.Syncer.
@@ -46,6 +50,8 @@ type Syncer struct {
 	Deps
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.WaitingReason
+	// starts holds one token per pod start in progress; blocked senders queue in FIFO order.
+	starts chan struct{}
 }
 
 var _ podworkers.Syncer = (*Syncer)(nil)
@@ -55,7 +61,10 @@ func New(d Deps) *Syncer {
 	if d.Cache == nil {
 		d.Cache = NewCache()
 	}
-	return &Syncer{Deps: d, waiting: map[types.UID]map[string]runtime.WaitingReason{}}
+	if d.StartConcurrency <= 0 {
+		d.StartConcurrency = defaultStartConcurrency
+	}
+	return &Syncer{Deps: d, waiting: map[types.UID]map[string]runtime.WaitingReason{}, starts: make(chan struct{}, d.StartConcurrency)}
 }
 
 // SyncPod converges one pod and records its status before and after.
@@ -74,6 +83,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if s.Mirrors != nil && source.IsStatic(pod) {
 		if err := s.Mirrors.Ensure(ctx, pod); err != nil {
 			klog.ErrorS(err, "Mirror pod not in place; the static pod runs anyway", "pod", klog.KObj(pod))
+		}
+	}
+	if needsSandbox(rs) {
+		select {
+		case s.starts <- struct{}{}:
+			defer func() { <-s.starts }()
+		case <-ctx.Done():
+			return podworkers.Outcome{}, ctx.Err()
 		}
 	}
 	res := s.Runtime.SyncPod(ctx, pod, rs, s.Backoff)
@@ -196,6 +213,15 @@ func (s *Syncer) setWaiting(uid types.UID, w map[string]runtime.WaitingReason) {
 		return
 	}
 	s.waiting[uid] = w
+}
+
+// defaultStartConcurrency suits a small node; the runtime's own throughput is the limit.
+const defaultStartConcurrency = 4
+
+// needsSandbox reports whether syncing the pod starts with creating its sandbox: the heavy,
+// runtime-bound step worth queueing.
+func needsSandbox(rs *runtime.PodStatus) bool {
+	return len(rs.Sandboxes) == 0 || !rs.Sandboxes[0].Ready
 }
 
 // gracePeriod picks the kill grace: an explicit override, else the pod's own, else -1, which
