@@ -162,7 +162,8 @@ func (n *agent) run(ctx context.Context) error {
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	admit := &admission.Admitter{MaxPods: int(kc.MaxPods), Statuses: n.statuses}
 	loopCfg := syncloop.Config{
-		Updates: n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
+		NodeName: n.cfg.NodeName,
+		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
 		SourcesReady: func() bool { return n.merger.SeenAllSources(n.sources...) },
 		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
 	}

@@ -27,6 +27,9 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	labels[LabelPodName] = pod.Name
 	labels[LabelPodNamespace] = pod.Namespace
 	labels[LabelPodUID] = string(pod.UID)
+	if pod.Spec.NodeName != "" {
+		labels[LabelNode] = pod.Spec.NodeName
+	}
 	annotations := map[string]string{}
 	for k, v := range pod.Annotations {
 		annotations[k] = v

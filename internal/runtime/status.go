@@ -80,6 +80,9 @@ func (m *manager) GetPods(ctx context.Context, all bool) ([]*RunningPod, error) 
 	}
 	for _, sb := range sandboxes {
 		if p := podFor(sb.Labels); p != nil {
+			if node := sb.Labels[LabelNode]; node != "" {
+				p.Node = node
+			}
 			p.Sandboxes = append(p.Sandboxes, &SandboxStatus{
 				ID:        sb.Id,
 				Ready:     sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,

@@ -13,11 +13,14 @@ import (
 // Labels and annotations nodelet puts on sandboxes and containers. They use the same keys as
 // the upstream kubelet so runtime tools (crictl) and adoption of existing containers work.
 const (
-	LabelPodName         = "io.kubernetes.pod.name"
-	LabelPodNamespace    = "io.kubernetes.pod.namespace"
-	LabelPodUID          = "io.kubernetes.pod.uid"
-	LabelContainerName   = "io.kubernetes.container.name"
-	LabelManagedBy       = "io.kubernetes.container.managed-by" // sandbox-only marker isn't needed; kept for tools
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+	LabelManagedBy     = "io.kubernetes.container.managed-by" // sandbox-only marker isn't needed; kept for tools
+	// LabelNode names the node a sandbox was created for, so several nodelets (tests, benchmarks)
+	// can share one runtime and each cleans up only its own pods.
+	LabelNode            = "io.nodelet.node"
 	AnnotationHash       = "io.kubernetes.container.hash"
 	AnnotationRestarts   = "io.kubernetes.container.restartCount"
 	AnnotationTermPath   = "io.kubernetes.container.terminationMessagePath"
@@ -95,9 +98,11 @@ func (s *PodStatus) FindContainer(name string) *ContainerStatus {
 
 // RunningPod is a pod found on the runtime, for housekeeping and the PLEG.
 type RunningPod struct {
-	UID        types.UID
-	Name       string
-	Namespace  string
+	UID       types.UID
+	Name      string
+	Namespace string
+	Node      string // LabelNode of its sandboxes; empty when none says
+
 	Sandboxes  []*SandboxStatus
 	Containers []*ContainerStatus
 }

@@ -35,6 +35,8 @@ type Admitter interface {
 
 // Config wires the loop to its inputs and outputs.
 type Config struct {
+	// NodeName: housekeeping removes only runtime pods created for this node.
+	NodeName       string
 	Updates        <-chan source.PodUpdate
 	Events         <-chan pleg.Event
 	RunningPods    func() ([]*runtime.RunningPod, time.Time) // last relist and when it listed
@@ -249,6 +251,9 @@ func (l *Loop) housekeep() {
 	known := l.cfg.Workers.Known()
 	running, listedAt := l.cfg.RunningPods()
 	for _, rp := range running {
+		if rp.Node != l.cfg.NodeName {
+			continue // another node's pod on a shared runtime
+		}
 		if _, ok := l.cfg.Pods.Get(rp.UID); ok {
 			continue
 		}

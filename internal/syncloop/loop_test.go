@@ -52,7 +52,8 @@ func newLoop(running []*runtime.RunningPod, listedAt time.Time) (*Loop, *fakeWor
 	w := &fakeWorkers{states: map[types.UID]podworkers.State{}, finished: map[types.UID]time.Time{}}
 	ready := false
 	l := New(Config{
-		Updates: make(chan source.PodUpdate), Events: make(chan pleg.Event),
+		NodeName: "n1",
+		Updates:  make(chan source.PodUpdate), Events: make(chan pleg.Event),
 		RunningPods:  func() ([]*runtime.RunningPod, time.Time) { return running, listedAt },
 		SourcesReady: func() bool { return ready },
 		Pods:         pod.NewManager(), Workers: w, Queue: NewQueue(),
@@ -66,7 +67,10 @@ func mkPod(name string, created time.Time) *v1.Pod {
 
 func TestHousekeepingRemovesOnlyUnwantedPods(t *testing.T) {
 	listed := time.Now()
-	running := []*runtime.RunningPod{{UID: "wanted"}, {UID: "orphan"}, {UID: "just-removed"}}
+	running := []*runtime.RunningPod{
+		{UID: "wanted", Node: "n1"}, {UID: "orphan", Node: "n1"}, {UID: "just-removed", Node: "n1"},
+		{UID: "other-nodes", Node: "n2"},
+	}
 	l, w, _ := newLoop(running, listed)
 	l.handleUpdate(source.PodUpdate{Op: source.ADD, Pods: []*v1.Pod{mkPod("wanted", listed)}})
 	w.finished["just-removed"] = listed.Add(time.Second)
@@ -78,7 +82,7 @@ func TestHousekeepingRemovesOnlyUnwantedPods(t *testing.T) {
 }
 
 func TestHousekeepingWaitsForSources(t *testing.T) {
-	l, w, ready := newLoop([]*runtime.RunningPod{{UID: "orphan"}}, time.Now())
+	l, w, ready := newLoop([]*runtime.RunningPod{{UID: "orphan", Node: "n1"}}, time.Now())
 	l.cfg.HousekeepEvery = 10 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	l.Run(ctx)
