@@ -110,7 +110,7 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
 	deps := podsync.Deps{
 		Runtime: rt, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
-		RootDir: cfg.RootDir, RuntimeName: name, HostIPs: hostIPs(cfg.NodeIP),
+		RootDir: cfg.RootDir, RuntimeName: name, HostIPs: hostIPs(cfg.NodeIP), Recorder: n.recorder,
 	}
 	if n.cluster != nil {
 		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: n.cluster.mirrors}

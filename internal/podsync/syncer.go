@@ -4,6 +4,7 @@ package podsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +14,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
@@ -39,6 +42,8 @@ type Deps struct {
 	Terminated func(pod *v1.Pod)
 	// Forget, in cluster mode, drops what the API side keeps for a pod removed for good.
 	Forget func(uid types.UID)
+	// Recorder receives FailedSync events; nil drops them.
+	Recorder record.EventRecorder
 	// StartConcurrency bounds how many pods are being started (sandbox + first containers) at
 	// once. The runtime does the same total work either way, but a bounded, arrival-ordered
 	// stream lets pods finish one after another instead of all together at the end.
@@ -95,6 +100,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	}
 	res := s.Runtime.SyncPod(ctx, pod, rs, s.Backoff)
 	s.setWaiting(pod.UID, res.Waiting)
+	if res.Err != nil && s.Recorder != nil && !imageError(res.Err) {
+		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedSync", "Error syncing pod, skipping: %v", res.Err)
+	}
 	if rs, err = s.readStatus(ctx, pod); err == nil {
 		s.recordStatus(pod, rs)
 	}
@@ -213,6 +221,12 @@ func (s *Syncer) setWaiting(uid types.UID, w map[string]runtime.WaitingReason) {
 		return
 	}
 	s.waiting[uid] = w
+}
+
+// imageError reports pull failures, which the image manager already reported as events.
+func imageError(err error) bool {
+	return errors.Is(err, images.ErrImagePull) || errors.Is(err, images.ErrImagePullBackOff) ||
+		errors.Is(err, images.ErrImageNeverPull) || errors.Is(err, images.ErrInvalidImageName)
 }
 
 // defaultStartConcurrency suits a small node; the runtime's own throughput is the limit.
