@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
 	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
@@ -53,6 +54,7 @@ type agent struct {
 	pods     *pod.Manager
 	statuses *status.Manager
 	syncer   *podsync.Syncer
+	prober   *prober.Manager
 	cluster  *cluster // nil standalone
 }
 
@@ -108,7 +110,12 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 		return nil, err
 	}
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
+	n.prober = prober.New(prober.Deps{
+		Exec: rt.(runtime.Streamer).ExecSync, Kill: rt.(runtime.ContainerKiller).KillContainer,
+		Status: n.statuses.Get, Recorder: n.recorder,
+	})
 	deps := podsync.Deps{
+		Prober:  n.prober,
 		Runtime: rt, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		RootDir: cfg.RootDir, RuntimeName: name, HostIPs: hostIPs(cfg.NodeIP), Recorder: n.recorder,
 	}

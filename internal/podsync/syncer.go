@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
@@ -42,6 +43,8 @@ type Deps struct {
 	Terminated func(pod *v1.Pod)
 	// Forget, in cluster mode, drops what the API side keeps for a pod removed for good.
 	Forget func(uid types.UID)
+	// Prober runs the pods' liveness, readiness and startup probes; nil runs none.
+	Prober *prober.Manager
 	// Recorder receives FailedSync events; nil drops them.
 	Recorder record.EventRecorder
 	// StartConcurrency bounds how many pods are being started (sandbox + first containers) at
@@ -74,12 +77,16 @@ func New(d Deps) *Syncer {
 
 // SyncPod converges one pod and records its status before and after.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, error) {
+	if s.Prober != nil {
+		s.Prober.AddPod(pod)
+	}
 	rs, err := s.readStatus(ctx, pod)
 	if err != nil {
 		return podworkers.Outcome{}, err
 	}
 	st := s.recordStatus(pod, rs)
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+		s.stopProbes(rs.UID)
 		return podworkers.Outcome{Terminal: true}, nil
 	}
 	if err := s.makeDirs(pod.UID); err != nil {
@@ -118,6 +125,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *r
 	if err != nil {
 		return err
 	}
+	s.stopProbes(rs.UID) // a liveness probe must not kill during graceful termination
 	seconds := gracePeriod(pod, grace)
 	if err := s.Runtime.KillPod(ctx, pod, toRunning(rs), seconds); err != nil {
 		return fmt.Errorf("killing pod: %w", err)
@@ -193,6 +201,10 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus) v1.PodStatus {
 	if ok {
 		in.Previous = &prev
 	}
+	if s.Prober != nil {
+		in.Ready = func(name, id string) bool { return s.Prober.Ready(pod, name, id) }
+		in.Started = func(name, id string) bool { return s.Prober.Started(pod, name, id) }
+	}
 	st := status.Compute(in)
 	s.Statuses.Set(pod, st)
 	return st
@@ -221,6 +233,12 @@ func (s *Syncer) setWaiting(uid types.UID, w map[string]runtime.WaitingReason) {
 		return
 	}
 	s.waiting[uid] = w
+}
+
+func (s *Syncer) stopProbes(uid types.UID) {
+	if s.Prober != nil {
+		s.Prober.RemovePod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}})
+	}
 }
 
 // imageError reports pull failures, which the image manager already reported as events.

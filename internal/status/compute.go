@@ -21,8 +21,11 @@ type Input struct {
 	Previous    *v1.PodStatus                    // last computed status, for transition times
 	RuntimeName string                           // container ID scheme, e.g. "containerd"
 	HostIPs     []string
-	Ready       func(containerID string) bool // readiness prober; nil = running means ready
-	Now         metav1.Time
+	// Ready and Started are the prober's readiness and startup results for a running container
+	// instance; nil means running is ready and started.
+	Ready   func(name, containerID string) bool
+	Started func(name, containerID string) bool
+	Now     metav1.Time
 }
 
 // Compute returns the API status of in.Pod. It never moves a terminal phase back.
@@ -189,9 +192,9 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	switch current.State {
 	case runtime.StateRunning:
 		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(current.StartedAt)}}
-		started := true
+		started := in.Started == nil || in.Started(c.Name, cs.ContainerID)
 		cs.Started = &started
-		cs.Ready = in.Ready == nil || in.Ready(cs.ContainerID)
+		cs.Ready = started && (in.Ready == nil || in.Ready(c.Name, cs.ContainerID))
 	case runtime.StateExited:
 		cs.State = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
 		started := false

@@ -39,6 +39,7 @@ type Config struct {
 	NodeName       string
 	Updates        <-chan source.PodUpdate
 	Events         <-chan pleg.Event
+	ProbeUpdates   <-chan types.UID                          // pods whose readiness or startup result changed
 	RunningPods    func() ([]*runtime.RunningPod, time.Time) // last relist and when it listed
 	SourcesReady   func() bool
 	Pods           *pod.Manager
@@ -111,6 +112,10 @@ func (l *Loop) Run(ctx context.Context) {
 			l.handleUpdate(u)
 		case ev := <-l.cfg.Events:
 			l.handleEvent(ev)
+		case uid := <-l.cfg.ProbeUpdates:
+			if p, ok := l.cfg.Pods.Get(uid); ok {
+				l.dispatch(p, podworkers.Sync)
+			}
 		case <-syncTick.C:
 			l.syncDue()
 		case <-houseTick.C:

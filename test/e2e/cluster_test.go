@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -225,4 +226,36 @@ func TestAPIServerOutageKillsNothing(t *testing.T) {
 	if !nodeReady(c.node()) {
 		t.Fatal("node not Ready after the outage")
 	}
+}
+
+func TestProbesGateReadinessAndRestartOnLivenessFailure(t *testing.T) {
+	c := joinCluster(t)
+	p := podSpec("probed", "")
+	main := &p.Spec.Containers[0]
+	main.Image, main.Command, main.Args = "nodelet.local/testhelper:v1", nil, []string{"serve", "--port", "8080"}
+	main.Ports = []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	main.ReadinessProbe = &v1.Probe{PeriodSeconds: 1, ProbeHandler: v1.ProbeHandler{
+		HTTPGet: &v1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}}
+	main.LivenessProbe = &v1.Probe{PeriodSeconds: 1, FailureThreshold: 1, ProbeHandler: v1.ProbeHandler{
+		Exec: &v1.ExecAction{Command: []string{"sh", "-c", "test ! -e /tmp/dead"}}}}
+	c.createPod(p)
+	c.waitPodPhase("probed", v1.PodRunning, 60*time.Second)
+	waitFor(t, 20*time.Second, "pod Ready through its readiness probe", func() (bool, string) {
+		got, _ := c.getPod("probed")
+		return condition(got, v1.PodReady) == v1.ConditionTrue, string(condition(got, v1.PodReady))
+	})
+	// Kill the liveness check's condition inside the container: nodelet restarts it.
+	id := c.podContainers("probed")[0].Id
+	ctx, cancel := criCtx()
+	defer cancel()
+	if _, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: []string{"touch", "/tmp/dead"}, Timeout: 5}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 40*time.Second, "restart after liveness failure", func() (bool, string) {
+		got, _ := c.getPod("probed")
+		if len(got.Status.ContainerStatuses) == 0 {
+			return false, "no status"
+		}
+		return got.Status.ContainerStatuses[0].RestartCount >= 1, fmt.Sprint(got.Status.ContainerStatuses[0].RestartCount)
+	})
 }

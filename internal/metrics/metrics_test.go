@@ -1,0 +1,191 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+)
+
+func TestMetricsEndpointHasKubeletNames(t *testing.T) {
+	SetNodeName("node-1")
+	ObservePodWorker(PodWorkerSync, time.Now())
+	ObservePodWorkerStart(time.Millisecond)
+	ObservePLEGRelist(time.Millisecond)
+	ObserveRuntimeOp("version", time.Millisecond, errors.New("x"))
+	StartedPod()
+	StartPodFailed()
+	StartedContainer(ContainerTypeInit)
+	StartContainerFailed(ContainerTypeContainer, "Unknown")
+	RestartedPod(true)
+	Evicted("memory.available")
+	SetRuntimeCounter(func() RuntimeCounts {
+		return RuntimeCounts{RunningPods: 3, Containers: map[string]int{"running": 4, "exited": 1}}
+	})
+	defer SetRuntimeCounter(nil)
+	tracker := NewPodStartTracker(nil)
+	tracker.PodObserved("u")
+	tracker.PodRunning(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", CreationTimestamp: metav1.Now()}})
+	InstrumentHTTP(ServerReadWrite, http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/pods", nil))
+
+	families := scrape(t, Handler())
+	for _, name := range []string{
+		"kubelet_node_name", "kubelet_pod_worker_duration_seconds", "kubelet_pod_worker_start_duration_seconds",
+		"kubelet_pod_start_duration_seconds", "kubelet_pod_start_sli_duration_seconds",
+		"kubelet_pleg_relist_duration_seconds", "kubelet_pleg_last_seen_seconds",
+		"kubelet_running_pods", "kubelet_running_containers", "kubelet_runtime_operations_total",
+		"kubelet_runtime_operations_duration_seconds", "kubelet_runtime_operations_errors_total",
+		"kubelet_started_pods_total", "kubelet_started_pods_errors_total", "kubelet_started_containers_total",
+		"kubelet_started_containers_errors_total", "kubelet_restarted_pods_total", "kubelet_evictions",
+		"kubelet_http_requests_total", "kubelet_http_requests_duration_seconds", "kubelet_http_inflight_requests",
+		"go_goroutines", "process_resident_memory_bytes",
+	} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("%s missing from /metrics", name)
+		}
+	}
+	if v := findMetric(t, families, "kubelet_node_name", map[string]string{"node": "node-1"}).GetGauge().GetValue(); v != 1 {
+		t.Errorf("kubelet_node_name = %v", v)
+	}
+	if v := findMetric(t, families, "kubelet_running_containers", map[string]string{"container_state": "running"}).GetGauge().GetValue(); v != 4 {
+		t.Errorf("running containers = %v", v)
+	}
+	if h := families["kubelet_runtime_operations_duration_seconds"].GetMetric()[0].GetHistogram(); len(h.GetBucket()) != 14 || h.GetBucket()[0].GetUpperBound() != 0.005 {
+		t.Errorf("runtime op buckets %v, want 14 exponential from 5ms", h.GetBucket())
+	}
+	if h := families["kubelet_pod_start_sli_duration_seconds"].GetMetric()[0].GetHistogram(); len(h.GetBucket()) != 25 || h.GetSampleCount() != 1 {
+		t.Errorf("pod start SLI histogram %v", h)
+	}
+	if help := families["kubelet_pleg_relist_duration_seconds"].GetHelp(); !strings.HasPrefix(help, "[ALPHA] ") {
+		t.Errorf("help %q lacks the stability level", help)
+	}
+}
+
+func TestCRIOperationNames(t *testing.T) {
+	for method, want := range map[string]string{
+		"/runtime.v1.RuntimeService/RunPodSandbox":            "run_podsandbox",
+		"/runtime.v1.RuntimeService/PodSandboxStatus":         "podsandbox_status",
+		"/runtime.v1.RuntimeService/ListPodSandboxStats":      "list_podsandbox_stats",
+		"/runtime.v1.RuntimeService/ListContainerStats":       "list_container_stats",
+		"/runtime.v1.RuntimeService/UpdateContainerResources": "update_container",
+		"/runtime.v1.RuntimeService/ExecSync":                 "exec_sync",
+		"/runtime.v1.ImageService/ImageFsInfo":                "image_fs_info",
+		"/runtime.v1.ImageService/PullImage":                  "pull_image",
+		"/runtime.v1.RuntimeService/Version":                  "version",
+	} {
+		if got := CRIOperation(method); got != want {
+			t.Errorf("CRIOperation(%s) = %q, want %q", method, got, want)
+		}
+	}
+}
+
+func TestCRIUnaryInterceptorRecordsCallsAndErrors(t *testing.T) {
+	_, endpoint := fakecri.Start(t)
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(CRIUnaryInterceptor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	calls, errs := value(runtimeOps.WithLabelValues("list_podsandbox")), value(runtimeOpsErrors.WithLabelValues("container_status"))
+	if _, err := rt.ListPodSandbox(context.Background(), &runtimeapi.ListPodSandboxRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.ContainerStatus(context.Background(), &runtimeapi.ContainerStatusRequest{ContainerId: "missing"}); err == nil {
+		t.Fatal("want NotFound")
+	}
+	if got := value(runtimeOps.WithLabelValues("list_podsandbox")); got != calls+1 {
+		t.Errorf("list_podsandbox operations %v, want %v", got, calls+1)
+	}
+	if got := value(runtimeOpsErrors.WithLabelValues("container_status")); got != errs+1 {
+		t.Errorf("container_status errors %v, want %v", got, errs+1)
+	}
+	if n := histogramOf(runtimeOpsDuration.WithLabelValues("container_status").(prometheus.Histogram)).GetSampleCount(); n == 0 {
+		t.Error("no duration recorded for container_status")
+	}
+}
+
+func TestInstrumentHTTPLabels(t *testing.T) {
+	h := InstrumentHTTP(ServerReadOnly, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := value(httpInflight.WithLabelValues("GET", "exec", ServerReadOnly, "true")); v != 1 && r.URL.Path == "/exec/a/b/c" {
+			t.Errorf("inflight during the request = %v", v)
+		}
+	}))
+	cases := []struct {
+		method, path string
+		labels       []string
+	}{
+		{"GET", "/stats/summary", []string{"GET", "stats", ServerReadOnly, "false"}},
+		{"GET", "/metrics/resource", []string{"GET", "metrics/resource", ServerReadOnly, "false"}},
+		{"GET", "/metrics", []string{"GET", "metrics", ServerReadOnly, "false"}},
+		{"GET", "/exec/a/b/c", []string{"GET", "exec", ServerReadOnly, "true"}},
+		{"POST", "/portForward/ns/pod", []string{"POST", "portForward", ServerReadOnly, "true"}},
+		{"PATCH", "/random/thing", []string{"other", "other", ServerReadOnly, "false"}},
+	}
+	for _, c := range cases {
+		before := value(httpRequests.WithLabelValues(c.labels...))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(c.method, c.path, nil))
+		if got := value(httpRequests.WithLabelValues(c.labels...)); got != before+1 {
+			t.Errorf("%s %s: requests{%v} = %v, want %v", c.method, c.path, c.labels, got, before+1)
+		}
+		if v := value(httpInflight.WithLabelValues(c.labels...)); v != 0 {
+			t.Errorf("%s %s: inflight %v after the request", c.method, c.path, v)
+		}
+	}
+}
+
+func TestPodStartTracker(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := NewPodStartTracker(func() time.Time { return now })
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p1", CreationTimestamp: metav1.NewTime(now.Add(time.Second))}}
+	adopted := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p2", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
+	now = now.Add(3 * time.Second) // seen 2s after creation
+	tr.PodObserved(pod.UID)
+	tr.PodObserved(adopted.UID)
+	tr.ImagePullStarted(pod.UID)
+	now = now.Add(10 * time.Second)
+	tr.ImagePullFinished(pod.UID)
+	now = now.Add(time.Second)
+	sli, start := histogramOf(podStartSLIDuration), histogramOf(podStartDuration)
+	tr.PodRunning(pod)
+	tr.PodRunning(pod) // once only
+	tr.PodRunning(adopted)
+	gotSLI, gotStart := histogramOf(podStartSLIDuration), histogramOf(podStartDuration)
+	// Created at +1s, running at +14s, 10s pulling: SLI 3s. Seen at +3s: start 11s.
+	if gotSLI.GetSampleCount()-sli.GetSampleCount() != 1 || gotSLI.GetSampleSum()-sli.GetSampleSum() != 3 {
+		t.Errorf("SLI samples %d sum %v", gotSLI.GetSampleCount()-sli.GetSampleCount(), gotSLI.GetSampleSum()-sli.GetSampleSum())
+	}
+	if gotStart.GetSampleCount()-start.GetSampleCount() != 2 || gotStart.GetSampleSum()-start.GetSampleSum() != 22 {
+		t.Errorf("start samples %d sum %v, want 2 pods of 11s", gotStart.GetSampleCount()-start.GetSampleCount(), gotStart.GetSampleSum()-start.GetSampleSum())
+	}
+}
+
+func histogramOf(h interface{ Write(*dto.Metric) error }) *dto.Histogram {
+	var m dto.Metric
+	_ = h.Write(&m)
+	return m.GetHistogram()
+}
+
+// value reads a counter's or gauge's current value.
+func value(c interface{ Write(*dto.Metric) error }) float64 {
+	var m dto.Metric
+	_ = c.Write(&m)
+	if m.Counter != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
+}

@@ -1,0 +1,232 @@
+// Package prober runs the liveness, readiness and startup probes of running containers: one
+// goroutine per (pod, container, probe type). Readiness and startup results feed the pod status;
+// a liveness or startup failure kills the container, and the normal pod sync restarts it.
+package prober
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// UserAgent is what HTTP and gRPC probes identify as, like the kubelet of the same version.
+const UserAgent = "kube-probe/1.33"
+
+// Deps are the runtime, status and event hooks the probers use.
+type Deps struct {
+	// Exec runs cmd in the container (runtime ID, without "<runtime>://") within timeout.
+	// A non-nil err means the command could not be run or timed out.
+	Exec func(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
+	// Kill stops one container (ID as in the API status, "<runtime>://<id>") within gracePeriod
+	// seconds (-1: the pod's own) after a liveness or startup failure. It records the Killing
+	// event with message (runtime.ContainerKiller does).
+	Kill func(ctx context.Context, pod *v1.Pod, containerID string, gracePeriod int64, message string) error
+	// Status returns the latest computed API status of a pod: container IDs, states, pod IP.
+	Status func(uid types.UID) (v1.PodStatus, bool)
+	// Recorder receives the Unhealthy and ProbeWarning events; nil drops them.
+	Recorder record.EventRecorder
+	// OnResult, when set, hears of every probe run, for prober_probe_total: probeType is
+	// "Liveness", "Readiness" or "Startup", result "successful", "failed" or "unknown".
+	OnResult func(probeType, result string, pod *v1.Pod, container string)
+}
+
+// Manager owns the probe workers. Create it with New.
+type Manager struct {
+	deps    Deps
+	updates chan types.UID
+	client  *http.Client // for HTTP probes
+	// unit is one "second" of the probe spec; tests shorten it.
+	unit time.Duration
+
+	mu      sync.Mutex
+	workers map[workerKey]*worker
+	results map[workerKey]probeResult
+}
+
+type workerKey struct {
+	uid       types.UID
+	container string
+	kind      probeKind
+}
+
+// probeResult is the last result a worker published, for one container instance.
+type probeResult struct {
+	containerID string // runtime ID, without the scheme
+	value       result
+}
+
+// New returns a Manager with no workers.
+func New(deps Deps) *Manager {
+	if deps.Recorder == nil {
+		deps.Recorder = &record.FakeRecorder{}
+	}
+	return &Manager{
+		deps:    deps,
+		updates: make(chan types.UID, 100),
+		client:  newHTTPClient(),
+		unit:    time.Second,
+		workers: map[workerKey]*worker{},
+		results: map[workerKey]probeResult{},
+	}
+}
+
+// Updates delivers the UIDs of pods whose readiness or startup result changed, or whose
+// container a probe killed; the sync loop resyncs them.
+func (m *Manager) Updates() <-chan types.UID { return m.updates }
+
+// AddPod starts a worker for every probe of pod's containers (and restartable init containers)
+// that has none, and hands the newest pod object to the existing ones. Call it at every sync.
+func (m *Manager) AddPod(pod *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range probedContainers(pod) {
+		for kind, probe := range map[probeKind]*v1.Probe{liveness: c.LivenessProbe, readiness: c.ReadinessProbe, startup: c.StartupProbe} {
+			if probe == nil {
+				continue
+			}
+			key := workerKey{uid: pod.UID, container: c.Name, kind: kind}
+			if w, ok := m.workers[key]; ok {
+				w.setPod(pod)
+				continue
+			}
+			w := newWorker(m, key, pod, probe)
+			m.workers[key] = w
+			go w.run()
+		}
+	}
+}
+
+// RemovePod stops the pod's workers and forgets their results.
+func (m *Manager) RemovePod(pod *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, w := range m.workers {
+		if key.uid == pod.UID {
+			w.stop()
+			delete(m.workers, key)
+		}
+	}
+	for key := range m.results {
+		if key.uid == pod.UID {
+			delete(m.results, key)
+		}
+	}
+}
+
+// Ready reports whether the running container instance containerID ("<runtime>://<id>" or
+// the bare ID) of the named container is ready: started, and its readiness probe succeeded
+// (or it has none). The spec decides which probes exist, so a container whose worker has not
+// seen it yet is not ready.
+func (m *Manager) Ready(pod *v1.Pod, container, containerID string) bool {
+	spec := findContainer(pod, container)
+	if spec == nil {
+		return true
+	}
+	if !m.Started(pod, container, containerID) {
+		return false
+	}
+	if spec.ReadinessProbe == nil {
+		return true
+	}
+	return m.succeeded(workerKey{uid: pod.UID, container: container, kind: readiness}, containerID)
+}
+
+// Started reports whether the container instance passed its startup probe (true without one).
+func (m *Manager) Started(pod *v1.Pod, container, containerID string) bool {
+	spec := findContainer(pod, container)
+	if spec == nil || spec.StartupProbe == nil {
+		return true
+	}
+	return m.succeeded(workerKey{uid: pod.UID, container: container, kind: startup}, containerID)
+}
+
+// succeeded reports a success for this instance; with no result for it yet it wakes the
+// worker, so a new container is probed now instead of at the next period.
+func (m *Manager) succeeded(key workerKey, containerID string) bool {
+	id := bareID(containerID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.results[key]
+	if ok && r.containerID == id {
+		return r.value == success
+	}
+	if w := m.workers[key]; w != nil {
+		w.wake()
+	}
+	return false
+}
+
+// setResult publishes w's result and reports whether it changed. A worker that was removed
+// publishes nothing.
+func (m *Manager) setResult(w *worker, containerID string, value result) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workers[w.key] != w {
+		return false
+	}
+	next := probeResult{containerID: bareID(containerID), value: value}
+	if old, ok := m.results[w.key]; ok && old == next {
+		return false
+	}
+	m.results[w.key] = next
+	return true
+}
+
+// removeWorker forgets a worker that stopped on its own (its container will not run again).
+func (m *Manager) removeWorker(w *worker) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workers[w.key] == w {
+		delete(m.workers, w.key)
+		delete(m.results, w.key)
+	}
+}
+
+// notify asks for a resync of the pod; it gives up only when the worker is stopped.
+func (m *Manager) notify(ctx context.Context, uid types.UID) {
+	select {
+	case m.updates <- uid:
+	case <-ctx.Done():
+		klog.V(4).InfoS("Probe update dropped: worker stopped", "podUID", uid)
+	}
+}
+
+// probedContainers are the containers that can carry probes: app containers and sidecars
+// (init containers with restartPolicy Always).
+func probedContainers(pod *v1.Pod) []*v1.Container {
+	var out []*v1.Container
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			out = append(out, c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+func findContainer(pod *v1.Pod, name string) *v1.Container {
+	for _, c := range probedContainers(pod) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// bareID strips the "<runtime>://" prefix of an API container ID.
+func bareID(id string) string {
+	if i := strings.Index(id, "://"); i >= 0 {
+		return id[i+3:]
+	}
+	return id
+}

@@ -1,0 +1,92 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Streamer is the CRI streaming side of the runtime, used by the kubelet API's exec, attach,
+// port-forward and run handlers. Exec, Attach and PortForward only ask the runtime for a
+// URL on its streaming server; the caller proxies the client's connection there. The
+// runtime manager returned by NewManager implements it.
+type Streamer interface {
+	Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
+	PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+	// ExecSync runs cmd in a running container and waits for it. timeout bounds the command
+	// on the runtime side (0: none; the CRI deadline is then the request timeout). A
+	// non-zero exit code is not an error: err is set only when the runtime call failed.
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
+}
+
+var _ Streamer = (*manager)(nil)
+
+// Exec asks the runtime for a streaming URL that runs req.Cmd in a container.
+func (m *manager) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	resp, err := m.cri.exec(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("exec in container %q: %w", req.ContainerId, err)
+	}
+	if resp.Url == "" {
+		return nil, fmt.Errorf("exec in container %q: runtime returned no streaming URL", req.ContainerId)
+	}
+	return resp, nil
+}
+
+// Attach asks the runtime for a streaming URL attached to a container's main process.
+func (m *manager) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	resp, err := m.cri.attach(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("attach to container %q: %w", req.ContainerId, err)
+	}
+	if resp.Url == "" {
+		return nil, fmt.Errorf("attach to container %q: runtime returned no streaming URL", req.ContainerId)
+	}
+	return resp, nil
+}
+
+// PortForward asks the runtime for a streaming URL that forwards ports into a sandbox's
+// network namespace.
+func (m *manager) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	resp, err := m.cri.portForward(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("port-forward to sandbox %q: %w", req.PodSandboxId, err)
+	}
+	if resp.Url == "" {
+		return nil, fmt.Errorf("port-forward to sandbox %q: runtime returned no streaming URL", req.PodSandboxId)
+	}
+	return resp, nil
+}
+
+// ExecSync runs cmd in a container and returns its output and exit code.
+func (m *manager) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+	resp, err := m.cri.execSync(ctx, containerID, cmd, timeout)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("exec %q in container %q: %w", cmd, containerID, err)
+	}
+	return resp.Stdout, resp.Stderr, resp.ExitCode, nil
+}
+
+// The streaming calls only register a request with the runtime's streaming server, so they
+// take the request timeout like any other call that does work.
+
+func (c *criClient) exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	ctx, cancel := c.long(ctx)
+	defer cancel()
+	return c.rt.Exec(ctx, req)
+}
+
+func (c *criClient) attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	ctx, cancel := c.long(ctx)
+	defer cancel()
+	return c.rt.Attach(ctx, req)
+}
+
+func (c *criClient) portForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	ctx, cancel := c.long(ctx)
+	defer cancel()
+	return c.rt.PortForward(ctx, req)
+}

@@ -1,0 +1,160 @@
+package stats
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// fsInfo is one filesystem's size, from statfs.
+type fsInfo struct {
+	capacity, available, used, inodes, inodesFree uint64
+}
+
+func statFS(path string) (fsInfo, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return fsInfo{}, err
+	}
+	block := uint64(st.Frsize)
+	if block == 0 {
+		block = uint64(st.Bsize)
+	}
+	return fsInfo{
+		capacity:   st.Blocks * block,
+		available:  st.Bavail * block,
+		used:       (st.Blocks - st.Bfree) * block,
+		inodes:     st.Files,
+		inodesFree: st.Ffree,
+	}, nil
+}
+
+// fsStats reports the whole filesystem.
+func (f fsInfo) fsStats(at time.Time) *statsapi.FsStats {
+	return &statsapi.FsStats{
+		Time:           metav1.NewTime(at),
+		CapacityBytes:  ptr(f.capacity),
+		AvailableBytes: ptr(f.available),
+		UsedBytes:      ptr(f.used),
+		Inodes:         ptr(f.inodes),
+		InodesFree:     ptr(f.inodesFree),
+		InodesUsed:     ptr(subFloor(f.inodes, f.inodesFree)),
+	}
+}
+
+// partStats reports a part of the filesystem (a volume, a log directory, a writable layer):
+// its own use against the filesystem's capacity. A zero fsInfo (statfs failed) leaves the
+// capacity fields out.
+func (f fsInfo) partStats(at time.Time, used, inodesUsed uint64) *statsapi.FsStats {
+	s := &statsapi.FsStats{Time: metav1.NewTime(at), UsedBytes: ptr(used), InodesUsed: ptr(inodesUsed)}
+	if f.capacity > 0 {
+		s.CapacityBytes, s.AvailableBytes = ptr(f.capacity), ptr(f.available)
+		s.Inodes, s.InodesFree = ptr(f.inodes), ptr(f.inodesFree)
+	}
+	return s
+}
+
+// usage is the disk space and inodes below a directory.
+type usage struct {
+	bytes, inodes uint64
+}
+
+// diskUsage measures dir as `du -x` would: allocated blocks, each hard-linked file once, not
+// crossing into other filesystems. A missing dir is empty.
+func diskUsage(dir string) (usage, error) {
+	root, err := os.Lstat(dir)
+	if os.IsNotExist(err) {
+		return usage{}, nil
+	}
+	if err != nil {
+		return usage{}, err
+	}
+	dev := root.Sys().(*syscall.Stat_t).Dev
+	seen := map[uint64]bool{}
+	var u usage
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil // removed while walking
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if st.Dev != dev {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if seen[st.Ino] {
+			return nil
+		}
+		seen[st.Ino] = true
+		u.bytes += uint64(st.Blocks) * 512
+		u.inodes++
+		return nil
+	})
+	return u, err
+}
+
+// duCache keeps recent diskUsage results so that large volumes are not walked on every
+// request (upstream measures volumes in the background about once a minute).
+type duCache struct {
+	maxAge time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]duEntry
+}
+
+type duEntry struct {
+	u  usage
+	at time.Time
+}
+
+func newDUCache(maxAge time.Duration, now func() time.Time) *duCache {
+	return &duCache{maxAge: maxAge, now: now, entries: map[string]duEntry{}}
+}
+
+// get returns dir's usage, measuring it when the cached figure is older than maxAge.
+func (c *duCache) get(dir string) (usage, error) {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.entries[dir]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < c.maxAge {
+		return e.u, nil
+	}
+	u, err := diskUsage(dir)
+	if err != nil {
+		return usage{}, err
+	}
+	c.mu.Lock()
+	c.entries[dir] = duEntry{u: u, at: now}
+	c.mu.Unlock()
+	return u, nil
+}
+
+// prune forgets directories not measured within keep.
+func (c *duCache) prune(keep time.Duration) {
+	cutoff := c.now().Add(-keep)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for dir, e := range c.entries {
+		if e.at.Before(cutoff) {
+			delete(c.entries, dir)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,285 @@
+package stats
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// emptyDirPlugin is the directory emptyDir volumes live in under a pod's volumes directory.
+const emptyDirPlugin = "kubernetes.io~empty-dir"
+
+func indexByID(stats []*runtimeapi.ContainerStats) map[string]*runtimeapi.ContainerStats {
+	out := make(map[string]*runtimeapi.ContainerStats, len(stats))
+	for _, s := range stats {
+		out[s.GetAttributes().GetId()] = s
+	}
+	return out
+}
+
+// podStats builds one entry per desired pod the runtime holds a sandbox for. fsys is nil for
+// CPU-and-memory-only summaries.
+func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.ContainerStats, fsys *filesystems, now time.Time) []statsapi.PodStats {
+	pods := []statsapi.PodStats{}
+	livePIDs := map[string]int{}
+	for _, pod := range p.d.Pods() {
+		rs, ok := p.d.PodStatus(pod.UID)
+		if !ok || len(rs.Sandboxes) == 0 {
+			continue
+		}
+		sandbox := rs.Sandboxes[0]
+		ps := statsapi.PodStats{
+			PodRef:    statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)},
+			StartTime: metav1.NewTime(sandbox.CreatedAt),
+		}
+		for _, c := range runningContainers(rs) {
+			if cs, ok := crStats[c.ID]; ok {
+				ps.Containers = append(ps.Containers, p.containerStats(pod, c, cs, fsys, now))
+			}
+		}
+		ps.CPU, ps.Memory = sumCPU(ps.Containers), sumMemory(ps.Containers, podMemoryLimit(pod))
+		if fsys != nil {
+			if sandbox.Ready {
+				ps.Network = p.podNetwork(ctx, sandbox.ID, livePIDs, now)
+			}
+			ps.VolumeStats = p.volumeStats(pod, now)
+			ps.EphemeralStorage = ephemeralStorage(fsys, &ps, now)
+		}
+		pods = append(pods, ps)
+	}
+	if fsys != nil {
+		p.mu.Lock()
+		p.pids = livePIDs // sandboxes not seen any more are forgotten
+		p.mu.Unlock()
+	}
+	return pods
+}
+
+// runningContainers returns the newest instance of each container name if it is running,
+// sorted by name.
+func runningContainers(rs *runtime.PodStatus) []*runtime.ContainerStatus {
+	seen := map[string]bool{}
+	var out []*runtime.ContainerStatus
+	for _, c := range rs.Containers { // newest first
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		if c.State == runtime.StateRunning {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (p *Provider) containerStats(pod *v1.Pod, c *runtime.ContainerStatus, cs *runtimeapi.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
+	out := statsapi.ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.CreatedAt)}
+	if cpu := cs.GetCpu(); cpu != nil && cpu.GetUsageCoreNanoSeconds() != nil {
+		at := time.Unix(0, cpu.GetTimestamp())
+		usage := cpu.GetUsageCoreNanoSeconds().GetValue()
+		out.CPU = &statsapi.CPUStats{
+			Time: metav1.NewTime(at), UsageCoreNanoSeconds: ptr(usage), UsageNanoCores: p.rates.nanoCores(c.ID, at, usage),
+		}
+	}
+	if mem := cs.GetMemory(); mem != nil {
+		out.Memory = memoryStats(mem, containerMemoryLimit(pod, c.Name))
+	}
+	if fsys != nil {
+		out.Rootfs = fsys.writableLayer(cs.GetWritableLayer(), now)
+		out.Logs = p.logStats(pod, c.Name, fsys, now)
+	}
+	return out
+}
+
+// memoryStats converts CRI memory usage; with a memory limit, available is what is left of it
+// above the working set (as cAdvisor reports it).
+func memoryStats(mem *runtimeapi.MemoryUsage, limit uint64) *statsapi.MemoryStats {
+	val := func(v *runtimeapi.UInt64Value) *uint64 {
+		if v == nil {
+			return nil
+		}
+		return ptr(v.GetValue())
+	}
+	out := &statsapi.MemoryStats{
+		Time:            metav1.NewTime(time.Unix(0, mem.GetTimestamp())),
+		UsageBytes:      val(mem.GetUsageBytes()),
+		WorkingSetBytes: val(mem.GetWorkingSetBytes()),
+		RSSBytes:        val(mem.GetRssBytes()),
+		PageFaults:      val(mem.GetPageFaults()),
+		MajorPageFaults: val(mem.GetMajorPageFaults()),
+	}
+	if mem.GetAvailableBytes().GetValue() > 0 {
+		out.AvailableBytes = ptr(mem.GetAvailableBytes().GetValue())
+	} else if limit > 0 && out.WorkingSetBytes != nil {
+		out.AvailableBytes = ptr(subFloor(limit, *out.WorkingSetBytes))
+	}
+	return out
+}
+
+func containerMemoryLimit(pod *v1.Pod, name string) uint64 {
+	for i := range pod.Spec.Containers {
+		if c := &pod.Spec.Containers[i]; c.Name == name {
+			if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok && q.Value() > 0 {
+				return uint64(q.Value())
+			}
+		}
+	}
+	return 0
+}
+
+// podMemoryLimit is the sum of the app containers' memory limits when every one has a limit
+// (the pod is then bounded), else 0.
+func podMemoryLimit(pod *v1.Pod) uint64 {
+	var sum uint64
+	for i := range pod.Spec.Containers {
+		l := containerMemoryLimit(pod, pod.Spec.Containers[i].Name)
+		if l == 0 {
+			return 0
+		}
+		sum += l
+	}
+	return sum
+}
+
+// sumCPU adds the containers' CPU; the time is the newest sample's.
+func sumCPU(cs []statsapi.ContainerStats) *statsapi.CPUStats {
+	var out *statsapi.CPUStats
+	for _, c := range cs {
+		if c.CPU == nil {
+			continue
+		}
+		if out == nil {
+			out = &statsapi.CPUStats{UsageCoreNanoSeconds: ptr[uint64](0)}
+		}
+		out.Time = later(out.Time, c.CPU.Time)
+		*out.UsageCoreNanoSeconds += deref(c.CPU.UsageCoreNanoSeconds)
+		if c.CPU.UsageNanoCores != nil {
+			out.UsageNanoCores = ptr(deref(out.UsageNanoCores) + *c.CPU.UsageNanoCores)
+		}
+	}
+	return out
+}
+
+// sumMemory adds the containers' memory figures.
+func sumMemory(cs []statsapi.ContainerStats, limit uint64) *statsapi.MemoryStats {
+	var out *statsapi.MemoryStats
+	add := func(dst **uint64, v *uint64) {
+		if v != nil {
+			*dst = ptr(deref(*dst) + *v)
+		}
+	}
+	for _, c := range cs {
+		m := c.Memory
+		if m == nil {
+			continue
+		}
+		if out == nil {
+			out = &statsapi.MemoryStats{}
+		}
+		out.Time = later(out.Time, m.Time)
+		add(&out.UsageBytes, m.UsageBytes)
+		add(&out.WorkingSetBytes, m.WorkingSetBytes)
+		add(&out.RSSBytes, m.RSSBytes)
+		add(&out.PageFaults, m.PageFaults)
+		add(&out.MajorPageFaults, m.MajorPageFaults)
+	}
+	if out != nil && limit > 0 && out.WorkingSetBytes != nil {
+		out.AvailableBytes = ptr(subFloor(limit, *out.WorkingSetBytes))
+	}
+	return out
+}
+
+// podNetwork reads the pod's interfaces from its sandbox's network namespace. The sandbox's
+// pid is asked of the runtime once and remembered.
+func (p *Provider) podNetwork(ctx context.Context, sandboxID string, live map[string]int, now time.Time) *statsapi.NetworkStats {
+	p.mu.Lock()
+	pid, ok := p.pids[sandboxID]
+	p.mu.Unlock()
+	if !ok {
+		var err error
+		if pid, err = p.d.Runtime.SandboxPID(ctx, sandboxID); err != nil {
+			klog.V(2).InfoS("Cannot find the sandbox's process for network stats", "sandbox", sandboxID, "err", err)
+			return nil
+		}
+	}
+	live[sandboxID] = pid
+	if pid <= 0 {
+		return nil
+	}
+	ifaces, err := readNetDev(filepath.Join(p.d.Host.Proc, strconv.Itoa(pid), "net", "dev"), podInterfaceSkipped)
+	if err != nil {
+		delete(live, sandboxID) // the process went away; ask again next time
+		klog.V(4).InfoS("Cannot read the pod's network stats", "sandbox", sandboxID, "pid", pid, "err", err)
+		return nil
+	}
+	return networkStats(now, ifaces)
+}
+
+// logStats measures a container's log directory (every instance's log files).
+func (p *Provider) logStats(pod *v1.Pod, container string, fsys *filesystems, now time.Time) *statsapi.FsStats {
+	dir := filepath.Join(p.d.PodLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container)
+	u, err := diskUsage(dir)
+	if err != nil {
+		klog.V(4).InfoS("Cannot measure a container's logs", "path", dir, "err", err)
+		return nil
+	}
+	return fsys.logs.partStats(now, u.bytes, u.inodes)
+}
+
+// volumeStats measures the pod's emptyDir volumes (the only local volumes with figures).
+func (p *Provider) volumeStats(pod *v1.Pod, now time.Time) []statsapi.VolumeStats {
+	var out []statsapi.VolumeStats
+	for _, vol := range pod.Spec.Volumes {
+		if vol.EmptyDir == nil {
+			continue
+		}
+		dir := filepath.Join(p.d.RootDir, "pods", string(pod.UID), "volumes", emptyDirPlugin, vol.Name)
+		u, err := p.volumes.get(dir)
+		if err != nil {
+			klog.V(4).InfoS("Cannot measure a volume", "path", dir, "err", err)
+			continue
+		}
+		fs, _ := statFS(dir)
+		out = append(out, statsapi.VolumeStats{Name: vol.Name, FsStats: *fs.partStats(now, u.bytes, u.inodes)})
+	}
+	return out
+}
+
+// ephemeralStorage is what the pod uses of the node's disk: writable layers, logs and
+// emptyDir volumes.
+func ephemeralStorage(fsys *filesystems, ps *statsapi.PodStats, now time.Time) *statsapi.FsStats {
+	var parts []*statsapi.FsStats
+	for _, c := range ps.Containers {
+		parts = append(parts, c.Rootfs, c.Logs)
+	}
+	for i := range ps.VolumeStats {
+		parts = append(parts, &ps.VolumeStats[i].FsStats)
+	}
+	return sumFs(fsys.root, now, parts...)
+}
+
+func later(a, b metav1.Time) metav1.Time {
+	if b.After(a.Time) {
+		return b
+	}
+	return a
+}
+
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
