@@ -158,8 +158,8 @@ func (w *worker) offer(u UpdateOptions) {
 	}
 	if u.Type == Kill {
 		w.kill = mergeKill(w.kill, u.Kill)
-		if w.cancel != nil {
-			w.cancel()
+		if w.cancel != nil && w.state == Syncing {
+			w.cancel() // interrupt a sync (e.g. a long pull); never a kill or clean-up in progress
 		}
 	}
 	w.mu.Unlock()

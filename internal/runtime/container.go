@@ -70,13 +70,17 @@ func (m *manager) containerConfig(pod *v1.Pod, c *v1.Container, sb *sandboxInfo,
 }
 
 func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
-	return map[string]string{
+	labels := map[string]string{
 		LabelPodName:       pod.Name,
 		LabelPodNamespace:  pod.Namespace,
 		LabelPodUID:        string(pod.UID),
 		LabelContainerName: c.Name,
 		LabelManagedBy:     managedBy,
 	}
+	if pod.Spec.NodeName != "" {
+		labels[LabelNode] = pod.Spec.NodeName
+	}
+	return labels
 }
 
 // containerAnnotations carry what status and kill need later without the pod spec: the spec

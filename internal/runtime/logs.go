@@ -52,6 +52,10 @@ func (m *manager) ContainerLog(ctx context.Context, containerID string) (*Contai
 // path; containers that went away in between are skipped.
 func (m *manager) RunningContainerLogs(ctx context.Context) ([]*ContainerLog, error) {
 	running := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
+	if m.nodeName != "" {
+		// Only this node's containers: other nodelets may share the runtime.
+		running.LabelSelector = map[string]string{LabelNode: m.nodeName}
+	}
 	containers, err := m.cri.listContainers(ctx, running)
 	if err != nil {
 		return nil, fmt.Errorf("list running containers: %w", err)

@@ -15,8 +15,12 @@ import (
 func TestContainerLogAndRunningContainerLogs(t *testing.T) {
 	e := newTestEnv(t)
 	pod := newPod("web", ctr("app", "sleep", "1d"), ctr("side", "sleep", "1d"))
+	pod.Spec.NodeName = "node-1"
 	e.sync(pod)
 	e.exit("side", 0)
+	other := newPod("elsewhere", ctr("x", "sleep", "1d"))
+	other.Spec.NodeName = "node-2" // another nodelet's pod on the shared runtime: not ours to rotate
+	e.sync(other)
 	app := e.running("app")
 	ctx := context.Background()
 
