@@ -35,7 +35,8 @@ hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
 mkdir -p "$DIR/manifests"
 say "starting nodelet as node $NODE (log $LOG)"
 nohup _output/bin/nodelet --config examples/kubelet-config.yaml --kubeconfig "$KUBECONFIG_NODE" \
-	--pod-manifest-path "$DIR/manifests" --root-dir /var/lib/nodelet-cluster -v=2 >"$LOG" 2>&1 &
+	--client-ca-file /var/lib/nodelet-cp/pki/ca.crt --pod-manifest-path "$PWD/$DIR/manifests" \
+	--root-dir /var/lib/nodelet-cluster -v=2 >"$LOG" 2>&1 &
 echo $! >"$PIDFILE"
 
 for _ in $(seq 1 60); do

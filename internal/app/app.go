@@ -29,6 +29,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/syncloop"
@@ -181,13 +182,17 @@ func (n *agent) run(ctx context.Context) error {
 	if n.cluster != nil {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
+	checks := map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy}
 	if port := int32Or(kc.HealthzPort, 10248); port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))
-		err := healthz.Serve(ctx, addr, map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy})
-		if err != nil {
+		if err := healthz.Serve(ctx, addr, checks); err != nil {
 			return err
 		}
 	}
+	if err := n.startLogRotation(ctx); err != nil {
+		return err
+	}
+	n.startServer(ctx, checks, server.Handlers{})
 	go relister.Run(ctx)
 	loop.Run(ctx)
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")

@@ -245,3 +245,16 @@ func TestSummaryFailsWhenTheRuntimeDoes(t *testing.T) {
 		t.Fatal("want an error without node memory figures")
 	}
 }
+
+func TestCountRuntime(t *testing.T) {
+	pods := []*runtime.RunningPod{
+		{Node: "node-1", Sandboxes: []*runtime.SandboxStatus{{Ready: true}}, Containers: []*runtime.ContainerStatus{
+			{State: runtime.StateRunning}, {State: runtime.StateExited}}},
+		{Sandboxes: []*runtime.SandboxStatus{{Ready: false}}, Containers: []*runtime.ContainerStatus{{State: runtime.StateExited}}},
+		{Node: "other", Sandboxes: []*runtime.SandboxStatus{{Ready: true}}, Containers: []*runtime.ContainerStatus{{State: runtime.StateRunning}}},
+	}
+	c := CountRuntime(pods, "node-1")
+	if c.RunningPods != 1 || c.Containers["running"] != 1 || c.Containers["exited"] != 2 || len(c.Containers) != 2 {
+		t.Fatalf("counts %+v", c)
+	}
+}

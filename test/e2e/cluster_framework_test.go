@@ -23,6 +23,7 @@ import (
 var (
 	adminKubeconfig = envOr("NODELET_ADMIN_KUBECONFIG", "/var/lib/nodelet-cp/admin.kubeconfig")
 	controlPlane    = envOr("NODELET_CONTROL_PLANE", "hack/control-plane.sh")
+	clusterCA       = "/var/lib/nodelet-cp/pki/ca.crt"
 )
 
 // cluster is a nodelet joined to the control plane as node e2e-node, plus an admin client.
@@ -38,7 +39,7 @@ func joinCluster(t *testing.T, extraArgs ...string) *cluster {
 	t.Helper()
 	admin := adminClient(t)
 	kubeconfig := nodeKubeconfig(t)
-	n := startNodelet(t, append([]string{"--kubeconfig=" + kubeconfig}, extraArgs...)...)
+	n := startNodelet(t, append([]string{"--kubeconfig=" + kubeconfig, "--client-ca-file=" + clusterCA}, extraArgs...)...)
 	c := &cluster{nodelet: n, admin: admin, ns: "e2e-" + rand.String(6)}
 	ctx, cancel := criCtx()
 	defer cancel()

@@ -1,0 +1,134 @@
+package app
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/logs"
+	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/server"
+	"github.com/nodelet/nodelet/internal/streaming"
+)
+
+// startServer serves the kubelet API on port (10250) and, when set, the read-only port. In
+// standalone mode webhook authentication/authorization has no API server to ask, so the API is
+// served only when the configuration allows without one.
+func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check, extra server.Handlers) {
+	kc := n.cfg.Kubelet
+	if !boolOr(kc.EnableServer, true) {
+		return
+	}
+	var client kubernetes.Interface
+	if n.cluster != nil {
+		client = n.cluster.clients.API
+	}
+	opts := server.Options{
+		Address: kc.Address, Port: kc.Port, ReadOnlyPort: kc.ReadOnlyPort,
+		TLSCertFile: kc.TLSCertFile, TLSKeyFile: kc.TLSPrivateKeyFile, TLSMinVersion: kc.TLSMinVersion,
+		TLSCipherSuites: kc.TLSCipherSuites, CertDir: n.cfg.CertDir, NodeName: n.cfg.NodeName,
+		HostIPs: parseIPs(hostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
+		Authentication: kc.Authentication, Authorization: kc.Authorization,
+		EnableDebuggingHandlers: boolOr(kc.EnableDebuggingHandlers, true),
+		EnableSystemLogHandler:  boolOr(kc.EnableSystemLogHandler, true),
+		Client:                  client, Config: kc, HealthChecks: checks,
+		Pods: n.podsWithStatus, RunningPods: n.runningPods,
+	}
+	handlers := n.handlers()
+	handlers.StatsSummary, handlers.Metrics = extra.StatsSummary, extra.Metrics
+	handlers.MetricsResource, handlers.MetricsProbes, handlers.MetricsCadvisor = extra.MetricsResource, extra.MetricsProbes, extra.MetricsCadvisor
+	srv, err := server.New(opts, handlers)
+	if err != nil {
+		klog.ErrorS(err, "Kubelet API server not started (healthz on its own port still runs)")
+		return
+	}
+	go func() {
+		if err := srv.Run(ctx); err != nil {
+			klog.ErrorS(err, "Kubelet API server stopped", "address", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port))))
+		}
+	}()
+}
+
+// handlers are the endpoints served from the runtime: logs and streaming.
+func (n *agent) handlers() server.Handlers {
+	rt := n.runtime
+	h := server.Handlers{
+		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt.(runtime.LogService)}),
+	}
+	if boolOr(n.cfg.Kubelet.EnableSystemLogHandler, true) {
+		h.NodeLogs = logs.NewNodeLogsHandler("/var/log")
+	}
+	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: rt.(runtime.Streamer)})
+	h.Exec, h.Attach, h.PortForward, h.Run = sh.Exec, sh.Attach, sh.PortForward, sh.Run
+	return h
+}
+
+// startLogRotation rotates container logs by containerLogMaxSize / containerLogMaxFiles.
+func (n *agent) startLogRotation(ctx context.Context) error {
+	kc := n.cfg.Kubelet
+	maxSize, err := logs.ParseMaxSize(kc.ContainerLogMaxSize)
+	if err != nil {
+		return err
+	}
+	var interval time.Duration
+	if kc.ContainerLogMonitorInterval != nil {
+		interval = kc.ContainerLogMonitorInterval.Duration
+	}
+	rotator, err := logs.NewRotator(logs.RotatorOptions{
+		MaxSize: maxSize, MaxFiles: int(int32Or(kc.ContainerLogMaxFiles, 5)), Interval: interval,
+		Runtime: n.runtime.(runtime.LogService),
+	})
+	if err != nil {
+		return err
+	}
+	go rotator.Run(ctx)
+	return nil
+}
+
+// podsWithStatus is /pods: every desired pod with its latest computed status.
+func (n *agent) podsWithStatus() []*v1.Pod {
+	pods := n.pods.Pods()
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		c := p.DeepCopy()
+		if st, ok := n.statuses.Get(p.UID); ok {
+			c.Status = st
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// runningPods is /runningpods: what the runtime runs, as bare pods with their containers.
+func (n *agent) runningPods(ctx context.Context) ([]*v1.Pod, error) {
+	running, err := n.runtime.GetPods(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1.Pod, 0, len(running))
+	for _, rp := range running {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: rp.Name, Namespace: rp.Namespace, UID: rp.UID}}
+		for _, c := range rp.Containers {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c.Name, Image: c.Image})
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func parseIPs(list []string) []net.IP {
+	var out []net.IP
+	for _, s := range list {
+		if ip := net.ParseIP(s); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
