@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -110,7 +109,5 @@ func sumFs(fs fsInfo, at time.Time, parts ...*statsapi.FsStats) *statsapi.FsStat
 			inodes += *s.InodesUsed
 		}
 	}
-	out := fs.partStats(at, used, inodes)
-	out.Time = metav1.NewTime(at)
-	return out
+	return fs.partStats(at, used, inodes)
 }

@@ -11,18 +11,22 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
@@ -199,6 +203,26 @@ func TestRealSummary(t *testing.T) {
 	}
 	if ps.EphemeralStorage == nil || u64(ps.EphemeralStorage.UsedBytes) < 64<<10 {
 		t.Errorf("ephemeral storage %+v", ps.EphemeralStorage)
+	}
+
+	// /metrics/resource over the same provider.
+	rec := httptest.NewRecorder()
+	metrics.NewResourceHandler(p).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/resource", nil))
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("/metrics/resource: %v", err)
+	}
+	found := false
+	for _, m := range families["container_cpu_usage_seconds_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "pod" && l.GetValue() == pod.Name && m.GetCounter().GetValue() > 0 {
+				found = true
+			}
+		}
+	}
+	if !found || families["node_memory_working_set_bytes"] == nil {
+		t.Errorf("/metrics/resource lacks the pod's container or the node: %v", families)
 	}
 }
 
