@@ -23,14 +23,15 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/syncloop"
 	"github.com/nodelet/nodelet/internal/version"
@@ -114,6 +115,9 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 	n.prober = prober.New(prober.Deps{
 		Exec: rt.(runtime.Streamer).ExecSync, Kill: rt.(runtime.ContainerKiller).KillContainer,
 		Status: n.statuses.Get, Recorder: n.recorder,
+		OnResult: func(probeType, result string, pod *v1.Pod, container string) {
+			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
+		},
 	})
 	deps := podsync.Deps{
 		Prober:  n.prober,
@@ -166,6 +170,12 @@ func (n *agent) startSources(ctx context.Context) {
 func (n *agent) run(ctx context.Context) error {
 	kc := n.cfg.Kubelet
 	relister := pleg.New(n.runtime, plegPeriod)
+	relister.OnRelist(metrics.ObservePLEGRelist)
+	metrics.SetNodeName(n.cfg.NodeName)
+	metrics.SetRuntimeCounter(func() metrics.RuntimeCounts {
+		pods, _ := relister.RunningPods()
+		return stats.CountRuntime(pods, n.cfg.NodeName)
+	})
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	admit := &admission.Admitter{MaxPods: int(kc.MaxPods), Statuses: n.statuses}
@@ -192,7 +202,7 @@ func (n *agent) run(ctx context.Context) error {
 	if err := n.startLogRotation(ctx); err != nil {
 		return err
 	}
-	n.startServer(ctx, checks, server.Handlers{})
+	n.startServer(ctx, checks, n.observability())
 	go relister.Run(ctx)
 	loop.Run(ctx)
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")

@@ -13,8 +13,10 @@ import (
 
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/logs"
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/server"
+	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/streaming"
 )
 
@@ -54,6 +56,20 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 			klog.ErrorS(err, "Kubelet API server stopped", "address", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port))))
 		}
 	}()
+}
+
+// observability are the stats and metrics endpoints.
+func (n *agent) observability() server.Handlers {
+	summary := stats.NewSummaryProvider(stats.Deps{
+		NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
+		Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
+		PodLogsDir: strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
+	})
+	return server.Handlers{
+		StatsSummary: summary.Handler(), Metrics: metrics.Handler(),
+		MetricsResource: metrics.NewResourceHandler(summary), MetricsProbes: metrics.ProbesHandler(),
+		MetricsCadvisor: metrics.NewCadvisorHandler(summary),
+	}
 }
 
 // handlers are the endpoints served from the runtime: logs and streaming.

@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // MaxMsgSize is the largest CRI message accepted; list responses on busy nodes are big.
@@ -25,6 +27,7 @@ func Dial(endpoint string) (*grpc.ClientConn, error) {
 	}
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(metrics.CRIUnaryInterceptor),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)),
 	)
 	if err != nil {

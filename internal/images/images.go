@@ -10,13 +10,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/criconn"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/criconn"
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // Waiting reasons EnsureImage returns; the pod status shows them on the container.
@@ -153,7 +155,9 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 		return "", ReasonImagePullBackOff, msg, fmt.Errorf("%w: %s", ErrImagePullBackOff, msg)
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulling", "Pulling image %q", image)
+	metrics.ImagePullStarted(pod.UID)
 	imageRef, pulled, total, err := m.pull(ctx, image, pullSecrets)
+	metrics.ImagePullFinished(pod.UID)
 	if err != nil {
 		m.backoff.Next(backoffKey, m.backoff.Clock.Now())
 		msg = fmt.Sprintf("Failed to pull image %q: %v", image, err)

@@ -23,7 +23,7 @@ var (
 		alpha("Number of containers currently running"), []string{"container_state"}, nil)
 )
 
-// runtimeCounter reports kubelet_running_pods and kubelet_running_containers at scrape time
+// runtimeCountCollector reports kubelet_running_pods and kubelet_running_containers at scrape time
 // from the function given to SetRuntimeCounter.
 type runtimeCountCollector struct {
 	mu    sync.Mutex

@@ -43,7 +43,8 @@ var methodBuckets = map[string]bool{
 	"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true, "OPTIONS": true, "TRACE": true, "CONNECT": true,
 }
 
-// longRunning paths stream for as long as the client wants.
+// longRunning paths stream for as long as the client wants. They are matched lower-cased, so
+// /portForward counts as long-running too.
 var longRunning = map[string]bool{"exec": true, "attach": true, "portforward": true, "debug": true}
 
 // InstrumentHTTP wraps the kubelet API handler so that every request counts in

@@ -101,3 +101,32 @@ func ImagePullStarted(uid types.UID)  { podStarts.ImagePullStarted(uid) }
 func ImagePullFinished(uid types.UID) { podStarts.ImagePullFinished(uid) }
 func PodRunning(pod *v1.Pod)          { podStarts.PodRunning(pod) }
 func ForgetPod(uid types.UID)         { podStarts.ForgetPod(uid) }
+
+// ObservePodStatus calls PodRunning once status shows every app container running (the
+// upstream SLI's "all its containers are reported as started").
+func ObservePodStatus(pod *v1.Pod, status *v1.PodStatus) {
+	if status.Phase != v1.PodRunning || len(status.ContainerStatuses) < len(pod.Spec.Containers) {
+		return
+	}
+	for _, cs := range status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return
+		}
+	}
+	PodRunning(pod)
+}
+
+// ContainerType names a container of pod for kubelet_started_containers_total.
+func ContainerType(pod *v1.Pod, name string) string {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return ContainerTypeInit
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return ContainerTypeEphemeral
+		}
+	}
+	return ContainerTypeContainer
+}

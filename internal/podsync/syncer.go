@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -111,7 +112,8 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedSync", "Error syncing pod, skipping: %v", res.Err)
 	}
 	if rs, err = s.readStatus(ctx, pod); err == nil {
-		s.recordStatus(pod, rs)
+		st := s.recordStatus(pod, rs)
+		metrics.ObservePodStatus(pod, &st)
 	}
 	return podworkers.Outcome{RequeueAfter: res.RequeueAfter}, res.Err
 }
@@ -159,6 +161,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 		return err
 	}
 	s.Statuses.Delete(uid)
+	metrics.ForgetPod(uid)
 	if s.Forget != nil {
 		s.Forget(uid)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
@@ -58,7 +59,9 @@ func (p *PodWorkers) UpdatePod(u UpdateOptions) {
 		w = newWorker(uid)
 		p.workers[uid] = w
 		p.wg.Add(1)
+		created := time.Now()
 		go func() {
+			metrics.ObservePodWorkerStart(time.Since(created))
 			defer p.wg.Done()
 			p.run(w)
 		}()
@@ -205,6 +208,7 @@ func (p *PodWorkers) run(w *worker) {
 			again := w.recreate
 			w.mu.Unlock()
 			if again != nil {
+				metrics.RestartedPod(again.Annotations["kubernetes.io/config.source"] != "api")
 				p.UpdatePod(UpdateOptions{Type: Create, Pod: again})
 			}
 			return
@@ -219,6 +223,11 @@ func (p *PodWorkers) step(w *worker) bool {
 		w.state = Terminating
 	}
 	state, pod, running, kill := w.state, w.pod, w.run, w.kill
+	op := metrics.PodWorkerSync
+	if state != Syncing {
+		op = metrics.PodWorkerKill
+	}
+	defer metrics.ObservePodWorker(op, time.Now())
 	var ctx context.Context
 	ctx, w.cancel = context.WithCancel(p.ctx)
 	w.mu.Unlock()

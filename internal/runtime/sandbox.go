@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // sandboxConfig builds the CRI config of pod's sandbox for attempt.
@@ -181,8 +183,10 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)
 	}
+	metrics.StartedPod()
 	id, err := m.cri.runPodSandbox(ctx, cfg)
 	if err != nil {
+		metrics.StartPodFailed()
 		return nil, fmt.Errorf("run pod sandbox: %w", err)
 	}
 	st, err := m.cri.podSandboxStatus(ctx, id)

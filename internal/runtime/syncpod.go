@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // Waiting reasons SyncPod reports besides the image ones.
@@ -146,13 +148,17 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		fail(ReasonCreateContainerConfigError, err)
 		return
 	}
+	ctype := metrics.ContainerType(pod, c.Name)
+	metrics.StartedContainer(ctype)
 	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
+		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if err := m.cri.startContainer(ctx, id); err != nil {
+		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonRunContainerError, err)
 		return
 	}

@@ -84,9 +84,9 @@ func writePEM(t *testing.T, file, kind string, der []byte) {
 
 // fakeReviews answers TokenReviews and SubjectAccessReviews from tables and counts the calls.
 type fakeReviews struct {
-	mu     sync.Mutex
-	tokens map[string]authnv1.UserInfo // valid tokens
-	allow  func(spec authzv1.SubjectAccessReviewSpec) bool
+	mu         sync.Mutex
+	tokens     map[string]authnv1.UserInfo // valid tokens
+	allow      func(spec authzv1.SubjectAccessReviewSpec) bool
 	tokenCalls int
 	sars       []authzv1.SubjectAccessReviewSpec
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -57,12 +58,27 @@ func TestHandlerOnlyCPUAndMemory(t *testing.T) {
 	}
 }
 
+func TestHandlerAcceptsPostedForm(t *testing.T) {
+	e := newSummaryEnv(t)
+	req := httptest.NewRequest(http.MethodPost, "/stats/summary", strings.NewReader("only_cpu_and_memory=true"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	e.p.Handler().ServeHTTP(rec, req)
+	var s statsapi.Summary
+	if err := json.NewDecoder(rec.Body).Decode(&s); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("POST: %d %v", rec.Code, err)
+	}
+	if s.Node.CPU == nil || s.Node.Fs != nil {
+		t.Errorf("posted only_cpu_and_memory=true not honoured: %+v", s.Node)
+	}
+}
+
 func TestHandlerErrors(t *testing.T) {
 	e := newSummaryEnv(t)
 	rec := httptest.NewRecorder()
-	e.p.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/stats/summary", nil))
+	e.p.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/stats/summary", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
-		t.Errorf("POST: %d", rec.Code)
+		t.Errorf("DELETE: %d", rec.Code)
 	}
 	e.rt.listErr = errors.New("runtime down")
 	if resp, _ := getSummary(t, e.p.Handler(), ""); resp.StatusCode != http.StatusInternalServerError {

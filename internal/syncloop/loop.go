@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podworkers"
@@ -176,6 +177,7 @@ func (l *Loop) addPods(pods []*v1.Pod) {
 			}
 		}
 		l.cfg.Pods.Set(p)
+		metrics.PodObserved(p.UID)
 		l.dispatch(p, podworkers.Create)
 	}
 }

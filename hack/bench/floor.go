@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// floorResult is what the runtime itself allows: the bench's pods started straight through CRI.
+type floorResult struct {
+	single time.Duration // median RunPodSandbox → StartContainer returned, one pod at a time
+	bursts map[int]latencies
+}
+
+// runFloor starts the plan's pods through CRI with bounded parallelism and no kubelet.
+func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
+	logs := filepath.Join(b.o.workDir, "floor-logs")
+	defer os.RemoveAll(logs)
+	res := &floorResult{bursts: map[int]latencies{}}
+	var ds []time.Duration
+	for i := 0; i < b.p.singles; i++ {
+		l, err := b.floorRun(ctx, fmt.Sprintf("single%d", i), 1)
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, l.all)
+	}
+	res.single = newLatencies(ds, 0).pct(50)
+	progress("floor", "one pod: median %v of %d (RunPodSandbox → StartContainer, %d at once)", ms(res.single), len(ds), b.p.floorParallel)
+	for _, n := range b.p.bursts {
+		l, err := b.floorRun(ctx, fmt.Sprintf("burst%d", n), n)
+		if err != nil {
+			return nil, err
+		}
+		res.bursts[n] = l
+		progress("floor", "%d-pod burst: p50 %v, p90 %v, p99 %v, all %v", n, ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)), ms(l.all))
+	}
+	return res, nil
+}
+
+// floorRun starts n pods, plan.floorParallel at a time, timing each from the run's start to its
+// container started, then removes them.
+func (b *bench) floorRun(ctx context.Context, run string, n int) (latencies, error) {
+	var mu sync.Mutex
+	var sandboxes []string
+	ds := make([]time.Duration, n)
+	errs := make([]error, n)
+	start := time.Now()
+	forEach(n, b.p.floorParallel, func(i int) {
+		id, err := b.floorPod(ctx, fmt.Sprintf("%s-%03d", run, i))
+		ds[i] = time.Since(start)
+		errs[i] = err
+		if id != "" {
+			mu.Lock()
+			sandboxes = append(sandboxes, id)
+			mu.Unlock()
+		}
+	})
+	all := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		_ = b.removeSandboxes(ctx, sandboxes)
+		return latencies{}, fmt.Errorf("floor %s: %w", run, err)
+	}
+	return newLatencies(ds, all), b.removeSandboxes(ctx, sandboxes)
+}
+
+// floorPod runs a sandbox and one sleeping test-helper container in it, configured as a
+// kubelet would (metadata, labels, hostname, log directory and path).
+func (b *bench) floorPod(ctx context.Context, name string) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ns := nsPrefix + "floor"
+	uid := fmt.Sprintf("floor-%d-%s", time.Now().UnixNano(), name)
+	logDir := filepath.Join(b.o.workDir, "floor-logs", name)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return "", err
+	}
+	sbCfg := &cri.PodSandboxConfig{
+		Metadata:     &cri.PodSandboxMetadata{Name: name, Namespace: ns, Uid: uid},
+		Hostname:     name,
+		LogDirectory: logDir,
+		Labels:       map[string]string{labelNode: nodeName, labelPodNS: ns, labelPodUID: uid, "io.kubernetes.pod.name": name},
+		Linux: &cri.LinuxPodSandboxConfig{SecurityContext: &cri.LinuxSandboxSecurityContext{
+			NamespaceOptions: &cri.NamespaceOption{Network: cri.NamespaceMode_POD, Pid: cri.NamespaceMode_CONTAINER, Ipc: cri.NamespaceMode_POD}}},
+	}
+	sb, err := b.rt.RunPodSandbox(cctx, &cri.RunPodSandboxRequest{Config: sbCfg})
+	if err != nil {
+		return "", fmt.Errorf("run sandbox %s: %w", name, err)
+	}
+	ctr, err := b.rt.CreateContainer(cctx, &cri.CreateContainerRequest{
+		PodSandboxId: sb.PodSandboxId,
+		Config: &cri.ContainerConfig{
+			Metadata: &cri.ContainerMetadata{Name: "c"},
+			Image:    &cri.ImageSpec{Image: image},
+			Args:     []string{"sleep"},
+			LogPath:  "c/0.log",
+			Labels:   map[string]string{labelPodNS: ns, labelPodUID: uid, "io.kubernetes.container.name": "c"},
+		},
+		SandboxConfig: sbCfg,
+	})
+	if err != nil {
+		return sb.PodSandboxId, fmt.Errorf("create container in %s: %w", name, err)
+	}
+	if _, err := b.rt.StartContainer(cctx, &cri.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		return sb.PodSandboxId, fmt.Errorf("start container in %s: %w", name, err)
+	}
+	return sb.PodSandboxId, nil
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// kernelTunables are the sysctls the upstream kubelet rewrites at start-up (it refuses to start
+// with protectKernelDefaults when they differ); the bench puts the machine's values back.
+var kernelTunables = []string{
+	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+}
+
+// kubeletSubject runs the upstream kubelet binary as the bench node with a KubeletConfiguration
+// equivalent to nodelet's flags.
+func (b *bench) kubeletSubject() (*subject, error) {
+	root := filepath.Join(b.o.workDir, "kubelet")
+	configPath := filepath.Join(b.o.workDir, "kubelet-config.yaml")
+	if err := os.MkdirAll(b.o.workDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(configPath, kubeletConfig(b.o), 0o644); err != nil {
+		return nil, err
+	}
+	return &subject{
+		name: "upstream kubelet", short: "kubelet", bin: b.o.kubeletBin, root: root, guard: true,
+		args: func(kubeconfig string) []string {
+			return []string{
+				"--config=" + configPath,
+				"--kubeconfig=" + kubeconfig,
+				"--hostname-override=" + nodeName,
+				"--root-dir=" + root,
+				"--v=1",
+			}
+		},
+		before: b.ensureRuntimeFree,
+	}, nil
+}
+
+// kubeletConfig is the upstream kubelet's configuration file: the project runtime, cgroupfs,
+// no swap check, 260 pods, x509 + webhook authn, webhook authz, API on apiPort.
+func kubeletConfig(o options) []byte {
+	yes, no := true, false
+	healthz := int32(healthzPort)
+	resolv := "/etc/resolv.conf"
+	gcHigh, gcLow := int32(100), int32(99) // never garbage-collect the images other tests use
+	cfg := kubeletv1beta1.KubeletConfiguration{
+		TypeMeta:                 metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
+		ContainerRuntimeEndpoint: o.endpoint,
+		CgroupDriver:             "cgroupfs",
+		FailSwapOn:               &no,
+		MaxPods:                  260,
+		Port:                     apiPort,
+		ReadOnlyPort:             0,
+		HealthzPort:              &healthz,
+		HealthzBindAddress:       "127.0.0.1",
+		ResolverConfig:           &resolv,
+		Authentication: kubeletv1beta1.KubeletAuthentication{
+			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: filepath.Join(o.pki, "ca.crt")},
+			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &yes},
+			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: &no},
+		},
+		Authorization:               kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook},
+		ImageGCHighThresholdPercent: &gcHigh,
+		ImageGCLowThresholdPercent:  &gcLow,
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		panic(err) // a fixed struct always marshals
+	}
+	return out
+}
+
+// ensureRuntimeFree refuses (unless -force) while the runtime holds sandboxes the bench did not
+// create: the upstream kubelet removes every pod it does not know, other nodelets' included.
+// With -wait-free it waits for them to go first.
+func (b *bench) ensureRuntimeFree(ctx context.Context) error {
+	deadline := time.Now().Add(b.o.waitFree)
+	for {
+		foreign, err := b.foreignSandboxes(ctx)
+		if err != nil {
+			return err
+		}
+		if len(foreign) == 0 {
+			return nil
+		}
+		if b.o.force {
+			fmt.Printf("==> -force: the upstream kubelet will remove %d pods the bench did not create: %s\n",
+				len(foreign), summarize(foreign))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("refusing to run the upstream kubelet: the runtime holds %d sandboxes the bench "+
+				"did not create (%s), and the upstream kubelet would remove them. Stop their nodelets and "+
+				"remove them, wait (-wait-free 10m), or pass -force to let it destroy them",
+				len(foreign), summarize(foreign))
+		}
+		progress("upstream kubelet", "waiting for %d foreign sandboxes to leave the runtime: %s", len(foreign), summarize(foreign))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
+// foreignSandboxes names the sandboxes not made by the bench, as "ns/name (node X)".
+func (b *bench) foreignSandboxes(ctx context.Context) ([]string, error) {
+	sbs, err := b.listSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sb := range sbs {
+		if ownSandbox(sb) {
+			continue
+		}
+		node := sb.Labels[labelNode]
+		if node == "" {
+			node = "no io.nodelet.node label"
+		}
+		out = append(out, fmt.Sprintf("%s/%s (%s, %s)", sb.Metadata.GetNamespace(), sb.Metadata.GetName(),
+			node, strings.TrimPrefix(sb.State.String(), "SANDBOX_")))
+	}
+	return out, nil
+}
+
+func summarize(names []string) string {
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
+// guardRuntime kills the upstream kubelet at once if a foreign sandbox appears while it runs
+// (someone started a pod after the check), before its housekeeping can remove it.
+func (b *bench) guardRuntime(ctx context.Context, p *process) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.done:
+			return
+		case <-time.After(time.Second):
+		}
+		foreign, err := b.foreignSandboxes(ctx)
+		if err == nil && len(foreign) > 0 {
+			p.kill(fmt.Errorf("a sandbox the bench did not create appeared while the upstream kubelet ran (%s); "+
+				"killed the kubelet to spare it", summarize(foreign)))
+			return
+		}
+	}
+}
+
+// saveKernelTunables reads the sysctls the upstream kubelet rewrites and returns a function
+// that writes them back.
+func saveKernelTunables() func() {
+	saved := map[string]string{}
+	for _, name := range kernelTunables {
+		if v, err := os.ReadFile(filepath.Join("/proc/sys", name)); err == nil {
+			saved[name] = strings.TrimSpace(string(v))
+		}
+	}
+	return func() {
+		for name, v := range saved {
+			path := filepath.Join("/proc/sys", name)
+			if cur, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(cur)) == v {
+				continue
+			}
+			if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: restoring %s=%s: %v\n", strings.ReplaceAll(name, "/", "."), v, err)
+			}
+		}
+	}
+}

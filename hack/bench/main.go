@@ -1,0 +1,147 @@
+// Command bench measures nodelet side by side with the upstream kubelet v1.33.4 and with the
+// raw CRI floor (the same pods started straight through CRI), in one invocation on the local
+// control plane and the project containerd, and writes the table to BENCHMARKS.md.
+//
+//	go run ./hack/bench            full run (~25 min): floor, nodelet, upstream kubelet
+//	go run ./hack/bench -smoke     CI: floor and nodelet only, 10 pods, short footprint (~2 min)
+//
+// Start the control plane first (hack/control-plane.sh up) and build nodelet
+// (go build -o _output/bin/nodelet ./cmd/nodelet). The upstream kubelet binary comes from the
+// test-only module test/harness (hack/control-plane.sh build); this program never imports it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+const (
+	nodeName    = "bench-node"
+	nsPrefix    = "nlbench-" // every namespace (API and runtime) the bench creates
+	image       = "nodelet.local/testhelper:v1"
+	labelNode   = "io.nodelet.node" // set by nodelet (and the floor) on its sandboxes
+	labelPodNS  = "io.kubernetes.pod.namespace"
+	labelPodUID = "io.kubernetes.pod.uid"
+	runLabel    = "bench-run" // pod label naming the measurement a pod belongs to
+	apiPort     = 10350       // HTTPS API of the kubelet under test
+	healthzPort = 10351
+)
+
+type options struct {
+	smoke      bool
+	force      bool
+	waitFree   time.Duration
+	out        string
+	nodeletBin string
+	kubeletBin string
+	kubeconfig string
+	endpoint   string
+	workDir    string
+	pki        string
+}
+
+// plan is what one invocation measures; -smoke shrinks it.
+type plan struct {
+	singles         int   // one-pod runs on an idle node (median)
+	restarts        int   // first-restart runs (median)
+	bursts          []int // burst sizes
+	footprintPods   int
+	footprintWindow time.Duration
+	settle          time.Duration // quiet time before a footprint window
+	densityPods     int           // 0: no density run
+	upstream        bool          // run the upstream kubelet too
+	floorParallel   int           // CRI calls the floor runs at once
+}
+
+func newPlan(smoke bool) plan {
+	if smoke {
+		return plan{singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
+			footprintWindow: 10 * time.Second, settle: 3 * time.Second, floorParallel: 4}
+	}
+	return plan{singles: 10, restarts: 3, bursts: []int{30, 100}, footprintPods: 110,
+		footprintWindow: 60 * time.Second, settle: 10 * time.Second, densityPods: 250,
+		upstream: true, floorParallel: 4}
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.smoke, "smoke", false, "CI mode: floor and nodelet only, 10 pods, short footprint, no upstream kubelet, no density")
+	flag.StringVar(&o.out, "out", "", "markdown file to write (default BENCHMARKS.md; _output/bench-smoke.md with -smoke)")
+	flag.BoolVar(&o.force, "force", false, "run the upstream kubelet even though the runtime holds pods the bench did not create (it REMOVES them)")
+	flag.DurationVar(&o.waitFree, "wait-free", 0, "how long to wait for other pods to leave the runtime before refusing to run the upstream kubelet")
+	flag.StringVar(&o.nodeletBin, "nodelet", "_output/bin/nodelet", "nodelet binary")
+	flag.StringVar(&o.kubeletBin, "kubelet", "_output/cp/bin/kubelet", "upstream kubelet binary (hack/control-plane.sh build)")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "/var/lib/nodelet-cp/admin.kubeconfig", "admin kubeconfig of the local control plane")
+	flag.StringVar(&o.endpoint, "endpoint", "unix:///run/nodelet/containerd/containerd.sock", "CRI endpoint")
+	flag.StringVar(&o.workDir, "work-dir", "/tmp/nodelet-bench", "root dirs, config and logs of the kubelets under test")
+	flag.StringVar(&o.pki, "pki", "/var/lib/nodelet-cp/pki", "control plane PKI (ca.crt, apiserver-kubelet-client.*)")
+	flag.Parse()
+	if o.out == "" {
+		o.out = "BENCHMARKS.md"
+		if o.smoke {
+			o.out = filepath.Join("_output", "bench-smoke.md")
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	p := newPlan(o.smoke)
+	b, err := newBench(ctx, o, p)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if p.upstream {
+		// Refuse before spending ten minutes on the other subjects.
+		if err := b.ensureRuntimeFree(ctx); err != nil {
+			return err
+		}
+	}
+	if err := b.resetNode(ctx); err != nil {
+		return err
+	}
+	res := &results{plan: p, smoke: o.smoke, date: time.Now()}
+	if res.floor, err = b.runFloor(ctx); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	if res.nodelet, err = b.runSubject(ctx, b.nodeletSubject()); err != nil {
+		return fmt.Errorf("nodelet: %w", err)
+	}
+	if p.upstream {
+		s, err := b.kubeletSubject()
+		if err != nil {
+			return fmt.Errorf("upstream kubelet: %w", err)
+		}
+		if res.upstream, err = b.runSubject(ctx, s); err != nil {
+			return fmt.Errorf("upstream kubelet: %w", err)
+		}
+	}
+	res.env = b.environment(ctx)
+	md := render(res)
+	fmt.Print("\n" + md)
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("==> wrote %s (took %v)\n", o.out, time.Since(res.date).Round(time.Second))
+	return nil
+}
+
+// progress prints one "==> subject: what" line.
+func progress(subject, format string, args ...any) {
+	fmt.Printf("==> %s: %s\n", subject, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// nodeletSubject runs _output/bin/nodelet as the bench node.
+func (b *bench) nodeletSubject() *subject {
+	root := filepath.Join(b.o.workDir, "nodelet")
+	return &subject{
+		name: "nodelet", short: "nodelet", bin: b.o.nodeletBin, root: root,
+		args: func(kubeconfig string) []string {
+			return []string{
+				"--kubeconfig=" + kubeconfig,
+				"--hostname-override=" + nodeName,
+				"--root-dir=" + root,
+				"--container-runtime-endpoint=" + b.o.endpoint,
+				"--client-ca-file=" + filepath.Join(b.o.pki, "ca.crt"),
+				"--port=" + strconv.Itoa(apiPort),
+				"--healthz-port=" + strconv.Itoa(healthzPort),
+				"--read-only-port=0",
+				"--max-pods=260",
+				"-v=1",
+			}
+		},
+	}
+}
+
+// nodeKubeconfig writes (once) and returns the kubeconfig of system:node:bench-node; both
+// kubelets use it.
+func nodeKubeconfig() (string, error) {
+	out, err := exec.Command("hack/control-plane.sh", "node-kubeconfig", nodeName).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return "", fmt.Errorf("hack/control-plane.sh node-kubeconfig %s (run from the repository root): %w", nodeName, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// subject is a kubelet under test and how to start it as the bench node.
+type subject struct {
+	name   string // in progress lines and the report
+	short  string // namespace, log and directory names
+	bin    string
+	root   string // its --root-dir
+	args   func(kubeconfig string) []string
+	before func(context.Context) error // a last check before it starts
+	guard  bool                        // the upstream kubelet: watch for foreign pods, restore sysctls
+}
+
+// subjectResult holds one kubelet's figures; zero values mean "not measured".
+type subjectResult struct {
+	single  time.Duration // median creation → Running of one pod on an idle node
+	bursts  map[int]latencies
+	restart restartResult
+	idle    footprint
+	loaded  footprint
+	density *densityResult
+}
+
+// runSubject starts the kubelet as a freshly registered bench node, takes every figure of the
+// plan, and leaves the node, its pods and its sandboxes removed.
+func (b *bench) runSubject(ctx context.Context, s *subject) (*subjectResult, error) {
+	if err := b.resetNode(ctx); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := nodeKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	_ = os.RemoveAll(s.root)
+	if err := os.MkdirAll(s.root, 0o755); err != nil {
+		return nil, err
+	}
+	ns, err := b.createNamespace(ctx, s.short)
+	if err != nil {
+		return nil, err
+	}
+	if s.before != nil {
+		if err := s.before(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.guard {
+		defer saveKernelTunables()()
+	}
+	logPath := filepath.Join(b.o.workDir, s.short+".log")
+	progress(s.name, "starting %s as node %s (log %s)", s.bin, nodeName, logPath)
+	p, err := startProcess(s.name, s.bin, s.args(kubeconfig), logPath)
+	if err != nil {
+		return nil, err
+	}
+	b.cur = p
+	defer b.finish(ctx, s, p, ns)
+	if s.guard {
+		gctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go b.guardRuntime(gctx, p)
+	}
+	return b.measure(ctx, s.name, ns, p)
+}
+
+// measure takes the figures in an order that keeps each one's starting state clean.
+func (b *bench) measure(ctx context.Context, subject, ns string, p *process) (*subjectResult, error) {
+	if err := b.waitNodeReady(ctx, subject, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	r := &subjectResult{bursts: map[int]latencies{}}
+	var err error
+	if err = sleep(ctx, b.p.settle); err != nil {
+		return nil, err
+	}
+	if r.idle, err = b.footprint(ctx, subject, p.pid(), 0); err != nil {
+		return nil, err
+	}
+	if r.single, err = b.singles(ctx, subject, ns); err != nil {
+		return nil, err
+	}
+	if r.restart, err = b.restarts(ctx, subject, ns); err != nil {
+		return nil, err
+	}
+	for _, n := range b.p.bursts {
+		if r.bursts[n], err = b.burst(ctx, subject, ns, n); err != nil {
+			return nil, err
+		}
+	}
+	if r.loaded, err = b.loadedFootprint(ctx, subject, ns, p.pid()); err != nil {
+		return nil, err
+	}
+	if b.p.densityPods > 0 {
+		if r.density, err = b.density(ctx, subject, ns); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// finish lets the kubelet remove what is left, stops it, then clears the node, the namespace
+// and the runtime. It runs even when the bench was interrupted.
+func (b *bench) finish(ctx context.Context, s *subject, p *process, ns string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	if p.exited() == nil {
+		progress(s.name, "cleaning up")
+		if err := b.deleteAll(cctx, s.name, ns); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: cleanup:", err)
+		}
+	}
+	p.stop()
+	b.cur = nil
+	zero := int64(0)
+	_ = b.kube.CoreV1().Pods(ns).DeleteCollection(cctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	_ = b.kube.CoreV1().Namespaces().Delete(cctx, ns, metav1.DeleteOptions{})
+	if err := b.removeOwnSandboxes(cctx); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cleanup:", err)
+	}
+	if err := b.kube.CoreV1().Nodes().Delete(cctx, nodeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		fmt.Fprintln(os.Stderr, "bench: cleanup:", err)
+	}
+}
+
+// deleteAll deletes every pod of ns gracefully and waits for the kubelet to finish them.
+func (b *bench) deleteAll(ctx context.Context, subject, ns string) error {
+	if err := b.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	return b.poll(ctx, 3*time.Minute, func() (bool, error) {
+		pods, err := b.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, err
+	})
+}
+
+// waitNodeReady waits for the freshly registered node to report Ready.
+func (b *bench) waitNodeReady(ctx context.Context, subject string, timeout time.Duration) error {
+	start := time.Now()
+	err := b.poll(ctx, timeout, func() (bool, error) {
+		node, err := b.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && nodeReady(node), err
+	})
+	if err != nil {
+		return fmt.Errorf("node %s not Ready: %w", nodeName, err)
+	}
+	progress(subject, "node %s Ready after %v", nodeName, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
