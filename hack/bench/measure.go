@@ -114,7 +114,6 @@ func (w *podWatch) get(name string) (time.Time, *v1.Pod) {
 
 // wait waits until n pods were seen, printing progress every 2s.
 func (b *bench) wait(ctx context.Context, subject, what string, w *podWatch, n int, timeout time.Duration) error {
-	const doneWord = "Running"
 	deadline := time.Now().Add(timeout)
 	lastPrint := time.Now()
 	for w.count() < n {
@@ -125,7 +124,7 @@ func (b *bench) wait(ctx context.Context, subject, what string, w *podWatch, n i
 			return fmt.Errorf("%s: %s: only %d of %d pods after %v: %w", subject, what, w.count(), n, timeout, errTimeout)
 		}
 		if n > 1 && time.Since(lastPrint) >= 2*time.Second {
-			progress(subject, "%s %d/%d %s", what, w.count(), n, doneWord)
+			progress(subject, "%s %d/%d Running", what, w.count(), n)
 			lastPrint = time.Now()
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {

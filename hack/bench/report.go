@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -47,13 +48,14 @@ func (b *bench) environment(ctx context.Context) environment {
 	return e
 }
 
-// binaryRevision is the VCS revision Go stamped into the binary ("+dirty" if modified).
+// binaryRevision is the VCS revision Go stamped into the binary ("+dirty" if modified), or,
+// when it was built with -buildvcs=false, the checkout's HEAD.
 func binaryRevision(path string) string {
 	info, err := buildinfo.ReadFile(path)
 	if err != nil {
 		return "unknown"
 	}
-	rev, dirty := "unknown", ""
+	rev, dirty := "", ""
 	for _, s := range info.Settings {
 		switch {
 		case s.Key == "vcs.revision" && len(s.Value) >= 12:
@@ -62,7 +64,35 @@ func binaryRevision(path string) string {
 			dirty = "+dirty"
 		}
 	}
+	if rev == "" {
+		return gitHead() + " (HEAD of the checkout; the binary carries no VCS stamp)"
+	}
 	return rev + dirty
+}
+
+// gitHead reads .git/HEAD and the ref it names, without running git.
+func gitHead() string {
+	head := readTrim(".git/HEAD")
+	ref, isRef := strings.CutPrefix(head, "ref: ")
+	if !isRef {
+		return short(head)
+	}
+	if id := readTrim(filepath.Join(".git", ref)); id != "" {
+		return short(id)
+	}
+	for _, line := range strings.Split(readTrim(".git/packed-refs"), "\n") {
+		if id, name, ok := strings.Cut(line, " "); ok && name == ref {
+			return short(id)
+		}
+	}
+	return "unknown"
+}
+
+func short(id string) string {
+	if len(id) < 12 {
+		return "unknown"
+	}
+	return id[:12]
 }
 
 func memTotal() string {

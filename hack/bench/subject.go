@@ -72,12 +72,12 @@ func (b *bench) runSubject(ctx context.Context, s *subject) (*subjectResult, err
 		defer cancel()
 		go b.guardRuntime(gctx, p)
 	}
-	return b.measure(ctx, s.name, ns, p)
+	return b.measure(ctx, s.name, ns, p, time.Now())
 }
 
 // measure takes the figures in an order that keeps each one's starting state clean.
-func (b *bench) measure(ctx context.Context, subject, ns string, p *process) (*subjectResult, error) {
-	if err := b.waitNodeReady(ctx, subject, 2*time.Minute); err != nil {
+func (b *bench) measure(ctx context.Context, subject, ns string, p *process, started time.Time) (*subjectResult, error) {
+	if err := b.waitNodeReady(ctx, subject, started, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	r := &subjectResult{bursts: map[int]latencies{}}
@@ -145,15 +145,17 @@ func (b *bench) deleteAll(ctx context.Context, subject, ns string) error {
 	})
 }
 
-// waitNodeReady waits for the freshly registered node to report Ready.
-func (b *bench) waitNodeReady(ctx context.Context, subject string, timeout time.Duration) error {
+// waitNodeReady waits for a Node registered after started (creation times have whole seconds)
+// to report Ready.
+func (b *bench) waitNodeReady(ctx context.Context, subject string, started time.Time, timeout time.Duration) error {
 	start := time.Now()
 	err := b.poll(ctx, timeout, func() (bool, error) {
 		node, err := b.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return err == nil && nodeReady(node), err
+		fresh := err == nil && !node.CreationTimestamp.Time.Before(started.Truncate(time.Second))
+		return fresh && nodeReady(node), err
 	})
 	if err != nil {
 		return fmt.Errorf("node %s not Ready: %w", nodeName, err)

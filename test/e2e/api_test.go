@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // These tests go through the API server to nodelet's 10250, as kubectl does.
@@ -192,4 +193,46 @@ func TestContainerLogIsRotated(t *testing.T) {
 		}
 		return rotated >= 1 && len(names) <= 3, strings.Join(names, ",")
 	})
+}
+
+func TestStatsSummaryCoversEveryRunningContainer(t *testing.T) {
+	c := joinCluster(t)
+	for _, name := range []string{"busy1", "busy2"} {
+		c.createPod(podSpec(name, "while true; do :; done"))
+	}
+	c.waitPodPhase("busy1", v1.PodRunning, 60*time.Second)
+	c.waitPodPhase("busy2", v1.PodRunning, 60*time.Second)
+	var summary statsapi.Summary
+	waitFor(t, 30*time.Second, "summary with cpu and memory for both containers", func() (bool, string) {
+		raw := kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/stats/summary")
+		if err := json.Unmarshal([]byte(raw), &summary); err != nil {
+			return false, err.Error()
+		}
+		found := 0
+		for _, p := range summary.Pods {
+			if p.PodRef.Namespace != c.ns {
+				continue
+			}
+			for _, ctr := range p.Containers {
+				if ctr.CPU != nil && ctr.CPU.UsageCoreNanoSeconds != nil && *ctr.CPU.UsageCoreNanoSeconds > 0 &&
+					ctr.Memory != nil && ctr.Memory.WorkingSetBytes != nil && *ctr.Memory.WorkingSetBytes > 0 {
+					found++
+				}
+			}
+		}
+		return found == 2, fmt.Sprintf("%d of 2 containers with figures", found)
+	})
+	if summary.Node.CPU == nil || summary.Node.Memory == nil || summary.Node.Fs == nil || summary.Node.Fs.CapacityBytes == nil {
+		t.Fatalf("node figures missing: %+v", summary.Node)
+	}
+	metricsText := kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/metrics")
+	for _, name := range []string{"kubelet_running_pods", "kubelet_pleg_relist_duration_seconds", "kubelet_pod_worker_duration_seconds", "kubelet_runtime_operations_duration_seconds", "kubelet_pod_start_sli_duration_seconds"} {
+		if !strings.Contains(metricsText, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	resource := kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/metrics/resource")
+	if !strings.Contains(resource, `container_cpu_usage_seconds_total{container="main",namespace="`+c.ns+`",pod="busy1"}`) {
+		t.Errorf("/metrics/resource lacks busy1's container:\n%s", resource)
+	}
 }
