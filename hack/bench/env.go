@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,8 @@ type bench struct {
 	conn *grpc.ClientConn
 	rt   cri.RuntimeServiceClient
 	cur  *process // kubelet under test, nil during the floor
+
+	loadStart string // load average when the run began
 }
 
 func newBench(ctx context.Context, o options, p plan) (*bench, error) {
@@ -108,7 +111,7 @@ func benchPod(name, run string, restart v1.RestartPolicy, args ...string) *v1.Po
 		Spec: v1.PodSpec{
 			NodeName: nodeName, RestartPolicy: restart, TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken: &automount,
-			Containers: []v1.Container{{Name: "c", Image: image, ImagePullPolicy: v1.PullIfNotPresent, Args: args}},
+			Containers:                   []v1.Container{{Name: "c", Image: image, ImagePullPolicy: v1.PullIfNotPresent, Args: args}},
 		},
 	}
 }
@@ -202,9 +205,15 @@ func (b *bench) listSandboxes(ctx context.Context) ([]*cri.PodSandbox, error) {
 	return resp.Items, nil
 }
 
+// benchClusterNS matches the namespaces of hack/bench-cluster, which runs its pods on the same
+// node name; its dead sandboxes, left behind when it was interrupted, are the bench node's.
+var benchClusterNS = regexp.MustCompile(`^bench-[0-9]+$`)
+
 // ownSandbox tells the bench's sandboxes (floor, nodelet, upstream kubelet) from anyone else's.
 func ownSandbox(sb *cri.PodSandbox) bool {
-	return sb.Labels[labelNode] == nodeName || strings.HasPrefix(sb.Metadata.GetNamespace(), nsPrefix)
+	ns := sb.Metadata.GetNamespace()
+	return sb.Labels[labelNode] == nodeName || strings.HasPrefix(ns, nsPrefix) ||
+		(benchClusterNS.MatchString(ns) && sb.State == cri.PodSandboxState_SANDBOX_NOTREADY)
 }
 
 // removeOwnSandboxes stops and removes every sandbox the bench made (and nothing else).

@@ -85,6 +85,7 @@ func kubeletConfig(o options) []byte {
 // With -wait-free it waits for them to go first.
 func (b *bench) ensureRuntimeFree(ctx context.Context) error {
 	deadline := time.Now().Add(b.o.waitFree)
+	said := ""
 	for {
 		foreign, err := b.foreignSandboxes(ctx)
 		if err != nil {
@@ -104,7 +105,11 @@ func (b *bench) ensureRuntimeFree(ctx context.Context) error {
 				"remove them, wait (-wait-free 10m), or pass -force to let it destroy them",
 				len(foreign), summarize(foreign))
 		}
-		progress("upstream kubelet", "waiting for %d foreign sandboxes to leave the runtime: %s", len(foreign), summarize(foreign))
+		if msg := summarize(foreign); msg != said { // say it again only when it changes
+			progress("upstream kubelet", "waiting up to %v for %d foreign sandboxes to leave the runtime: %s",
+				time.Until(deadline).Round(time.Second), len(foreign), msg)
+			said = msg
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -150,7 +155,7 @@ func (b *bench) guardRuntime(ctx context.Context, p *process) {
 			return
 		case <-p.done:
 			return
-		case <-time.After(time.Second):
+		case <-time.After(500 * time.Millisecond):
 		}
 		foreign, err := b.foreignSandboxes(ctx)
 		if err == nil && len(foreign) > 0 {

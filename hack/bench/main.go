@@ -112,6 +112,7 @@ func run(ctx context.Context, o options) error {
 	if err := b.resetNode(ctx); err != nil {
 		return err
 	}
+	b.loadStart = loadAvg()
 	res := &results{plan: p, smoke: o.smoke, date: time.Now()}
 	if res.floor, err = b.runFloor(ctx); err != nil {
 		return fmt.Errorf("floor: %w", err)

@@ -29,12 +29,13 @@ type results struct {
 type environment struct {
 	cpus                                       int
 	memory, kernel                             string
+	loadStart, loadEnd                         string // /proc/loadavg: 1, 5, 15 min
 	containerd, nodelet, kubelet, controlPlane string
 }
 
 func (b *bench) environment(ctx context.Context) environment {
 	e := environment{cpus: runtime.NumCPU(), memory: memTotal(), kernel: readTrim("/proc/sys/kernel/osrelease"),
-		nodelet: binaryRevision(b.o.nodeletBin), kubelet: "not run"}
+		nodelet: binaryRevision(b.o.nodeletBin), kubelet: "not run", loadStart: b.loadStart, loadEnd: loadAvg()}
 	if v, err := b.rt.Version(ctx, &cri.VersionRequest{}); err == nil {
 		e.containerd = v.RuntimeName + " " + v.RuntimeVersion
 	}
@@ -95,6 +96,15 @@ func short(id string) string {
 	return id[:12]
 }
 
+// loadAvg is the 1, 5 and 15 minute load average: other work on the machine skews the figures.
+func loadAvg() string {
+	f := strings.Fields(readTrim("/proc/loadavg"))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 func memTotal() string {
 	for _, line := range strings.Split(readTrim("/proc/meminfo"), "\n") {
 		var kb float64
@@ -123,6 +133,7 @@ func render(r *results) string {
 	w("(`go run ./hack/bench`) on the same machine, containerd and API server. Generated %s.\n", r.date.Format("2006-01-02 15:04 MST"))
 	w("| | |\n|---|---|")
 	w("| machine | %d CPUs, %s memory, Linux %s |", r.env.cpus, r.env.memory, r.env.kernel)
+	w("| load average (1/5/15 min) | %s at the start, %s at the end |", r.env.loadStart, r.env.loadEnd)
 	w("| runtime | %s + runc (project containerd) |", r.env.containerd)
 	w("| nodelet | commit %s |", r.env.nodelet)
 	w("| upstream kubelet | %s |", r.env.kubelet)

@@ -40,6 +40,8 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		Authentication: kc.Authentication, Authorization: kc.Authorization,
 		EnableDebuggingHandlers: boolOr(kc.EnableDebuggingHandlers, true),
 		EnableSystemLogHandler:  boolOr(kc.EnableSystemLogHandler, true),
+		EnableProfilingHandler:  boolOr(kc.EnableProfilingHandler, true),
+		EnableDebugFlagsHandler: boolOr(kc.EnableDebugFlagsHandler, true),
 		Client:                  client, Config: kc, HealthChecks: checks,
 		Pods: n.podsWithStatus, RunningPods: n.runningPods,
 	}

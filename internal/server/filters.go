@@ -30,7 +30,7 @@ func withAccessLog(server string, next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), recordKey{}, rec))
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler { //nolint:errorlint // net/http's sentinel is compared, not wrapped
+				if p == http.ErrAbortHandler { // net/http aborts a response this way: let it through
 					panic(p)
 				}
 				klog.ErrorS(fmt.Errorf("%v", p), "Panic serving HTTP request", "server", server,

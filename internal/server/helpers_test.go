@@ -163,14 +163,18 @@ func start(t *testing.T, opts Options, h Handlers) (*Server, *running) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	secureLn, err := net.Listen("tcp", "127.0.0.1:0")
+	host := opts.Address
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	secureLn, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var roLn net.Listener
 	r := &running{secureURL: "https://" + secureLn.Addr().String(), done: make(chan error, 1)}
 	if s.readOnly != nil {
-		if roLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		if roLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 			t.Fatal(err)
 		}
 		r.readOnlyURL = "http://" + roLn.Addr().String()

@@ -168,10 +168,11 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) serve(ctx context.Context, secureLn, readOnlyLn net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	servers := []*http.Server{newHTTPServer(s.secure)}
-	servers[0].TLSConfig = s.tls.Clone()
+	secure := newHTTPServer(s.secure)
+	secure.TLSConfig = s.tls.Clone()
+	servers := []*http.Server{secure}
 	errs := make(chan error, 2)
-	go func() { errs <- servers[0].ServeTLS(secureLn, "", "") }()
+	go func() { errs <- secure.ServeTLS(secureLn, "", "") }()
 	klog.InfoS("Serving the kubelet API", "address", secureLn.Addr().String())
 	if readOnlyLn != nil {
 		ro := newHTTPServer(s.readOnly)

@@ -230,10 +230,10 @@ func TestHandlersGetPathValues(t *testing.T) {
 		mu.Unlock()
 		got := do(t, c, r.method, srv.secureURL+r.path, "")
 		mu.Lock()
-		defer mu.Unlock()
 		if got.code != http.StatusOK || len(seen) != 1 || seen[0] != r.want {
 			t.Errorf("%s %s: %d, handler saw %q, want %q", r.method, r.path, got.code, seen, r.want)
 		}
+		mu.Unlock()
 	}
 	for _, r := range []struct{ method, path string }{{"GET", "/run/ns/p/c"}, {"POST", "/containerLogs/ns/p/c"}, {"DELETE", "/exec/ns/p/c"}} {
 		if got := do(t, c, r.method, srv.secureURL+r.path, ""); got.code != http.StatusMethodNotAllowed {
