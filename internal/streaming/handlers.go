@@ -69,17 +69,7 @@ func (s *server) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(http.StatusBadRequest, "missing %q parameter: nothing to execute", v1.ExecCommandParam))
 		return
 	}
-	if err := requireUpgrade(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	pod, err := s.lookupPod(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	name := r.PathValue("container")
-	id, err := s.runningContainer(r.Context(), pod, name)
+	pod, name, id, err := s.upgradeTarget(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -101,17 +91,7 @@ func (s *server) serveAttach(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if err := requireUpgrade(r); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	pod, err := s.lookupPod(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	name := r.PathValue("container")
-	id, err := s.runningContainer(r.Context(), pod, name)
+	pod, name, id, err := s.upgradeTarget(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -222,4 +202,19 @@ func (s *server) serveRun(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(stdout, stderr...))
+}
+
+// upgradeTarget checks that r asks for a stream and finds the running container it names.
+func (s *server) upgradeTarget(r *http.Request) (pod *v1.Pod, name, id string, err error) {
+	if err := requireUpgrade(r); err != nil {
+		return nil, "", "", err
+	}
+	if pod, err = s.lookupPod(r); err != nil {
+		return nil, "", "", err
+	}
+	name = r.PathValue("container")
+	if id, err = s.runningContainer(r.Context(), pod, name); err != nil {
+		return nil, "", "", err
+	}
+	return pod, name, id, nil
 }
