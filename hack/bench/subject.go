@@ -47,14 +47,14 @@ func (b *bench) runSubject(ctx context.Context, s *subject) (*subjectResult, err
 	if err := os.MkdirAll(s.root, 0o755); err != nil {
 		return nil, err
 	}
-	ns, err := b.createNamespace(ctx, s.short)
-	if err != nil {
-		return nil, err
-	}
 	if s.before != nil {
 		if err := s.before(ctx); err != nil {
 			return nil, err
 		}
+	}
+	ns, err := b.createNamespace(ctx, s.short)
+	if err != nil {
+		return nil, err
 	}
 	if s.guard {
 		defer saveKernelTunables()()

@@ -184,6 +184,7 @@ func (n *agent) run(ctx context.Context) error {
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
 		SourcesReady: func() bool { return n.merger.SeenAllSources(n.sources...) },
 		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
+		ProbeUpdates: n.prober.Updates(),
 	}
 	if n.cluster != nil {
 		n.cluster.wireLoop(ctx, &loopCfg, admit)
