@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone test unit e2e clean-containerd
+.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke test unit e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -51,8 +51,22 @@ control-plane-status:
 bench-standalone: images build
 	$(GO) run ./hack/bench-standalone
 
-# Everything CI runs: unit tests, then end-to-end tests against the real containerd.
-test: unit e2e
+# Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
+# plane (~30 min); prints the table and writes BENCHMARKS.md. Stops the demo/cluster nodelets.
+bench: images build control-plane
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	$(GO) run ./hack/bench
+
+# The bench driver on 10 pods, nodelet and floor only (~2 min): keeps it working; asserts no timings.
+bench-smoke: images build control-plane
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	$(GO) run ./hack/bench -smoke
+
+# Everything CI runs: unit tests, end-to-end tests against the real containerd and control
+# plane, then the benchmark driver's smoke run.
+test: unit e2e bench-smoke
 
 # Unit tests: every package except the end-to-end suite.
 unit:

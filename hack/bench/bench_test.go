@@ -30,12 +30,12 @@ kubelet_pleg_relist_interval_seconds_bucket{le="1"} 7
 		t.Fatalf("parsed %v", h)
 	}
 	// rank 99 lies in (0.01, 0.1] holding 50 observations: 0.01 + 0.09*49/50.
-	if got, want := quantile(0.99, h), 0.01+0.09*49/50; math.Abs(got-want) > 1e-9 {
+	if got, want := first(quantile(0.99, h)), 0.01+0.09*49/50; math.Abs(got-want) > 1e-9 {
 		t.Fatalf("p99 = %v, want %v", got, want)
 	}
 	before := histogram{0.005: 0, 0.01: 50, 0.1: 50, math.Inf(1): 50}
 	// After subtracting, all 50 new observations are in (0.01, 0.1].
-	if got := quantile(0.5, h.minus(before)); math.Abs(got-(0.01+0.09*0.5)) > 1e-9 {
+	if got := first(quantile(0.5, h.minus(before))); math.Abs(got-(0.01+0.09*0.5)) > 1e-9 {
 		t.Fatalf("p50 of the difference = %v", got)
 	}
 	if _, err := parseHistogram(strings.NewReader("other_metric 1\n"), plegMetric); err == nil {
@@ -45,10 +45,15 @@ kubelet_pleg_relist_interval_seconds_bucket{le="1"} 7
 
 func TestQuantileBeyondLastBound(t *testing.T) {
 	h := histogram{1: 0, 10: 0, math.Inf(1): 5}
-	if got := quantile(0.99, h); got != 10 {
-		t.Fatalf("quantile in the +Inf bucket = %v, want the last finite bound 10", got)
+	if got, over := quantile(0.99, h); got != 10 || !over {
+		t.Fatalf("quantile in the +Inf bucket = %v, %v; want the last finite bound 10, over", got, over)
+	}
+	if got := plegText(&densityResult{plegP99: 10, plegOver: true}); got != "> 10 s" {
+		t.Fatalf("shown as %q", got)
 	}
 }
+
+func first(v float64, _ bool) float64 { return v }
 
 func TestPercentiles(t *testing.T) {
 	var ds []time.Duration

@@ -32,6 +32,7 @@ type densityResult struct {
 	ready    bool          // node Ready throughout and at the end
 	notReady string        // the first non-Ready condition seen, if any
 	plegP99  float64       // seconds, over the run; <0 when the kubelet has no such metric
+	plegOver bool          // p99 lies beyond the last finite bucket: plegP99 is that bound
 }
 
 // density starts plan.densityPods pods at once and waits for all of them, watching the node's
@@ -48,7 +49,7 @@ func (b *bench) density(ctx context.Context, subject, ns string) (*densityResult
 	after, errAfter := b.scrapeHistogram(ctx, plegMetric)
 	res := &densityResult{pods: n, running: len(l.sorted), all: l.all, plegP99: -1}
 	if errBefore == nil && errAfter == nil {
-		res.plegP99 = quantile(0.99, after.minus(before))
+		res.plegP99, res.plegOver = quantile(0.99, after.minus(before))
 	} else {
 		progress(subject, "no %s from the kubelet (%v)", plegMetric, errors.Join(errBefore, errAfter))
 	}
@@ -59,7 +60,7 @@ func (b *bench) density(ctx context.Context, subject, ns string) (*densityResult
 	}
 	res.ready = res.notReady == ""
 	progress(subject, "density: %d/%d Running after %v, node Ready throughout: %v, PLEG relist p99 %s",
-		res.running, n, ms(res.all), res.ready, seconds(res.plegP99))
+		res.running, n, ms(res.all), res.ready, plegText(res))
 	return res, b.deleteRun(ctx, subject, ns, "density", n)
 }
 
@@ -119,27 +120,28 @@ func (h histogram) minus(o histogram) histogram {
 }
 
 // quantile interpolates linearly inside the bucket holding rank q, as histogram_quantile does.
-func quantile(q float64, h histogram) float64 {
+// Past the last finite bound it returns that bound and over = true.
+func quantile(q float64, h histogram) (v float64, over bool) {
 	bounds := make([]float64, 0, len(h))
 	for le := range h {
 		bounds = append(bounds, le)
 	}
 	sort.Float64s(bounds)
 	if len(bounds) == 0 || h[bounds[len(bounds)-1]] == 0 {
-		return math.NaN()
+		return math.NaN(), false
 	}
 	rank := q * h[bounds[len(bounds)-1]]
 	lower, below := 0.0, 0.0
 	for _, le := range bounds {
 		if h[le] >= rank {
 			if math.IsInf(le, 1) {
-				return lower // past the last finite bound: report that bound
+				return lower, true
 			}
-			return lower + (le-lower)*(rank-below)/(h[le]-below)
+			return lower + (le-lower)*(rank-below)/(h[le]-below), false
 		}
 		lower, below = le, h[le]
 	}
-	return lower
+	return lower, true
 }
 
 // scrapeHistogram reads one histogram from the kubelet's /metrics, authenticating as the API
@@ -191,6 +193,14 @@ func parseHistogram(r io.Reader, name string) (histogram, error) {
 		return nil, fmt.Errorf("no %s in /metrics", name)
 	}
 	return h, sc.Err()
+}
+
+// plegText is the PLEG p99 for the table: "n/a" without the metric, "> 10 s" past the buckets.
+func plegText(d *densityResult) string {
+	if d.plegOver {
+		return fmt.Sprintf("> %g s", d.plegP99)
+	}
+	return seconds(d.plegP99)
 }
 
 func seconds(s float64) string {

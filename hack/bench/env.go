@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -236,11 +238,12 @@ func (b *bench) removeSandboxes(ctx context.Context, ids []string) error {
 	forEach(len(ids), 4, func(i int) {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if _, err := b.rt.StopPodSandbox(cctx, &cri.StopPodSandboxRequest{PodSandboxId: ids[i]}); err != nil {
+		// NotFound: a kubelet removed it meanwhile, which is what we wanted.
+		if _, err := b.rt.StopPodSandbox(cctx, &cri.StopPodSandboxRequest{PodSandboxId: ids[i]}); err != nil && status.Code(err) != codes.NotFound {
 			errs[i] = fmt.Errorf("stop sandbox %s: %w", ids[i], err)
 			return
 		}
-		if _, err := b.rt.RemovePodSandbox(cctx, &cri.RemovePodSandboxRequest{PodSandboxId: ids[i]}); err != nil {
+		if _, err := b.rt.RemovePodSandbox(cctx, &cri.RemovePodSandboxRequest{PodSandboxId: ids[i]}); err != nil && status.Code(err) != codes.NotFound {
 			errs[i] = fmt.Errorf("remove sandbox %s: %w", ids[i], err)
 		}
 	})

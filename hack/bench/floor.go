@@ -15,7 +15,20 @@ import (
 // floorResult is what the runtime itself allows: the bench's pods started straight through CRI.
 type floorResult struct {
 	single time.Duration // median RunPodSandbox → StartContainer returned, one pod at a time
+	steps  podSteps      // medians of the single pod's three calls
 	bursts map[int]latencies
+}
+
+// podSteps is how long each CRI call of one pod took.
+type podSteps struct{ sandbox, create, start time.Duration }
+
+// median takes each step's median separately.
+func medianSteps(all []podSteps) podSteps {
+	var sb, cr, st []time.Duration
+	for _, s := range all {
+		sb, cr, st = append(sb, s.sandbox), append(cr, s.create), append(st, s.start)
+	}
+	return podSteps{newLatencies(sb, 0).pct(50), newLatencies(cr, 0).pct(50), newLatencies(st, 0).pct(50)}
 }
 
 // runFloor starts the plan's pods through CRI with bounded parallelism and no kubelet.
@@ -24,17 +37,19 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 	defer os.RemoveAll(logs)
 	res := &floorResult{bursts: map[int]latencies{}}
 	var ds []time.Duration
+	var steps []podSteps
 	for i := 0; i < b.p.singles; i++ {
-		l, err := b.floorRun(ctx, fmt.Sprintf("single%d", i), 1)
+		l, s, err := b.floorRun(ctx, fmt.Sprintf("single%d", i), 1)
 		if err != nil {
 			return nil, err
 		}
-		ds = append(ds, l.all)
+		ds, steps = append(ds, l.all), append(steps, s...)
 	}
-	res.single = newLatencies(ds, 0).pct(50)
-	progress("floor", "one pod: median %v of %d (RunPodSandbox → StartContainer, %d at once)", ms(res.single), len(ds), b.p.floorParallel)
+	res.single, res.steps = newLatencies(ds, 0).pct(50), medianSteps(steps)
+	progress("floor", "one pod: median %v of %d (RunPodSandbox %v, CreateContainer %v, StartContainer %v)",
+		ms(res.single), len(ds), ms(res.steps.sandbox), ms(res.steps.create), ms(res.steps.start))
 	for _, n := range b.p.bursts {
-		l, err := b.floorRun(ctx, fmt.Sprintf("burst%d", n), n)
+		l, _, err := b.floorRun(ctx, fmt.Sprintf("burst%d", n), n)
 		if err != nil {
 			return nil, err
 		}
@@ -46,14 +61,15 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 
 // floorRun starts n pods, plan.floorParallel at a time, timing each from the run's start to its
 // container started, then removes them.
-func (b *bench) floorRun(ctx context.Context, run string, n int) (latencies, error) {
+func (b *bench) floorRun(ctx context.Context, run string, n int) (latencies, []podSteps, error) {
 	var mu sync.Mutex
 	var sandboxes []string
 	ds := make([]time.Duration, n)
+	steps := make([]podSteps, n)
 	errs := make([]error, n)
 	start := time.Now()
 	forEach(n, b.p.floorParallel, func(i int) {
-		id, err := b.floorPod(ctx, fmt.Sprintf("%s-%03d", run, i))
+		id, err := b.floorPod(ctx, fmt.Sprintf("%s-%03d", run, i), &steps[i])
 		ds[i] = time.Since(start)
 		errs[i] = err
 		if id != "" {
@@ -65,14 +81,14 @@ func (b *bench) floorRun(ctx context.Context, run string, n int) (latencies, err
 	all := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
 		_ = b.removeSandboxes(ctx, sandboxes)
-		return latencies{}, fmt.Errorf("floor %s: %w", run, err)
+		return latencies{}, nil, fmt.Errorf("floor %s: %w", run, err)
 	}
-	return newLatencies(ds, all), b.removeSandboxes(ctx, sandboxes)
+	return newLatencies(ds, all), steps, b.removeSandboxes(ctx, sandboxes)
 }
 
 // floorPod runs a sandbox and one sleeping test-helper container in it, configured as a
-// kubelet would (metadata, labels, hostname, log directory and path).
-func (b *bench) floorPod(ctx context.Context, name string) (string, error) {
+// kubelet would (metadata, labels, hostname, log directory and path), timing each call.
+func (b *bench) floorPod(ctx context.Context, name string, steps *podSteps) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	ns := nsPrefix + "floor"
@@ -89,10 +105,13 @@ func (b *bench) floorPod(ctx context.Context, name string) (string, error) {
 		Linux: &cri.LinuxPodSandboxConfig{SecurityContext: &cri.LinuxSandboxSecurityContext{
 			NamespaceOptions: &cri.NamespaceOption{Network: cri.NamespaceMode_POD, Pid: cri.NamespaceMode_CONTAINER, Ipc: cri.NamespaceMode_POD}}},
 	}
+	t := time.Now()
 	sb, err := b.rt.RunPodSandbox(cctx, &cri.RunPodSandboxRequest{Config: sbCfg})
+	steps.sandbox = time.Since(t)
 	if err != nil {
 		return "", fmt.Errorf("run sandbox %s: %w", name, err)
 	}
+	t = time.Now()
 	ctr, err := b.rt.CreateContainer(cctx, &cri.CreateContainerRequest{
 		PodSandboxId: sb.PodSandboxId,
 		Config: &cri.ContainerConfig{
@@ -104,10 +123,14 @@ func (b *bench) floorPod(ctx context.Context, name string) (string, error) {
 		},
 		SandboxConfig: sbCfg,
 	})
+	steps.create = time.Since(t)
 	if err != nil {
 		return sb.PodSandboxId, fmt.Errorf("create container in %s: %w", name, err)
 	}
-	if _, err := b.rt.StartContainer(cctx, &cri.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+	t = time.Now()
+	_, err = b.rt.StartContainer(cctx, &cri.StartContainerRequest{ContainerId: ctr.ContainerId})
+	steps.start = time.Since(t)
+	if err != nil {
 		return sb.PodSandboxId, fmt.Errorf("start container in %s: %w", name, err)
 	}
 	return sb.PodSandboxId, nil

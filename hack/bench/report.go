@@ -160,6 +160,7 @@ func renderFigures(w writer, r *results) {
 	}
 	secs := func(d ...time.Duration) []float64 { return durs(d) }
 	row(fmt.Sprintf("one pod on an idle node (median of %d)", p.singles), secs(f.single), secs(n.single), pick(u, func(s *subjectResult) []float64 { return secs(s.single) }), fmtSec)
+	row("floor's one pod: RunPodSandbox / CreateContainer / StartContainer", secs(f.steps.sandbox, f.steps.create, f.steps.start), nil, nil, fmtSec)
 	for _, size := range p.bursts {
 		get := func(l latencies) []float64 { return secs(l.pct(50), l.pct(90), l.pct(99), l.all) }
 		row(fmt.Sprintf("%d-pod burst: p50 / p90 / p99 / all", size), get(f.bursts[size]), get(n.bursts[size]),
@@ -197,7 +198,7 @@ func renderDensity(w writer, pods int, n, u *densityResult) {
 	w("| density: %d pods, creation → all Running | – | %s | %s | %s | – |", pods, densityAll(n), densityAll(u), ratios(all(n), all(u)))
 	w("| density: node Ready throughout | – | %s | %s | – | – |", densityReady(n), densityReady(u))
 	p99 := func(d *densityResult) []float64 {
-		if d == nil || d.plegP99 < 0 {
+		if d == nil || d.plegP99 < 0 || d.plegOver {
 			return nil
 		}
 		return []float64{d.plegP99}
@@ -230,7 +231,7 @@ func densityPLEG(d *densityResult) string {
 	if d == nil {
 		return "–"
 	}
-	return seconds(d.plegP99)
+	return plegText(d)
 }
 
 // pick applies get to s, or returns nil when the subject was not run.
