@@ -16,9 +16,10 @@ const clockTicks = 100
 
 // footprint is a kubelet's resource use averaged over a window.
 type footprint struct {
-	pods   int
-	rssMiB float64 // mean of one VmRSS sample per second
-	cpuPct float64 // utime+stime over the window, % of one core
+	pods    int
+	rssMiB  float64 // mean of one VmRSS sample per second
+	anonMiB float64 // the anonymous part of it (RssAnon); the rest is mostly the binary's pages
+	cpuPct  float64 // utime+stime over the window, % of one core
 }
 
 // footprint samples the process for plan.footprintWindow.
@@ -30,7 +31,7 @@ func (b *bench) footprint(ctx context.Context, subject string, pid, pods int) (f
 	if err != nil {
 		return footprint{}, err
 	}
-	var rssSum float64
+	var rssSum, anonSum float64
 	samples := 0
 	for time.Since(t0) < window {
 		if err := sleep(ctx, time.Second); err != nil {
@@ -39,16 +40,18 @@ func (b *bench) footprint(ctx context.Context, subject string, pid, pods int) (f
 		if err := b.alive(); err != nil {
 			return footprint{}, err
 		}
-		rssSum += procstat.RSSMiB(pid)
+		mem := procstat.ReadMemory(pid)
+		rssSum += mem.RSS
+		anonSum += mem.Anon
 		samples++
 	}
 	cpu1, err := cpuTicks(pid)
 	if err != nil {
 		return footprint{}, err
 	}
-	f := footprint{pods: pods, rssMiB: rssSum / float64(samples),
+	f := footprint{pods: pods, rssMiB: rssSum / float64(samples), anonMiB: anonSum / float64(samples),
 		cpuPct: float64(cpu1-cpu0) / clockTicks / time.Since(t0).Seconds() * 100}
-	progress(subject, "footprint at %d pods: RSS %.1f MiB, CPU %.2f%% of a core", pods, f.rssMiB, f.cpuPct)
+	progress(subject, "footprint at %d pods: RSS %.1f MiB (anonymous %.1f), CPU %.2f%% of a core", pods, f.rssMiB, f.anonMiB, f.cpuPct)
 	return f, nil
 }
 

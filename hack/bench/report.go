@@ -179,8 +179,10 @@ func renderFigures(w writer, r *results) {
 	}{{"0 pods", func(s *subjectResult) footprint { return s.idle }},
 		{fmt.Sprintf("%d running pods", p.footprintPods), func(s *subjectResult) footprint { return s.loaded }}} {
 		rss := func(s *subjectResult) []float64 { return []float64{fp.get(s).rssMiB} }
+		anon := func(s *subjectResult) []float64 { return []float64{fp.get(s).anonMiB} }
 		cpu := func(s *subjectResult) []float64 { return []float64{fp.get(s).cpuPct} }
 		row(fmt.Sprintf("RSS at %s (mean over %v)", fp.name, win), nil, rss(n), pick(u, rss), fmtMiB)
+		row(fmt.Sprintf("  of which anonymous (RssAnon) at %s", fp.name), nil, anon(n), pick(u, anon), fmtMiB)
 		row(fmt.Sprintf("CPU at %s (%% of one core over %v)", fp.name, win), nil, cpu(n), pick(u, cpu), fmtPct)
 	}
 	if p.densityPods > 0 {

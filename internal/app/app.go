@@ -205,6 +205,9 @@ func (n *agent) run(ctx context.Context) error {
 	}
 	n.startServer(ctx, checks, n.observability())
 	go relister.Run(ctx)
+	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
+		go watchExits(ctx, w, relister.Trigger)
+	}
 	loop.Run(ctx)
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")
 	return nil

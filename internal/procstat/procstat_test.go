@@ -13,3 +13,13 @@ func TestRSSOfSelf(t *testing.T) {
 		t.Fatalf("RSS of a missing process = %.1f, want 0", got)
 	}
 }
+
+func TestMemorySplitsIntoAnonAndFile(t *testing.T) {
+	m := ReadMemory(os.Getpid())
+	if m.Anon <= 0 || m.File <= 0 {
+		t.Fatalf("anon %.1f / file %.1f MiB: both parts of a Go test binary are resident", m.Anon, m.File)
+	}
+	if m.Anon+m.File > m.RSS+0.01 {
+		t.Fatalf("anon %.1f + file %.1f exceed RSS %.1f", m.Anon, m.File, m.RSS)
+	}
+}
