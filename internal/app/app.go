@@ -13,8 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
@@ -23,6 +21,7 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
@@ -237,9 +236,9 @@ func (n *agent) newRecorder() record.EventRecorder {
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(2)
 	if n.cluster != nil {
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.cluster.clients.Events.CoreV1().Events("")})
+		b.StartRecordingToSink(kubeclient.NewEventSink(n.cluster.clients.Events))
 	}
-	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
+	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
 }
 
 // health is what the node's Ready condition reports: the runtime, the PLEG and the sync loop.

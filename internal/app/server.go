@@ -8,10 +8,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/logs"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -28,7 +28,7 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 	if !boolOr(kc.EnableServer, true) {
 		return
 	}
-	var client kubernetes.Interface
+	var client kubeclient.Interface
 	if n.cluster != nil {
 		client = n.cluster.clients.API
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
@@ -18,11 +17,11 @@ import (
 // Clients are the API clients of one nodelet.
 type Clients struct {
 	// API serves pods, nodes, status patches and mirror pods.
-	API kubernetes.Interface
+	API Interface
 	// Events writes events, limited by eventRecordQPS / eventBurst.
-	Events kubernetes.Interface
+	Events Interface
 	// Heartbeat renews the Lease and posts node status; it fails fast rather than queue.
-	Heartbeat kubernetes.Interface
+	Heartbeat Interface
 	// Config is the base REST config (for callers that need another client).
 	Config *rest.Config
 }
@@ -50,9 +49,9 @@ func New(kubeconfig string, kc *kubeletconfig.KubeletConfiguration) (*Clients, e
 	c := &Clients{Config: cfg}
 	for _, b := range []struct {
 		cfg *rest.Config
-		out *kubernetes.Interface
+		out *Interface
 	}{{api, &c.API}, {events, &c.Events}, {beat, &c.Heartbeat}} {
-		cs, err := kubernetes.NewForConfig(b.cfg)
+		cs, err := newForConfig(b.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("building API client: %w", err)
 		}

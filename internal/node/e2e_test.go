@@ -16,6 +16,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
 // TestE2ERealAPIServer runs the Node and Lease controllers against a real API server.
@@ -72,7 +74,7 @@ func TestE2ERealAPIServer(t *testing.T) {
 		RootDir:      os.TempDir(),
 	}
 	deps := Deps{
-		Client: client, Heartbeat: client,
+		Client: kubeclienttest.FromClientset(client), Heartbeat: kubeclienttest.FromClientset(client),
 		Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "nodelet", Host: name}),
 		Runtime:  &fakeRuntime{name: "containerd", version: "e2e"},
 		Images:   &fakeImages{images: []v1.ContainerImage{{Names: []string{"nodelet.local/e2e:v1"}, SizeBytes: 1 << 20}}},

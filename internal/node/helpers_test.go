@@ -16,6 +16,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
 const testNode = "worker-1"
@@ -115,7 +117,7 @@ func newEnv(t *testing.T, opts Options, objects ...runtime.Object) *env {
 		runtime: &fakeRuntime{name: "containerd", version: "1.6.20~ds1"},
 	}
 	ctrl, err := New(opts, Deps{
-		Client: e.client, Recorder: e.recorder, Runtime: e.runtime, Images: e.images,
+		Client: kubeclienttest.FromClientset(e.client), Recorder: e.recorder, Runtime: e.runtime, Images: e.images,
 		Health: e.health.check, Machine: testMachine(),
 		Paths: MachinePaths{Proc: "/nonexistent", Statfs: fakeStatfs}, Clock: e.clock,
 	})

@@ -9,9 +9,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
 // Lease renewal retries back off from 200ms to 7s, but never past the next renewal.
@@ -23,7 +24,7 @@ const (
 // LeaseController keeps kube-node-lease/<node> renewed: the node's cheap heartbeat. The node
 // lifecycle controller marks the node unreachable when the Lease expires.
 type LeaseController struct {
-	client    kubernetes.Interface
+	client    kubeclient.Interface
 	nodeName  string
 	duration  int32
 	interval  time.Duration

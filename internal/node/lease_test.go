@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
 type leaseEnv struct {
@@ -25,7 +27,7 @@ type leaseEnv struct {
 func newLeaseEnv(t *testing.T, objects ...runtime.Object) *leaseEnv {
 	t.Helper()
 	e := &leaseEnv{client: fake.NewClientset(objects...), clock: clocktesting.NewFakeClock(testStart)}
-	lc, err := NewLeaseController(Options{NodeName: testNode}, Deps{Heartbeat: e.client, Clock: e.clock})
+	lc, err := NewLeaseController(Options{NodeName: testNode}, Deps{Heartbeat: kubeclienttest.FromClientset(e.client), Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
 // Defaults, as the kubelet's.
@@ -73,8 +74,8 @@ type ImageLister interface {
 // Deps are the Node controllers' collaborators. Only Client and Heartbeat are required.
 type Deps struct {
 	// Client creates and labels the Node; Heartbeat posts status and renews the Lease.
-	Client    kubernetes.Interface
-	Heartbeat kubernetes.Interface
+	Client    kubeclient.Interface
+	Heartbeat kubeclient.Interface
 	Recorder  record.EventRecorder
 	Runtime   RuntimeVersioner
 	Images    ImageLister

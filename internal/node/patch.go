@@ -10,12 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
 // patchStatus sends the difference between old and desired status as a strategic merge patch
 // of the status subresource, so conditions other components set in the meantime survive.
-func patchStatus(ctx context.Context, client kubernetes.Interface, old, desired *v1.Node) (*v1.Node, error) {
+func patchStatus(ctx context.Context, client kubeclient.Interface, old, desired *v1.Node) (*v1.Node, error) {
 	patch, err := statusPatch(old.Status, desired.Status)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/version"
 )
 
@@ -230,7 +231,7 @@ func TestRegisterDisabledWaitsForTheNode(t *testing.T) {
 func TestNewRejectsBadReservations(t *testing.T) {
 	opts := testOptions()
 	opts.EvictionHard = map[string]string{"memory.available": "lots"}
-	if _, err := New(opts, Deps{Client: fakeClient(), Machine: testMachine()}); err == nil {
+	if _, err := New(opts, Deps{Client: kubeclienttest.FromClientset(fakeClient()), Machine: testMachine()}); err == nil {
 		t.Error("New accepted an unparsable eviction threshold")
 	}
 }

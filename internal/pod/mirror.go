@@ -9,21 +9,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
 // MirrorClient creates and deletes mirror pods: the API server's read-only copies of static pods,
 // which let the cluster see (and account for) what nodelet runs from files and URLs.
 type MirrorClient struct {
-	client   kubernetes.Interface
+	client   kubeclient.Interface
 	nodeName string
 }
 
 // NewMirrorClient returns a client that makes mirror pods owned by node nodeName.
-func NewMirrorClient(client kubernetes.Interface, nodeName string) *MirrorClient {
+func NewMirrorClient(client kubeclient.Interface, nodeName string) *MirrorClient {
 	return &MirrorClient{client: client, nodeName: nodeName}
 }
 

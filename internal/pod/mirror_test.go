@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
@@ -43,7 +44,7 @@ func staticPod() *v1.Pod {
 
 func TestMirrorCreateContent(t *testing.T) {
 	client := fake.NewClientset(testNodeObject())
-	mc := NewMirrorClient(client, testNode)
+	mc := NewMirrorClient(kubeclienttest.FromClientset(client), testNode)
 	static := staticPod()
 	if err := mc.Create(context.Background(), static); err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestMirrorCreateContent(t *testing.T) {
 
 func TestMirrorCreateAlreadyExistsIsFine(t *testing.T) {
 	client := fake.NewClientset(testNodeObject())
-	mc := NewMirrorClient(client, testNode)
+	mc := NewMirrorClient(kubeclienttest.FromClientset(client), testNode)
 	if err := mc.Create(context.Background(), staticPod()); err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +96,13 @@ func TestMirrorCreateAlreadyExistsIsFine(t *testing.T) {
 }
 
 func TestMirrorCreateErrors(t *testing.T) {
-	mc := NewMirrorClient(fake.NewClientset(), testNode)
+	mc := NewMirrorClient(kubeclienttest.FromClientset(fake.NewClientset()), testNode)
 	if err := mc.Create(context.Background(), staticPod()); !apierrors.IsNotFound(errors.Unwrap(err)) {
 		t.Errorf("without a node object: got %v, want the node NotFound", err)
 	}
 	noHash := staticPod()
 	delete(noHash.Annotations, source.AnnotationHash)
-	mc = NewMirrorClient(fake.NewClientset(testNodeObject()), testNode)
+	mc = NewMirrorClient(kubeclienttest.FromClientset(fake.NewClientset(testNodeObject())), testNode)
 	if err := mc.Create(context.Background(), noHash); err == nil {
 		t.Error("static pod without hash: want an error")
 	}
@@ -116,7 +117,7 @@ func TestMirrorDelete(t *testing.T) {
 		opts = append(opts, a.(k8stesting.DeleteAction).GetDeleteOptions())
 		return false, nil, nil
 	})
-	mc := NewMirrorClient(client, testNode)
+	mc := NewMirrorClient(kubeclienttest.FromClientset(client), testNode)
 	uid := types.UID("mirror-uid")
 	if err := mc.Delete(context.Background(), "default", "web-node1", &uid); err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestMirrorDeleteErrors(t *testing.T) {
 	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, fail
 	})
-	mc := NewMirrorClient(client, testNode)
+	mc := NewMirrorClient(kubeclienttest.FromClientset(client), testNode)
 	uid := types.UID("old")
 	if err := mc.Delete(context.Background(), "default", "web-node1", &uid); err != nil {
 		t.Errorf("UID precondition failure means the mirror is gone: got %v", err)

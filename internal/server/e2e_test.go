@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
 // TestAgainstAPIServer runs the server with webhook authentication and authorization against a
@@ -61,7 +63,7 @@ func TestAgainstAPIServer(t *testing.T) {
 
 	hostIP := firstHostIP(t)
 	opts := Options{
-		Address: hostIP.String(), HostIPs: []net.IP{hostIP}, NodeName: "nodelet-server-e2e", CertDir: t.TempDir(), Client: reviewClient,
+		Address: hostIP.String(), HostIPs: []net.IP{hostIP}, NodeName: "nodelet-server-e2e", CertDir: t.TempDir(), Client: kubeclienttest.FromClientset(reviewClient),
 		EnableDebuggingHandlers: true,
 		Pods:                    func() []*v1.Pod { return nil },
 	}

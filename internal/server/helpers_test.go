@@ -26,6 +26,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
 // testCA is a throw-away certificate authority for client certificates.
@@ -131,7 +133,7 @@ func (f *fakeReviews) lastSAR() authzv1.SubjectAccessReviewSpec {
 func webhookOptions(t *testing.T, ca *testCA, client *fake.Clientset) Options {
 	t.Helper()
 	opts := Options{
-		Address: "127.0.0.1", NodeName: "node-a", CertDir: t.TempDir(), Client: client,
+		Address: "127.0.0.1", NodeName: "node-a", CertDir: t.TempDir(), Client: kubeclienttest.FromClientset(client),
 		EnableDebuggingHandlers: true, EnableSystemLogHandler: true,
 		Authentication: kubeletconfigv1beta1.KubeletAuthentication{
 			Anonymous: kubeletconfigv1beta1.KubeletAnonymousAuthentication{Enabled: ptr.To(false)},

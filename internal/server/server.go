@@ -21,11 +21,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
 // Options configure the servers. The zero value of a bool means off.
@@ -55,7 +55,7 @@ type Options struct {
 
 	// Client asks TokenReview and SubjectAccessReview; nil standalone, which allows neither
 	// webhook authentication nor webhook authorization.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// Config is served on /configz.
 	Config *kubeletconfigv1beta1.KubeletConfiguration
 

@@ -9,9 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
 // APIWatcher watches the pods the API server binds to this node and sends the full set as a
@@ -24,7 +25,7 @@ type APIWatcher struct {
 }
 
 // NewAPISource returns a source for the pods with spec.nodeName = nodeName. Run it with Run.
-func NewAPISource(client kubernetes.Interface, nodeName string, out chan<- []*v1.Pod) *APIWatcher {
+func NewAPISource(client kubeclient.Interface, nodeName string, out chan<- []*v1.Pod) *APIWatcher {
 	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

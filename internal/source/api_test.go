@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
 func boundPod(name string) *v1.Pod {
@@ -29,7 +31,7 @@ func boundPod(name string) *v1.Pod {
 func startAPISource(t *testing.T, client *fake.Clientset) (*APIWatcher, chan []*v1.Pod) {
 	t.Helper()
 	out := make(chan []*v1.Pod)
-	s := NewAPISource(client, testNode, out)
+	s := NewAPISource(kubeclienttest.FromClientset(client), testNode, out)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()

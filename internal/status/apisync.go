@@ -7,8 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
@@ -31,7 +31,7 @@ const (
 // StatusChanged, MirrorChanged, PodTerminated and Forget never block on the API; one worker
 // (Run) makes all API calls, always writing the newest status it holds for a pod.
 type APISyncer struct {
-	client   kubernetes.Interface
+	client   kubeclient.Interface
 	mirrorOf MirrorLookup
 
 	resync    time.Duration
@@ -64,7 +64,7 @@ func (e *apiEntry) needsWork() bool {
 }
 
 // NewAPISyncer returns a syncer writing through client; lookup finds static pods' mirrors.
-func NewAPISyncer(client kubernetes.Interface, lookup MirrorLookup) *APISyncer {
+func NewAPISyncer(client kubeclient.Interface, lookup MirrorLookup) *APISyncer {
 	return &APISyncer{
 		client:    client,
 		mirrorOf:  lookup,

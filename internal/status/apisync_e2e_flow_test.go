@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/source"
 )
@@ -102,7 +103,7 @@ func checkMirror(t *testing.T, env *e2eEnv) {
 			Containers: []v1.Container{{Name: "main", Image: "nodelet.local/busybox:1.36", Command: []string{"sleep", "3600"}}},
 		},
 	}
-	mc := pod.NewMirrorClient(env.node, e2eNode)
+	mc := pod.NewMirrorClient(kubeclienttest.FromClientset(env.node), e2eNode)
 	if err := mc.Create(env.ctx, static); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
@@ -105,8 +106,8 @@ func setupE2E(t *testing.T) *e2eEnv {
 		}
 	})
 
-	go source.NewAPISource(node, e2eNode, env.snapshots).Run(ctx)
-	env.syncer = status.NewAPISyncer(node, env.mirrors.Lookup)
+	go source.NewAPISource(kubeclienttest.FromClientset(node), e2eNode, env.snapshots).Run(ctx)
+	env.syncer = status.NewAPISyncer(kubeclienttest.FromClientset(node), env.mirrors.Lookup)
 	go env.syncer.Run(ctx)
 	return env
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
@@ -26,7 +27,7 @@ func deletingPod(name string, uid types.UID) *v1.Pod {
 func TestAPISyncPodTerminatedDeletesAfterFinalStatus(t *testing.T) {
 	pod := deletingPod("web", "uid-1")
 	client, rec := newFakeAPI(t, pod)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx := context.Background()
 	final := runningStatus()
 	final.Phase = v1.PodSucceeded
@@ -60,7 +61,7 @@ func TestAPISyncPodTerminatedWaitsForStatus(t *testing.T) {
 		}
 		return nil
 	}
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx := context.Background()
 	s.StatusChanged(pod, runningStatus())
 	s.PodTerminated(pod)
@@ -80,7 +81,7 @@ func TestAPISyncPodTerminatedOnlyForDeletedAPIPods(t *testing.T) {
 	mirror := deletingPod("mirror", "uid-3")
 	mirror.Annotations = map[string]string{source.AnnotationMirror: "h"}
 	client, rec := newFakeAPI(t, notDeleting, static, mirror)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	for _, p := range []*v1.Pod{notDeleting, static, mirror} {
 		s.PodTerminated(p)
 	}
@@ -94,7 +95,7 @@ func TestAPISyncPodTerminatedOnlyForDeletedAPIPods(t *testing.T) {
 func TestAPISyncPodTerminatedGoneAlready(t *testing.T) {
 	pod := deletingPod("web", "uid-1")
 	client, rec := newFakeAPI(t) // deleted by someone else meanwhile
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	s.PodTerminated(pod)
 	s.syncDue(context.Background())
 	expectVerbs(t, rec, "delete")
@@ -106,7 +107,7 @@ func TestAPISyncPodTerminatedGoneAlready(t *testing.T) {
 func TestAPISyncForget(t *testing.T) {
 	pod := apiPodWithStatus("web", "uid-1")
 	client, rec := newFakeAPI(t, pod)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	s.StatusChanged(pod, runningStatus())
 	s.Forget("uid-1")
 	s.syncDue(context.Background())
@@ -116,7 +117,7 @@ func TestAPISyncForget(t *testing.T) {
 func TestAPISyncRunWritesPromptly(t *testing.T) {
 	pod := apiPodWithStatus("web", "uid-1")
 	client, _ := newFakeAPI(t, pod)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()

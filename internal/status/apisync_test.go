@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
@@ -156,7 +157,7 @@ func expectVerbs(t *testing.T, rec *recorder, want ...string) {
 func TestAPISyncPatchesOwnedFieldsOnly(t *testing.T) {
 	pod := apiPodWithStatus("web", "uid-1")
 	client, rec := newFakeAPI(t, pod)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx := context.Background()
 
 	s.StatusChanged(pod, runningStatus())
@@ -210,7 +211,7 @@ func TestAPISyncPatchesOwnedFieldsOnly(t *testing.T) {
 func TestAPISyncIgnoresSubSecondTimes(t *testing.T) {
 	pod := apiPodWithStatus("web", "uid-1")
 	client, rec := newFakeAPI(t, pod)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	s.StatusChanged(pod, runningStatus())
 	s.syncDue(context.Background())
 
@@ -228,7 +229,7 @@ func TestAPISyncNeverLeavesTerminalPhase(t *testing.T) {
 	pod := apiPodWithStatus("job", "uid-1")
 	pod.Status.Phase = v1.PodFailed
 	client, _ := newFakeAPI(t, pod)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	s.StatusChanged(pod, runningStatus())
 	s.syncDue(context.Background())
 	if got := getPod(t, client, "job").Status.Phase; got != v1.PodFailed {
@@ -247,7 +248,7 @@ func TestAPISyncStaticPodGoesToMirror(t *testing.T) {
 	}}
 	client, rec := newFakeAPI(t, mirror)
 	var current *v1.Pod
-	s := NewAPISyncer(client, func(p *v1.Pod) (*v1.Pod, bool) {
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), func(p *v1.Pod) (*v1.Pod, bool) {
 		if p.UID != "static-uid" {
 			t.Errorf("lookup for %s", p.UID)
 		}
@@ -301,7 +302,7 @@ func TestAPISyncStaticPodGoesToMirror(t *testing.T) {
 
 func TestAPISyncForgetsPodsGoneFromAPI(t *testing.T) {
 	client, rec := newFakeAPI(t)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx := context.Background()
 	missing := apiPodWithStatus("gone", "uid-gone")
 	s.StatusChanged(missing, runningStatus())
@@ -313,7 +314,7 @@ func TestAPISyncForgetsPodsGoneFromAPI(t *testing.T) {
 
 	// A pod recreated under the same name is someone else's: never patched.
 	client, rec = newFakeAPI(t, apiPodWithStatus("web", "uid-new"))
-	s = NewAPISyncer(client, nil)
+	s = NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	s.StatusChanged(apiPodWithStatus("web", "uid-old"), runningStatus())
 	s.syncDue(ctx)
 	expectVerbs(t, rec, "get")
@@ -324,7 +325,7 @@ func TestAPISyncForgetsPodsGoneFromAPI(t *testing.T) {
 	// Deleted after the cache was filled: the patch's NotFound forgets it.
 	pod := apiPodWithStatus("web", "uid-1")
 	client, rec = newFakeAPI(t, pod)
-	s = NewAPISyncer(client, nil)
+	s = NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	s.StatusChanged(pod, runningStatus())
 	s.syncDue(ctx)
 	if err := client.CoreV1().Pods("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
@@ -352,7 +353,7 @@ func TestAPISyncRefetchesOnConflict(t *testing.T) {
 		}
 		return nil
 	}
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx := context.Background()
 	s.StatusChanged(pod, runningStatus())
 	s.syncDue(ctx) // get, patch: conflict
@@ -373,7 +374,7 @@ func TestAPISyncBacksOffOnErrors(t *testing.T) {
 		}
 		return nil
 	}
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	s.retryBase, s.resync = time.Hour, 2*time.Hour // so "not due yet" holds however slow the test runs
 	ctx := context.Background()
 	s.StatusChanged(pod, runningStatus())
@@ -422,7 +423,7 @@ func TestAPISyncRecreatedPodIsNeverPatched(t *testing.T) {
 		}
 		return nil
 	}
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx := context.Background()
 	s.StatusChanged(old, runningStatus())
 	s.syncDue(ctx)
@@ -452,7 +453,7 @@ func TestAPISyncRecreatedPodIsNeverPatched(t *testing.T) {
 func TestAPISyncReconcileRestoresOverwrittenStatus(t *testing.T) {
 	pod := apiPodWithStatus("web", "uid-1")
 	client, rec := newFakeAPI(t, pod)
-	s := NewAPISyncer(client, nil)
+	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	ctx := context.Background()
 	s.StatusChanged(pod, runningStatus())
 	s.syncDue(ctx)

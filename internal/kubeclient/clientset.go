@@ -1,0 +1,119 @@
+package kubeclient
+
+import (
+	"fmt"
+	"net/http"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// clientset is the production Interface: one REST client per group version, sharing one HTTP
+// transport and one rate limiter as a client-go clientset does, and the generic typed clients
+// client-go's generated clients are built on.
+type clientset struct {
+	core         coreV1
+	coordination coordinationV1
+	authn        authenticationV1
+	authz        authorizationV1
+}
+
+// newForConfig builds an Interface from c the way kubernetes.NewForConfig builds a clientset:
+// default user agent, a transport shared by all groups, and one token bucket for QPS/Burst
+// (none when QPS <= 0).
+func newForConfig(c *rest.Config) (Interface, error) {
+	cfg := *c
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	httpClient, err := rest.HTTPClientFor(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		if cfg.Burst <= 0 {
+			return nil, fmt.Errorf("burst is required to be greater than 0 when RateLimiter is not set and QPS is set to greater than 0")
+		}
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
+	var cs clientset
+	for _, g := range []struct {
+		gv      schema.GroupVersion
+		apiPath string
+		out     *rest.Interface
+	}{
+		{v1.SchemeGroupVersion, "/api", &cs.core.client},
+		{coordinationv1.SchemeGroupVersion, "/apis", &cs.coordination.client},
+		{authnv1.SchemeGroupVersion, "/apis", &cs.authn.client},
+		{authzv1.SchemeGroupVersion, "/apis", &cs.authz.client},
+	} {
+		if *g.out, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
+			return nil, err
+		}
+	}
+	return &cs, nil
+}
+
+// restClientFor is a generated group client's setConfigDefaults plus RESTClientFor.
+func restClientFor(cfg rest.Config, gv schema.GroupVersion, apiPath string, h *http.Client) (rest.Interface, error) {
+	cfg.GroupVersion = &gv
+	cfg.APIPath = apiPath
+	cfg.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(Scheme, codecs).WithoutConversion()
+	return rest.RESTClientForConfigAndClient(&cfg, h)
+}
+
+func (c *clientset) CoreV1() CoreV1Interface                     { return c.core }
+func (c *clientset) CoordinationV1() CoordinationV1Interface     { return c.coordination }
+func (c *clientset) AuthenticationV1() AuthenticationV1Interface { return c.authn }
+func (c *clientset) AuthorizationV1() AuthorizationV1Interface   { return c.authz }
+
+// All resources below prefer protobuf, as their generated clients do: without an explicit
+// content type on the config, requests send protobuf and accept protobuf or JSON.
+
+type coreV1 struct{ client rest.Interface }
+
+func (c coreV1) Pods(namespace string) PodInterface {
+	return gentype.NewClientWithList[*v1.Pod, *v1.PodList]("pods", c.client, parameterCodec, namespace,
+		func() *v1.Pod { return &v1.Pod{} }, func() *v1.PodList { return &v1.PodList{} },
+		gentype.PrefersProtobuf[*v1.Pod]())
+}
+
+func (c coreV1) Nodes() NodeInterface {
+	return gentype.NewClient[*v1.Node]("nodes", c.client, parameterCodec, "",
+		func() *v1.Node { return &v1.Node{} }, gentype.PrefersProtobuf[*v1.Node]())
+}
+
+func (c coreV1) Events(namespace string) EventInterface {
+	return gentype.NewClient[*v1.Event]("events", c.client, parameterCodec, namespace,
+		func() *v1.Event { return &v1.Event{} }, gentype.PrefersProtobuf[*v1.Event]())
+}
+
+type coordinationV1 struct{ client rest.Interface }
+
+func (c coordinationV1) Leases(namespace string) LeaseInterface {
+	return gentype.NewClient[*coordinationv1.Lease]("leases", c.client, parameterCodec, namespace,
+		func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
+		gentype.PrefersProtobuf[*coordinationv1.Lease]())
+}
+
+type authenticationV1 struct{ client rest.Interface }
+
+func (c authenticationV1) TokenReviews() TokenReviewInterface {
+	return gentype.NewClient[*authnv1.TokenReview]("tokenreviews", c.client, parameterCodec, "",
+		func() *authnv1.TokenReview { return &authnv1.TokenReview{} },
+		gentype.PrefersProtobuf[*authnv1.TokenReview]())
+}
+
+type authorizationV1 struct{ client rest.Interface }
+
+func (c authorizationV1) SubjectAccessReviews() SubjectAccessReviewInterface {
+	return gentype.NewClient[*authzv1.SubjectAccessReview]("subjectaccessreviews", c.client, parameterCodec, "",
+		func() *authzv1.SubjectAccessReview { return &authzv1.SubjectAccessReview{} },
+		gentype.PrefersProtobuf[*authzv1.SubjectAccessReview]())
+}

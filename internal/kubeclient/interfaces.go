@@ -1,0 +1,90 @@
+package kubeclient
+
+import (
+	"context"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// The interfaces below are the slice of the API nodelet uses. Their methods have exactly the
+// signatures of client-go's typed clients, so those clients (and the fake clientset in tests)
+// satisfy them, while the binary links only the four API groups it talks to instead of the
+// clientset for every group.
+
+// Interface is nodelet's API client: the groups it reads and writes.
+type Interface interface {
+	CoreV1() CoreV1Interface
+	CoordinationV1() CoordinationV1Interface
+	AuthenticationV1() AuthenticationV1Interface
+	AuthorizationV1() AuthorizationV1Interface
+}
+
+// CoreV1Interface holds the core/v1 resources nodelet uses.
+type CoreV1Interface interface {
+	Pods(namespace string) PodInterface
+	Nodes() NodeInterface
+	Events(namespace string) EventInterface
+}
+
+// PodInterface: the API source lists and watches pods, the status syncer patches and deletes
+// them, the mirror client creates and deletes mirror pods.
+type PodInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Pod, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.PodList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, pod *v1.Pod, opts metav1.CreateOptions) (*v1.Pod, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.Pod, error)
+}
+
+// NodeInterface: registration creates and reads the Node; status updates patch it.
+type NodeInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Node, error)
+	Create(ctx context.Context, node *v1.Node, opts metav1.CreateOptions) (*v1.Node, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.Node, error)
+}
+
+// EventInterface is what the event sink writes with.
+type EventInterface interface {
+	Create(ctx context.Context, event *v1.Event, opts metav1.CreateOptions) (*v1.Event, error)
+	Update(ctx context.Context, event *v1.Event, opts metav1.UpdateOptions) (*v1.Event, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.Event, error)
+}
+
+// CoordinationV1Interface holds the node Lease.
+type CoordinationV1Interface interface {
+	Leases(namespace string) LeaseInterface
+}
+
+// LeaseInterface is what the heartbeat needs to keep the node Lease fresh.
+type LeaseInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+	Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+}
+
+// AuthenticationV1Interface checks bearer tokens for the kubelet API.
+type AuthenticationV1Interface interface {
+	TokenReviews() TokenReviewInterface
+}
+
+// TokenReviewInterface creates TokenReviews.
+type TokenReviewInterface interface {
+	Create(ctx context.Context, review *authnv1.TokenReview, opts metav1.CreateOptions) (*authnv1.TokenReview, error)
+}
+
+// AuthorizationV1Interface authorizes kubelet API requests.
+type AuthorizationV1Interface interface {
+	SubjectAccessReviews() SubjectAccessReviewInterface
+}
+
+// SubjectAccessReviewInterface creates SubjectAccessReviews.
+type SubjectAccessReviewInterface interface {
+	Create(ctx context.Context, review *authzv1.SubjectAccessReview, opts metav1.CreateOptions) (*authzv1.SubjectAccessReview, error)
+}
