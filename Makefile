@@ -68,8 +68,9 @@ bench-smoke: images build control-plane
 # plane, then the benchmark driver's smoke run.
 test: unit e2e bench-smoke
 
-# Unit tests: every package except the end-to-end suite.
+# Unit tests: every package except the end-to-end suite, after the dependency check.
 unit:
+	hack/check-deps.sh
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
 
 # End-to-end tests: a real nodelet binary on the real containerd and the local control plane.
