@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// The subset of ginkgo v2's JSON report (types.Report) the table needs.
+type ginkgoReport struct {
+	SpecReports []specReport
+}
+
+type specReport struct {
+	ContainerHierarchyTexts  []string
+	ContainerHierarchyLabels [][]string
+	LeafNodeType             string
+	LeafNodeText             string
+	LeafNodeLabels           []string
+	State                    string
+	Failure                  *struct{ Message string }
+}
+
+// result is one spec's outcome on one kubelet.
+type result struct {
+	state   string // passed, failed, skipped (timedout, panicked, interrupted count as failed)
+	message string // failure or skip message, first line
+}
+
+// run holds one kubelet's results keyed by spec name.
+type run struct {
+	results map[string]result
+	names   []string // spec names in suite order
+}
+
+// readRun loads a ginkgo JSON report, keeping only the specs the label filter selects.
+func readRun(path string) (*run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var reports []ginkgoReport
+	if err := json.Unmarshal(data, &reports); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r := &run{results: map[string]result{}}
+	for _, rep := range reports {
+		for _, spec := range rep.SpecReports {
+			if spec.LeafNodeType != "It" || !selected(spec) {
+				continue
+			}
+			name := specName(spec)
+			if _, dup := r.results[name]; !dup {
+				r.names = append(r.names, name)
+			}
+			r.results[name] = toResult(spec)
+		}
+	}
+	return r, nil
+}
+
+// selected mirrors the run's label filter: NodeConformance && !Serial && !Flaky && !Feature
+// && !Disruptive (Feature:X labels count as Feature).
+func selected(spec specReport) bool {
+	labels := slices.Clone(spec.LeafNodeLabels)
+	for _, l := range spec.ContainerHierarchyLabels {
+		labels = append(labels, l...)
+	}
+	conformance := false
+	for _, l := range labels {
+		switch {
+		case l == "NodeConformance":
+			conformance = true
+		case l == "Serial", l == "Flaky", l == "Disruptive", l == "Feature", strings.HasPrefix(l, "Feature:"):
+			return false
+		}
+	}
+	return conformance
+}
+
+func specName(spec specReport) string {
+	parts := append(slices.Clone(spec.ContainerHierarchyTexts), spec.LeafNodeText)
+	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " ")
+}
+
+func toResult(spec specReport) result {
+	msg := ""
+	if spec.Failure != nil {
+		msg = firstLine(spec.Failure.Message)
+	}
+	switch spec.State {
+	case "passed", "skipped":
+		return result{state: spec.State, message: msg}
+	case "pending":
+		return result{state: "skipped", message: "pending"}
+	default:
+		return result{state: "failed", message: strings.TrimSpace(spec.State + ": " + msg)}
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 220 {
+		s = s[:217] + "..."
+	}
+	return s
+}
+
+// counts returns passed, failed, skipped.
+func (r *run) counts() (int, int, int) {
+	var p, f, s int
+	for _, res := range r.results {
+		switch res.state {
+		case "passed":
+			p++
+		case "failed":
+			f++
+		default:
+			s++
+		}
+	}
+	return p, f, s
+}
