@@ -201,8 +201,7 @@ run_suite() {
 		--host "https://127.0.0.1:6443" --bearer-token "$token" --node-name "$NODE" \
 		--container-runtime-endpoint "$ENDPOINT" --container-runtime-process-name containerd \
 		--container-runtime-pid-file /run/nodelet/containerd/containerd.pid \
-		--kubelet-root-dir "$ROOT_DIR" --report-dir "$dir" --dump-logs-on-failure=false \
-		--e2e-verify-service-account=false \
+		--report-dir "$dir" --dump-logs-on-failure=false \
 		>"$dir/e2e.log" 2>&1) || true
 	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
 }
@@ -252,7 +251,8 @@ full | smoke)
 	prepare
 	wait_quiet
 	say "taking $LOCK"
-	exec flock "$LOCK" "$0" __locked "$MODE"
+	# -o: the daemons started under the lock (the control plane) must not inherit it.
+	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
 	sed -n '2,15s/^# \{0,1\}//p' "$0" >&2

@@ -58,6 +58,9 @@ func readRun(path string) (*run, error) {
 			r.results[name] = toResult(spec)
 		}
 	}
+	if len(r.names) == 0 {
+		return nil, fmt.Errorf("%s holds no NodeConformance spec results (the suite did not start?)", path)
+	}
 	return r, nil
 }
 
