@@ -238,7 +238,7 @@ locked_main() {
 		run_subject "$subject" || echo "conformance: $subject run failed" >&2
 	done
 	go run ./hack/conformance -nodelet "$OUT/nodelet/report.json" -kubelet "$OUT/kubelet/report.json" \
-		-skips "$SKIPS_FILE" -out CONFORMANCE.md
+		-skips "$SKIPS_FILE" -nodelet-log "$OUT/nodelet/nodelet.log" -out CONFORMANCE.md
 }
 
 case $MODE in

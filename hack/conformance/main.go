@@ -20,15 +20,16 @@ func main() {
 	kubeletPath := flag.String("kubelet", "", "ginkgo JSON report of the upstream kubelet run (optional)")
 	skipsPath := flag.String("skips", "hack/conformance/skips.txt", "the skip list the runs used")
 	out := flag.String("out", "CONFORMANCE.md", "where to write the table")
+	nodeletLog := flag.String("nodelet-log", "", "nodelet's log of the run: failures name the pod error it logged")
 	smoke := flag.Bool("smoke", false, "only check that every spec nodelet ran passed")
 	flag.Parse()
-	if err := execute(*nodeletPath, *kubeletPath, *skipsPath, *out, *smoke); err != nil {
+	if err := execute(*nodeletPath, *kubeletPath, *skipsPath, *nodeletLog, *out, *smoke); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func execute(nodeletPath, kubeletPath, skipsPath, out string, smoke bool) error {
+func execute(nodeletPath, kubeletPath, skipsPath, nodeletLog, out string, smoke bool) error {
 	nodelet, err := readRun(nodeletPath)
 	if err != nil {
 		return err
@@ -53,17 +54,17 @@ func execute(nodeletPath, kubeletPath, skipsPath, out string, smoke bool) error 
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
-	writeMarkdown(w, nodelet, upstream, skips)
+	writeMarkdown(w, nodelet, upstream, skips, podErrors(nodeletLog))
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	p, fl, s := nodelet.counts()
-	fmt.Printf("nodelet: %d passed, %d failed, %d skipped; wrote %s\n", p, fl, s, out)
+	p, fl, s, n := nodelet.counts()
+	fmt.Printf("nodelet: %d passed, %d failed, %d skipped, %d not run; wrote %s\n", p, fl, s, n, out)
 	return nil
 }
 
 func checkSmoke(nodelet *run) error {
-	p, f, _ := nodelet.counts()
+	p, f, _, _ := nodelet.counts()
 	if p == 0 {
 		return fmt.Errorf("smoke: no spec passed (did the suite start? see _output/conformance/nodelet/e2e.log)")
 	}
@@ -100,30 +101,37 @@ func readSkips(path string) ([]skip, error) {
 	return skips, nil
 }
 
-func writeMarkdown(w *bufio.Writer, nodelet, upstream *run, skips []skip) {
+func writeMarkdown(w *bufio.Writer, nodelet, upstream *run, skips []skip, podErrs map[string]string) {
 	fmt.Fprintf(w, "# Node conformance\n\n")
 	fmt.Fprintf(w, "The [NodeConformance] specs of the upstream node e2e suite (`k8s.io/kubernetes v1.33.4`, "+
 		"`test/e2e_node`), label filter `NodeConformance && !Serial && !Flaky && !Feature && !Disruptive`, "+
 		"run by `make conformance` on the local control plane against nodelet and then the upstream kubelet "+
 		"v1.33.4 on the same machine, runtime and images. Generated %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "| kubelet | passed | failed | skipped |\n| --- | ---: | ---: | ---: |\n")
+	fmt.Fprintf(w, "| kubelet | passed | failed | skipped | not run (time budget) |\n| --- | ---: | ---: | ---: | ---: |\n")
 	for _, r := range []struct {
 		name string
 		run  *run
 	}{{"nodelet", nodelet}, {"upstream kubelet v1.33.4", upstream}} {
-		p, f, s := r.run.counts()
-		fmt.Fprintf(w, "| %s | %d | %d | %d |\n", r.name, p, f, s)
+		p, f, s, n := r.run.counts()
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d |\n", r.name, p, f, s, n)
 	}
 	fmt.Fprintf(w, "\nSkipped on purpose (hack/conformance/skips.txt), what this machine cannot give:\n\n")
 	for _, s := range skips {
 		fmt.Fprintf(w, "- `%s`: %s\n", s.pattern, s.reason)
 	}
-	fmt.Fprintf(w, "\n## Nodelet-only failures\n\nFailed on nodelet, passed on the upstream kubelet; the cause is "+
-		"the first line of the failure message.\n\n")
+	fmt.Fprintf(w, "\n## Nodelet-only failures\n\nFailed on nodelet, passed on the upstream kubelet (or it did not "+
+		"get to run them); the cause is the error nodelet logged for the spec's pod, else the failure message.\n\n")
 	for _, name := range nodelet.names {
 		n, u := nodelet.results[name], upstream.results[name]
-		if n.state == "failed" && u.state == "passed" {
-			fmt.Fprintf(w, "- %s: %s\n", name, cell(n.message))
+		if n.state == "failed" && u.state != "failed" {
+			fmt.Fprintf(w, "- %s (upstream: %s): %s\n", name, state(upstream, name), cell(explain(n.message, podErrs)))
+		}
+	}
+	fmt.Fprintf(w, "\n## Failed on both\n\n")
+	for _, name := range nodelet.names {
+		n, u := nodelet.results[name], upstream.results[name]
+		if n.state == "failed" && u.state == "failed" {
+			fmt.Fprintf(w, "- %s: %s\n", name, cell(u.message))
 		}
 	}
 	fmt.Fprintf(w, "\n## All specs\n\n| spec | nodelet | upstream kubelet |\n| --- | --- | --- |\n")

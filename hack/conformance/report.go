@@ -93,39 +93,42 @@ func toResult(spec specReport) result {
 	if spec.Failure != nil {
 		msg = firstLine(spec.Failure.Message)
 	}
-	switch spec.State {
-	case "passed", "skipped":
+	switch {
+	case spec.State == "interrupted", spec.State == "skipped" && strings.Contains(strings.ToLower(msg), "interrupt"):
+		// The run's time budget (TIMEOUT) ran out before or while this spec ran.
+		return result{state: "not run", message: msg}
+	case spec.State == "passed", spec.State == "skipped":
 		return result{state: spec.State, message: msg}
-	case "pending":
+	case spec.State == "pending":
 		return result{state: "skipped", message: "pending"}
 	default:
 		return result{state: "failed", message: strings.TrimSpace(spec.State + ": " + msg)}
 	}
 }
 
+// firstLine squeezes a failure message to one line of at most 240 characters: gomega puts the
+// interesting part ("Expected <x> to ...") on the lines after the first.
 func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 220 {
-		s = s[:217] + "..."
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 240 {
+		s = s[:237] + "..."
 	}
 	return s
 }
 
-// counts returns passed, failed, skipped.
-func (r *run) counts() (int, int, int) {
-	var p, f, s int
+// counts returns passed, failed, skipped and not run (time budget exhausted).
+func (r *run) counts() (p, f, s, n int) {
 	for _, res := range r.results {
 		switch res.state {
 		case "passed":
 			p++
 		case "failed":
 			f++
+		case "not run":
+			n++
 		default:
 			s++
 		}
 	}
-	return p, f, s
+	return p, f, s, n
 }
