@@ -48,6 +48,8 @@ func execute(nodeletPath, kubeletPath, skipsPath, nodeletLog, out string, smoke 
 	if err != nil {
 		return err
 	}
+	nodelet.markSkipped(skips)
+	upstream.markSkipped(skips)
 	f, err := os.Create(out)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -94,8 +95,10 @@ func toResult(spec specReport) result {
 		msg = firstLine(spec.Failure.Message)
 	}
 	switch {
-	case spec.State == "interrupted", spec.State == "skipped" && strings.Contains(strings.ToLower(msg), "interrupt"):
-		// The run's time budget (TIMEOUT) ran out before or while this spec ran.
+	case spec.State == "interrupted", spec.State == "timedout" && strings.Contains(msg, "suite timeout"),
+		spec.State == "skipped" && msg == "":
+		// The run's time budget (TIMEOUT) ran out before or while this spec ran. (A skip by the
+		// suite itself carries its reason; skips.txt's are put back by markSkipped.)
 		return result{state: "not run", message: msg}
 	case spec.State == "passed", spec.State == "skipped":
 		return result{state: spec.State, message: msg}
@@ -131,4 +134,19 @@ func (r *run) counts() (p, f, s, n int) {
 		}
 	}
 	return p, f, s, n
+}
+
+// markSkipped turns the specs skips.txt excluded from "not run" into "skipped".
+func (r *run) markSkipped(skips []skip) {
+	for _, sk := range skips {
+		re, err := regexp.Compile(sk.pattern)
+		if err != nil {
+			continue
+		}
+		for name, res := range r.results {
+			if res.state == "not run" && re.MatchString(name) {
+				r.results[name] = result{state: "skipped", message: "skips.txt: " + sk.reason}
+			}
+		}
+	}
 }
