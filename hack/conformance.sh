@@ -4,10 +4,11 @@
 # the local control plane, first against nodelet, then against the upstream kubelet, and
 # writes CONFORMANCE.md from the two reports.
 #
-#   hack/conformance.sh          full run, both kubelets, writes CONFORMANCE.md
+#   hack/conformance.sh          full run, both kubelets, writes CONFORMANCE.md (up to TIMEOUT each:
+#                                a spec whose pod nodelet cannot start waits 5 min before failing)
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
-# Env: SUBJECTS (default "nodelet kubelet"), PROCS (parallel ginkgo processes, default 3),
+# Env: SUBJECTS (default "nodelet kubelet"), PROCS (parallel ginkgo processes, default 5),
 #      FOCUS (extra ginkgo focus regex), TIMEOUT (per run, default 2h), OUT (default _output/conformance).
 # Nothing is pulled: hack/images.sh conformance imports every image the selected specs need.
 # The control plane is shared with `make test`: the run waits until no e2e/bench run is going
@@ -19,7 +20,7 @@ REPO_ROOT=$PWD
 
 MODE=${1:-full}
 OUT=${OUT:-$REPO_ROOT/_output/conformance}
-PROCS=${PROCS:-3}
+PROCS=${PROCS:-5}
 SUBJECTS=${SUBJECTS:-nodelet kubelet}
 CP_BIN=$REPO_ROOT/_output/cp/bin
 CP_DIR=/var/lib/nodelet-cp
@@ -86,7 +87,7 @@ start_nodelet() {
 	mkdir -p "$OUT/nodelet/manifests"
 	_output/bin/nodelet --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
 		--root-dir "$ROOT_DIR" --pod-manifest-path "$OUT/nodelet/manifests" --container-runtime-endpoint "$ENDPOINT" \
-		--client-ca-file "$CP_DIR/pki/ca.crt" --cgroup-driver cgroupfs --fail-swap-on=false \
+		--client-ca-file "$CP_DIR/pki/ca.crt" --cgroup-driver cgroupfs --fail-swap-on=false --cluster-domain cluster.local \
 		--read-only-port 0 --max-pods 110 -v=2 >"$OUT/nodelet/nodelet.log" 2>&1 &
 	SUBJECT_PID=$!
 }
@@ -109,6 +110,7 @@ apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: $ENDPOINT
 staticPodPath: $dir/manifests
+clusterDomain: cluster.local
 cgroupDriver: cgroupfs
 failSwapOn: false
 maxPods: 110
@@ -201,7 +203,7 @@ run_suite() {
 		--host "https://127.0.0.1:6443" --bearer-token "$token" --node-name "$NODE" \
 		--container-runtime-endpoint "$ENDPOINT" --container-runtime-process-name containerd \
 		--container-runtime-pid-file /run/nodelet/containerd/containerd.pid \
-		--report-dir "$dir" --dump-logs-on-failure=false \
+		--dns-domain cluster.local --report-dir "$dir" --dump-logs-on-failure=false \
 		>"$dir/e2e.log" 2>&1) || true
 	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
 }
@@ -255,7 +257,7 @@ full | smoke)
 	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
-	sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac
