@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke test unit e2e clean-containerd
+.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-smoke test unit e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -63,6 +63,20 @@ bench-smoke: images build control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench -smoke
+
+# The upstream node conformance suite (k8s.io/kubernetes v1.33.4 test/e2e_node, NodeConformance
+# specs, not Serial/Flaky/Feature/Disruptive) against nodelet, then the upstream kubelet, on a
+# fresh local control plane; writes CONFORMANCE.md. Stops the demo/cluster nodelets.
+conformance:
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	hack/conformance.sh
+
+# A few minutes of conformance specs nodelet passes (hack/conformance/smoke.txt), nodelet only.
+conformance-smoke:
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	hack/conformance.sh smoke
 
 # Everything CI runs: unit tests, end-to-end tests against the real containerd and control
 # plane, then the benchmark driver's smoke run.

@@ -3,11 +3,13 @@
 # kube-controller-manager, kube-scheduler) that nodelet joins as a node.
 #
 #   hack/control-plane.sh build                 build the binaries into _output/cp/bin (cached)
+#   hack/control-plane.sh build-conformance     build e2e_node.test and agnhost there (cached)
 #   hack/control-plane.sh up                    build, make certs, start everything, wait for /readyz
 #   hack/control-plane.sh down                  stop everything (data and certs are kept)
 #   hack/control-plane.sh status                show what runs
 #   hack/control-plane.sh node-kubeconfig NAME  write /var/lib/nodelet-cp/node-NAME.kubeconfig
 #   hack/control-plane.sh env                   print `export KUBECONFIG=...` for the admin
+#   hack/control-plane.sh admin-token           print a bearer token of system:masters (node e2e suite)
 #   hack/control-plane.sh clean                 down, then delete etcd's data (certs are kept)
 #   hack/control-plane.sh stop-apiserver        stop only the API server (outage tests); start-apiserver
 #
@@ -24,6 +26,7 @@ CP_RUN=/run/nodelet-cp
 API_PORT=6443
 API_URL=https://127.0.0.1:$API_PORT
 ADMIN_KUBECONFIG=$CP_DIR/admin.kubeconfig
+TOKEN_FILE=$CP_PKI/tokens.csv
 SERVICE_CIDR=10.96.0.0/16
 READY_TIMEOUT=${READY_TIMEOUT:-120}
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
@@ -78,9 +81,18 @@ start_etcd() {
 	wait_until 30 etcd curl -fsS "http://127.0.0.1:$client/health"
 }
 
+# ensure_token_file writes, once, a static token of a system:masters user: the node e2e
+# suite authenticates to the API server with a bearer token only.
+ensure_token_file() {
+	[[ -s $TOKEN_FILE ]] && return 0
+	mkdir -p "$CP_PKI"
+	(umask 077 && echo "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'),e2e-admin,e2e-admin,system:masters" >"$TOKEN_FILE")
+}
+
 start_apiserver() {
 	local client
 	read -r client _ <"$CP_RUN/etcd.ports"
+	ensure_token_file
 	# No --kubelet-certificate-authority: nodelet serves :10250 with a self-signed cert.
 	# ServiceAccount/TaintNodesByCondition admission are off as in the node e2e suite's own
 	# services, so pods never race the "default" ServiceAccount.
@@ -92,6 +104,7 @@ start_apiserver() {
 		--service-cluster-ip-range "$SERVICE_CIDR" \
 		--authorization-mode Node,RBAC \
 		--client-ca-file "$CP_PKI/ca.crt" \
+		--token-auth-file "$TOKEN_FILE" \
 		--tls-cert-file "$CP_PKI/apiserver.crt" \
 		--tls-private-key-file "$CP_PKI/apiserver.key" \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
@@ -199,17 +212,19 @@ cmd_clean() {
 
 case ${1:-} in
 build) build_all ;;
+build-conformance) build_conformance ;;
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 node-kubeconfig) cmd_node_kubeconfig "${2:-}" ;;
 env) echo "export KUBECONFIG=$ADMIN_KUBECONFIG" ;;
+admin-token) ensure_token_file && cut -d, -f1 "$TOKEN_FILE" ;;
 clean) cmd_clean ;;
 # For outage tests: stop and start only the API server.
 stop-apiserver) daemon_stop kube-apiserver ;;
 start-apiserver) start_apiserver ;;
 *)
-	sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -7,6 +7,14 @@
 #     (also registry.k8s.io/e2e-test-images/busybox:1.36.1-1)
 #   nodelet.local/testhelper:v1                      images/testhelper on the busybox root
 #
+# `hack/images.sh conformance` also builds what the node conformance suite runs, under the
+# upstream names (after `hack/control-plane.sh build-conformance`):
+#   registry.k8s.io/e2e-test-images/agnhost:2.53     agnhost built from k8s.io/kubernetes v1.33.4
+#                                                    on the busybox root
+#   registry.k8s.io/e2e-test-images/nonewprivs:1.3   setuid-root nnp (test/images/nonewprivs) on the busybox root
+#   registry.k8s.io/e2e-test-images/nginx:1.14-4     stand-ins: busybox httpd serving a page on :80
+#     (and nginx:1.15-4, httpd:2.4.38-4, httpd:2.4.39-4)
+#
 # An image is skipped when all its names are present in containerd and the
 # hash of its inputs matches the stamp left by the last import. FORCE=1 rebuilds.
 set -euo pipefail
@@ -80,6 +88,53 @@ build_testhelper() {
 	"$MKIMAGE" -name nodelet.local/testhelper:v1 -entrypoint /testhelper -out "$OUT/testhelper.tar" "$rootfs"
 }
 
+AGNHOST=$REPO_ROOT/_output/cp/bin/agnhost
+
+build_agnhost() {
+	local rootfs=$OUT/agnhost/rootfs
+	make_busybox_root "$rootfs"
+	install -m 0755 "$AGNHOST" "$rootfs/agnhost"
+	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/agnhost:2.53 -entrypoint /agnhost -cmd pause \
+		-out "$OUT/agnhost.tar" "$rootfs"
+}
+
+NNP=$REPO_ROOT/_output/cp/bin/nnp
+
+build_nonewprivs() {
+	local rootfs=$OUT/nonewprivs/rootfs
+	make_busybox_root "$rootfs"
+	mkdir -p "$rootfs/usr/local/bin"
+	install -m 4755 "$NNP" "$rootfs/usr/local/bin/nnp"
+	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/nonewprivs:1.3 -cmd nnp -out "$OUT/nonewprivs.tar" "$rootfs"
+}
+
+# build_webserver: the nginx and httpd images only need to serve HTTP on :80 from their usual
+# document roots; busybox httpd does that.
+build_webserver() {
+	local rootfs=$OUT/webserver/rootfs dir
+	make_busybox_root "$rootfs"
+	for dir in usr/share/nginx/html usr/local/apache2/htdocs; do
+		mkdir -p "$rootfs/$dir"
+		echo '<html><body>It works!</body></html>' >"$rootfs/$dir/index.html"
+	done
+	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/nginx:1.14-4 -name registry.k8s.io/e2e-test-images/nginx:1.15-4 \
+		-name registry.k8s.io/e2e-test-images/httpd:2.4.38-4 -name registry.k8s.io/e2e-test-images/httpd:2.4.39-4 \
+		-entrypoint httpd -entrypoint -f -entrypoint -p -entrypoint 80 -entrypoint -h -entrypoint /usr/share/nginx/html \
+		-out "$OUT/webserver.tar" "$rootfs"
+}
+
+conformance_images() {
+	[[ -x $AGNHOST ]] || {
+		echo "images.sh: $AGNHOST missing; run hack/control-plane.sh build-conformance" >&2
+		exit 1
+	}
+	ensure_image agnhost "$(input_hash "$BUSYBOX" "$AGNHOST")" registry.k8s.io/e2e-test-images/agnhost:2.53
+	ensure_image nonewprivs "$(input_hash "$BUSYBOX" "$NNP")" registry.k8s.io/e2e-test-images/nonewprivs:1.3
+	ensure_image webserver "$(input_hash "$BUSYBOX")" \
+		registry.k8s.io/e2e-test-images/nginx:1.14-4 registry.k8s.io/e2e-test-images/nginx:1.15-4 \
+		registry.k8s.io/e2e-test-images/httpd:2.4.38-4 registry.k8s.io/e2e-test-images/httpd:2.4.39-4
+}
+
 # ensure_image KEY HASH NAME... builds and imports image KEY unless it is current.
 ensure_image() {
 	local key=$1 hash=$2
@@ -119,6 +174,7 @@ main() {
 	ensure_image busybox "$(input_hash "$BUSYBOX")" \
 		nodelet.local/busybox:1.36 registry.k8s.io/e2e-test-images/busybox:1.36.1-1
 	ensure_image testhelper "$(input_hash "$BUSYBOX" images/testhelper/*.go)" nodelet.local/testhelper:v1
+	[[ ${1:-} != conformance ]] || conformance_images
 	echo "==> images ready"
 }
 

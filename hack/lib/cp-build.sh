@@ -17,16 +17,19 @@ stamp_of() {
 	} | sha256sum | cut -d' ' -f1
 }
 
-# build_one NAME PACKAGE STAMP: go build PACKAGE to $CP_BIN/NAME unless its stamp matches.
+# build_one NAME PACKAGE STAMP [NOTE] [GO-SUBCOMMAND...]: go build PACKAGE to $CP_BIN/NAME
+# unless its stamp matches (`go test -c` instead when given as the subcommand).
 build_one() {
 	local name=$1 pkg=$2 stamp=$3 note=${4:-}
+	local -a gocmd=("${@:5}")
+	((${#gocmd[@]})) || gocmd=(build)
 	local out=$CP_BIN/$name stamp_file=$CP_BIN/.$name.stamp
 	if [[ -x $out && -f $stamp_file && $(<"$stamp_file") == "$stamp" ]]; then
 		return 0
 	fi
 	echo "==> building $name$note"
 	local start=$SECONDS
-	(cd "$HARNESS_DIR" && go build -ldflags "$KUBE_LDFLAGS" -o "$out.tmp" "$pkg")
+	(cd "$HARNESS_DIR" && go "${gocmd[@]}" -ldflags "$KUBE_LDFLAGS" -o "$out.tmp" "$pkg")
 	mv -f "$out.tmp" "$out"
 	echo "$stamp" >"$stamp_file"
 	echo "    $name built in $((SECONDS - start))s"
@@ -46,4 +49,17 @@ build_all() {
 build_certs() {
 	mkdir -p "$CP_BIN"
 	build_one certs ./cmd/certs "$(stamp_of "$HARNESS_DIR"/cmd/certs/*.go)"
+}
+
+# build_conformance builds the node conformance suite (test/e2e_node as e2e_node.test), the
+# ginkgo CLI that runs it in parallel, agnhost, the test image most of its specs run, and nnp
+# (the nonewprivs image's setuid program)
+# (~4 min cold on 2 cores).
+build_conformance() {
+	mkdir -p "$CP_BIN"
+	build_one e2e_node.test k8s.io/kubernetes/test/e2e_node "$(stamp_of)" " (~3 min cold)" test -c
+	build_one ginkgo github.com/onsi/ginkgo/v2/ginkgo "$(stamp_of)"
+	# Static: it runs alone in a scratch image.
+	CGO_ENABLED=0 build_one agnhost k8s.io/kubernetes/test/images/agnhost "$(stamp_of)"
+	CGO_ENABLED=0 build_one nnp k8s.io/kubernetes/test/images/nonewprivs "$(stamp_of)"
 }

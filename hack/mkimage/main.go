@@ -217,6 +217,9 @@ func addPath(tw *tar.Writer, path, name string, d fs.DirEntry) error {
 	if info.Mode()&fs.ModeSticky != 0 {
 		hdr.Mode |= 0o1000 // keep /tmp world-writable-with-sticky-bit
 	}
+	if info.Mode()&fs.ModeSetuid != 0 {
+		hdr.Mode |= 0o4000 // setuid test binaries (the nonewprivs image)
+	}
 	switch {
 	case info.Mode().IsRegular():
 		hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()

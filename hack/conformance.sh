@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# conformance.sh runs the upstream node conformance suite (test/e2e_node of k8s.io/kubernetes
+# v1.33.4, specs labelled NodeConformance && !Serial && !Flaky && !Feature && !Disruptive) on
+# the local control plane, first against nodelet, then against the upstream kubelet, and
+# writes CONFORMANCE.md from the two reports.
+#
+#   hack/conformance.sh          full run, both kubelets, writes CONFORMANCE.md (up to TIMEOUT each:
+#                                a spec whose pod nodelet cannot start waits 5 min before failing)
+#   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
+#
+# Env: SUBJECTS (default "nodelet kubelet"), PROCS (parallel ginkgo processes, default 5),
+#      FOCUS (extra ginkgo focus regex), TIMEOUT (per run, default 2h), OUT (default _output/conformance).
+# Nothing is pulled: hack/images.sh conformance imports every image the selected specs need.
+# The control plane is shared with `make test`: the run waits until no e2e/bench run is going
+# and holds /run/nodelet-cp.lock throughout. It wipes etcd first (the suite wants exactly one
+# Node) and leaves the control plane up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO_ROOT=$PWD
+
+MODE=${1:-full}
+OUT=${OUT:-$REPO_ROOT/_output/conformance}
+PROCS=${PROCS:-5}
+SUBJECTS=${SUBJECTS:-nodelet kubelet}
+CP_BIN=$REPO_ROOT/_output/cp/bin
+CP_DIR=/var/lib/nodelet-cp
+ENDPOINT=unix:///run/nodelet/containerd/containerd.sock
+SOCKET=/run/nodelet/containerd/containerd.sock
+NODE=$(hostname | tr '[:upper:]' '[:lower:]')
+LOCK=/run/nodelet-cp.lock
+TIMEOUT=${TIMEOUT:-2h}
+# Both kubelets use the standard root: the device plugin specs dial /var/lib/kubelet/device-plugins.
+ROOT_DIR=/var/lib/kubelet
+BUSY_PATTERN='go test -tags e2e|e2e.test|hack/bench|make test'
+KUBELETS_PATTERN='bin/nodelet |cp/bin/kubelet '
+LABELS='NodeConformance && !Serial && !Flaky && !Feature && !Disruptive'
+
+SKIPS_FILE=$REPO_ROOT/hack/conformance/skips.txt
+SMOKE_FILE=$REPO_ROOT/hack/conformance/smoke.txt
+
+# regex_args FLAG FILE prints "FLAG REGEX" per spec pattern of FILE (text before " ## ").
+regex_args() {
+	sed -e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' -e 's/ ## .*//' "$2" | while IFS= read -r re; do
+		printf '%s\n%s\n' "$1" "$re"
+	done
+}
+
+say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+kubectl_admin() { kubectl --kubeconfig "$CP_DIR/admin.kubeconfig" "$@"; }
+
+prepare() {
+	say "building nodelet, the control plane, e2e_node.test, agnhost, ginkgo"
+	go build -o _output/bin/nodelet ./cmd/nodelet
+	hack/control-plane.sh build
+	hack/control-plane.sh build-conformance
+	hack/containerd.sh start
+	hack/images.sh conformance
+}
+
+# wait_quiet waits until no `make test`, e2e or bench run uses the control plane.
+wait_quiet() {
+	local said=
+	while pgrep -f "$BUSY_PATTERN" >/dev/null; do
+		[[ -n $said ]] || say "waiting for other runs on the control plane to finish: $(pgrep -af "$BUSY_PATTERN" | head -n 3 | cut -c1-100 | tr '\n' ';')"
+		said=1
+		sleep 30
+	done
+}
+
+# wait_no_kubelets: the suite's node must be the only one, and the upstream kubelet removes
+# every pod it does not know, so no other nodelet or kubelet may run (10 min, then give up).
+wait_no_kubelets() {
+	local i
+	for ((i = 0; i < 20; i++)); do
+		pgrep -f "$KUBELETS_PATTERN" >/dev/null || return 0
+		((i)) || say "waiting for these to stop (make cluster-stop / demo-stop): $(pgrep -af "$KUBELETS_PATTERN" | cut -c1-100 | tr '\n' ';')"
+		sleep 30
+	done
+	echo "conformance: another nodelet or kubelet still runs; stop it first" >&2
+	return 1
+}
+
+# ---- subjects -------------------------------------------------------------------------------
+
+SUBJECT_PID=
+start_nodelet() {
+	mkdir -p "$OUT/nodelet/manifests"
+	_output/bin/nodelet --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
+		--root-dir "$ROOT_DIR" --pod-manifest-path "$OUT/nodelet/manifests" --container-runtime-endpoint "$ENDPOINT" \
+		--client-ca-file "$CP_DIR/pki/ca.crt" --cgroup-driver cgroupfs --fail-swap-on=false --cluster-domain cluster.local \
+		--read-only-port 0 --max-pods 110 -v=2 >"$OUT/nodelet/nodelet.log" 2>&1 &
+	SUBJECT_PID=$!
+}
+
+KERNEL_TUNABLES=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+declare -A SAVED_TUNABLES=()
+
+start_kubelet() {
+	local dir=$OUT/kubelet t
+	mkdir -p "$dir/manifests"
+	# The upstream kubelet removes every pod it does not know: refuse while any runs.
+	if ! wait_runtime_idle 300; then
+		echo "conformance: containers of another kubelet still run; not starting the upstream kubelet" >&2
+		return 1
+	fi
+	# It rewrites these sysctls at start-up; they are put back when it stops.
+	for t in "${KERNEL_TUNABLES[@]}"; do SAVED_TUNABLES[$t]=$(cat "/proc/sys/$t"); done
+	cat >"$dir/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: $ENDPOINT
+staticPodPath: $dir/manifests
+clusterDomain: cluster.local
+cgroupDriver: cgroupfs
+failSwapOn: false
+maxPods: 110
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+resolvConf: /etc/resolv.conf
+authentication:
+  x509: {clientCAFile: $CP_DIR/pki/ca.crt}
+  webhook: {enabled: true}
+  anonymous: {enabled: false}
+authorization: {mode: Webhook}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+EOF
+	"$CP_BIN/kubelet" --config "$dir/config.yaml" --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" \
+		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2 >"$dir/kubelet.log" 2>&1 &
+	SUBJECT_PID=$!
+}
+
+restore_tunables() {
+	local t
+	for t in "${!SAVED_TUNABLES[@]}"; do echo "${SAVED_TUNABLES[$t]}" >"/proc/sys/$t" 2>/dev/null || true; done
+	SAVED_TUNABLES=()
+}
+
+# running_tasks counts the containers (pods' and sandboxes') that run in the k8s.io namespace.
+running_tasks() {
+	ctr --address "$SOCKET" -n k8s.io tasks ls 2>/dev/null | awk 'NR > 1 && $3 == "RUNNING"' | wc -l
+}
+
+# wait_runtime_idle SECONDS: true once nothing runs in the runtime's k8s.io namespace.
+wait_runtime_idle() {
+	local i
+	for ((i = 0; i < $1; i += 2)); do
+		(($(running_tasks) == 0)) && return 0
+		sleep 2
+	done
+	return 1
+}
+
+wait_node_ready() {
+	local i
+	for ((i = 0; i < 120; i++)); do
+		kubectl_admin get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True && return 0
+		kill -0 "$SUBJECT_PID" 2>/dev/null || return 1
+		sleep 1
+	done
+	return 1
+}
+
+# cleanup_subject SUBJECT deletes what the suite left, lets the kubelet remove the pods, stops
+# it and deletes the Node.
+cleanup_subject() {
+	local i
+	kubectl_admin delete namespaces -l e2e-framework --wait=false >/dev/null 2>&1 || true
+	kubectl_admin delete pods --all-namespaces --all --grace-period=1 --wait=false >/dev/null 2>&1 || true
+	# The kubelet deletes a pod object once its containers are gone.
+	for ((i = 0; i < 90; i++)); do
+		[[ -z $(kubectl_admin get pods --all-namespaces --no-headers 2>/dev/null) ]] && break
+		kill -0 "$SUBJECT_PID" 2>/dev/null || break
+		sleep 2
+	done
+	wait_runtime_idle 60 || echo "conformance: containers still run after $1's pods were deleted" >&2
+	kill -TERM "$SUBJECT_PID" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do kill -0 "$SUBJECT_PID" 2>/dev/null || break; sleep 0.2; done
+	kill -KILL "$SUBJECT_PID" 2>/dev/null || true
+	wait "$SUBJECT_PID" 2>/dev/null || true
+	SUBJECT_PID=
+	restore_tunables
+	kubectl_admin delete node "$NODE" --ignore-not-found >/dev/null 2>&1 || true
+}
+
+# run_suite SUBJECT SMOKE: runs e2e_node.test through ginkgo against the running node, with
+# the skips of skips.txt and (SMOKE=1) only the specs of smoke.txt.
+run_suite() {
+	local subject=$1 smoke=$2 dir=$OUT/$1 token
+	token=$(hack/control-plane.sh admin-token)
+	local -a filter_args=()
+	mapfile -t filter_args < <(regex_args --skip "$SKIPS_FILE")
+	[[ $smoke != 1 ]] || mapfile -t -O "${#filter_args[@]}" filter_args < <(regex_args --focus "$SMOKE_FILE")
+	[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
+	say "running the node conformance suite against $subject ($PROCS processes; log $dir/e2e.log)"
+	# The suite's own working files (kubelet drop-in dir) go to $dir/work.
+	mkdir -p "$dir/work"
+	(cd "$dir/work" && "$CP_BIN/ginkgo" --procs "$PROCS" --timeout "$TIMEOUT" --label-filter "$LABELS" \
+		"${filter_args[@]}" --no-color --output-dir "$dir" \
+		--junit-report junit.xml --json-report report.json \
+		"$CP_BIN/e2e_node.test" -- \
+		--start-services=false --stop-services=false --prepull-images=false \
+		--host "https://127.0.0.1:6443" --bearer-token "$token" --node-name "$NODE" \
+		--container-runtime-endpoint "$ENDPOINT" --container-runtime-process-name containerd \
+		--container-runtime-pid-file /run/nodelet/containerd/containerd.pid \
+		--dns-domain cluster.local --report-dir "$dir" --dump-logs-on-failure=false \
+		>"$dir/e2e.log" 2>&1) || true
+	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
+}
+
+run_subject() {
+	local subject=$1 smoke=${2:-0}
+	rm -rf "${OUT:?}/$subject" && mkdir -p "$OUT/$subject"
+	say "starting $subject as node $NODE"
+	"start_$subject" || return 1
+	if ! wait_node_ready; then
+		echo "conformance: $subject did not become Ready; see $OUT/$subject/*.log" >&2
+		cleanup_subject "$subject"
+		return 1
+	fi
+	run_suite "$subject" "$smoke"
+	say "stopping $subject and removing its pods"
+	cleanup_subject "$subject"
+}
+
+locked_main() {
+	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted' EXIT
+	wait_no_kubelets
+	say "fresh control plane (etcd wiped: the suite expects exactly one Node)"
+	hack/control-plane.sh clean
+	hack/control-plane.sh up
+	hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
+	if [[ $MODE == smoke ]]; then
+		run_subject nodelet 1
+		go run ./hack/conformance -smoke -nodelet "$OUT/nodelet/report.json"
+		return
+	fi
+	local subject
+	for subject in $SUBJECTS; do
+		run_subject "$subject" || echo "conformance: $subject run failed" >&2
+	done
+	go run ./hack/conformance -nodelet "$OUT/nodelet/report.json" -kubelet "$OUT/kubelet/report.json" \
+		-skips "$SKIPS_FILE" -nodelet-log "$OUT/nodelet/nodelet.log" -out CONFORMANCE.md
+}
+
+case $MODE in
+__locked)
+	MODE=$2
+	locked_main
+	;;
+full | smoke)
+	mkdir -p "$OUT"
+	prepare
+	wait_quiet
+	say "taking $LOCK"
+	# -o: the daemons started under the lock (the control plane) must not inherit it.
+	exec flock -o "$LOCK" "$0" __locked "$MODE"
+	;;
+*)
+	sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+	;;
+esac
