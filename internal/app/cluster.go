@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -127,4 +128,15 @@ func splitNonEmpty(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
+}
+
+// apiObjects reads the ConfigMaps and Secrets pods reference straight from the API server.
+type apiObjects struct{ api kubeclient.Interface }
+
+func (o apiObjects) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
+	return o.api.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (o apiObjects) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+	return o.api.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 }

@@ -94,6 +94,16 @@ func (c coreV1) Events(namespace string) EventInterface {
 		func() *v1.Event { return &v1.Event{} }, gentype.PrefersProtobuf[*v1.Event]())
 }
 
+func (c coreV1) ConfigMaps(namespace string) ConfigMapInterface {
+	return gentype.NewClient[*v1.ConfigMap]("configmaps", c.client, parameterCodec, namespace,
+		func() *v1.ConfigMap { return &v1.ConfigMap{} }, gentype.PrefersProtobuf[*v1.ConfigMap]())
+}
+
+func (c coreV1) Secrets(namespace string) SecretInterface {
+	return gentype.NewClient[*v1.Secret]("secrets", c.client, parameterCodec, namespace,
+		func() *v1.Secret { return &v1.Secret{} }, gentype.PrefersProtobuf[*v1.Secret]())
+}
+
 type coordinationV1 struct{ client rest.Interface }
 
 func (c coordinationV1) Leases(namespace string) LeaseInterface {

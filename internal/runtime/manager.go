@@ -47,6 +47,9 @@ type Options struct {
 	// NodeName and NodeIP fill spec.nodeName and status.hostIP env references.
 	NodeName string
 	NodeIP   string
+	// Objects reads ConfigMaps and Secrets for env and volumes; nil (standalone) makes every
+	// such reference fail with an error naming the object.
+	Objects ObjectGetter
 }
 
 // manager implements Manager over CRI.
@@ -60,6 +63,7 @@ type manager struct {
 	dns         *dnsConfigurer
 	nodeName    string
 	nodeIP      string
+	objects     ObjectGetter
 	conn        *grpc.ClientConn // nil when the caller owns the connection
 
 	capacityOnce sync.Once
@@ -119,6 +123,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		dns:         newDNSConfigurer(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
 		nodeName:    opts.NodeName,
 		nodeIP:      opts.NodeIP,
+		objects:     opts.Objects,
 	}
 }
 

@@ -143,7 +143,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
 		res.setErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
 	}
-	cfg, err := m.containerConfig(pod, c, sb, s.restartCount, imageRef)
+	cfg, err := m.containerConfig(ctx, pod, c, sb, s.restartCount, imageRef)
 	if err != nil {
 		fail(ReasonCreateContainerConfigError, err)
 		return
