@@ -64,6 +64,7 @@ type manager struct {
 	nodeName    string
 	nodeIP      string
 	objects     ObjectGetter
+	mounter     volumeMounter
 	conn        *grpc.ClientConn // nil when the caller owns the connection
 
 	capacityOnce sync.Once
@@ -124,6 +125,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		nodeName:    opts.NodeName,
 		nodeIP:      opts.NodeIP,
 		objects:     opts.Objects,
+		mounter:     hostMounter{},
 	}
 }
 
