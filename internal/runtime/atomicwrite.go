@@ -22,7 +22,8 @@ const dataLink = "..data"
 // in a timestamped directory, "..data" points at it, and each top-level name is a symlink
 // through "..data". An update writes a new timestamped directory and swaps "..data" with one
 // rename, so readers see either the old or the new set, never a mix. gid, when >= 0, owns
-// the files. It reports whether anything changed.
+// the files, which then are group-readable as kubelet makes them. It reports whether anything
+// changed.
 func writeAtomic(dir string, files map[string]volumeFile, gid int64) (bool, error) {
 	for p := range files {
 		if err := checkVolumePath(p); err != nil {
@@ -33,6 +34,13 @@ func writeAtomic(dir string, files map[string]volumeFile, gid int64) (bool, erro
 		return false, err
 	}
 	oldTarget, _ := os.Readlink(filepath.Join(dir, dataLink))
+	if gid >= 0 {
+		withGroup := make(map[string]volumeFile, len(files))
+		for p, f := range files {
+			withGroup[p] = volumeFile{data: f.data, mode: f.mode | 0o440}
+		}
+		files = withGroup
+	}
 	if oldTarget != "" && sameFiles(filepath.Join(dir, oldTarget), files) {
 		return false, nil
 	}

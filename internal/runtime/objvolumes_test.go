@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -335,5 +336,26 @@ func TestMountPointsUnder(t *testing.T) {
 	}
 	if index[base+"mem/inner"] > index[base+"mem"] {
 		t.Errorf("mount points %q: a nested mount must come before its parent", got)
+	}
+}
+
+func TestWriteAtomicFSGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	dir := t.TempDir()
+	files := map[string]volumeFile{"k": {data: []byte("v"), mode: 0o400}}
+	if _, err := writeAtomic(dir, files, 1234); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(dir, "k"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Gid != 1234 || os.FileMode(st.Mode).Perm() != 0o440 {
+		t.Errorf("file gid %d mode %v, want 1234 and 0440", st.Gid, os.FileMode(st.Mode).Perm())
+	}
+	if changed, err := writeAtomic(dir, files, 1234); err != nil || changed {
+		t.Errorf("second write: changed=%v err=%v, want no change", changed, err)
 	}
 }
