@@ -202,3 +202,20 @@ func TestClientsGetConfigMapsAndSecrets(t *testing.T) {
 		t.Errorf("secret get %s %s", r.method, r.path)
 	}
 }
+
+func TestClientsCreateServiceAccountToken(t *testing.T) {
+	api, clients := startClients(t, &kubeletconfig.KubeletConfiguration{ContentType: protobuf, KubeAPIBurst: 10, EventBurst: 10})
+	api.reply = &authnv1.TokenRequest{Status: authnv1.TokenRequestStatus{Token: "tok"}}
+	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"api"}}}
+	got, err := clients.API.CoreV1().ServiceAccounts("ns").CreateToken(context.Background(), "default", req, metav1.CreateOptions{})
+	if err != nil || got.Status.Token != "tok" {
+		t.Fatalf("CreateToken = %v, %v", got, err)
+	}
+	r := api.last()
+	if r.method != "POST" || r.path != "/api/v1/namespaces/ns/serviceaccounts/default/token" {
+		t.Errorf("token request %s %s", r.method, r.path)
+	}
+	if body, ok := r.body.(*authnv1.TokenRequest); !ok || len(body.Spec.Audiences) != 1 {
+		t.Errorf("token request body %#v", r.body)
+	}
+}

@@ -32,6 +32,12 @@ type CoreV1Interface interface {
 	Events(namespace string) EventInterface
 	ConfigMaps(namespace string) ConfigMapInterface
 	Secrets(namespace string) SecretInterface
+	ServiceAccounts(namespace string) ServiceAccountInterface
+}
+
+// ServiceAccountInterface: the runtime requests service account tokens for projected volumes.
+type ServiceAccountInterface interface {
+	CreateToken(ctx context.Context, serviceAccountName string, tokenRequest *authnv1.TokenRequest, opts metav1.CreateOptions) (*authnv1.TokenRequest, error)
 }
 
 // ConfigMapInterface: the runtime reads ConfigMaps that pods use in env and volumes.

@@ -48,7 +48,8 @@ type Options struct {
 	NodeName string
 	NodeIP   string
 	// Objects reads ConfigMaps and Secrets for env and volumes; nil (standalone) makes every
-	// such reference fail with an error naming the object.
+	// such reference fail with an error naming the object. If it also implements
+	// TokenGetter, projected serviceAccountToken sources work.
 	Objects ObjectGetter
 }
 
@@ -65,6 +66,7 @@ type manager struct {
 	nodeIP      string
 	objects     ObjectGetter
 	mounter     volumeMounter
+	tokens      *tokenCache
 	conn        *grpc.ClientConn // nil when the caller owns the connection
 
 	capacityOnce sync.Once
@@ -126,6 +128,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		nodeIP:      opts.NodeIP,
 		objects:     opts.Objects,
 		mounter:     hostMounter{},
+		tokens:      newTokenCache(),
 	}
 }
 

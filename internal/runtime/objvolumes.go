@@ -61,7 +61,10 @@ func (m *manager) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
 		if plugin == "" {
 			continue
 		}
-		files, err := volumeFiles(ctx, objects, m.envContextFor(ctx, pod), vol)
+		token := func(proj *v1.ServiceAccountTokenProjection) (string, error) {
+			return m.tokens.get(ctx, m.objects, pod, proj)
+		}
+		files, err := volumeFiles(ctx, objects, m.envContextFor(ctx, pod), token, vol)
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
@@ -81,8 +84,9 @@ func (m *manager) envContextFor(ctx context.Context, pod *v1.Pod) envContext {
 	return envContext{ctx: ctx, pod: pod, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
 }
 
-// volumeFiles computes the files of a configMap, secret, downwardAPI or projected volume.
-func volumeFiles(ctx context.Context, oc *objectCache, ec envContext, vol *v1.Volume) (map[string]volumeFile, error) {
+// volumeFiles computes the files of a configMap, secret, downwardAPI or projected volume;
+// token supplies projected service account tokens.
+func volumeFiles(ctx context.Context, oc *objectCache, ec envContext, token func(*v1.ServiceAccountTokenProjection) (string, error), vol *v1.Volume) (map[string]volumeFile, error) {
 	files := map[string]volumeFile{}
 	ns := ec.pod.Namespace
 	switch {
@@ -106,7 +110,10 @@ func volumeFiles(ctx context.Context, oc *objectCache, ec envContext, vol *v1.Vo
 			case s.DownwardAPI != nil:
 				err = addDownwardAPI(ec, s.DownwardAPI.Items, mode, files)
 			case s.ServiceAccountToken != nil:
-				err = fmt.Errorf("projected serviceAccountToken sources are not supported by nodelet")
+				var tok string
+				if tok, err = token(s.ServiceAccountToken); err == nil {
+					files[s.ServiceAccountToken.Path] = volumeFile{data: []byte(tok), mode: mode}
+				}
 			case s.ClusterTrustBundle != nil:
 				err = fmt.Errorf("projected clusterTrustBundle sources are not supported by nodelet")
 			}

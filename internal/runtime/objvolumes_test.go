@@ -1,13 +1,18 @@
 package runtime
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -357,5 +362,69 @@ func TestWriteAtomicFSGroup(t *testing.T) {
 	}
 	if changed, err := writeAtomic(dir, files, 1234); err != nil || changed {
 		t.Errorf("second write: changed=%v err=%v, want no change", changed, err)
+	}
+}
+
+// tokenObjects adds a TokenGetter to fakeObjects that mints numbered tokens.
+type tokenObjects struct {
+	fakeObjects
+	mu   sync.Mutex
+	reqs []*authnv1.TokenRequest
+	sa   []string
+}
+
+func (f *tokenObjects) CreateServiceAccountToken(_ context.Context, ns, sa string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reqs = append(f.reqs, req)
+	f.sa = append(f.sa, ns+"/"+sa)
+	out := req.DeepCopy()
+	out.Status.Token = fmt.Sprintf("token-%d", len(f.reqs))
+	return out, nil
+}
+
+func TestProjectedServiceAccountToken(t *testing.T) {
+	objs := &tokenObjects{}
+	objs.addConfigMap("default", "kube-root-ca.crt", map[string]string{"ca.crt": "CA"})
+	e := newTestEnv(t, func(o *Options) { o.Objects = objs })
+	now := time.Now()
+	e.mgr.tokens.now = func() time.Time { return now }
+	c := ctr("app", "sleep", "3600")
+	c.VolumeMounts = []v1.VolumeMount{{Name: "api", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
+	pod := newPod("sa", c)
+	pod.Spec.ServiceAccountName = "builder"
+	pod.Spec.Volumes = []v1.Volume{{Name: "api", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", Audience: "vault", ExpirationSeconds: int64Ptr(600)}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+		}}}}}
+	for range 2 {
+		if res := e.sync(pod); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	dir, _ := mountAt(t, e, "app", "/var/run/secrets/kubernetes.io/serviceaccount")
+	want := map[string]string{"token": "-rw-r--r-- token-1", "ca.crt": "-rw-r--r-- CA", "namespace": "-rw-r--r-- default"}
+	if got := readVolume(t, dir); !reflect.DeepEqual(got, want) {
+		t.Errorf("projected volume = %v, want %v", got, want)
+	}
+	if len(objs.reqs) != 1 {
+		t.Fatalf("%d token requests for two syncs, want 1 (cached)", len(objs.reqs))
+	}
+	spec := objs.reqs[0].Spec
+	if objs.sa[0] != "default/builder" || !reflect.DeepEqual(spec.Audiences, []string{"vault"}) ||
+		*spec.ExpirationSeconds != 600 || spec.BoundObjectRef.Kind != "Pod" || spec.BoundObjectRef.UID != pod.UID {
+		t.Errorf("token request for %s: %+v", objs.sa[0], spec)
+	}
+
+	now = now.Add(481 * time.Second) // past 80% of the 600s lifetime
+	if res := e.sync(pod); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := readVolume(t, dir)["token"]; got != "-rw-r--r-- token-2" {
+		t.Errorf("token after refresh = %q, want token-2", got)
 	}
 }

@@ -41,6 +41,9 @@ func (c coreV1) ConfigMaps(ns string) kubeclient.ConfigMapInterface {
 	return c.cs.CoreV1().ConfigMaps(ns)
 }
 func (c coreV1) Secrets(ns string) kubeclient.SecretInterface { return c.cs.CoreV1().Secrets(ns) }
+func (c coreV1) ServiceAccounts(ns string) kubeclient.ServiceAccountInterface {
+	return c.cs.CoreV1().ServiceAccounts(ns)
+}
 
 type coordinationV1 struct{ cs kubernetes.Interface }
 
