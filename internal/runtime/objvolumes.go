@@ -68,7 +68,15 @@ func (m *manager) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
-		changed, err := writeAtomic(m.volumeDir(pod, plugin, vol.Name), files, gid)
+		dir := m.volumeDir(pod, plugin, vol.Name)
+		if plugin == secretPlugin || plugin == projectedPlugin {
+			// Keep secrets and tokens off disk, as kubelet does; a host that cannot mount
+			// still gets the files.
+			if err := m.ensureTmpfs(pod, vol.Name, dir, 0); err != nil {
+				klog.ErrorS(err, "Writing volume to disk instead of tmpfs", "pod", klog.KObj(pod), "volume", vol.Name)
+			}
+		}
+		changed, err := writeAtomic(dir, files, gid)
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", vol.Name, err)
 		}

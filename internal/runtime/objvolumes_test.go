@@ -23,7 +23,6 @@ func int32Ptr(v int32) *int32 { return &v }
 func volumeEnv(t *testing.T) (*testEnv, *fakeObjects) {
 	objs := &fakeObjects{}
 	e := newTestEnv(t, func(o *Options) { o.Objects = objs })
-	e.mgr.mounter = &fakeMounter{mounted: map[string]int64{}}
 	return e, objs
 }
 
@@ -121,6 +120,10 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 	}
 	if got, want := readVolume(t, secDir), map[string]string{"user": "-rw-r--r-- admin", "pass": "-rw-r--r-- pw"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("secret volume = %v, want %v", got, want)
+	}
+	mounted := e.mgr.mounter.(*fakeMounter).mounted
+	if _, ok := mounted[secDir]; !ok || len(mounted) != 1 {
+		t.Errorf("tmpfs mounts %v, want only the secret volume %s", mounted, secDir)
 	}
 }
 

@@ -49,24 +49,30 @@ func (hostMounter) MountTmpfs(dir string, sizeBytes int64) error {
 // mounted.
 func (m *manager) setUpMemoryEmptyDir(pod *v1.Pod, vol *v1.Volume) error {
 	dir := m.volumeDir(pod, emptyDirPlugin, vol.Name)
+	var size int64
+	if vol.EmptyDir.SizeLimit != nil {
+		size = vol.EmptyDir.SizeLimit.Value()
+	}
+	if err := m.ensureTmpfs(pod, vol.Name, dir, size); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o777)
+}
+
+// ensureTmpfs creates dir and mounts a tmpfs on it unless one is there already.
+func (m *manager) ensureTmpfs(pod *v1.Pod, volume, dir string, size int64) error {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
 	mounted, err := m.mounter.IsMountPoint(dir)
-	if err != nil {
+	if err != nil || mounted {
 		return err
 	}
-	if !mounted {
-		var size int64
-		if vol.EmptyDir.SizeLimit != nil {
-			size = vol.EmptyDir.SizeLimit.Value()
-		}
-		if err := m.mounter.MountTmpfs(dir, size); err != nil {
-			return fmt.Errorf("mount tmpfs: %w", err)
-		}
-		klog.V(2).InfoS("Mounted tmpfs for emptyDir", "pod", klog.KObj(pod), "volume", vol.Name, "sizeBytes", size)
+	if err := m.mounter.MountTmpfs(dir, size); err != nil {
+		return fmt.Errorf("mount tmpfs: %w", err)
 	}
-	return os.Chmod(dir, 0o777)
+	klog.V(2).InfoS("Mounted tmpfs for volume", "pod", klog.KObj(pod), "volume", volume, "sizeBytes", size)
+	return nil
 }
 
 // UnmountPodVolumes unmounts everything mounted under podDir (memory-backed emptyDirs), the
