@@ -97,10 +97,15 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	var objects runtime.ObjectGetter
+	if n.cluster != nil {
+		objects = apiObjects{n.cluster.clients.API}
+	}
 	rt, err := runtime.NewManager(runtime.Options{
 		Endpoint: kc.ContainerRuntimeEndpoint, RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
+		Objects: objects,
 	})
 	if err != nil {
 		return nil, err

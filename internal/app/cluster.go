@@ -5,7 +5,9 @@ import (
 	"strings"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/syncloop"
 	"github.com/nodelet/nodelet/internal/version"
@@ -128,3 +131,21 @@ func splitNonEmpty(s string) []string {
 	}
 	return strings.Split(s, ",")
 }
+
+// apiObjects reads the ConfigMaps and Secrets pods reference straight from the API server and
+// requests their service account tokens.
+type apiObjects struct{ api kubeclient.Interface }
+
+func (o apiObjects) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
+	return o.api.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (o apiObjects) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+	return o.api.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (o apiObjects) CreateServiceAccountToken(ctx context.Context, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+	return o.api.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+}
+
+var _ runtime.TokenGetter = apiObjects{}

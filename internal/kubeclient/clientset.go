@@ -1,6 +1,7 @@
 package kubeclient
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -8,6 +9,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
@@ -92,6 +94,33 @@ func (c coreV1) Nodes() NodeInterface {
 func (c coreV1) Events(namespace string) EventInterface {
 	return gentype.NewClient[*v1.Event]("events", c.client, parameterCodec, namespace,
 		func() *v1.Event { return &v1.Event{} }, gentype.PrefersProtobuf[*v1.Event]())
+}
+
+func (c coreV1) ConfigMaps(namespace string) ConfigMapInterface {
+	return gentype.NewClient[*v1.ConfigMap]("configmaps", c.client, parameterCodec, namespace,
+		func() *v1.ConfigMap { return &v1.ConfigMap{} }, gentype.PrefersProtobuf[*v1.ConfigMap]())
+}
+
+func (c coreV1) Secrets(namespace string) SecretInterface {
+	return gentype.NewClient[*v1.Secret]("secrets", c.client, parameterCodec, namespace,
+		func() *v1.Secret { return &v1.Secret{} }, gentype.PrefersProtobuf[*v1.Secret]())
+}
+
+func (c coreV1) ServiceAccounts(namespace string) ServiceAccountInterface {
+	return serviceAccounts{client: c.client, namespace: namespace}
+}
+
+// serviceAccounts posts to the token subresource, which the generic typed client lacks.
+type serviceAccounts struct {
+	client    rest.Interface
+	namespace string
+}
+
+func (s serviceAccounts) CreateToken(ctx context.Context, name string, tr *authnv1.TokenRequest, opts metav1.CreateOptions) (*authnv1.TokenRequest, error) {
+	result := &authnv1.TokenRequest{}
+	err := s.client.Post().Namespace(s.namespace).Resource("serviceaccounts").Name(name).SubResource("token").
+		VersionedParams(&opts, parameterCodec).Body(tr).Do(ctx).Into(result)
+	return result, err
 }
 
 type coordinationV1 struct{ client rest.Interface }

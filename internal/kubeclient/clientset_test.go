@@ -179,3 +179,43 @@ func TestSchemeReferencesPodsAndNodes(t *testing.T) {
 		}
 	}
 }
+
+func TestClientsGetConfigMapsAndSecrets(t *testing.T) {
+	api, clients := startClients(t, &kubeletconfig.KubeletConfiguration{ContentType: protobuf, KubeAPIBurst: 10, EventBurst: 10})
+	ctx := context.Background()
+
+	api.reply = &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}, Data: map[string]string{"k": "v"}}
+	cm, err := clients.API.CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
+	if err != nil || cm.Data["k"] != "v" {
+		t.Fatalf("ConfigMap = %v, %v", cm, err)
+	}
+	if r := api.last(); r.method != "GET" || r.path != "/api/v1/namespaces/ns/configmaps/cm" {
+		t.Errorf("configmap get %s %s", r.method, r.path)
+	}
+
+	api.reply = &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Data: map[string][]byte{"k": []byte("v")}}
+	s, err := clients.API.CoreV1().Secrets("ns").Get(ctx, "s", metav1.GetOptions{})
+	if err != nil || string(s.Data["k"]) != "v" {
+		t.Fatalf("Secret = %v, %v", s, err)
+	}
+	if r := api.last(); r.method != "GET" || r.path != "/api/v1/namespaces/ns/secrets/s" {
+		t.Errorf("secret get %s %s", r.method, r.path)
+	}
+}
+
+func TestClientsCreateServiceAccountToken(t *testing.T) {
+	api, clients := startClients(t, &kubeletconfig.KubeletConfiguration{ContentType: protobuf, KubeAPIBurst: 10, EventBurst: 10})
+	api.reply = &authnv1.TokenRequest{Status: authnv1.TokenRequestStatus{Token: "tok"}}
+	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"api"}}}
+	got, err := clients.API.CoreV1().ServiceAccounts("ns").CreateToken(context.Background(), "default", req, metav1.CreateOptions{})
+	if err != nil || got.Status.Token != "tok" {
+		t.Fatalf("CreateToken = %v, %v", got, err)
+	}
+	r := api.last()
+	if r.method != "POST" || r.path != "/api/v1/namespaces/ns/serviceaccounts/default/token" {
+		t.Errorf("token request %s %s", r.method, r.path)
+	}
+	if body, ok := r.body.(*authnv1.TokenRequest); !ok || len(body.Spec.Audiences) != 1 {
+		t.Errorf("token request body %#v", r.body)
+	}
+}

@@ -30,6 +30,24 @@ type CoreV1Interface interface {
 	Pods(namespace string) PodInterface
 	Nodes() NodeInterface
 	Events(namespace string) EventInterface
+	ConfigMaps(namespace string) ConfigMapInterface
+	Secrets(namespace string) SecretInterface
+	ServiceAccounts(namespace string) ServiceAccountInterface
+}
+
+// ServiceAccountInterface: the runtime requests service account tokens for projected volumes.
+type ServiceAccountInterface interface {
+	CreateToken(ctx context.Context, serviceAccountName string, tokenRequest *authnv1.TokenRequest, opts metav1.CreateOptions) (*authnv1.TokenRequest, error)
+}
+
+// ConfigMapInterface: the runtime reads ConfigMaps that pods use in env and volumes.
+type ConfigMapInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.ConfigMap, error)
+}
+
+// SecretInterface: the runtime reads Secrets that pods use in env and volumes.
+type SecretInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Secret, error)
 }
 
 // PodInterface: the API source lists and watches pods, the status syncer patches and deletes

@@ -157,7 +157,11 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 	if err := s.Runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)
 	}
-	if err := os.RemoveAll(filepath.Join(s.RootDir, "pods", string(uid))); err != nil {
+	podDir := filepath.Join(s.RootDir, "pods", string(uid))
+	if err := runtime.UnmountPodVolumes(podDir); err != nil { // memory-backed emptyDirs
+		return fmt.Errorf("unmounting pod volumes: %w", err)
+	}
+	if err := os.RemoveAll(podDir); err != nil {
 		return err
 	}
 	s.Statuses.Delete(uid)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -26,8 +27,8 @@ func containerHash(c *v1.Container) uint64 {
 
 // containerConfig builds the CRI config of one container instance. imageRef is what
 // EnsureImage returned.
-func (m *manager) containerConfig(pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	ec := envContext{pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
+func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
+	ec := envContext{ctx: ctx, objects: newObjectCache(m.objects), pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
 	if pod.Spec.HostNetwork && ec.hostIP == "" && len(sb.ips) > 0 {
 		ec.hostIP = sb.ips[0]
 	}

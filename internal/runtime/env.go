@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -9,7 +10,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 )
 
 // expandVars replaces $(NAME) in s with lookup(NAME). "$$" is an escaped "$", references that
@@ -50,16 +53,24 @@ func expandVars(s string, lookup func(string) (string, bool)) string {
 
 // envContext is what env references resolve against.
 type envContext struct {
+	ctx      context.Context
 	pod      *v1.Pod
 	podIPs   []string
 	nodeName string
 	hostIP   string
 	capacity nodeCapacity
+	objects  *objectCache // nil: configMap/secret references fail as in standalone mode
 }
 
-// containerEnv resolves the container's env in order: each value may refer to variables
-// defined before it with $(NAME).
+// containerEnv resolves the container's env: envFrom sources first, then env entries, which
+// override them. Each value may refer to variables defined before it with $(NAME).
 func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[string]string, error) {
+	if ec.objects == nil {
+		ec.objects = newObjectCache(nil)
+	}
+	if ec.ctx == nil {
+		ec.ctx = context.Background()
+	}
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -69,10 +80,8 @@ func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[s
 		vars[k] = v
 	}
 	for _, from := range c.EnvFrom {
-		optional := (from.ConfigMapRef != nil && isTrue(from.ConfigMapRef.Optional)) ||
-			(from.SecretRef != nil && isTrue(from.SecretRef.Optional))
-		if !optional {
-			return nil, nil, fmt.Errorf("envFrom configMap/secret is not supported by nodelet")
+		if err := ec.envFrom(from, set); err != nil {
+			return nil, nil, err
 		}
 	}
 	lookup := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
@@ -96,7 +105,53 @@ func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[s
 	return out, vars, nil
 }
 
-// valueFrom resolves a fieldRef or resourceFieldRef; ok is false for a missing optional source.
+// envFrom sets every key of a ConfigMap or Secret, with the source's prefix. Keys that do not
+// make valid variable names are skipped, as are missing optional objects.
+func (ec envContext) envFrom(from v1.EnvFromSource, set func(k, v string)) error {
+	var data map[string][]byte
+	var kind, name string
+	switch {
+	case from.ConfigMapRef != nil:
+		kind, name = "configMap", from.ConfigMapRef.Name
+		cm, err := ec.objects.configMap(ec.ctx, ec.pod.Namespace, name, isTrue(from.ConfigMapRef.Optional))
+		if err != nil || cm == nil {
+			return err
+		}
+		data = make(map[string][]byte, len(cm.Data))
+		for k, v := range cm.Data {
+			data[k] = []byte(v)
+		}
+	case from.SecretRef != nil:
+		kind, name = "secret", from.SecretRef.Name
+		s, err := ec.objects.secret(ec.ctx, ec.pod.Namespace, name, isTrue(from.SecretRef.Optional))
+		if err != nil || s == nil {
+			return err
+		}
+		data = s.Data
+	default:
+		return nil
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var invalid []string
+	for _, k := range keys {
+		if errs := validation.IsEnvVarName(from.Prefix + k); len(errs) > 0 {
+			invalid = append(invalid, k)
+			continue
+		}
+		set(from.Prefix+k, string(data[k]))
+	}
+	if len(invalid) > 0 {
+		klog.InfoS("Skipped invalid environment variable names from envFrom", "pod", klog.KObj(ec.pod),
+			kind, name, "keys", invalid)
+	}
+	return nil
+}
+
+// valueFrom resolves one env source; ok is false for a missing optional source.
 func (ec envContext) valueFrom(src *v1.EnvVarSource, c *v1.Container) (string, bool, error) {
 	switch {
 	case src.FieldRef != nil:
@@ -105,11 +160,38 @@ func (ec envContext) valueFrom(src *v1.EnvVarSource, c *v1.Container) (string, b
 	case src.ResourceFieldRef != nil:
 		v, err := ec.resourceValue(src.ResourceFieldRef, c)
 		return v, err == nil, err
-	case src.ConfigMapKeyRef != nil && isTrue(src.ConfigMapKeyRef.Optional),
-		src.SecretKeyRef != nil && isTrue(src.SecretKeyRef.Optional):
-		return "", false, nil
+	case src.ConfigMapKeyRef != nil:
+		ref := src.ConfigMapKeyRef
+		cm, err := ec.objects.configMap(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
+		if err != nil || cm == nil {
+			return "", false, err
+		}
+		if v, ok := cm.Data[ref.Key]; ok {
+			return v, true, nil
+		}
+		if v, ok := cm.BinaryData[ref.Key]; ok {
+			return string(v), true, nil
+		}
+		return "", false, missingKey(isTrue(ref.Optional), ref.Key, "ConfigMap", ec.pod.Namespace, ref.Name)
+	case src.SecretKeyRef != nil:
+		ref := src.SecretKeyRef
+		s, err := ec.objects.secret(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
+		if err != nil || s == nil {
+			return "", false, err
+		}
+		if v, ok := s.Data[ref.Key]; ok {
+			return string(v), true, nil
+		}
+		return "", false, missingKey(isTrue(ref.Optional), ref.Key, "Secret", ec.pod.Namespace, ref.Name)
 	}
-	return "", false, fmt.Errorf("configMap/secret references are not supported by nodelet")
+	return "", false, fmt.Errorf("env source without fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef")
+}
+
+func missingKey(optional bool, key, kind, ns, name string) error {
+	if optional {
+		return nil
+	}
+	return fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, ns, name)
 }
 
 // fieldValue resolves a downward-API field path.

@@ -85,7 +85,7 @@ func TestContainerEnvSources(t *testing.T) {
 	}
 	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "other-missing-limit"})
 	ec := envContext{pod: pod, podIPs: []string{"10.85.0.9", "fd00::9"}, nodeName: "node-1", hostIP: "192.168.1.10",
-		capacity: nodeCapacity{milliCPU: 2000, memoryBytes: 4 << 30}}
+		capacity: nodeCapacity{milliCPU: 2000, memoryBytes: 4 << 30}, objects: newObjectCache(&fakeObjects{})}
 	_, vars, err := containerEnv(ec, c)
 	if err != nil {
 		t.Fatal(err)
@@ -102,12 +102,12 @@ func TestContainerEnvSources(t *testing.T) {
 	}
 }
 
-func TestContainerEnvRejectsUnsupportedSources(t *testing.T) {
+func TestContainerEnvRejectsUnsupportedAndStandaloneSources(t *testing.T) {
 	ec := envContext{pod: &v1.Pod{}}
 	for name, c := range map[string]*v1.Container{
-		"secretKeyRef": {Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}},
-		"envFrom":      {EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}}},
-		"bad field":    {Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.bogus"}}}}},
+		"standalone secretKeyRef": {Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}},
+		"standalone envFrom":      {EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}}},
+		"bad field":               {Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.bogus"}}}}},
 	} {
 		if _, _, err := containerEnv(ec, c); err == nil {
 			t.Errorf("%s: no error", name)

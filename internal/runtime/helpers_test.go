@@ -62,6 +62,7 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	}
 	t.Cleanup(func() { m.(io.Closer).Close() })
 	e.mgr = m.(*manager)
+	e.mgr.mounter = &fakeMounter{mounted: map[string]int64{}} // tests never mount tmpfs
 	return e
 }
 

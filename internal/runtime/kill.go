@@ -163,6 +163,10 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 		// Keep the pod's files while the runtime may still use them.
 		return fmt.Errorf("remove pod %s: %w", uid, errors.Join(errs...))
 	}
+	m.tokens.forget(uid)
+	if err := UnmountPodVolumes(m.podDir(string(uid))); err != nil { // tmpfs volumes
+		return fmt.Errorf("remove pod %s: %w", uid, err)
+	}
 	if err := os.RemoveAll(m.podDir(string(uid))); err != nil {
 		errs = append(errs, err)
 	}

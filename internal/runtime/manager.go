@@ -47,6 +47,10 @@ type Options struct {
 	// NodeName and NodeIP fill spec.nodeName and status.hostIP env references.
 	NodeName string
 	NodeIP   string
+	// Objects reads ConfigMaps and Secrets for env and volumes; nil (standalone) makes every
+	// such reference fail with an error naming the object. If it also implements
+	// TokenGetter, projected serviceAccountToken sources work.
+	Objects ObjectGetter
 }
 
 // manager implements Manager over CRI.
@@ -60,6 +64,9 @@ type manager struct {
 	dns         *dnsConfigurer
 	nodeName    string
 	nodeIP      string
+	objects     ObjectGetter
+	mounter     volumeMounter
+	tokens      *tokenCache
 	conn        *grpc.ClientConn // nil when the caller owns the connection
 
 	capacityOnce sync.Once
@@ -119,6 +126,9 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		dns:         newDNSConfigurer(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
 		nodeName:    opts.NodeName,
 		nodeIP:      opts.NodeIP,
+		objects:     opts.Objects,
+		mounter:     hostMounter{},
+		tokens:      newTokenCache(),
 	}
 }
 

@@ -110,10 +110,10 @@ func TestHostPathVolumes(t *testing.T) {
 		{Name: "d", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "new/dir"), Type: &dirOrCreate}}},
 		{Name: "f", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "new/file"), Type: &fileOrCreate}}},
 		{Name: "missing", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "nope"), Type: &mustExist}}},
-		{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
 	}
 	for _, vm := range []v1.VolumeMount{{Name: "d", MountPath: "/d", SubPath: "sub"}, {Name: "f", MountPath: "/f"}} {
-		path, err := e.mgr.volumeHostPath(pod, vm)
+		path, _, err := e.mgr.volumeHostPath(pod, vm)
 		if err != nil {
 			t.Fatalf("%s: %v", vm.Name, err)
 		}
@@ -121,12 +121,12 @@ func TestHostPathVolumes(t *testing.T) {
 			t.Errorf("%s: %v", vm.Name, err)
 		}
 	}
-	for _, name := range []string{"missing", "cm", "undeclared"} {
-		if _, err := e.mgr.volumeHostPath(pod, v1.VolumeMount{Name: name}); err == nil {
+	for _, name := range []string{"missing", "nfs", "undeclared"} {
+		if _, _, err := e.mgr.volumeHostPath(pod, v1.VolumeMount{Name: name}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := e.mgr.volumeHostPath(pod, v1.VolumeMount{Name: "d", SubPath: "../escape"}); err == nil {
+	if _, _, err := e.mgr.volumeHostPath(pod, v1.VolumeMount{Name: "d", SubPath: "../escape"}); err == nil {
 		t.Error("subPath escaping the volume accepted")
 	}
 }

@@ -33,6 +33,13 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	klog.V(4).InfoS("SyncPod actions", "pod", klog.KObj(pod), "createSandbox", acts.createSandbox,
 		"attempt", acts.attempt, "kill", len(acts.kill), "start", len(acts.start))
 
+	if err := m.setUpVolumes(ctx, pod); err != nil {
+		m.recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedMount",
+			"MountVolume.SetUp failed: %v", err)
+		res.Err = fmt.Errorf("unable to set up volumes: %w", err)
+		return res
+	}
+
 	var sb *sandboxInfo
 	if acts.createSandbox {
 		if err := m.replaceSandboxPrep(ctx, pod, status); err != nil {
@@ -143,7 +150,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
 		res.setErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
 	}
-	cfg, err := m.containerConfig(pod, c, sb, s.restartCount, imageRef)
+	cfg, err := m.containerConfig(ctx, pod, c, sb, s.restartCount, imageRef)
 	if err != nil {
 		fail(ReasonCreateContainerConfigError, err)
 		return

@@ -24,14 +24,14 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string)
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
 	for _, vm := range c.VolumeMounts {
-		hostPath, err := m.volumeHostPath(pod, vm)
+		hostPath, readOnly, err := m.volumeHostPath(pod, vm)
 		if err != nil {
 			return nil, err
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			Readonly:      vm.ReadOnly || readOnly,
 			Propagation:   propagation(vm.MountPropagation),
 		})
 		mountsEtcHosts = mountsEtcHosts || vm.MountPath == etcHostsPath
@@ -54,8 +54,9 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string)
 }
 
 // volumeHostPath finds the host directory behind a volume mount, creating it where the volume
-// type says so, and applies subPath.
-func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (string, error) {
+// type says so, and applies subPath. readOnly is set for volumes nodelet writes the files of
+// (configMap, secret, downwardAPI, projected): containers only read them.
+func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (path string, readOnly bool, err error) {
 	var vol *v1.Volume
 	for i := range pod.Spec.Volumes {
 		if pod.Spec.Volumes[i].Name == vm.Name {
@@ -63,37 +64,42 @@ func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (string, error)
 		}
 	}
 	if vol == nil {
-		return "", fmt.Errorf("volume mount %q: no such volume", vm.Name)
+		return "", false, fmt.Errorf("volume mount %q: no such volume", vm.Name)
 	}
 	var base string
-	switch {
+	switch plugin := objectVolumePlugin(vol); {
 	case vol.EmptyDir != nil:
 		base = filepath.Join(m.podDir(string(pod.UID)), "volumes", emptyDirPlugin, vol.Name)
 		if err := mkdirWorldWritable(base); err != nil {
-			return "", fmt.Errorf("emptyDir %q: %w", vol.Name, err)
+			return "", false, fmt.Errorf("emptyDir %q: %w", vol.Name, err)
 		}
 	case vol.HostPath != nil:
 		if err := prepareHostPath(vol.HostPath); err != nil {
-			return "", fmt.Errorf("hostPath %q: %w", vol.Name, err)
+			return "", false, fmt.Errorf("hostPath %q: %w", vol.Name, err)
 		}
 		base = vol.HostPath.Path
+	case plugin != "":
+		base, readOnly = m.volumeDir(pod, plugin, vol.Name), true // written by setUpVolumes
 	default:
-		return "", fmt.Errorf("volume %q: only emptyDir and hostPath volumes are supported by nodelet", vol.Name)
+		return "", false, fmt.Errorf("volume %q: unsupported volume type (nodelet supports emptyDir, hostPath, configMap, secret, downwardAPI and projected)", vol.Name)
 	}
 	if vm.SubPath == "" {
-		return base, nil
+		return base, readOnly, nil
 	}
 	sub := filepath.Clean(vm.SubPath)
 	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
-		return "", fmt.Errorf("volume mount %q: subPath %q must be a relative path inside the volume", vm.Name, vm.SubPath)
+		return "", false, fmt.Errorf("volume mount %q: subPath %q must be a relative path inside the volume", vm.Name, vm.SubPath)
 	}
 	full := filepath.Join(base, sub)
 	if _, err := os.Stat(full); os.IsNotExist(err) {
+		if readOnly {
+			return "", false, fmt.Errorf("volume mount %q: subPath %q does not exist in the volume", vm.Name, vm.SubPath)
+		}
 		if err := mkdirWorldWritable(full); err != nil {
-			return "", fmt.Errorf("volume mount %q subPath: %w", vm.Name, err)
+			return "", false, fmt.Errorf("volume mount %q subPath: %w", vm.Name, err)
 		}
 	}
-	return full, nil
+	return full, readOnly, nil
 }
 
 // mkdirWorldWritable creates dir with mode 0777 regardless of umask, as emptyDir volumes are

@@ -37,6 +37,13 @@ type coreV1 struct{ cs kubernetes.Interface }
 func (c coreV1) Pods(ns string) kubeclient.PodInterface     { return c.cs.CoreV1().Pods(ns) }
 func (c coreV1) Nodes() kubeclient.NodeInterface            { return c.cs.CoreV1().Nodes() }
 func (c coreV1) Events(ns string) kubeclient.EventInterface { return c.cs.CoreV1().Events(ns) }
+func (c coreV1) ConfigMaps(ns string) kubeclient.ConfigMapInterface {
+	return c.cs.CoreV1().ConfigMaps(ns)
+}
+func (c coreV1) Secrets(ns string) kubeclient.SecretInterface { return c.cs.CoreV1().Secrets(ns) }
+func (c coreV1) ServiceAccounts(ns string) kubeclient.ServiceAccountInterface {
+	return c.cs.CoreV1().ServiceAccounts(ns)
+}
 
 type coordinationV1 struct{ cs kubernetes.Interface }
 

@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// fakeObjects is an in-memory ObjectGetter keyed by "namespace/name".
+type fakeObjects struct {
+	mu         sync.Mutex
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+}
+
+func (f *fakeObjects) addConfigMap(ns, name string, data map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.configMaps == nil {
+		f.configMaps = map[string]*v1.ConfigMap{}
+	}
+	f.configMaps[ns+"/"+name] = &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: data}
+}
+
+func (f *fakeObjects) addSecret(ns, name string, data map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.secrets == nil {
+		f.secrets = map[string]*v1.Secret{}
+	}
+	s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	f.secrets[ns+"/"+name] = s
+}
+
+func (f *fakeObjects) GetConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cm, ok := f.configMaps[ns+"/"+name]; ok {
+		return cm.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
+}
+
+func (f *fakeObjects) GetSecret(_ context.Context, ns, name string) (*v1.Secret, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.secrets[ns+"/"+name]; ok {
+		return s.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
+	objs := &fakeObjects{}
+	objs.addConfigMap("prod", "cfg", map[string]string{"mode": "fast", "LEVEL": "3", "has space": "x", "1digit": "y"})
+	objs.addSecret("prod", "creds", map[string]string{"user": "admin", "pass": "s3cret"})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}}
+	cmKey := func(name, key string, optional *bool) *v1.EnvVarSource {
+		return &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: name}, Key: key, Optional: optional}}
+	}
+	secKey := func(name, key string, optional *bool) *v1.EnvVarSource {
+		return &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: name}, Key: key, Optional: optional}}
+	}
+	c := &v1.Container{
+		EnvFrom: []v1.EnvFromSource{
+			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}},
+			{Prefix: "S_", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}}},
+			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Optional: boolPtr(true)}},
+		},
+		Env: []v1.EnvVar{
+			{Name: "mode", Value: "slow"}, // env overrides envFrom
+			{Name: "MODE_CM", ValueFrom: cmKey("cfg", "mode", nil)},
+			{Name: "USER", ValueFrom: secKey("creds", "user", nil)},
+			{Name: "OPT_OBJ", ValueFrom: cmKey("missing", "k", boolPtr(true))},
+			{Name: "OPT_KEY", ValueFrom: secKey("creds", "nokey", boolPtr(true))},
+			{Name: "REF", Value: "$(S_user)@$(mode)"},
+		},
+	}
+	envs, vars, err := containerEnv(envContext{pod: pod, objects: newObjectCache(objs)}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"mode": "slow", "LEVEL": "3", "S_user": "admin", "S_pass": "s3cret",
+		"MODE_CM": "fast", "USER": "admin", "REF": "admin@slow",
+	}
+	if !reflect.DeepEqual(vars, want) {
+		t.Errorf("env =\n%v\nwant\n%v", vars, want)
+	}
+	if len(envs) != len(want) || envs[0].Key != "LEVEL" {
+		t.Errorf("env order %v: envFrom keys come first, sorted", envs)
+	}
+
+	for name, env := range map[string]v1.EnvVar{
+		"missing configMap": {Name: "X", ValueFrom: cmKey("missing", "k", nil)},
+		"missing key":       {Name: "X", ValueFrom: cmKey("cfg", "nokey", boolPtr(false))},
+		"missing secret":    {Name: "X", ValueFrom: secKey("nope", "k", nil)},
+	} {
+		_, _, err := containerEnv(envContext{pod: pod, objects: newObjectCache(objs)}, &v1.Container{Env: []v1.EnvVar{env}})
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	required := &v1.Container{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}}}}
+	if _, _, err := containerEnv(envContext{pod: pod, objects: newObjectCache(objs)}, required); err == nil {
+		t.Error("required envFrom secret that is missing: no error")
+	}
+}
+
+func TestStandaloneObjectErrorNamesTheObject(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}}
+	c := &v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k", Optional: boolPtr(true)}}}}}
+	_, _, err := containerEnv(envContext{pod: pod}, c)
+	if err == nil || !strings.Contains(err.Error(), "configMap prod/cfg: no API server (standalone)") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestSyncPodEnvFromMissingConfigMapIsConfigError(t *testing.T) {
+	objs := &fakeObjects{}
+	e := newTestEnv(t, func(o *Options) { o.Objects = objs })
+	c := ctr("app", "sleep", "3600")
+	c.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k"}}}}
+	pod := newPod("envpod", c)
+	res := e.sync(pod)
+	if w := res.Waiting["app"]; w.Reason != ReasonCreateContainerConfigError {
+		t.Fatalf("waiting = %+v, want %s", w, ReasonCreateContainerConfigError)
+	}
+	objs.addConfigMap("default", "cfg", map[string]string{"k": "v"})
+	if res := e.sync(pod); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	envs := e.running("app").Config.Envs
+	found := false
+	for _, kv := range envs {
+		found = found || (kv.Key == "X" && kv.Value == "v")
+	}
+	if !found {
+		t.Errorf("env %v lacks X=v", envs)
+	}
+}
