@@ -79,8 +79,10 @@ conformance-smoke:
 	hack/conformance.sh smoke
 
 # Everything CI runs: unit tests, end-to-end tests against the real containerd and control
-# plane, then the benchmark driver's smoke run.
-test: unit e2e bench-smoke
+# plane, the benchmark driver's smoke run, then the conformance smoke specs. The steps run in
+# order, so the conformance script need not wait for other runs to go quiet.
+test: export NO_WAIT_QUIET=1
+test: unit e2e bench-smoke conformance-smoke
 
 # Unit tests: every package except the end-to-end suite, after the dependency check.
 unit:

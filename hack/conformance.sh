@@ -9,7 +9,9 @@
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
 # Env: SUBJECTS (default "nodelet kubelet"), PROCS (parallel ginkgo processes, default 5),
-#      FOCUS (extra ginkgo focus regex), TIMEOUT (per run, default 2h), OUT (default _output/conformance).
+#      FOCUS (extra ginkgo focus regex), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
+#      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
+#      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
 # Nothing is pulled: hack/images.sh conformance imports every image the selected specs need.
 # The control plane is shared with `make test`: the run waits until no e2e/bench run is going
 # and holds /run/nodelet-cp.lock throughout. It wipes etcd first (the suite wants exactly one
@@ -60,6 +62,7 @@ prepare() {
 # wait_quiet waits until no `make test`, e2e or bench run uses the control plane.
 wait_quiet() {
 	local said=
+	[[ ${NO_WAIT_QUIET:-} != 1 ]] || return 0
 	while pgrep -f "$BUSY_PATTERN" >/dev/null; do
 		[[ -n $said ]] || say "waiting for other runs on the control plane to finish: $(pgrep -af "$BUSY_PATTERN" | head -n 3 | cut -c1-100 | tr '\n' ';')"
 		said=1
@@ -252,12 +255,14 @@ full | smoke)
 	mkdir -p "$OUT"
 	prepare
 	wait_quiet
+	# A caller that already holds the lock (flock ... make test) says so; taking it again would wait forever.
+	[[ ${NODELET_CP_LOCK_HELD:-} != 1 ]] || exec "$0" __locked "$MODE"
 	say "taking $LOCK"
 	# -o: the daemons started under the lock (the control plane) must not inherit it.
 	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
-	sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,18s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -52,6 +52,8 @@ type Deps struct {
 	// once. The runtime does the same total work either way, but a bounded, arrival-ordered
 	// stream lets pods finish one after another instead of all together at the end.
 	StartConcurrency int
+	// AppArmor reports whether the host enforces AppArmor; nil reads the kernel's setting.
+	AppArmor func() bool
 }
 
 // Syncer implements podworkers.Syncer.
@@ -85,8 +87,22 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if err != nil {
 		return podworkers.Outcome{}, err
 	}
-	st := s.recordStatus(pod, rs)
+	if verdict, blocked := s.softRefusal(pod); verdict != nil {
+		s.setWaiting(pod.UID, blocked)
+		s.recordStatus(pod, rs, verdict)
+		return podworkers.Outcome{}, nil
+	}
+	st := s.recordStatus(pod, rs, nil)
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+		s.stopProbes(rs.UID)
+		return podworkers.Outcome{Terminal: true}, nil
+	}
+	deadline, hasDeadline := deadlineLeft(pod, st, time.Now())
+	if hasDeadline && deadline <= 0 {
+		s.recordStatus(pod, rs, &status.Verdict{Phase: v1.PodFailed, Reason: reasonDeadlineExceeded, Message: messageDeadline})
+		if s.Recorder != nil {
+			s.Recorder.Event(pod, v1.EventTypeNormal, reasonDeadlineExceeded, messageDeadline)
+		}
 		s.stopProbes(rs.UID)
 		return podworkers.Outcome{Terminal: true}, nil
 	}
@@ -112,10 +128,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedSync", "Error syncing pod, skipping: %v", res.Err)
 	}
 	if rs, err = s.readStatus(ctx, pod); err == nil {
-		st := s.recordStatus(pod, rs)
+		st := s.recordStatus(pod, rs, nil)
 		metrics.ObservePodStatus(pod, &st)
 	}
-	return podworkers.Outcome{RequeueAfter: res.RequeueAfter}, res.Err
+	requeue := res.RequeueAfter
+	if hasDeadline && (requeue == 0 || deadline < requeue) {
+		requeue = deadline
+	}
+	return podworkers.Outcome{RequeueAfter: requeue}, res.Err
 }
 
 // SyncTerminatingPod stops the pod's containers and sandbox with the grace period.
@@ -134,7 +154,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *r
 	}
 	if pod != nil {
 		if rs, err := s.readStatus(ctx, pod); err == nil {
-			s.recordStatus(pod, rs)
+			s.recordStatus(pod, rs, nil)
 		}
 	}
 	return nil
@@ -199,11 +219,13 @@ func (s *Syncer) readStatusFor(ctx context.Context, pod *v1.Pod, running *runtim
 	return rs, nil
 }
 
-func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus) v1.PodStatus {
+// recordStatus computes and keeps pod's status; verdict, if any, is the syncer's decision on
+// the whole pod.
+func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *status.Verdict) v1.PodStatus {
 	prev, ok := s.Statuses.Get(pod.UID)
 	in := status.Input{
 		Pod: pod, Runtime: rs, Waiting: s.getWaiting(pod.UID), RuntimeName: s.RuntimeName,
-		HostIPs: s.HostIPs, Now: metav1.NewTime(time.Now()),
+		HostIPs: s.HostIPs, Now: metav1.NewTime(time.Now()), Verdict: verdict,
 	}
 	if ok {
 		in.Previous = &prev

@@ -49,6 +49,10 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	sc := containerSecurity(pod, c, m.rootDir)
+	if err := m.verifyRunAsNonRoot(ctx, pod, c, sc, imageRef); err != nil {
+		return nil, err
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -65,7 +69,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       linuxResources(pod, c, ec.capacity),
-			SecurityContext: containerSecurity(pod, c),
+			SecurityContext: sc,
 		},
 	}, nil
 }
@@ -109,45 +113,4 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[s
 		a[AnnotationPreStop] = string(data)
 	}
 	return a, nil
-}
-
-// containerSecurity maps the container's security context over the pod's.
-func containerSecurity(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
-	sc := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions:   namespaceOptions(pod),
-		SupplementalGroups: supplementalGroups(pod.Spec.SecurityContext),
-	}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-	}
-	csc := c.SecurityContext
-	if csc == nil {
-		return sc
-	}
-	sc.Privileged = isTrue(csc.Privileged)
-	sc.ReadonlyRootfs = isTrue(csc.ReadOnlyRootFilesystem)
-	if csc.RunAsUser != nil {
-		sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
-	}
-	if csc.RunAsGroup != nil {
-		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
-	}
-	if csc.AllowPrivilegeEscalation != nil {
-		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
-	}
-	if caps := csc.Capabilities; caps != nil {
-		sc.Capabilities = &runtimeapi.Capability{}
-		for _, c := range caps.Add {
-			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
-		}
-		for _, c := range caps.Drop {
-			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
-		}
-	}
-	return sc
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
@@ -24,6 +25,7 @@ func Dial(endpoint string) (*grpc.ClientConn, error) { return criconn.Dial(endpo
 // criClient wraps the CRI runtime service so that every call carries a deadline.
 type criClient struct {
 	rt      runtimeapi.RuntimeServiceClient
+	img     runtimeapi.ImageServiceClient
 	timeout time.Duration // for calls that do work
 }
 
@@ -152,4 +154,21 @@ func (c *criClient) execSync(ctx context.Context, id string, cmd []string, timeo
 	defer cancel()
 	secs := int64((timeout + time.Second - 1) / time.Second)
 	return c.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: secs})
+}
+
+// imageUser returns the user an image runs as: its uid when numeric, else its user name.
+func (c *criClient) imageUser(ctx context.Context, image string) (*int64, string, error) {
+	ctx, cancel := c.short(ctx)
+	defer cancel()
+	resp, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	if err != nil {
+		return nil, "", err
+	}
+	if resp.GetImage() == nil {
+		return nil, "", fmt.Errorf("image %s not present", image)
+	}
+	if uid := resp.GetImage().GetUid(); uid != nil {
+		return &uid.Value, "", nil
+	}
+	return nil, resp.GetImage().GetUsername(), nil
 }

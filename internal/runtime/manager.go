@@ -117,7 +117,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
 	}
 	return &manager{
-		cri:         &criClient{rt: rt, timeout: opts.RequestTimeout},
+		cri:         &criClient{rt: rt, img: img, timeout: opts.RequestTimeout},
 		images:      opts.Images,
 		recorder:    opts.Recorder,
 		pullSecrets: opts.PullSecrets,

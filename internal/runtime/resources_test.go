@@ -88,7 +88,7 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 		t.Errorf("sandbox security %+v sysctls %v", sc, cfg.Linux.Sysctls)
 	}
 
-	csc := containerSecurity(pod, &pod.Spec.Containers[0])
+	csc := containerSecurity(pod, &pod.Spec.Containers[0], "/var/lib/kubelet")
 	if !csc.Privileged || !csc.ReadonlyRootfs || !csc.NoNewPrivs || csc.RunAsUser.Value != uid || csc.RunAsGroup.Value != gid ||
 		csc.Capabilities.AddCapabilities[0] != "NET_ADMIN" || csc.Capabilities.DropCapabilities[0] != "ALL" {
 		t.Errorf("container security %+v", csc)

@@ -432,3 +432,25 @@ func mountMap(mounts []*runtimeapi.Mount) map[string]string {
 	}
 	return out
 }
+
+func TestImageUpdateResetsBackOff(t *testing.T) {
+	e := newTestEnv(t)
+	pod := newPod("crash", ctr("app", "false"))
+	e.sync(pod)
+	for i := 0; i < 2; i++ {
+		e.exit("app", 1)
+		e.sync(pod)
+	}
+	if w := e.sync(pod).Waiting["app"]; w.Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("after two crashes: waiting %+v, want back-off", w)
+	}
+	const newImage = "nodelet.local/busybox:fixed"
+	e.fake.AddImage(newImage)
+	pod.Spec.Containers[0].Image = newImage
+	if res := e.sync(pod); len(res.Waiting) != 0 {
+		t.Fatalf("after the image update: %+v, want the container started at once", res)
+	}
+	if img := e.running("app").Config.Image.UserSpecifiedImage; img != newImage {
+		t.Fatalf("running image %q, want %q", img, newImage)
+	}
+}

@@ -145,7 +145,8 @@ type Manager interface {
 }
 
 // BackoffKey names a container's crash-loop back-off entry (shared by the runtime manager,
-// which consults it, and the pod syncer, which clears it when a pod goes away).
+// which consults it, and the pod syncer, which clears it when a pod goes away). The image is
+// part of it: a new image is a fix worth trying at once.
 func BackoffKey(pod *v1.Pod, c *v1.Container) string {
-	return pod.Namespace + "_" + pod.Name + "_" + string(pod.UID) + "_" + c.Name
+	return pod.Namespace + "_" + pod.Name + "_" + string(pod.UID) + "_" + c.Name + "_" + c.Image
 }

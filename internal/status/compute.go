@@ -26,6 +26,16 @@ type Input struct {
 	Ready   func(name, containerID string) bool
 	Started func(name, containerID string) bool
 	Now     metav1.Time
+	// Verdict is the syncer's decision on the whole pod, if it made one.
+	Verdict *Verdict
+}
+
+// Verdict overrides the computed phase (when Phase is set) and gives the pod-level reason:
+// a soft admission refusal keeps the pod Pending with a reason; an exceeded active deadline
+// fails it.
+type Verdict struct {
+	Phase           v1.PodPhase
+	Reason, Message string
 }
 
 // Compute returns the API status of in.Pod. It never moves a terminal phase back.
@@ -42,6 +52,9 @@ func Compute(in Input) v1.PodStatus {
 	st.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true)
 	st.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false)
 	st.Phase = Phase(&pod.Spec, st.InitContainerStatuses, st.ContainerStatuses)
+	if v := in.Verdict; v != nil && v.Phase != "" {
+		st.Phase = v.Phase
+	}
 	if in.Previous != nil && isTerminal(in.Previous.Phase) {
 		st.Phase = in.Previous.Phase
 	}
@@ -63,20 +76,16 @@ func Compute(in Input) v1.PodStatus {
 		st.PodIP = st.PodIPs[0].IP
 	}
 	st.Conditions = conditions(in, &st)
-	if st.Phase == v1.PodFailed || st.Phase == v1.PodSucceeded {
-		st.Reason, st.Message = terminalReason(in.Previous)
+	switch {
+	case in.Previous != nil && isTerminal(in.Previous.Phase):
+		st.Reason, st.Message = in.Previous.Reason, in.Previous.Message
+	case in.Verdict != nil:
+		st.Reason, st.Message = in.Verdict.Reason, in.Verdict.Message
 	}
 	return st
 }
 
 func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
-
-func terminalReason(prev *v1.PodStatus) (string, string) {
-	if prev == nil {
-		return "", ""
-	}
-	return prev.Reason, prev.Message
-}
 
 // Phase derives the pod phase from container statuses the way the kubelet defines it:
 // Pending until every container has started at least once, Running while any runs or will be

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -20,11 +22,14 @@ func conditions(in Input, st *v1.PodStatus) []v1.PodCondition {
 			readyReason = "PodFailed"
 		}
 	}
-	ready := containersReady && readinessGatesMet(in.Pod)
+	ready, podReadyReason, podReadyMsg := containersReady, readyReason, readyMsg
+	if gateMsg := unmetReadinessGate(in.Pod); containersReady && gateMsg != "" {
+		ready, podReadyReason, podReadyMsg = false, "ReadinessGatesNotReady", gateMsg
+	}
 	out := []v1.PodCondition{
 		cond(in, v1.PodReadyToStartContainers, sandboxReady, "", ""),
 		cond(in, v1.PodInitialized, initialized, initReason, initMessage(initReason, st)),
-		cond(in, v1.PodReady, ready, readyReason, readyMsg),
+		cond(in, v1.PodReady, ready, podReadyReason, podReadyMsg),
 		cond(in, v1.ContainersReady, containersReady, readyReason, readyMsg),
 		cond(in, v1.PodScheduled, true, "", ""),
 	}
@@ -76,19 +81,24 @@ func appendName(list, name string) string {
 	return list[:len(list)-1] + " " + name + "]"
 }
 
-func readinessGatesMet(pod *v1.Pod) bool {
+// unmetReadinessGate describes the first readiness gate whose condition (set by someone else
+// in the API) is not True; "" when all are met.
+func unmetReadinessGate(pod *v1.Pod) string {
 	for _, gate := range pod.Spec.ReadinessGates {
-		met := false
-		for _, c := range pod.Status.Conditions {
-			if c.Type == gate.ConditionType && c.Status == v1.ConditionTrue {
-				met = true
+		var found *v1.PodCondition
+		for i, c := range pod.Status.Conditions {
+			if c.Type == gate.ConditionType {
+				found = &pod.Status.Conditions[i]
 			}
 		}
-		if !met {
-			return false
+		switch {
+		case found == nil:
+			return fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", gate.ConditionType)
+		case found.Status != v1.ConditionTrue:
+			return fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", gate.ConditionType, found.Status)
 		}
 	}
-	return true
+	return ""
 }
 
 func cond(in Input, t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {

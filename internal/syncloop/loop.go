@@ -154,6 +154,10 @@ func (l *Loop) handleUpdate(u source.PodUpdate) {
 			if l.cfg.Reconciled != nil {
 				l.cfg.Reconciled(p)
 			}
+			// Readiness gates are conditions others set in the API: Ready must follow them.
+			if len(p.Spec.ReadinessGates) > 0 {
+				l.dispatch(p, podworkers.Sync)
+			}
 		}
 	}
 }

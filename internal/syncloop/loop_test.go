@@ -138,3 +138,15 @@ func TestQueueDue(t *testing.T) {
 		t.Fatalf("due %v, want [b]", due)
 	}
 }
+
+func TestStatusChangeResyncsOnlyPodsWithReadinessGates(t *testing.T) {
+	l, w, _ := newLoop(nil, time.Now())
+	plain := mkPod("plain", time.Now())
+	gated := mkPod("gated", time.Now())
+	gated.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	w.states[plain.UID], w.states[gated.UID] = podworkers.Syncing, podworkers.Syncing
+	l.handleUpdate(source.PodUpdate{Op: source.RECONCILE, Pods: []*v1.Pod{plain, gated}})
+	if len(w.updates) != 1 || w.updates[0].Pod.Name != "gated" || w.updates[0].Type != podworkers.Sync {
+		t.Fatalf("worker updates = %+v, want one Sync of the gated pod", w.updates)
+	}
+}

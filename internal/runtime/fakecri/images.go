@@ -37,6 +37,17 @@ func (f *Fake) Images() []string {
 	return names
 }
 
+// SetImageUser sets the user image runs as (a numeric uid, or a name when uid is nil).
+func (f *Fake) SetImageUser(image string, uid *int64, username string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	img := f.addImageLocked(image)
+	img.Uid, img.Username = nil, username
+	if uid != nil {
+		img.Uid = &runtimeapi.Int64Value{Value: *uid}
+	}
+}
+
 // SetPullError makes pulls of image fail with err until cleared with a nil err.
 func (f *Fake) SetPullError(image string, err error) {
 	f.mu.Lock()

@@ -1,0 +1,133 @@
+package podsync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/status"
+)
+
+// fakeRuntime runs every container as soon as SyncPod is called and counts the calls.
+type fakeRuntime struct {
+	synced, killed int
+	running        bool
+}
+
+func (f *fakeRuntime) SyncPod(_ context.Context, _ *v1.Pod, _ *runtime.PodStatus, _ *flowcontrol.Backoff) runtime.SyncResult {
+	f.synced++
+	f.running = true
+	return runtime.SyncResult{}
+}
+
+func (f *fakeRuntime) KillPod(context.Context, *v1.Pod, *runtime.RunningPod, int64) error {
+	f.killed++
+	f.running = false
+	return nil
+}
+
+func (f *fakeRuntime) RemovePod(context.Context, types.UID) error { return nil }
+
+func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+	rs := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns}
+	if f.running {
+		rs.Sandboxes = []*runtime.SandboxStatus{{ID: "sb", Ready: true}}
+		rs.Containers = []*runtime.ContainerStatus{{ID: "c1", Name: "app", State: runtime.StateRunning, StartedAt: time.Now()}}
+	}
+	return rs, nil
+}
+
+func (f *fakeRuntime) GetPods(context.Context, bool) ([]*runtime.RunningPod, error) { return nil, nil }
+func (f *fakeRuntime) Status(context.Context) error                                 { return nil }
+func (f *fakeRuntime) Version(context.Context) (string, string, error)              { return "fake", "0", nil }
+
+func newTestSyncer(t *testing.T, rt runtime.Manager, apparmor bool) *Syncer {
+	return New(Deps{
+		Runtime: rt, Statuses: status.NewManager(nil), Backoff: flowcontrol.NewBackOff(time.Second, time.Minute),
+		RootDir: t.TempDir(), AppArmor: func() bool { return apparmor },
+	})
+}
+
+func testPod() *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}, RestartPolicy: v1.RestartPolicyAlways},
+	}
+}
+
+func TestAppArmorProfileWithoutAppArmorIsBlocked(t *testing.T) {
+	rt := &fakeRuntime{}
+	s := newTestSyncer(t, rt, false)
+	pod := testPod()
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+	out, err := s.SyncPod(context.Background(), pod)
+	if err != nil || out.Terminal {
+		t.Fatalf("SyncPod = %+v, %v; want a non-terminal outcome", out, err)
+	}
+	if rt.synced != 0 {
+		t.Fatalf("runtime asked to start a pod it cannot confine")
+	}
+	st, _ := s.Statuses.Get(pod.UID)
+	if st.Phase != v1.PodPending || st.Reason != "AppArmor" {
+		t.Fatalf("phase/reason = %s/%q, want Pending/AppArmor", st.Phase, st.Reason)
+	}
+	if w := st.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "Blocked" {
+		t.Fatalf("container state = %+v, want waiting Blocked", st.ContainerStatuses[0].State)
+	}
+}
+
+func TestAppArmorProfileRunsWhereEnforcedOrUnconfined(t *testing.T) {
+	pod := testPod()
+	pod.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "app": "runtime/default"}
+	rt := &fakeRuntime{}
+	if _, err := newTestSyncer(t, rt, true).SyncPod(context.Background(), pod); err != nil || rt.synced != 1 {
+		t.Fatalf("host with AppArmor: synced %d times, err %v", rt.synced, err)
+	}
+	pod.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "app": "unconfined"}
+	rt = &fakeRuntime{}
+	if _, err := newTestSyncer(t, rt, false).SyncPod(context.Background(), pod); err != nil || rt.synced != 1 {
+		t.Fatalf("unconfined profile: synced %d times, err %v", rt.synced, err)
+	}
+}
+
+func TestActiveDeadlineFailsThePod(t *testing.T) {
+	rt := &fakeRuntime{}
+	s := newTestSyncer(t, rt, false)
+	pod := testPod()
+	deadline := int64(30)
+	pod.Spec.ActiveDeadlineSeconds = &deadline
+	out, err := s.SyncPod(context.Background(), pod)
+	if err != nil || out.Terminal {
+		t.Fatalf("first sync = %+v, %v", out, err)
+	}
+	if out.RequeueAfter <= 0 || out.RequeueAfter > 30*time.Second {
+		t.Fatalf("RequeueAfter = %v, want the time left before the deadline", out.RequeueAfter)
+	}
+	// The deadline is lowered below the time the pod has been active (an update).
+	st, _ := s.Statuses.Get(pod.UID)
+	past := metav1.NewTime(st.StartTime.Add(-time.Minute))
+	st.StartTime = &past
+	s.Statuses.Set(pod, st)
+	out, err = s.SyncPod(context.Background(), pod)
+	if err != nil || !out.Terminal {
+		t.Fatalf("sync past the deadline = %+v, %v; want terminal", out, err)
+	}
+	st, _ = s.Statuses.Get(pod.UID)
+	if st.Phase != v1.PodFailed || st.Reason != "DeadlineExceeded" {
+		t.Fatalf("phase/reason = %s/%q, want Failed/DeadlineExceeded", st.Phase, st.Reason)
+	}
+	// Killing it keeps the verdict.
+	if err := s.SyncTerminatingPod(context.Background(), pod, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = s.Statuses.Get(pod.UID)
+	if rt.killed != 1 || st.Phase != v1.PodFailed || st.Reason != "DeadlineExceeded" {
+		t.Fatalf("after kill: killed=%d phase/reason = %s/%q", rt.killed, st.Phase, st.Reason)
+	}
+}

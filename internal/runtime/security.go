@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The /proc and /sys paths an unprivileged container with the default procMount must not read
+// (masked) or change (read-only): the runtime applies exactly the lists it is given.
+var (
+	defaultMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+		"/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// containerSecurity maps the container's security context over the pod's. rootDir holds
+// localhost seccomp profiles under seccomp/.
+func containerSecurity(pod *v1.Pod, c *v1.Container, rootDir string) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions:   namespaceOptions(pod),
+		SupplementalGroups: supplementalGroups(pod.Spec.SecurityContext),
+	}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = &v1.PodSecurityContext{}
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		csc = &v1.SecurityContext{}
+	}
+	if uid := firstSet(csc.RunAsUser, psc.RunAsUser); uid != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *uid}
+	}
+	if gid := firstSet(csc.RunAsGroup, psc.RunAsGroup); gid != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *gid}
+	}
+	if se := csc.SELinuxOptions; se != nil || psc.SELinuxOptions != nil {
+		if se == nil {
+			se = psc.SELinuxOptions
+		}
+		sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: se.User, Role: se.Role, Type: se.Type, Level: se.Level}
+	}
+	sc.Privileged = isTrue(csc.Privileged)
+	sc.ReadonlyRootfs = isTrue(csc.ReadOnlyRootFilesystem)
+	if csc.AllowPrivilegeEscalation != nil {
+		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+	}
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, c := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
+		}
+		for _, c := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
+		}
+	}
+	sc.MaskedPaths, sc.ReadonlyPaths = procPaths(sc.Privileged, csc.ProcMount)
+	sc.Seccomp = seccompProfile(firstSeccomp(csc.SeccompProfile, psc.SeccompProfile), rootDir)
+	sc.Apparmor = appArmorProfile(pod, c.Name, csc.AppArmorProfile, psc.AppArmorProfile)
+	return sc
+}
+
+// procPaths: a privileged container or an Unmasked procMount sees all of /proc (non-nil empty
+// lists, so the runtime adds none of its own); every other container gets the default lists.
+func procPaths(privileged bool, procMount *v1.ProcMountType) (masked, readonly []string) {
+	if privileged || (procMount != nil && *procMount == v1.UnmaskedProcMount) {
+		return []string{}, []string{}
+	}
+	return append([]string(nil), defaultMaskedPaths...), append([]string(nil), defaultReadonlyPaths...)
+}
+
+func firstSet(values ...*int64) *int64 {
+	for _, v := range values {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+func firstSeccomp(profiles ...*v1.SeccompProfile) *v1.SeccompProfile {
+	for _, p := range profiles {
+		if p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// seccompProfile maps a pod API profile to the CRI's; none means unconfined, the kubelet's
+// default while SeccompDefault is off.
+func seccompProfile(p *v1.SeccompProfile, rootDir string) *runtimeapi.SecurityProfile {
+	if p == nil {
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	}
+	switch p.Type {
+	case v1.SeccompProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	case v1.SeccompProfileTypeLocalhost:
+		ref := ""
+		if p.LocalhostProfile != nil {
+			ref = filepath.Join(rootDir, "seccomp", *p.LocalhostProfile)
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: ref}
+	}
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+}
+
+// appArmorProfile picks the container's field, then the pod's, then the older per-container
+// annotation; nil leaves the runtime's default.
+func appArmorProfile(pod *v1.Pod, name string, profiles ...*v1.AppArmorProfile) *runtimeapi.SecurityProfile {
+	for _, p := range profiles {
+		if p == nil {
+			continue
+		}
+		switch p.Type {
+		case v1.AppArmorProfileTypeRuntimeDefault:
+			return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+		case v1.AppArmorProfileTypeUnconfined:
+			return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+		case v1.AppArmorProfileTypeLocalhost:
+			ref := ""
+			if p.LocalhostProfile != nil {
+				ref = *p.LocalhostProfile
+			}
+			return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: ref}
+		}
+	}
+	switch a := pod.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+name]; {
+	case a == v1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	case a == v1.DeprecatedAppArmorBetaProfileNameUnconfined:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	case strings.HasPrefix(a, v1.DeprecatedAppArmorBetaProfileNamePrefix):
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost,
+			LocalhostRef: strings.TrimPrefix(a, v1.DeprecatedAppArmorBetaProfileNamePrefix)}
+	}
+	return nil
+}
+
+// runAsNonRoot reports whether the container must not run as uid 0.
+func runAsNonRoot(pod *v1.Pod, c *v1.Container) bool {
+	if c.SecurityContext != nil && c.SecurityContext.RunAsNonRoot != nil {
+		return *c.SecurityContext.RunAsNonRoot
+	}
+	return pod.Spec.SecurityContext != nil && isTrue(pod.Spec.SecurityContext.RunAsNonRoot)
+}
+
+// verifyRunAsNonRoot refuses a container that must run as non-root but would run as root:
+// by its runAsUser, or, without one, by its image's user.
+func (m *manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container, sc *runtimeapi.LinuxContainerSecurityContext, imageRef string) error {
+	if !runAsNonRoot(pod, c) {
+		return nil
+	}
+	where := fmt.Sprintf("(pod: %q, container: %s)", formatPod(pod), c.Name)
+	if sc.RunAsUser != nil {
+		if sc.RunAsUser.Value == 0 {
+			return fmt.Errorf("container's runAsUser breaks non-root policy %s", where)
+		}
+		return nil
+	}
+	uid, user, err := m.cri.imageUser(ctx, imageRef)
+	if err != nil {
+		return fmt.Errorf("cannot read the image's user to verify runAsNonRoot: %w", err)
+	}
+	if uid == nil && user != "" {
+		if n, err := strconv.ParseInt(user, 10, 64); err == nil {
+			uid = &n
+		} else {
+			return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", user, where)
+		}
+	}
+	if uid == nil || *uid == 0 {
+		return fmt.Errorf("container has runAsNonRoot and image will run as root %s", where)
+	}
+	return nil
+}
