@@ -3,7 +3,7 @@
 # project containerd's k8s.io namespace. No registry is involved.
 #
 #   registry.k8s.io/pause:3.10                       images/pause (sandbox image)
-#   nodelet.local/busybox:1.36                       host busybox-static + applet links
+#   nodelet.local/busybox:1.36                       host busybox-static + applet links + nmeter (images/nmeter)
 #     (also registry.k8s.io/e2e-test-images/busybox:1.36.1-1)
 #   nodelet.local/testhelper:v1                      images/testhelper on the busybox root
 #
@@ -77,6 +77,8 @@ make_busybox_root() {
 build_busybox() {
 	local rootfs=$OUT/busybox/rootfs
 	make_busybox_root "$rootfs"
+	# Debian's busybox has no nmeter applet; the node e2e suite times events with it.
+	go_build_static "$rootfs/bin/nmeter" ./images/nmeter
 	"$MKIMAGE" -name nodelet.local/busybox:1.36 -name registry.k8s.io/e2e-test-images/busybox:1.36.1-1 \
 		-cmd sh -out "$OUT/busybox.tar" "$rootfs"
 }
@@ -171,7 +173,7 @@ main() {
 	go build -trimpath -buildvcs=false -o "$MKIMAGE" ./hack/mkimage
 
 	ensure_image pause "$(input_hash images/pause/*.go)" registry.k8s.io/pause:3.10
-	ensure_image busybox "$(input_hash "$BUSYBOX")" \
+	ensure_image busybox "$(input_hash "$BUSYBOX" images/nmeter/main.go)" \
 		nodelet.local/busybox:1.36 registry.k8s.io/e2e-test-images/busybox:1.36.1-1
 	ensure_image testhelper "$(input_hash "$BUSYBOX" images/testhelper/*.go)" nodelet.local/testhelper:v1
 	[[ ${1:-} != conformance ]] || conformance_images

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/source"
 )
 
 // retryAfterError is how soon a failed step is tried again. Kills retry on this too, so a kill
@@ -111,11 +112,46 @@ func (p *PodWorkers) FinishedAt(uid types.UID) (time.Time, bool) {
 	return at, ok
 }
 
+// earlierInstanceActive reports whether another version of static pod pod (same namespace and
+// name, another UID) still has a worker: a changed manifest is a new pod, and it must not run
+// next to the old one, nor replace its mirror pod, before the old one has terminated.
+func (p *PodWorkers) earlierInstanceActive(w *worker, pod *v1.Pod) bool {
+	if pod == nil || !source.IsStatic(pod) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid, other := range p.workers {
+		if uid == w.uid {
+			continue
+		}
+		other.mu.Lock()
+		same := other.pod != nil && other.pod.Namespace == pod.Namespace && other.pod.Name == pod.Name
+		other.mu.Unlock()
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *PodWorkers) forget(w *worker) {
 	now := time.Now()
 	p.mu.Lock()
 	if p.workers[w.uid] == w {
 		delete(p.workers, w.uid)
+	}
+	// Wake the static pods that waited for this one to be gone.
+	w.mu.Lock()
+	gone := w.pod
+	w.mu.Unlock()
+	for _, other := range p.workers {
+		other.mu.Lock()
+		waiting := gone != nil && other.pod != nil && other.pod.Namespace == gone.Namespace && other.pod.Name == gone.Name
+		other.mu.Unlock()
+		if waiting {
+			other.signal()
+		}
 	}
 	p.finished[w.uid] = now
 	for uid, at := range p.finished {
@@ -236,6 +272,10 @@ func (p *PodWorkers) step(w *worker) bool {
 	logger := klog.LoggerWithValues(klog.Background(), "podUID", w.uid, "state", state.String())
 	switch state {
 	case Syncing:
+		if p.earlierInstanceActive(w, pod) {
+			logger.V(2).Info("Static pod waits for its previous version to finish terminating", "pod", klog.KObj(pod))
+			return false // woken again when that worker is done
+		}
 		p.syncPod(ctx, w, pod, logger)
 	case Terminating:
 		var grace *int64

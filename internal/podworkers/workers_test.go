@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/source"
 )
 
 // fakeSyncer records calls; SyncPod blocks while gate is held so tests can pile up updates.
@@ -25,6 +26,7 @@ type fakeSyncer struct {
 	syncedGen []int64
 	done      chan string
 	entered   chan struct{} // receives each time SyncPod starts
+	killGate  chan struct{} // when set, kills wait for it
 }
 
 func newFakeSyncer() *fakeSyncer {
@@ -57,6 +59,9 @@ func (f *fakeSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error) 
 }
 
 func (f *fakeSyncer) SyncTerminatingPod(_ context.Context, _ *v1.Pod, _ *runtime.RunningPod, grace *int64) error {
+	if f.killGate != nil {
+		<-f.killGate
+	}
 	f.mu.Lock()
 	if f.killErrs > 0 {
 		f.killErrs--
@@ -218,5 +223,35 @@ func TestMergeKillKeepsStrongest(t *testing.T) {
 	k = mergeKill(&KillOptions{GracePeriod: &g3}, &KillOptions{GracePeriod: &g10})
 	if *k.GracePeriod != 3 {
 		t.Fatalf("longer grace replaced shorter: %d", *k.GracePeriod)
+	}
+}
+
+func TestNewStaticPodVersionWaitsForTheOldOne(t *testing.T) {
+	f := newFakeSyncer()
+	f.killGate = make(chan struct{})
+	w, _ := start(t, f)
+	static := func(uid types.UID, gen int64) *v1.Pod {
+		p := testPod(gen)
+		p.UID = uid
+		p.Annotations = map[string]string{source.AnnotationSource: source.FileSource}
+		return p
+	}
+	w.UpdatePod(UpdateOptions{Type: Create, Pod: static("v1", 1)})
+	waitFor(t, f, "sync")
+	// The manifest changed: the old version is removed (slowly), the new one added.
+	w.UpdatePod(UpdateOptions{Type: Kill, Pod: static("v1", 1), Kill: &KillOptions{Remove: true}})
+	w.UpdatePod(UpdateOptions{Type: Create, Pod: static("v2", 2)})
+	select {
+	case got := <-f.done:
+		t.Fatalf("%q while the old version was still being killed; want nothing", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(f.killGate)
+	waitFor(t, f, "remove")
+	waitFor(t, f, "sync")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.syncedGen) != 2 || f.syncedGen[1] != 2 {
+		t.Fatalf("synced generations %v, want [1 2]", f.syncedGen)
 	}
 }

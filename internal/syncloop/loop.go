@@ -287,9 +287,13 @@ func (l *Loop) removeOrphanedMirrors() {
 	if l.cfg.DeleteMirror == nil {
 		return
 	}
+	known := l.cfg.Workers.Known()
 	for _, m := range l.cfg.Pods.Mirrors() {
 		if static, ok := l.cfg.Pods.GetByName(m.Namespace, m.Name); ok && source.IsStatic(static) {
 			continue
+		}
+		if _, terminating := known[types.UID(pod.MirrorHash(m))]; terminating {
+			continue // its static pod is still stopping; the mirror goes once it is gone
 		}
 		klog.InfoS("Deleting mirror pod of a static pod that is gone", "pod", klog.KObj(m))
 		l.cfg.Pods.RemoveMirror(m)

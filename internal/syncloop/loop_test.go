@@ -150,3 +150,22 @@ func TestStatusChangeResyncsOnlyPodsWithReadinessGates(t *testing.T) {
 		t.Fatalf("worker updates = %+v, want one Sync of the gated pod", w.updates)
 	}
 }
+
+func TestOrphanedMirrorStaysWhileItsStaticPodTerminates(t *testing.T) {
+	l, w, _ := newLoop(nil, time.Now())
+	var deleted []string
+	l.cfg.DeleteMirror = func(m *v1.Pod) { deleted = append(deleted, m.Name) }
+	mirror := func(name, staticUID string) *v1.Pod {
+		m := mkPod(name, time.Now())
+		m.UID = types.UID("mirror-" + name)
+		m.Annotations = map[string]string{source.AnnotationMirror: staticUID}
+		return m
+	}
+	l.cfg.Pods.SetMirror(mirror("stopping", "static-1"))
+	l.cfg.Pods.SetMirror(mirror("gone", "static-2"))
+	w.states["static-1"] = podworkers.Terminating // its manifest was removed; grace period running
+	l.removeOrphanedMirrors()
+	if len(deleted) != 1 || deleted[0] != "gone" {
+		t.Fatalf("deleted mirrors %v, want only the one whose static pod is gone", deleted)
+	}
+}
