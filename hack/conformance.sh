@@ -32,6 +32,8 @@ NODE=$(hostname | tr '[:upper:]' '[:lower:]')
 LOCK=/run/nodelet-cp.lock
 TIMEOUT=${TIMEOUT:-2h}
 # Both kubelets use the standard root: the device plugin specs dial /var/lib/kubelet/device-plugins.
+# Both serve the read-only port 10255 (loopback use only here): the suite reads /stats/summary,
+# /metrics and /metrics/cadvisor there, as the node e2e harness's own kubelet set-up allows.
 ROOT_DIR=/var/lib/kubelet
 BUSY_PATTERN='go test -tags e2e|e2e.test|hack/bench|make test'
 KUBELETS_PATTERN='bin/nodelet |cp/bin/kubelet '
@@ -91,7 +93,7 @@ start_nodelet() {
 	_output/bin/nodelet --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
 		--root-dir "$ROOT_DIR" --pod-manifest-path "$OUT/nodelet/manifests" --container-runtime-endpoint "$ENDPOINT" \
 		--client-ca-file "$CP_DIR/pki/ca.crt" --cgroup-driver cgroupfs --fail-swap-on=false --cluster-domain cluster.local \
-		--read-only-port 0 --max-pods 110 -v=2 >"$OUT/nodelet/nodelet.log" 2>&1 &
+		--read-only-port 10255 --max-pods 110 -v=2 >"$OUT/nodelet/nodelet.log" 2>&1 &
 	SUBJECT_PID=$!
 }
 
@@ -117,7 +119,7 @@ clusterDomain: cluster.local
 cgroupDriver: cgroupfs
 failSwapOn: false
 maxPods: 110
-readOnlyPort: 0
+readOnlyPort: 10255
 healthzBindAddress: 127.0.0.1
 resolvConf: /etc/resolv.conf
 authentication:

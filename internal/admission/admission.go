@@ -3,6 +3,9 @@ package admission
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,29 +15,71 @@ import (
 	"github.com/nodelet/nodelet/internal/status"
 )
 
+// ReasonUnexpectedAdmissionError is the reason of a pod whose devices could not be set aside,
+// as upstream reports it.
+const ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+
+// Devices sets device plugin devices aside for admitted pods (*deviceplugin.Manager).
+type Devices interface {
+	// Manages says whether a device plugin serves the resource; Admit checks those.
+	Manages(name v1.ResourceName) bool
+	// Admit sets devices aside for pod's containers, or says why it cannot.
+	Admit(pod *v1.Pod, active []*v1.Pod) error
+}
+
 // Admitter checks the pod count against maxPods and resource requests against allocatable.
 type Admitter struct {
 	MaxPods  int
 	Statuses *status.Manager
 	// Allocatable returns the node's allocatable resources; nil or empty skips the check.
 	Allocatable func() v1.ResourceList
+	// Devices, when set, must find devices for the pod's device plugin resources.
+	Devices Devices
+	// AllowedUnsafeSysctls are the unsafe sysctls (or "prefix*" patterns) pods may set.
+	AllowedUnsafeSysctls []string
+	// HostHasAppArmor reports whether the kernel enforces AppArmor; nil reads it from the host.
+	HostHasAppArmor func() bool
 }
 
-// checked are the resources whose requests must fit allocatable.
+// checked are the native resources whose requests must fit allocatable; extended resources
+// the node advertises are checked too.
 var checked = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}
 
-// Admit refuses a pod when the node runs maxPods pods already, or when its requests do not fit
-// next to the active pods' requests.
+// Admit refuses a pod when the node runs maxPods pods already, when its requests do not fit
+// next to the active pods' requests, or when its devices cannot be set aside.
 func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
+	if ok, reason, msg := a.podChecks(pod); !ok {
+		return false, reason, msg
+	}
 	if a.MaxPods > 0 && len(active) >= a.MaxPods {
 		return false, "OutOfpods", fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(active), a.MaxPods)
 	}
+	if ok, reason, msg := a.fits(pod, active); !ok {
+		return false, reason, msg
+	}
+	if a.Devices != nil {
+		if err := a.Devices.Admit(pod, active); err != nil {
+			return false, ReasonUnexpectedAdmissionError, "device allocation failed: " + err.Error()
+		}
+	}
+	return true, "", ""
+}
+
+// fits checks the pod's requests against allocatable. Device plugin resources are left to
+// Devices, which knows which devices are healthy and free right now.
+func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	if a.Allocatable == nil {
 		return true, "", ""
 	}
 	alloc := a.Allocatable()
 	want := Requests(pod)
-	for _, name := range checked {
+	names := slices.Clone(checked)
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := alloc[name]; ok && isExtended(name) && (a.Devices == nil || !a.Devices.Manages(name)) {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
 		capacity, ok := alloc[name]
 		req := want[name]
 		if !ok || req.IsZero() {
@@ -53,6 +98,13 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 		}
 	}
 	return true, "", ""
+}
+
+// isExtended says whether name is an extended resource: domain-prefixed, outside kubernetes.io.
+func isExtended(name v1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, v1.ResourceDefaultNamespacePrefix) &&
+		!strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }
 
 // amount prints cpu in millicores and everything else in base units, as upstream messages do.

@@ -13,12 +13,15 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/deviceplugin"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -29,6 +32,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/services"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/status"
@@ -56,7 +60,9 @@ type agent struct {
 	statuses *status.Manager
 	syncer   *podsync.Syncer
 	prober   *prober.Manager
-	cluster  *cluster // nil standalone
+	devices  *deviceplugin.Manager // nil when its socket could not be served
+	cluster  *cluster              // nil standalone
+	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -98,15 +104,30 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 		return nil, err
 	}
 	var objects runtime.ObjectGetter
+	var serviceEnv func(*v1.Pod) ([]v1.EnvVar, error)
 	if n.cluster != nil {
 		objects = apiObjects{n.cluster.clients.API}
+		lister := services.NewLister(n.cluster.clients.API)
+		go lister.Run(ctx)
+		serviceEnv = lister.EnvVars
 	}
-	rt, err := runtime.NewManager(runtime.Options{
+	if n.cgroups, err = newPodCgroups(kc); err != nil {
+		return nil, err
+	}
+	n.devices = startDevicePlugins(ctx, cfg.RootDir)
+	rtOpts := runtime.Options{
 		Endpoint: kc.ContainerRuntimeEndpoint, RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
-		Objects: objects,
-	})
+		Objects: objects, ServiceEnv: serviceEnv,
+	}
+	if n.devices != nil {
+		rtOpts.Devices = containerDevices(n.devices)
+	}
+	if n.cgroups != nil {
+		rtOpts.PodCgroup = n.cgroups.EnsurePod
+	}
+	rt, err := runtime.NewManager(rtOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -128,10 +149,22 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 		Runtime: rt, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		RootDir: cfg.RootDir, RuntimeName: name, HostIPs: hostIPs(cfg.NodeIP), Recorder: n.recorder,
 	}
+	if n.cgroups != nil {
+		deps.RemoveCgroup = n.cgroups.RemovePod
+	}
 	if n.cluster != nil {
 		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: n.cluster.mirrors}
 		deps.Terminated = n.cluster.apiStatus.PodTerminated
 		deps.Forget = n.cluster.apiStatus.Forget
+	}
+	if n.devices != nil {
+		forget := deps.Forget
+		deps.Forget = func(uid types.UID) {
+			if forget != nil {
+				forget(uid)
+			}
+			n.devices.RemovePod(uid)
+		}
 	}
 	n.syncer = podsync.New(deps)
 	n.startSources(ctx)
@@ -182,7 +215,10 @@ func (n *agent) run(ctx context.Context) error {
 	})
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
-	admit := &admission.Admitter{MaxPods: int(kc.MaxPods), Statuses: n.statuses}
+	admit := &admission.Admitter{MaxPods: int(kc.MaxPods), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls}
+	if n.devices != nil {
+		admit.Devices = n.devices
+	}
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
@@ -209,6 +245,7 @@ func (n *agent) run(ctx context.Context) error {
 	}
 	n.startServer(ctx, checks, n.observability())
 	go relister.Run(ctx)
+	go n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods)
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		go watchExits(ctx, w, relister.Trigger)
 	}

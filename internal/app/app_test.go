@@ -32,6 +32,8 @@ func startNode(t *testing.T, extra ...string) (*fakecri.Fake, string) {
 	args := append([]string{
 		"--pod-manifest-path=" + manifests, "--root-dir=" + filepath.Join(dir, "root"),
 		"--container-runtime-endpoint=" + endpoint, "--hostname-override=node1", "--healthz-port=0",
+		// The fake runtime's pods must not get real cgroups.
+		"--cgroups-per-qos=false", "--enforce-node-allocatable=none",
 	}, extra...)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)

@@ -79,6 +79,9 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,
 		Runtime: a.runtime, Images: a.images, Health: health,
 	}
+	if a.devices != nil {
+		deps.Devices, deps.DevicesChanged = a.devices.Resources, a.devices.Changes()
+	}
 	ctl, err := node.New(opts, deps)
 	if err != nil {
 		klog.ErrorS(err, "Node controller not started; the node will not be registered")

@@ -86,6 +86,12 @@ func (c coreV1) Pods(namespace string) PodInterface {
 		gentype.PrefersProtobuf[*v1.Pod]())
 }
 
+func (c coreV1) Services(namespace string) ServiceInterface {
+	return gentype.NewClientWithList[*v1.Service, *v1.ServiceList]("services", c.client, parameterCodec, namespace,
+		func() *v1.Service { return &v1.Service{} }, func() *v1.ServiceList { return &v1.ServiceList{} },
+		gentype.PrefersProtobuf[*v1.Service]())
+}
+
 func (c coreV1) Nodes() NodeInterface {
 	return gentype.NewClient[*v1.Node]("nodes", c.client, parameterCodec, "",
 		func() *v1.Node { return &v1.Node{} }, gentype.PrefersProtobuf[*v1.Node]())

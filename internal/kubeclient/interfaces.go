@@ -33,6 +33,14 @@ type CoreV1Interface interface {
 	ConfigMaps(namespace string) ConfigMapInterface
 	Secrets(namespace string) SecretInterface
 	ServiceAccounts(namespace string) ServiceAccountInterface
+	Services(namespace string) ServiceInterface
+}
+
+// ServiceInterface: the service lister watches Services for the containers' service
+// environment variables.
+type ServiceInterface interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.ServiceList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // ServiceAccountInterface: the runtime requests service account tokens for projected volumes.

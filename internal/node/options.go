@@ -83,6 +83,12 @@ type Deps struct {
 	Health func() error
 	// Pressure reports memory, disk and PID pressure (the eviction manager); nil means none.
 	Pressure func() (memory, disk, pid bool)
+	// Devices returns the device plugin resources: capacity counts every device, allocatable
+	// the healthy ones. nil means none.
+	Devices func() (capacity, allocatable v1.ResourceList)
+	// DevicesChanged wakes the status loop when devices change, so the scheduler sees them
+	// without waiting for UpdateFrequency. nil never fires.
+	DevicesChanged <-chan struct{}
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()

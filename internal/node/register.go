@@ -120,6 +120,8 @@ func (c *Controller) Run(ctx context.Context) {
 			return
 		case <-ticker.C():
 			c.updateStatus(ctx)
+		case <-c.deps.DevicesChanged:
+			c.updateStatus(ctx)
 		}
 	}
 }

@@ -107,6 +107,19 @@ func (c *Controller) setResources(n *v1.Node) {
 	}
 	n.Status.Capacity = capacity
 	n.Status.Allocatable = allocatable(capacity, reserved)
+	c.addDevices(n)
+}
+
+// addDevices reports the device plugin resources. Reservations do not apply to them.
+func (c *Controller) addDevices(n *v1.Node) {
+	if c.deps.Devices == nil {
+		return
+	}
+	capacity, allocatable := c.deps.Devices()
+	for name, q := range capacity {
+		n.Status.Capacity[name] = q
+		n.Status.Allocatable[name] = allocatable[name]
+	}
 }
 
 func (c *Controller) setNodeInfo(ctx context.Context, info *v1.NodeSystemInfo) {

@@ -52,8 +52,9 @@ type Deps struct {
 	// once. The runtime does the same total work either way, but a bounded, arrival-ordered
 	// stream lets pods finish one after another instead of all together at the end.
 	StartConcurrency int
-	// AppArmor reports whether the host enforces AppArmor; nil reads the kernel's setting.
-	AppArmor func() bool
+	// RemoveCgroup removes a pod's cgroup once the runtime holds nothing of the pod; nil when
+	// nodelet makes no pod cgroups. An error (processes still in it) makes the worker retry.
+	RemoveCgroup func(uid types.UID) error
 }
 
 // Syncer implements podworkers.Syncer.
@@ -86,11 +87,6 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	rs, err := s.readStatus(ctx, pod)
 	if err != nil {
 		return podworkers.Outcome{}, err
-	}
-	if verdict, blocked := s.softRefusal(pod); verdict != nil {
-		s.setWaiting(pod.UID, blocked)
-		s.recordStatus(pod, rs, verdict)
-		return podworkers.Outcome{}, nil
 	}
 	st := s.recordStatus(pod, rs, nil)
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
@@ -176,6 +172,11 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 	}
 	if err := s.Runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)
+	}
+	if s.RemoveCgroup != nil {
+		if err := s.RemoveCgroup(uid); err != nil {
+			return fmt.Errorf("removing pod cgroup: %w", err)
+		}
 	}
 	podDir := filepath.Join(s.RootDir, "pods", string(uid))
 	if err := runtime.UnmountPodVolumes(podDir); err != nil { // memory-backed emptyDirs

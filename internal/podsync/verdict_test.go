@@ -47,10 +47,10 @@ func (f *fakeRuntime) GetPods(context.Context, bool) ([]*runtime.RunningPod, err
 func (f *fakeRuntime) Status(context.Context) error                                 { return nil }
 func (f *fakeRuntime) Version(context.Context) (string, string, error)              { return "fake", "0", nil }
 
-func newTestSyncer(t *testing.T, rt runtime.Manager, apparmor bool) *Syncer {
+func newTestSyncer(t *testing.T, rt runtime.Manager) *Syncer {
 	return New(Deps{
 		Runtime: rt, Statuses: status.NewManager(nil), Backoff: flowcontrol.NewBackOff(time.Second, time.Minute),
-		RootDir: t.TempDir(), AppArmor: func() bool { return apparmor },
+		RootDir: t.TempDir(),
 	})
 }
 
@@ -61,44 +61,9 @@ func testPod() *v1.Pod {
 	}
 }
 
-func TestAppArmorProfileWithoutAppArmorIsBlocked(t *testing.T) {
-	rt := &fakeRuntime{}
-	s := newTestSyncer(t, rt, false)
-	pod := testPod()
-	pod.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
-	out, err := s.SyncPod(context.Background(), pod)
-	if err != nil || out.Terminal {
-		t.Fatalf("SyncPod = %+v, %v; want a non-terminal outcome", out, err)
-	}
-	if rt.synced != 0 {
-		t.Fatalf("runtime asked to start a pod it cannot confine")
-	}
-	st, _ := s.Statuses.Get(pod.UID)
-	if st.Phase != v1.PodPending || st.Reason != "AppArmor" {
-		t.Fatalf("phase/reason = %s/%q, want Pending/AppArmor", st.Phase, st.Reason)
-	}
-	if w := st.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "Blocked" {
-		t.Fatalf("container state = %+v, want waiting Blocked", st.ContainerStatuses[0].State)
-	}
-}
-
-func TestAppArmorProfileRunsWhereEnforcedOrUnconfined(t *testing.T) {
-	pod := testPod()
-	pod.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "app": "runtime/default"}
-	rt := &fakeRuntime{}
-	if _, err := newTestSyncer(t, rt, true).SyncPod(context.Background(), pod); err != nil || rt.synced != 1 {
-		t.Fatalf("host with AppArmor: synced %d times, err %v", rt.synced, err)
-	}
-	pod.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "app": "unconfined"}
-	rt = &fakeRuntime{}
-	if _, err := newTestSyncer(t, rt, false).SyncPod(context.Background(), pod); err != nil || rt.synced != 1 {
-		t.Fatalf("unconfined profile: synced %d times, err %v", rt.synced, err)
-	}
-}
-
 func TestActiveDeadlineFailsThePod(t *testing.T) {
 	rt := &fakeRuntime{}
-	s := newTestSyncer(t, rt, false)
+	s := newTestSyncer(t, rt)
 	pod := testPod()
 	deadline := int64(30)
 	pod.Spec.ActiveDeadlineSeconds = &deadline

@@ -29,6 +29,13 @@ func containerHash(c *v1.Container) uint64 {
 // EnsureImage returned.
 func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	ec := envContext{ctx: ctx, objects: newObjectCache(m.objects), pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
+	if m.serviceEnv != nil {
+		services, err := m.serviceEnv(pod)
+		if err != nil {
+			return nil, err
+		}
+		ec.services = services
+	}
 	if pod.Spec.HostNetwork && ec.hostIP == "" && len(sb.ips) > 0 {
 		ec.hostIP = sb.ips[0]
 	}
@@ -53,7 +60,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, sc, imageRef); err != nil {
 		return nil, err
 	}
-	return &runtimeapi.ContainerConfig{
+	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
 		Command:     cmd,
@@ -71,7 +78,11 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			Resources:       linuxResources(pod, c, ec.capacity),
 			SecurityContext: sc,
 		},
-	}, nil
+	}
+	if err := m.applyDevices(ctx, pod, c, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {

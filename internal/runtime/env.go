@@ -60,10 +60,11 @@ type envContext struct {
 	hostIP   string
 	capacity nodeCapacity
 	objects  *objectCache // nil: configMap/secret references fail as in standalone mode
+	services []v1.EnvVar  // service link variables, overridden by the container's own
 }
 
-// containerEnv resolves the container's env: envFrom sources first, then env entries, which
-// override them. Each value may refer to variables defined before it with $(NAME).
+// containerEnv resolves the container's env: service variables first, then envFrom sources,
+// then env entries, each overriding what came before. Each value may refer to variables defined before it with $(NAME).
 func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[string]string, error) {
 	if ec.objects == nil {
 		ec.objects = newObjectCache(nil)
@@ -78,6 +79,9 @@ func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[s
 			order = append(order, k)
 		}
 		vars[k] = v
+	}
+	for _, e := range ec.services {
+		set(e.Name, e.Value)
 	}
 	for _, from := range c.EnvFrom {
 		if err := ec.envFrom(from, set); err != nil {

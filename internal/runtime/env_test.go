@@ -114,3 +114,20 @@ func TestContainerEnvRejectsUnsupportedAndStandaloneSources(t *testing.T) {
 		}
 	}
 }
+
+func TestServiceVariablesComeFirstAndCanBeOverridden(t *testing.T) {
+	ec := envContext{pod: &v1.Pod{}, services: []v1.EnvVar{
+		{Name: "DB_SERVICE_HOST", Value: "10.0.0.5"}, {Name: "DB_SERVICE_PORT", Value: "5432"},
+	}}
+	c := &v1.Container{Env: []v1.EnvVar{
+		{Name: "DB_SERVICE_PORT", Value: "6432"},
+		{Name: "DSN", Value: "postgres://$(DB_SERVICE_HOST):$(DB_SERVICE_PORT)"},
+	}}
+	kvs, vars, err := containerEnv(ec, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kvs[0].Key != "DB_SERVICE_HOST" || vars["DB_SERVICE_PORT"] != "6432" || vars["DSN"] != "postgres://10.0.0.5:6432" {
+		t.Fatalf("env %v", vars)
+	}
+}

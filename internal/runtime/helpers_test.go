@@ -51,7 +51,8 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	}
 	opts := Options{
 		Endpoint: endpoint, RootDir: e.rootDir, PodLogsDir: e.logsDir, Recorder: e.recorder,
-		ResolvConf: resolv, NodeName: "node-1", NodeIP: "192.168.1.10",
+		ContainerLogsDir: filepath.Join(dir, "containers"),
+		ResolvConf:       resolv, NodeName: "node-1", NodeIP: "192.168.1.10",
 	}
 	for _, f := range mutate {
 		f(&opts)

@@ -179,5 +179,6 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s files: %w", uid, err)
 	}
+	m.removeDanglingLogLinks()
 	return nil
 }

@@ -31,6 +31,12 @@ type Options struct {
 	RootDir string
 	// PodLogsDir holds container logs, RootDir-independent (default /var/log/pods).
 	PodLogsDir string
+	// ServiceEnv returns the Service environment variables of pod's containers; nil (standalone)
+	// gives none.
+	ServiceEnv func(pod *v1.Pod) ([]v1.EnvVar, error)
+	// ContainerLogsDir gets one symlink per container to its log file, for log collectors
+	// (default /var/log/containers).
+	ContainerLogsDir string
 	// Recorder receives container events; nil drops them.
 	Recorder record.EventRecorder
 	// Images ensures images; nil builds an images.Manager on the same connection with
@@ -51,6 +57,12 @@ type Options struct {
 	// such reference fail with an error naming the object. If it also implements
 	// TokenGetter, projected serviceAccountToken sources work.
 	Objects ObjectGetter
+	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
+	// nil means none. An error fails the container's creation, which is retried.
+	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	// PodCgroup makes the pod's cgroup and returns it as the sandbox's cgroup parent; nil
+	// leaves the placement to the runtime. An error fails the sandbox's creation.
+	PodCgroup func(pod *v1.Pod) (string, error)
 }
 
 // manager implements Manager over CRI.
@@ -68,6 +80,13 @@ type manager struct {
 	mounter     volumeMounter
 	tokens      *tokenCache
 	conn        *grpc.ClientConn // nil when the caller owns the connection
+	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	podCgroup   func(pod *v1.Pod) (string, error)
+	// containerLogsDir holds the per-container log symlinks; hostEtcHosts is the node's hosts
+	// file, copied for host-network pods.
+	containerLogsDir string
+	hostEtcHosts     string
+	serviceEnv       func(pod *v1.Pod) ([]v1.EnvVar, error)
 
 	capacityOnce sync.Once
 	capacity     nodeCapacity // for oom_score_adj and resourceFieldRef defaults
@@ -104,6 +123,9 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	if opts.PodLogsDir == "" {
 		opts.PodLogsDir = "/var/log/pods"
 	}
+	if opts.ContainerLogsDir == "" {
+		opts.ContainerLogsDir = DefaultContainerLogsDir
+	}
 	if opts.Recorder == nil {
 		opts.Recorder = &record.FakeRecorder{} // nil channel: events are dropped
 	}
@@ -117,18 +139,23 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
 	}
 	return &manager{
-		cri:         &criClient{rt: rt, img: img, timeout: opts.RequestTimeout},
-		images:      opts.Images,
-		recorder:    opts.Recorder,
-		pullSecrets: opts.PullSecrets,
-		rootDir:     opts.RootDir,
-		podLogsDir:  opts.PodLogsDir,
-		dns:         newDNSConfigurer(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
-		nodeName:    opts.NodeName,
-		nodeIP:      opts.NodeIP,
-		objects:     opts.Objects,
-		mounter:     hostMounter{},
-		tokens:      newTokenCache(),
+		cri:              &criClient{rt: rt, img: img, timeout: opts.RequestTimeout},
+		images:           opts.Images,
+		recorder:         opts.Recorder,
+		pullSecrets:      opts.PullSecrets,
+		rootDir:          opts.RootDir,
+		podLogsDir:       opts.PodLogsDir,
+		dns:              newDNSConfigurer(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
+		nodeName:         opts.NodeName,
+		nodeIP:           opts.NodeIP,
+		objects:          opts.Objects,
+		mounter:          hostMounter{},
+		containerLogsDir: opts.ContainerLogsDir,
+		serviceEnv:       opts.ServiceEnv,
+		hostEtcHosts:     etcHostsPath,
+		tokens:           newTokenCache(),
+		podCgroup:        opts.PodCgroup,
+		devices:          opts.Devices,
 	}
 }
 

@@ -22,6 +22,12 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	if err != nil {
 		return nil, err
 	}
+	linux := sandboxLinuxConfig(pod)
+	if m.podCgroup != nil {
+		if linux.CgroupParent, err = m.podCgroup(pod); err != nil {
+			return nil, fmt.Errorf("pod cgroup: %w", err)
+		}
+	}
 	labels := map[string]string{}
 	for k, v := range pod.Labels {
 		labels[k] = v
@@ -46,7 +52,7 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		PortMappings: portMappings(pod),
 		Labels:       labels,
 		Annotations:  annotations,
-		Linux:        sandboxLinuxConfig(pod),
+		Linux:        linux,
 	}, nil
 }
 
@@ -117,7 +123,7 @@ func sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
 	if len(psc.Sysctls) > 0 {
 		cfg.Sysctls = map[string]string{}
 		for _, s := range psc.Sysctls {
-			cfg.Sysctls[s.Name] = s.Value
+			cfg.Sysctls[NormalizeSysctl(s.Name)] = s.Value
 		}
 	}
 	return cfg
@@ -208,4 +214,21 @@ func sandboxIPs(st *runtimeapi.PodSandboxStatus) []string {
 		}
 	}
 	return ips
+}
+
+// NormalizeSysctl turns the "/"-separated form (kernel/shm_rmid_forced) into the dotted one;
+// in that form a "." inside a component (an interface name like eth0.100) becomes "/".
+func NormalizeSysctl(name string) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '/':
+			return '.'
+		case '.':
+			return '/'
+		}
+		return r
+	}, name)
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -23,7 +24,8 @@ const (
 )
 
 // SyncPod computes what the pod needs and then does it: sandbox, next init container or the
-// app containers, each restart gated by crash-loop back-off.
+// app containers, each restart gated by crash-loop back-off, then any ephemeral container
+// not started yet (those never wait for init containers and are never restarted).
 func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backoff *flowcontrol.Backoff) SyncResult {
 	res := SyncResult{Waiting: map[string]WaitingReason{}}
 	if status == nil {
@@ -65,7 +67,13 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 		}
 	}
 
-	if sb == nil && len(acts.start) > 0 {
+	// Ephemeral containers join a sandbox that is (or was just made) ready; a finished pod
+	// gets none.
+	var ephemeral []*v1.EphemeralContainer
+	if acts.sandbox != nil || sb != nil {
+		ephemeral = ephemeralToStart(pod, status)
+	}
+	if sb == nil && len(acts.start)+len(ephemeral) > 0 {
 		cfg, err := m.sandboxConfig(pod, acts.sandbox.Attempt)
 		if err != nil {
 			res.setErr(fmt.Errorf("generate sandbox config: %w", err))
@@ -78,6 +86,9 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 			continue // never two instances of one container
 		}
 		m.startContainer(ctx, pod, sb, s, backoff, &res)
+	}
+	for _, ec := range ephemeral {
+		m.startEphemeral(ctx, pod, sb, status, ec, &res)
 	}
 	m.pruneDead(ctx, status)
 	return res
@@ -170,6 +181,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)
 }
 
@@ -205,7 +217,9 @@ func (m *manager) pruneDead(ctx context.Context, status *PodStatus) {
 		if err := m.cri.removeContainer(ctx, st.ID); err != nil && !isNotFound(err) {
 			klog.InfoS("Cannot remove dead container", "pod", klog.KRef(status.Namespace, status.Name), "id", st.ID, "err", err)
 			remaining[st.SandboxID]++
+			continue
 		}
+		m.unlinkContainerLog(status.Name, status.Namespace, st.Name, st.ID)
 	}
 	for i, sb := range status.Sandboxes {
 		if i == 0 || sb.Ready || remaining[sb.ID] > 0 {

@@ -36,7 +36,7 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string)
 		})
 		mountsEtcHosts = mountsEtcHosts || vm.MountPath == etcHostsPath
 	}
-	if !pod.Spec.HostNetwork && !mountsEtcHosts && len(podIPs) > 0 {
+	if !mountsEtcHosts && (pod.Spec.HostNetwork || len(podIPs) > 0) {
 		hostsFile, err := m.writeEtcHosts(pod, podIPs)
 		if err != nil {
 			return nil, err
@@ -191,9 +191,39 @@ func (m *manager) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (strin
 	return path, os.Chmod(path, 0o666)
 }
 
-// writeEtcHosts writes the pod's managed hosts file: localhost entries, the pod's own name on
-// its IPs, then spec.hostAliases.
+// writeEtcHosts writes the pod's hosts file. A host-network pod sees the node's own file with
+// spec.hostAliases appended; any other pod gets a managed file: localhost entries, the pod's
+// own name on its IPs, then spec.hostAliases.
 func (m *manager) writeEtcHosts(pod *v1.Pod, podIPs []string) (string, error) {
+	content, err := m.etcHostsContent(pod, podIPs)
+	if err != nil {
+		return "", err
+	}
+	dir := m.podDir(string(pod.UID))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "etc-hosts")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		return "", fmt.Errorf("write hosts file: %w", err)
+	}
+	return path, nil
+}
+
+func (m *manager) etcHostsContent(pod *v1.Pod, podIPs []string) (string, error) {
+	if pod.Spec.HostNetwork {
+		node, err := os.ReadFile(m.hostEtcHosts)
+		if err != nil {
+			return "", fmt.Errorf("read the node's hosts file: %w", err)
+		}
+		var b strings.Builder
+		b.Write(node)
+		if len(pod.Spec.HostAliases) > 0 {
+			b.WriteString("\n# Entries added by HostAliases.\n")
+			writeHostAliases(&b, pod.Spec.HostAliases)
+		}
+		return b.String(), nil
+	}
 	hostname, _ := podHostname(pod)
 	names := hostname
 	if pod.Spec.Subdomain != "" {
@@ -208,16 +238,12 @@ func (m *manager) writeEtcHosts(pod *v1.Pod, podIPs []string) (string, error) {
 	for _, ip := range podIPs {
 		fmt.Fprintf(&b, "%s\t%s\n", ip, names)
 	}
-	for _, alias := range pod.Spec.HostAliases {
-		fmt.Fprintf(&b, "%s\t%s\n", alias.IP, strings.Join(alias.Hostnames, "\t"))
+	writeHostAliases(&b, pod.Spec.HostAliases)
+	return b.String(), nil
+}
+
+func writeHostAliases(b *strings.Builder, aliases []v1.HostAlias) {
+	for _, alias := range aliases {
+		fmt.Fprintf(b, "%s\t%s\n", alias.IP, strings.Join(alias.Hostnames, "\t"))
 	}
-	dir := m.podDir(string(pod.UID))
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "etc-hosts")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return "", fmt.Errorf("write hosts file: %w", err)
-	}
-	return path, nil
 }

@@ -51,6 +51,7 @@ func Compute(in Input) v1.PodStatus {
 	}
 	st.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true)
 	st.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false)
+	st.EphemeralContainerStatuses = ephemeralStatuses(in) // kept out of phase and conditions
 	st.Phase = Phase(&pod.Spec, st.InitContainerStatuses, st.ContainerStatuses)
 	if v := in.Verdict; v != nil && v.Phase != "" {
 		st.Phase = v.Phase

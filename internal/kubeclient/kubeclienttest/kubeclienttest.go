@@ -40,7 +40,8 @@ func (c coreV1) Events(ns string) kubeclient.EventInterface { return c.cs.CoreV1
 func (c coreV1) ConfigMaps(ns string) kubeclient.ConfigMapInterface {
 	return c.cs.CoreV1().ConfigMaps(ns)
 }
-func (c coreV1) Secrets(ns string) kubeclient.SecretInterface { return c.cs.CoreV1().Secrets(ns) }
+func (c coreV1) Secrets(ns string) kubeclient.SecretInterface   { return c.cs.CoreV1().Secrets(ns) }
+func (c coreV1) Services(ns string) kubeclient.ServiceInterface { return c.cs.CoreV1().Services(ns) }
 func (c coreV1) ServiceAccounts(ns string) kubeclient.ServiceAccountInterface {
 	return c.cs.CoreV1().ServiceAccounts(ns)
 }

@@ -1,0 +1,88 @@
+package admission
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/status"
+)
+
+const (
+	pluginResource v1.ResourceName = "example.com/gpu"
+	clusterDongle  v1.ResourceName = "example.com/dongle" // advertised by an administrator, no plugin
+)
+
+// fakeDevices hands out a fixed number of devices of pluginResource, one per requested unit.
+type fakeDevices struct {
+	free     int64
+	admitted []string
+}
+
+func (f *fakeDevices) Manages(name v1.ResourceName) bool { return name == pluginResource }
+
+func (f *fakeDevices) Admit(pod *v1.Pod, _ []*v1.Pod) error {
+	want := Requests(pod)[pluginResource]
+	if want.Value() > f.free {
+		return errors.New("not enough free devices")
+	}
+	f.free -= want.Value()
+	f.admitted = append(f.admitted, pod.Name)
+	return nil
+}
+
+func podWithExtended(name string, rl v1.ResourceList) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "name"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}}}}}
+}
+
+func qty(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
+
+func TestDevicePluginResourcesMustBeFree(t *testing.T) {
+	devices := &fakeDevices{free: 1}
+	a := &Admitter{Statuses: status.NewManager(nil), Devices: devices, Allocatable: func() v1.ResourceList {
+		// The posted allocatable may lag behind the plugin; the device manager decides.
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), pluginResource: qty(0)}
+	}}
+	first := podWithExtended("first", v1.ResourceList{pluginResource: qty(1)})
+	if ok, reason, msg := a.Admit(first, nil); !ok {
+		t.Fatalf("first pod refused: %s %s", reason, msg)
+	}
+	second := podWithExtended("second", v1.ResourceList{pluginResource: qty(1)})
+	ok, reason, msg := a.Admit(second, []*v1.Pod{first})
+	if ok || reason != ReasonUnexpectedAdmissionError || !strings.Contains(msg, "not enough free devices") {
+		t.Fatalf("second pod: ok=%v %q %q, want %s", ok, reason, msg, ReasonUnexpectedAdmissionError)
+	}
+	// A pod over the cpu allocatable is refused before any device is set aside.
+	big := podWithExtended("big", v1.ResourceList{pluginResource: qty(1), v1.ResourceCPU: resource.MustParse("3")})
+	if ok, reason, _ := a.Admit(big, nil); ok || reason != "OutOfcpu" {
+		t.Fatalf("big pod: ok=%v %q, want OutOfcpu", ok, reason)
+	}
+	if len(devices.admitted) != 1 {
+		t.Errorf("devices set aside for %v, want only the first pod", devices.admitted)
+	}
+}
+
+func TestOtherExtendedResourcesMustFitAllocatable(t *testing.T) {
+	a := &Admitter{Statuses: status.NewManager(nil), Devices: &fakeDevices{free: 5}, Allocatable: func() v1.ResourceList {
+		return v1.ResourceList{clusterDongle: qty(2)}
+	}}
+	holder := podWithExtended("holder", v1.ResourceList{clusterDongle: qty(1)})
+	if ok, reason, msg := a.Admit(holder, nil); !ok {
+		t.Fatalf("holder refused: %s %s", reason, msg)
+	}
+	over := podWithExtended("over", v1.ResourceList{clusterDongle: qty(2)})
+	ok, reason, msg := a.Admit(over, []*v1.Pod{holder})
+	if ok || reason != "OutOf"+string(clusterDongle) || !strings.Contains(msg, "requested: 2, used: 1, capacity: 2") {
+		t.Fatalf("over pod: ok=%v %q %q", ok, reason, msg)
+	}
+	// An extended resource the node does not advertise is not the node's to check.
+	unknown := podWithExtended("unknown", v1.ResourceList{"other.example.com/thing": qty(9)})
+	if ok, reason, msg := a.Admit(unknown, nil); !ok {
+		t.Fatalf("unknown resource refused: %s %s", reason, msg)
+	}
+}

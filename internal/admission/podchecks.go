@@ -1,0 +1,155 @@
+package admission
+
+import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// Rejection reasons API users match on.
+const (
+	ReasonPodOSNotSupported     = "PodOSNotSupported"
+	ReasonPodOSSelectorMismatch = "PodOSSelectorNodeLabelDoesNotMatch"
+	ReasonSysctlForbidden       = "SysctlForbidden"
+	ReasonAppArmor              = "AppArmor"
+	messageNoAppArmor           = "Cannot enforce AppArmor: AppArmor is not enabled on the host"
+)
+
+// appArmorEnabledFile says whether the kernel enforces AppArmor ("Y").
+const appArmorEnabledFile = "/sys/module/apparmor/parameters/enabled"
+
+// HostHasAppArmor reports whether the kernel enforces AppArmor.
+func HostHasAppArmor() bool {
+	data, err := os.ReadFile(appArmorEnabledFile)
+	return err == nil && strings.HasPrefix(string(data), "Y")
+}
+
+// checkAppArmor refuses a pod that asks for an AppArmor profile (other than unconfined) on a
+// host that cannot enforce one: running it unconfined would silently drop its protection.
+func checkAppArmor(pod *v1.Pod, hostHasAppArmor bool) (bool, string, string) {
+	if hostHasAppArmor || !wantsAppArmor(pod) {
+		return true, "", ""
+	}
+	return false, ReasonAppArmor, messageNoAppArmor
+}
+
+// wantsAppArmor reports whether any container of pod asks for an AppArmor profile other than
+// unconfined, through the pod or container security context or the older annotations.
+func wantsAppArmor(pod *v1.Pod) bool {
+	confined := func(p *v1.AppArmorProfile) bool {
+		return p != nil && p.Type != v1.AppArmorProfileTypeUnconfined
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil && confined(psc.AppArmorProfile) {
+		return true
+	}
+	for k, v := range pod.Annotations {
+		if strings.HasPrefix(k, v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) && v != v1.DeprecatedAppArmorBetaProfileNameUnconfined {
+			return true
+		}
+	}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if c.SecurityContext != nil && confined(c.SecurityContext.AppArmorProfile) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// safeSysctls are namespaced, isolated per pod and harmless to the node: any pod may set them.
+var safeSysctls = map[string]bool{
+	"kernel.shm_rmid_forced":              true,
+	"net.ipv4.ip_local_port_range":        true,
+	"net.ipv4.tcp_syncookies":             true,
+	"net.ipv4.ping_group_range":           true,
+	"net.ipv4.ip_unprivileged_port_start": true,
+	"net.ipv4.ip_local_reserved_ports":    true,
+	"net.ipv4.tcp_keepalive_time":         true,
+	"net.ipv4.tcp_fin_timeout":            true,
+	"net.ipv4.tcp_keepalive_intvl":        true,
+	"net.ipv4.tcp_keepalive_probes":       true,
+	"net.ipv4.tcp_rmem":                   true,
+	"net.ipv4.tcp_wmem":                   true,
+}
+
+// podChecks refuses what this node cannot run whatever its load: another OS, a sysctl it does
+// not allow, an AppArmor profile it cannot enforce.
+func (a *Admitter) podChecks(pod *v1.Pod) (bool, string, string) {
+	if ok, reason, msg := checkOS(pod); !ok {
+		return false, reason, msg
+	}
+	if ok, reason, msg := checkSysctls(pod, a.AllowedUnsafeSysctls); !ok {
+		return false, reason, msg
+	}
+	hasAppArmor := HostHasAppArmor
+	if a.HostHasAppArmor != nil {
+		hasAppArmor = a.HostHasAppArmor
+	}
+	return checkAppArmor(pod, hasAppArmor())
+}
+
+// checkOS refuses pods written for another operating system.
+func checkOS(pod *v1.Pod) (bool, string, string) {
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != goruntime.GOOS {
+		return false, ReasonPodOSNotSupported, fmt.Sprintf("Failed to admit pod as the OS field doesn't match node OS: pod OS %q, node OS %q", pod.Spec.OS.Name, goruntime.GOOS)
+	}
+	if want, ok := pod.Spec.NodeSelector[v1.LabelOSStable]; ok && want != goruntime.GOOS {
+		return false, ReasonPodOSSelectorMismatch, fmt.Sprintf("Failed to admit pod as the %s node selector %q doesn't match node OS %q", v1.LabelOSStable, want, goruntime.GOOS)
+	}
+	return true, "", ""
+}
+
+// checkSysctls allows the safe sysctls and the unsafe ones the node allows (allowed entries
+// may end in "*"), as long as an unsafe one lives in a namespace the pod does not share with
+// the host.
+func checkSysctls(pod *v1.Pod, allowedUnsafe []string) (bool, string, string) {
+	if pod.Spec.SecurityContext == nil {
+		return true, "", ""
+	}
+	for _, s := range pod.Spec.SecurityContext.Sysctls {
+		name := runtime.NormalizeSysctl(s.Name)
+		if safeSysctls[name] {
+			continue
+		}
+		if !matchesAny(name, allowedUnsafe) {
+			return false, ReasonSysctlForbidden, fmt.Sprintf("forbidden sysctl: %q not allowlisted", name)
+		}
+		if msg := sharedNamespace(pod, name); msg != "" {
+			return false, ReasonSysctlForbidden, msg
+		}
+	}
+	return true, "", ""
+}
+
+func matchesAny(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if p == name || (strings.HasSuffix(p, "*") && strings.HasPrefix(name, strings.TrimSuffix(p, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedNamespace says why an allowed unsafe sysctl cannot be set: it is not namespaced, or
+// the pod shares that namespace with the host.
+func sharedNamespace(pod *v1.Pod, name string) string {
+	switch {
+	case strings.HasPrefix(name, "net."):
+		if pod.Spec.HostNetwork {
+			return fmt.Sprintf("sysctl %q not allowed with host net enabled", name)
+		}
+	case name == "kernel.sem" || strings.HasPrefix(name, "kernel.shm") || strings.HasPrefix(name, "kernel.msg") || strings.HasPrefix(name, "fs.mqueue."):
+		if pod.Spec.HostIPC {
+			return fmt.Sprintf("sysctl %q not allowed with host ipc enabled", name)
+		}
+	default:
+		return fmt.Sprintf("sysctl %q is not namespaced and cannot be set per pod", name)
+	}
+	return ""
+}

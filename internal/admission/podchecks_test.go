@@ -1,0 +1,77 @@
+package admission
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+func TestCheckOS(t *testing.T) {
+	pod := &v1.Pod{}
+	if ok, _, _ := checkOS(pod); !ok {
+		t.Fatal("pod without an OS refused")
+	}
+	pod.Spec.OS = &v1.PodOS{Name: "windows"}
+	if ok, reason, _ := checkOS(pod); ok || reason != ReasonPodOSNotSupported {
+		t.Fatalf("windows pod: ok=%v reason=%q", ok, reason)
+	}
+	pod.Spec.OS = &v1.PodOS{Name: "linux"}
+	pod.Spec.NodeSelector = map[string]string{v1.LabelOSStable: "windows"}
+	if ok, reason, _ := checkOS(pod); ok || reason != ReasonPodOSSelectorMismatch {
+		t.Fatalf("windows selector: ok=%v reason=%q", ok, reason)
+	}
+}
+
+func TestCheckSysctls(t *testing.T) {
+	withSysctls := func(hostNet bool, names ...string) *v1.Pod {
+		pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: hostNet, SecurityContext: &v1.PodSecurityContext{}}}
+		for _, n := range names {
+			pod.Spec.SecurityContext.Sysctls = append(pod.Spec.SecurityContext.Sysctls, v1.Sysctl{Name: n, Value: "1"})
+		}
+		return pod
+	}
+	cases := []struct {
+		name    string
+		pod     *v1.Pod
+		allowed []string
+		ok      bool
+	}{
+		{"safe", withSysctls(false, "kernel.shm_rmid_forced", "net.ipv4.tcp_syncookies"), nil, true},
+		{"safe with slashes", withSysctls(false, "kernel/shm_rmid_forced"), nil, true},
+		{"unsafe not allowed", withSysctls(false, "kernel.msgmax"), nil, false},
+		{"unsafe allowed by pattern", withSysctls(false, "kernel.msgmax"), []string{"kernel.msg*"}, true},
+		{"allowed net sysctl with host network", withSysctls(true, "net.core.somaxconn"), []string{"net.core.somaxconn"}, false},
+		{"allowed but not namespaced", withSysctls(false, "vm.swappiness"), []string{"vm.swappiness"}, false},
+	}
+	for _, tc := range cases {
+		ok, reason, msg := checkSysctls(tc.pod, tc.allowed)
+		if ok != tc.ok || (!ok && reason != ReasonSysctlForbidden) {
+			t.Errorf("%s: ok=%v reason=%q msg=%q, want ok=%v", tc.name, ok, reason, msg, tc.ok)
+		}
+	}
+	if got := runtime.NormalizeSysctl("net/ipv4/conf/eno2.100/rp_filter"); got != "net.ipv4.conf.eno2/100.rp_filter" {
+		t.Errorf("NormalizeSysctl = %q", got)
+	}
+}
+
+func TestCheckAppArmor(t *testing.T) {
+	pod := &v1.Pod{}
+	pod.Spec.Containers = []v1.Container{{Name: "test"}}
+	if ok, _, _ := checkAppArmor(pod, false); !ok {
+		t.Fatal("pod without a profile refused")
+	}
+	pod.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "test": "unconfined"}
+	if ok, _, _ := checkAppArmor(pod, false); !ok {
+		t.Fatal("unconfined annotation refused")
+	}
+	pod.Annotations = nil
+	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+	if ok, reason, _ := checkAppArmor(pod, false); ok || reason != ReasonAppArmor {
+		t.Fatalf("runtime/default without AppArmor: ok=%v reason=%q", ok, reason)
+	}
+	if ok, _, _ := checkAppArmor(pod, true); !ok {
+		t.Fatal("refused on a host with AppArmor")
+	}
+}

@@ -1,0 +1,46 @@
+package app
+
+import (
+	"context"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/deviceplugin"
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins until ctx
+// ends. Without it nodelet still runs pods, only without plugin devices, so a failure is
+// logged rather than fatal.
+func startDevicePlugins(ctx context.Context, rootDir string) *deviceplugin.Manager {
+	m, err := deviceplugin.New(deviceplugin.Options{Dir: filepath.Join(rootDir, "device-plugins")})
+	if err == nil {
+		err = m.Start(ctx)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Device plugins are not available")
+		return nil
+	}
+	return m
+}
+
+// containerDevices adapts the device plugin manager to the runtime's Devices hook.
+func containerDevices(m *deviceplugin.Manager) func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*runtime.DeviceAllocation, error) {
+	return func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*runtime.DeviceAllocation, error) {
+		a, err := m.Allocate(ctx, pod, c)
+		if err != nil || a == nil {
+			return nil, err
+		}
+		out := &runtime.DeviceAllocation{Envs: a.Envs, Annotations: a.Annotations, CDIDevices: a.CDIDevices}
+		for _, mnt := range a.Mounts {
+			out.Mounts = append(out.Mounts, &runtimeapi.Mount{ContainerPath: mnt.ContainerPath, HostPath: mnt.HostPath, Readonly: mnt.ReadOnly})
+		}
+		for _, d := range a.Devices {
+			out.Devices = append(out.Devices, &runtimeapi.Device{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
+		}
+		return out, nil
+	}
+}

@@ -1,0 +1,216 @@
+package cgroups
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/qos"
+)
+
+const (
+	minShares    = 2
+	maxShares    = 262144
+	sharesPerCPU = 1024
+	quotaPeriod  = 100000 // µs
+	minQuota     = 1000   // µs, the kernel's floor
+	unlimited    = -1
+)
+
+// limits are the settings of one cgroup. A zero field is left as the kernel has it;
+// unlimited (-1) lifts a limit.
+type limits struct {
+	cpuShares int64
+	cpuQuota  int64 // µs per quotaPeriod
+	memory    int64 // bytes
+	pids      int64
+}
+
+// podLimits sizes a pod's cgroup: cpu weight from its cpu request, a cpu quota and a memory
+// limit only when every container is limited (one unlimited container makes the pod
+// unlimited), and the node-wide pod pids limit.
+func podLimits(pod *v1.Pod, pidsLimit int64) limits {
+	l := limits{cpuShares: minShares, cpuQuota: unlimited, memory: unlimited, pids: unlimited}
+	if qos.Class(pod) != v1.PodQOSBestEffort {
+		milli, _ := podAmount(pod, v1.ResourceCPU, requested, milliValue)
+		l.cpuShares = milliToShares(milli)
+	}
+	if milli, ok := podAmount(pod, v1.ResourceCPU, limited, milliValue); ok {
+		l.cpuQuota = max(minQuota, milli*quotaPeriod/1000)
+	}
+	if bytes, ok := podAmount(pod, v1.ResourceMemory, limited, value); ok {
+		l.memory = bytes
+	}
+	if pidsLimit > 0 {
+		l.pids = pidsLimit
+	}
+	return l
+}
+
+func milliValue(q resource.Quantity) int64 { return q.MilliValue() }
+func value(q resource.Quantity) int64      { return q.Value() }
+
+func milliToShares(milli int64) int64 {
+	return min(maxShares, max(minShares, milli*sharesPerCPU/1000))
+}
+
+// side picks a container's requests or its limits.
+type side int
+
+const (
+	requested side = iota
+	limited
+)
+
+// of is the container's amount of name; a missing request defaults to the limit, as the API
+// server does.
+func (s side) of(c *v1.Container, name v1.ResourceName) (resource.Quantity, bool) {
+	if s == requested {
+		if q, ok := c.Resources.Requests[name]; ok {
+			return q, true
+		}
+	}
+	q, ok := c.Resources.Limits[name]
+	return q, ok && !q.IsZero()
+}
+
+func (s side) podLevel(r *v1.ResourceRequirements) v1.ResourceList {
+	if s == requested {
+		return r.Requests
+	}
+	return r.Limits
+}
+
+// podAmount is what the pod as a whole needs of name: pod-level resources when set, else
+// the larger of what runs at once — all regular containers plus sidecars (restartable init
+// containers), or each init container plus the sidecars started before it. ok is false
+// when some container does not set the amount.
+func podAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resource.Quantity) int64) (int64, bool) {
+	if pod.Spec.Resources != nil {
+		if q, ok := s.podLevel(pod.Spec.Resources)[name]; ok {
+			return conv(q), true
+		}
+	}
+	all := true
+	amount := func(c *v1.Container) int64 {
+		q, ok := s.of(c, name)
+		if !ok {
+			all = false
+			return 0
+		}
+		return conv(q)
+	}
+	var sidecars, initPeak int64
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			sidecars += amount(c)
+			continue
+		}
+		initPeak = max(initPeak, sidecars+amount(c))
+	}
+	total := sidecars
+	for i := range pod.Spec.Containers {
+		total += amount(&pod.Spec.Containers[i])
+	}
+	return max(total, initPeak), all
+}
+
+// apply writes l to the cgroup at path (relative to a hierarchy's mount) in every hierarchy
+// holding a controller l sets.
+func (m *Manager) apply(path string, l limits) error {
+	for _, h := range m.create {
+		dir := filepath.Join(h.dir, path)
+		var settings [][2]string
+		if h.v2 {
+			settings = v2Settings(l)
+		} else {
+			settings = v1Settings(h, l)
+		}
+		for _, s := range settings {
+			if err := m.write(dir, s[0], s[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func v1Settings(h hierarchy, l limits) [][2]string {
+	var out [][2]string
+	if h.has("cpu") {
+		if l.cpuShares != 0 {
+			out = append(out, [2]string{"cpu.shares", itoa(l.cpuShares)})
+		}
+		if l.cpuQuota != 0 {
+			out = append(out, [2]string{"cpu.cfs_period_us", itoa(quotaPeriod)}, [2]string{"cpu.cfs_quota_us", itoa(l.cpuQuota)})
+		}
+	}
+	if h.has("memory") && l.memory != 0 {
+		out = append(out, [2]string{"memory.limit_in_bytes", itoa(l.memory)})
+	}
+	if h.has("pids") && l.pids != 0 {
+		out = append(out, [2]string{"pids.max", maxOr(l.pids)})
+	}
+	return out
+}
+
+func v2Settings(l limits) [][2]string {
+	var out [][2]string
+	if l.cpuShares != 0 {
+		out = append(out, [2]string{"cpu.weight", itoa(sharesToWeight(l.cpuShares))})
+	}
+	if l.cpuQuota != 0 {
+		out = append(out, [2]string{"cpu.max", maxOr(l.cpuQuota) + " " + itoa(quotaPeriod)})
+	}
+	if l.memory != 0 {
+		out = append(out, [2]string{"memory.max", maxOr(l.memory)})
+	}
+	if l.pids != 0 {
+		out = append(out, [2]string{"pids.max", maxOr(l.pids)})
+	}
+	return out
+}
+
+// sharesToWeight maps v1 cpu.shares [2, 262144] linearly onto v2 cpu.weight [1, 10000].
+func sharesToWeight(shares int64) int64 {
+	return 1 + (shares-minShares)*9999/(maxShares-minShares)
+}
+
+// weightToShares inverts sharesToWeight, rounding up so that the round trip is exact.
+func weightToShares(weight int64) int64 {
+	return minShares + ((weight-1)*(maxShares-minShares)+9998)/9999
+}
+
+// readShares reads the cpu weight of the cgroup at dir as v1 shares.
+func (m *Manager) readShares(h hierarchy, dir string) (int64, error) {
+	file := "cpu.shares"
+	if h.v2 {
+		file = "cpu.weight"
+	}
+	data, err := m.fs.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if h.v2 {
+		return weightToShares(n), nil
+	}
+	return n, nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// maxOr renders a limit, with "max" for none (v2 files and v1 pids.max).
+func maxOr(n int64) string {
+	if n < 0 {
+		return "max"
+	}
+	return itoa(n)
+}

@@ -1,0 +1,65 @@
+package cgroups
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestPodLimitsCountInitContainersAndSidecars(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	both := func(cpu, mem string) v1.ResourceRequirements {
+		return v1.ResourceRequirements{Requests: resources(cpu, mem), Limits: resources(cpu, mem)}
+	}
+	pod := newPod("p", both("200m", "100Mi"))
+	pod.Spec.InitContainers = []v1.Container{
+		{Name: "sidecar", RestartPolicy: &always, Resources: both("100m", "50Mi")},
+		{Name: "big-init", Resources: both("1", "64Mi")},
+	}
+	// cpu: the init step needs 1000m + 100m of sidecar, more than 200m + 100m later on.
+	// memory: 100Mi + 50Mi later on beats 64Mi + 50Mi during init.
+	got := podLimits(pod, 0)
+	want := limits{cpuShares: 1126, cpuQuota: 110000, memory: 150 << 20, pids: unlimited}
+	if got != want {
+		t.Errorf("podLimits = %+v, want %+v", got, want)
+	}
+}
+
+func TestPodLimitsRequestsDefaultToLimits(t *testing.T) {
+	pod := newPod("p", v1.ResourceRequirements{Limits: resources("250m", "")})
+	got := podLimits(pod, 7)
+	want := limits{cpuShares: 256, cpuQuota: 25000, memory: unlimited, pids: 7}
+	if got != want {
+		t.Errorf("podLimits = %+v, want %+v", got, want)
+	}
+}
+
+func TestPodLimitsPodLevelResourcesWin(t *testing.T) {
+	pod := newPod("p", v1.ResourceRequirements{}, v1.ResourceRequirements{})
+	pod.Spec.Resources = &v1.ResourceRequirements{Requests: resources("500m", "1Gi"), Limits: resources("2", "2Gi")}
+	pod.Status.QOSClass = v1.PodQOSBurstable
+	got := podLimits(pod, 0)
+	want := limits{cpuShares: 512, cpuQuota: 200000, memory: 2 << 30, pids: unlimited}
+	if got != want {
+		t.Errorf("podLimits = %+v, want %+v", got, want)
+	}
+}
+
+func TestPodLimitsTinyQuotaHasAFloor(t *testing.T) {
+	pod := newPod("p", v1.ResourceRequirements{Requests: resources("1m", ""), Limits: resources("1m", "")})
+	if got := podLimits(pod, 0); got.cpuQuota != minQuota || got.cpuShares != minShares {
+		t.Errorf("podLimits = %+v, want quota %d shares %d", got, minQuota, minShares)
+	}
+}
+
+func TestSharesWeightRoundTrip(t *testing.T) {
+	for _, shares := range []int64{2, 3, 102, 1024, 4096, 262144} {
+		w := sharesToWeight(shares)
+		if back := sharesToWeight(weightToShares(w)); back != w {
+			t.Errorf("shares %d: weight %d comes back as %d", shares, w, back)
+		}
+	}
+	if sharesToWeight(minShares) != 1 || sharesToWeight(maxShares) != 10000 {
+		t.Errorf("ends: %d %d", sharesToWeight(minShares), sharesToWeight(maxShares))
+	}
+}

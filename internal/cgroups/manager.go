@@ -1,0 +1,223 @@
+// Package cgroups keeps the pod cgroup tree for the cgroupfs driver: <cgroupRoot>/kubepods for
+// Guaranteed pods, kubepods/burstable and kubepods/besteffort for the other QoS classes, and
+// one pod<uid> cgroup per pod carrying the pod's summed limits. The container runtime puts
+// the pod's containers under the pod cgroup it is given as cgroup parent.
+//
+// Both cgroup v1 (one tree per controller, as on hybrid hosts) and the v2 unified tree are
+// handled.
+package cgroups
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/qos"
+)
+
+// Names of the QoS cgroups, as the Kubernetes conformance tests expect them.
+const (
+	kubepodsName   = "kubepods"
+	burstableName  = "burstable"
+	besteffortName = "besteffort"
+	podPrefix      = "pod"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Root is where the cgroup hierarchies are mounted (default /sys/fs/cgroup).
+	Root string
+	// CgroupRoot is the cgroup kubepods is made under (default "/").
+	CgroupRoot string
+	// PodPidsLimit caps each pod's process count; zero or less leaves it unlimited.
+	PodPidsLimit int64
+	// NodeMilliCPU sizes kubepods' cpu weight against the host's other cgroups; zero
+	// leaves the kernel's default.
+	NodeMilliCPU int64
+
+	fs filesystem // nil is the kernel's cgroupfs; tests substitute a fake
+}
+
+// Manager creates and removes the QoS and pod cgroups. It is safe for concurrent use.
+type Manager struct {
+	root       string
+	cgroupRoot string
+	pidsLimit  int64
+	nodeShares int64
+	fs         filesystem
+	create     []hierarchy // where cgroups are made and limits written
+	all        []hierarchy // where pod cgroups are removed from
+
+	mu       sync.Mutex
+	suspects map[types.UID]bool // orphan candidates from the last sweep
+}
+
+// New finds the mounted cgroup hierarchies. It fails when the controllers pod cgroups need
+// are not mounted; it does not write anything.
+func New(opts Options) (*Manager, error) {
+	if opts.Root == "" {
+		opts.Root = "/sys/fs/cgroup"
+	}
+	if opts.CgroupRoot == "" {
+		opts.CgroupRoot = "/"
+	}
+	if opts.fs == nil {
+		opts.fs = cgroupFS{}
+	}
+	create, all, err := discover(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, fs: opts.fs,
+		create: create, all: all, suspects: map[types.UID]bool{},
+	}
+	if opts.NodeMilliCPU > 0 {
+		m.nodeShares = milliToShares(opts.NodeMilliCPU)
+	}
+	return m, nil
+}
+
+// Start creates kubepods and its burstable and besteffort children in every hierarchy and
+// sets their cpu weights: the node's cpus for kubepods, the least possible for besteffort,
+// and the burstable pods' summed requests for burstable.
+func (m *Manager) Start() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		if err := m.ensure(m.qosPath(class)); err != nil {
+			return err
+		}
+	}
+	if err := m.apply(m.qosPath(v1.PodQOSGuaranteed), limits{cpuShares: m.nodeShares}); err != nil {
+		return err
+	}
+	if err := m.apply(m.qosPath(v1.PodQOSBestEffort), limits{cpuShares: minShares}); err != nil {
+		return err
+	}
+	if err := m.updateBurstableShares(); err != nil {
+		return err
+	}
+	klog.InfoS("QoS cgroups in place", "root", m.root, "cgroupRoot", m.cgroupRoot, "v2", m.create[0].v2, "hierarchies", len(m.create))
+	return nil
+}
+
+// EnsurePod creates the pod's cgroup, writes its limits, and returns the cgroup parent to
+// hand to the runtime, e.g. /kubepods/burstable/pod<uid>. Calling it again rewrites the
+// limits.
+func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	class := qos.Class(pod)
+	cgroup := path.Join(m.qosPath(class), podPrefix+string(pod.UID))
+	if err := m.ensure(cgroup); err != nil {
+		return "", err
+	}
+	if err := m.apply(cgroup, podLimits(pod, m.pidsLimit)); err != nil {
+		return "", err
+	}
+	if class == v1.PodQOSBurstable {
+		if err := m.updateBurstableShares(); err != nil {
+			klog.ErrorS(err, "Could not update the burstable cgroup's cpu weight", "pod", klog.KObj(pod))
+		}
+	}
+	klog.V(4).InfoS("Pod cgroup ready", "pod", klog.KObj(pod), "cgroup", cgroup)
+	return cgroup, nil
+}
+
+// RemovePod removes the pod's cgroup, wherever it is, from every hierarchy. It fails (with
+// EBUSY inside) while processes remain in it; the caller retries later.
+func (m *Manager) RemovePod(uid types.UID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	wasBurstable := false
+	for _, h := range m.all {
+		for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+			dir := filepath.Join(h.dir, m.qosPath(class), podPrefix+string(uid))
+			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			wasBurstable = wasBurstable || class == v1.PodQOSBurstable
+			if err := m.removeTree(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pod %s cgroup: %w", uid, err)
+	}
+	if wasBurstable {
+		if err := m.updateBurstableShares(); err != nil {
+			klog.ErrorS(err, "Could not update the burstable cgroup's cpu weight", "podUID", uid)
+		}
+	}
+	klog.V(4).InfoS("Removed pod cgroup", "podUID", uid)
+	return nil
+}
+
+// qosPath is the cgroup path of a QoS class's parent cgroup.
+func (m *Manager) qosPath(class v1.PodQOSClass) string {
+	switch class {
+	case v1.PodQOSBurstable:
+		return path.Join(m.cgroupRoot, kubepodsName, burstableName)
+	case v1.PodQOSBestEffort:
+		return path.Join(m.cgroupRoot, kubepodsName, besteffortName)
+	}
+	return path.Join(m.cgroupRoot, kubepodsName)
+}
+
+// ensure makes the cgroup at path in every hierarchy pod cgroups are made in.
+func (m *Manager) ensure(cgroup string) error {
+	for _, h := range m.create {
+		if _, err := m.ensurePath(h, cgroup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateBurstableShares sets the burstable cgroup's cpu weight to the sum of its pods'
+// weights, so burstable pods together weigh what they requested against guaranteed ones.
+// The pod cgroups themselves are the record, which survives restarts.
+func (m *Manager) updateBurstableShares() error {
+	h, ok := m.cpuHierarchy()
+	if !ok {
+		return nil
+	}
+	dir := filepath.Join(h.dir, m.qosPath(v1.PodQOSBurstable))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), podPrefix) {
+			continue
+		}
+		shares, err := m.readShares(h, filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		total += shares
+	}
+	return m.apply(m.qosPath(v1.PodQOSBurstable), limits{cpuShares: min(maxShares, max(minShares, total))})
+}
+
+func (m *Manager) cpuHierarchy() (hierarchy, bool) {
+	for _, h := range m.create {
+		if h.has("cpu") {
+			return h, true
+		}
+	}
+	return hierarchy{}, false
+}

@@ -1,0 +1,372 @@
+// Package deviceplugin is the node side of the device plugin API (v1beta1). Plugins register on
+// a unix socket, report their devices over a ListAndWatch stream, and are asked to prepare the
+// devices handed to the containers that request them. The node status advertises the devices
+// (capacity: all of them, allocatable: the healthy ones) so the scheduler can place pods.
+package deviceplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+const (
+	// SocketName is the registration socket's name inside the plugin directory.
+	SocketName = "kubelet.sock"
+	// DefaultStopGracePeriod is how long the devices of a plugin whose stream ended stay in the
+	// node's capacity (unhealthy) before the resource drops to zero, as upstream.
+	DefaultStopGracePeriod = 5 * time.Minute
+	// DefaultCallTimeout bounds every plugin call except the ListAndWatch stream.
+	DefaultCallTimeout = 10 * time.Second
+	// preStartTimeout bounds PreStartContainer, which may do real work (the API's own limit).
+	preStartTimeout = pluginapi.KubeletPreStartContainerRPCTimeoutInSecs * time.Second
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Dir holds the registration socket and the plugins' sockets: <root-dir>/device-plugins.
+	Dir string
+	// StopGracePeriod: DefaultStopGracePeriod when zero.
+	StopGracePeriod time.Duration
+	// CallTimeout: DefaultCallTimeout when zero.
+	CallTimeout time.Duration
+}
+
+// Manager serves the Registration service and tracks every registered plugin's devices and
+// which pod containers hold them. The zero value is not usable; call New.
+type Manager struct {
+	opts    Options
+	changes chan struct{}
+
+	mu        sync.Mutex
+	resources map[string]*pluginResource
+	pods      map[types.UID]map[string]*containerDevices // pod → container name → devices
+	ctx       context.Context                            // lifetime of the ListAndWatch streams
+	cancel    context.CancelFunc
+	server    *grpc.Server
+}
+
+// pluginResource is one extended resource and the plugin serving it. Entries are never deleted:
+// once registered, a resource stays in the node status, at zero after its plugin went away.
+type pluginResource struct {
+	plugin  *plugin           // latest registration; nil once the grace period expired
+	stopped bool              // the plugin's stream ended; its devices are unhealthy
+	devices map[string]string // device ID → health as last reported
+	expiry  *time.Timer
+}
+
+var _ pluginapi.RegistrationServer = (*Manager)(nil)
+
+// New returns a Manager; Start opens the socket.
+func New(opts Options) (*Manager, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("deviceplugin: Dir is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
+	if opts.StopGracePeriod <= 0 {
+		opts.StopGracePeriod = DefaultStopGracePeriod
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	return &Manager{
+		opts:      opts,
+		changes:   make(chan struct{}, 1),
+		resources: map[string]*pluginResource{},
+		pods:      map[types.UID]map[string]*containerDevices{},
+	}, nil
+}
+
+// SocketPath is where plugins register.
+func (m *Manager) SocketPath() string { return filepath.Join(m.opts.Dir, SocketName) }
+
+// Start creates the plugin directory, replaces a stale registration socket and serves
+// registrations until ctx ends or Stop is called.
+func (m *Manager) Start(ctx context.Context) error {
+	if err := os.MkdirAll(m.opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating device plugin directory: %w", err)
+	}
+	sock := m.SocketPath()
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing stale device plugin socket: %w", err)
+	}
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listening on the device plugin socket: %w", err)
+	}
+	srv := grpc.NewServer()
+	pluginapi.RegisterRegistrationServer(srv, m)
+	m.mu.Lock()
+	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.server = srv
+	streams := m.ctx
+	m.mu.Unlock()
+	go func() {
+		if err := srv.Serve(lis); err != nil {
+			klog.ErrorS(err, "Device plugin registration server stopped", "socket", sock)
+		}
+	}()
+	go func() {
+		<-streams.Done()
+		m.Stop()
+	}()
+	klog.InfoS("Serving device plugin registrations", "socket", sock)
+	return nil
+}
+
+// Stop closes the registration socket and every plugin connection. Devices and assignments are
+// kept as they are.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	srv, cancel := m.server, m.cancel
+	m.server = nil
+	var plugins []*plugin
+	for _, r := range m.resources {
+		if r.expiry != nil {
+			r.expiry.Stop()
+		}
+		if r.plugin != nil {
+			plugins = append(plugins, r.plugin)
+		}
+	}
+	m.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	cancel()
+	srv.Stop()
+	for _, p := range plugins {
+		p.close()
+	}
+	if err := os.Remove(m.SocketPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		klog.ErrorS(err, "Removing the device plugin socket")
+	}
+}
+
+// Changes receives a value whenever a resource's devices or their health changed, so the node
+// status can be posted without waiting for its period. Values coalesce: one consumer.
+func (m *Manager) Changes() <-chan struct{} { return m.changes }
+
+func (m *Manager) notify() {
+	select {
+	case m.changes <- struct{}{}:
+	default:
+	}
+}
+
+// Resources returns, per registered resource, the number of devices (capacity) and of healthy
+// devices (allocatable).
+func (m *Manager) Resources() (capacity, allocatable v1.ResourceList) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	capacity, allocatable = v1.ResourceList{}, v1.ResourceList{}
+	for name, r := range m.resources {
+		capacity[v1.ResourceName(name)] = *resource.NewQuantity(int64(len(r.devices)), resource.DecimalSI)
+		allocatable[v1.ResourceName(name)] = *resource.NewQuantity(int64(len(r.healthy())), resource.DecimalSI)
+	}
+	return capacity, allocatable
+}
+
+// Manages says whether a plugin ever registered the resource since nodelet started.
+func (m *Manager) Manages(name v1.ResourceName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.resources[string(name)]
+	return ok
+}
+
+// Register is the Registration service: it checks the request, asks the plugin for its options
+// and starts following its devices. A plugin that fails the options call is not used.
+func (m *Manager) Register(ctx context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	klog.InfoS("Device plugin registering", "resource", req.ResourceName, "endpoint", req.Endpoint, "version", req.Version)
+	path, err := m.checkRequest(req)
+	if err != nil {
+		klog.ErrorS(err, "Device plugin registration refused", "resource", req.ResourceName, "endpoint", req.Endpoint)
+		return nil, err
+	}
+	p, err := connect(ctx, req.ResourceName, path, m.opts.CallTimeout)
+	if err != nil {
+		klog.ErrorS(err, "Device plugin not used", "resource", req.ResourceName, "endpoint", req.Endpoint)
+		return nil, err
+	}
+	if err := m.install(p); err != nil {
+		p.close()
+		return nil, err
+	}
+	klog.InfoS("Device plugin registered", "resource", req.ResourceName, "endpoint", req.Endpoint,
+		"preStartRequired", p.options.PreStartRequired)
+	return &pluginapi.Empty{}, nil
+}
+
+// checkRequest validates a registration and returns the plugin's socket path.
+func (m *Manager) checkRequest(req *pluginapi.RegisterRequest) (string, error) {
+	supported := false
+	for _, v := range pluginapi.SupportedVersions {
+		supported = supported || v == req.Version
+	}
+	if !supported {
+		return "", fmt.Errorf("device plugin API version %q is not supported; use one of %v", req.Version, pluginapi.SupportedVersions)
+	}
+	if err := validateResourceName(req.ResourceName); err != nil {
+		return "", err
+	}
+	if !filepath.IsLocal(req.Endpoint) {
+		return "", fmt.Errorf("endpoint %q must name a socket inside %s", req.Endpoint, m.opts.Dir)
+	}
+	return filepath.Join(m.opts.Dir, req.Endpoint), nil
+}
+
+// validateResourceName accepts extended resource names only: a domain-prefixed qualified name
+// outside the kubernetes.io domain, usable in quota as requests.<name>.
+func validateResourceName(name string) error {
+	switch {
+	case !strings.Contains(name, "/"):
+		return fmt.Errorf("resource name %q must be prefixed with a domain, e.g. example.com/device", name)
+	case strings.Contains(name, v1.ResourceDefaultNamespacePrefix):
+		return fmt.Errorf("resource name %q is in the reserved %s domain", name, v1.ResourceDefaultNamespacePrefix)
+	case strings.HasPrefix(name, v1.DefaultResourceRequestsPrefix):
+		return fmt.Errorf("resource name %q must not start with %q", name, v1.DefaultResourceRequestsPrefix)
+	}
+	if errs := validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix + name); len(errs) > 0 {
+		return fmt.Errorf("resource name %q is not a valid extended resource name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// install makes p the resource's plugin, replacing an earlier registration, and starts
+// following its devices. Until the new plugin lists its devices the old list stands.
+func (m *Manager) install(p *plugin) error {
+	m.mu.Lock()
+	if m.server == nil {
+		m.mu.Unlock()
+		return errors.New("device plugin manager is stopped")
+	}
+	r, ok := m.resources[p.resource]
+	if !ok {
+		r = &pluginResource{devices: map[string]string{}}
+		m.resources[p.resource] = r
+	}
+	old := r.plugin
+	r.plugin, r.stopped = p, false
+	if r.expiry != nil {
+		r.expiry.Stop()
+		r.expiry = nil
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	p.cancel = cancel
+	m.mu.Unlock()
+	if old != nil {
+		klog.InfoS("Device plugin replaced by a new registration", "resource", p.resource, "old", old.socket, "new", p.socket)
+		old.close()
+	}
+	m.notify()
+	go m.follow(ctx, p)
+	return nil
+}
+
+// follow runs p's ListAndWatch stream. The stream is not reopened when it ends: the plugin
+// registers again if it wants to be used.
+func (m *Manager) follow(ctx context.Context, p *plugin) {
+	err := p.listAndWatch(ctx, func(devices []*pluginapi.Device) { m.setDevices(p, devices) })
+	if ctx.Err() != nil {
+		return // replaced or stopping
+	}
+	klog.ErrorS(err, "Device plugin stream ended; its devices are unhealthy until it registers again",
+		"resource", p.resource, "endpoint", p.socket, "removeAfter", m.opts.StopGracePeriod)
+	m.pluginStopped(p)
+}
+
+func (m *Manager) setDevices(p *plugin, devices []*pluginapi.Device) {
+	next := make(map[string]string, len(devices))
+	for _, d := range devices {
+		if d == nil {
+			continue
+		}
+		next[d.ID] = d.Health
+	}
+	m.mu.Lock()
+	r := m.resources[p.resource]
+	if r == nil || r.plugin != p {
+		m.mu.Unlock()
+		return
+	}
+	changed := !maps.Equal(r.devices, next)
+	r.devices = next
+	m.mu.Unlock()
+	if changed {
+		klog.V(2).InfoS("Device plugin devices changed", "resource", p.resource, "devices", len(next), "healthy", countHealthy(next))
+		m.notify()
+	}
+}
+
+// pluginStopped marks the devices of a plugin whose stream ended unhealthy, and drops them once
+// the grace period passes without a new registration.
+func (m *Manager) pluginStopped(p *plugin) {
+	m.mu.Lock()
+	r := m.resources[p.resource]
+	if r == nil || r.plugin != p {
+		m.mu.Unlock()
+		return
+	}
+	r.stopped = true
+	for id := range r.devices {
+		r.devices[id] = pluginapi.Unhealthy
+	}
+	r.expiry = time.AfterFunc(m.opts.StopGracePeriod, func() { m.expire(p) })
+	m.mu.Unlock()
+	p.close()
+	m.notify()
+}
+
+func (m *Manager) expire(p *plugin) {
+	m.mu.Lock()
+	r := m.resources[p.resource]
+	if r == nil || r.plugin != p || !r.stopped {
+		m.mu.Unlock()
+		return
+	}
+	r.plugin, r.devices, r.expiry = nil, map[string]string{}, nil
+	m.mu.Unlock()
+	klog.InfoS("Device plugin did not come back; its resource drops to zero", "resource", p.resource)
+	m.notify()
+}
+
+// healthy returns the IDs of the healthy devices.
+func (r *pluginResource) healthy() map[string]bool {
+	out := map[string]bool{}
+	for id, health := range r.devices {
+		if health == pluginapi.Healthy {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+func countHealthy(devices map[string]string) int {
+	n := 0
+	for _, health := range devices {
+		if health == pluginapi.Healthy {
+			n++
+		}
+	}
+	return n
+}
