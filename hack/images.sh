@@ -9,7 +9,8 @@
 #
 # `hack/images.sh conformance` also builds what the node conformance suite runs, under the
 # upstream names (after `hack/control-plane.sh build-conformance`):
-#   registry.k8s.io/e2e-test-images/agnhost:2.53     agnhost built from k8s.io/kubernetes v1.33.4
+#   registry.k8s.io/e2e-test-images/agnhost:2.53     agnhost built from k8s.io/kubernetes v1.33.4, its localhost
+#                                                    TLS pair, curl and nc stand-ins (images/nettools)
 #                                                    on the busybox root
 #   registry.k8s.io/e2e-test-images/nonewprivs:1.3   setuid-root nnp (test/images/nonewprivs) on the busybox root
 #   registry.k8s.io/e2e-test-images/nginx:1.14-4     stand-ins: busybox httpd serving a page on :80
@@ -92,10 +93,22 @@ build_testhelper() {
 
 AGNHOST=$REPO_ROOT/_output/cp/bin/agnhost
 
+# agnhost_tls_dir holds the localhost certificate and key the upstream agnhost image carries at
+# /localhost.crt and /localhost.key (netexec --tls-cert-file in the lifecycle hook specs).
+agnhost_tls_dir() {
+	echo "$(cd test/harness && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/images/agnhost/porter"
+}
+
 build_agnhost() {
-	local rootfs=$OUT/agnhost/rootfs
+	local rootfs=$OUT/agnhost/rootfs tls
+	tls=$(agnhost_tls_dir)
 	make_busybox_root "$rootfs"
 	install -m 0755 "$AGNHOST" "$rootfs/agnhost"
+	install -m 0644 "$tls/localhost.crt" "$tls/localhost.key" "$rootfs/"
+	# The upstream image has curl and a UDP-capable nc; busybox's nc has no -u.
+	mkdir -p "$rootfs/usr/bin"
+	go_build_static "$rootfs/usr/bin/curl" ./images/nettools
+	ln -f "$rootfs/usr/bin/curl" "$rootfs/usr/bin/nc"
 	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/agnhost:2.53 -entrypoint /agnhost -cmd pause \
 		-out "$OUT/agnhost.tar" "$rootfs"
 }
@@ -130,7 +143,7 @@ conformance_images() {
 		echo "images.sh: $AGNHOST missing; run hack/control-plane.sh build-conformance" >&2
 		exit 1
 	}
-	ensure_image agnhost "$(input_hash "$BUSYBOX" "$AGNHOST")" registry.k8s.io/e2e-test-images/agnhost:2.53
+	ensure_image agnhost "$(input_hash "$BUSYBOX" "$AGNHOST" "$(agnhost_tls_dir)/localhost.crt" images/nettools/*.go)" registry.k8s.io/e2e-test-images/agnhost:2.53
 	ensure_image nonewprivs "$(input_hash "$BUSYBOX" "$NNP")" registry.k8s.io/e2e-test-images/nonewprivs:1.3
 	ensure_image webserver "$(input_hash "$BUSYBOX")" \
 		registry.k8s.io/e2e-test-images/nginx:1.14-4 registry.k8s.io/e2e-test-images/nginx:1.15-4 \
