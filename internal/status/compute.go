@@ -174,6 +174,9 @@ func containerStatuses(in Input, containers []v1.Container, init bool) []v1.Cont
 func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	current, previous := instances(in.Runtime, c.Name)
+	if current != nil && current.Image != "" {
+		cs.Image = current.Image // what runs, not what the spec was changed to since
+	}
 	if previous != nil && previous.State == runtime.StateExited {
 		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(in.RuntimeName, previous)}
 	}

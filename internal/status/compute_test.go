@@ -133,3 +133,39 @@ func TestTransitionTimesAndTerminalPhaseStick(t *testing.T) {
 		t.Fatalf("terminal phase moved back to %s", after.Phase)
 	}
 }
+
+func TestStatusImageIsWhatRunsNotTheUpdatedSpec(t *testing.T) {
+	pod := podWith(v1.RestartPolicyAlways, []string{"init"}, "app")
+	pod.Spec.InitContainers[0].Image = "registry.invalid/new:1" // updated after it completed
+	done := exited("init", 0)
+	done.Image = "img"
+	st := Compute(Input{Pod: pod, Runtime: rs(true, running("app", 0), done), Now: metav1.NewTime(t0)})
+	if got := st.InitContainerStatuses[0].Image; got != "img" {
+		t.Fatalf("init status image %q, want the image it ran with", got)
+	}
+	if got := st.ContainerStatuses[0].Image; got != "img" {
+		t.Fatalf("app status image %q, want the spec's while the runtime does not say", got)
+	}
+}
+
+func TestReadinessGateKeepsPodUnready(t *testing.T) {
+	pod := podWith(v1.RestartPolicyAlways, nil, "app")
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	ready := func(st v1.PodStatus) v1.PodCondition {
+		for _, c := range st.Conditions {
+			if c.Type == v1.PodReady {
+				return c
+			}
+		}
+		return v1.PodCondition{}
+	}
+	st := Compute(Input{Pod: pod, Runtime: rs(true, running("app", 0)), Now: metav1.NewTime(t0)})
+	if c := ready(st); c.Status != v1.ConditionFalse || c.Reason != "ReadinessGatesNotReady" {
+		t.Fatalf("gate missing: Ready %+v", c)
+	}
+	pod.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
+	st = Compute(Input{Pod: pod, Runtime: rs(true, running("app", 0)), Now: metav1.NewTime(t0)})
+	if c := ready(st); c.Status != v1.ConditionTrue {
+		t.Fatalf("gate met: Ready %+v", c)
+	}
+}
