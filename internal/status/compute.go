@@ -212,6 +212,7 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 		cs.State = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
 		started := false
 		cs.Started = &started
+		cs.Ready = init && current.ExitCode == 0 // an init container that did its job is ready
 	default:
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	}

@@ -169,3 +169,12 @@ func TestReadinessGateKeepsPodUnready(t *testing.T) {
 		t.Fatalf("gate met: Ready %+v", c)
 	}
 }
+
+func TestSucceededInitContainerIsReady(t *testing.T) {
+	pod := podWith(v1.RestartPolicyNever, []string{"ok", "bad"}, "app")
+	st := Compute(Input{Pod: pod, Runtime: rs(true, exited("ok", 0), exited("bad", 1)), Now: metav1.NewTime(t0)})
+	if !st.InitContainerStatuses[0].Ready || st.InitContainerStatuses[1].Ready {
+		t.Fatalf("init readiness %v/%v, want true for exit 0 and false for exit 1",
+			st.InitContainerStatuses[0].Ready, st.InitContainerStatuses[1].Ready)
+	}
+}
