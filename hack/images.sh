@@ -106,9 +106,14 @@ build_agnhost() {
 	install -m 0755 "$AGNHOST" "$rootfs/agnhost"
 	install -m 0644 "$tls/localhost.crt" "$tls/localhost.key" "$rootfs/"
 	# The upstream image has curl and a UDP-capable nc; busybox's nc has no -u.
-	mkdir -p "$rootfs/usr/bin"
+	mkdir -p "$rootfs/usr/bin" "$rootfs/uploads"
 	go_build_static "$rootfs/usr/bin/curl" ./images/nettools
 	ln -f "$rootfs/usr/bin/curl" "$rootfs/usr/bin/nc"
+	# Like upstream: a second name for the entrypoint-override specs, and a user and group
+	# defined in the image.
+	ln -sf agnhost "$rootfs/agnhost-2"
+	echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$rootfs/etc/passwd"
+	printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"$rootfs/etc/group"
 	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/agnhost:2.53 -entrypoint /agnhost -cmd pause \
 		-out "$OUT/agnhost.tar" "$rootfs"
 }

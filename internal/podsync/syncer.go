@@ -160,6 +160,11 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *r
 // finished pod that is still wanted keeps its stopped containers (for their logs and status).
 func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.UID, remove bool) error {
 	if !remove {
+		// Its containers will not run again: give back memory-backed volumes now, not only
+		// once the pod object is gone.
+		if err := s.tearDownVolumes(uid); err != nil {
+			return err
+		}
 		if s.Terminated != nil && pod != nil {
 			s.Terminated(pod)
 		}
@@ -196,6 +201,19 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 		for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 			s.Backoff.DeleteEntry(BackoffKey(pod, &c))
 		}
+	}
+	return nil
+}
+
+// tearDownVolumes unmounts and deletes the volumes of a pod whose containers have stopped
+// for good.
+func (s *Syncer) tearDownVolumes(uid types.UID) error {
+	dir := filepath.Join(s.RootDir, "pods", string(uid), "volumes")
+	if err := runtime.UnmountPodVolumes(dir); err != nil {
+		return fmt.Errorf("unmounting volumes of a terminated pod: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing volumes of a terminated pod: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package podsync
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -94,5 +96,23 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	st, _ = s.Statuses.Get(pod.UID)
 	if rt.killed != 1 || st.Phase != v1.PodFailed || st.Reason != "DeadlineExceeded" {
 		t.Fatalf("after kill: killed=%d phase/reason = %s/%q", rt.killed, st.Phase, st.Reason)
+	}
+}
+
+func TestTerminatedPodGivesBackItsVolumes(t *testing.T) {
+	s := newTestSyncer(t, &fakeRuntime{})
+	pod := testPod()
+	volume := filepath.Join(s.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "cache")
+	if err := os.MkdirAll(volume, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SyncTerminatedPod(context.Background(), pod, pod.UID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(volume))); !os.IsNotExist(err) {
+		t.Fatalf("volumes of a terminated pod still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.RootDir, "pods", string(pod.UID))); err != nil {
+		t.Fatalf("pod directory removed before the pod is: %v", err)
 	}
 }
