@@ -88,14 +88,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if err != nil {
 		return podworkers.Outcome{}, err
 	}
-	st := s.recordStatus(pod, rs, nil)
+	st := s.recordStatus(pod, rs, nil, false)
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		s.stopProbes(rs.UID)
 		return podworkers.Outcome{Terminal: true}, nil
 	}
 	deadline, hasDeadline := deadlineLeft(pod, st, time.Now())
 	if hasDeadline && deadline <= 0 {
-		s.recordStatus(pod, rs, &status.Verdict{Phase: v1.PodFailed, Reason: reasonDeadlineExceeded, Message: messageDeadline})
+		s.recordStatus(pod, rs, &status.Verdict{Phase: v1.PodFailed, Reason: reasonDeadlineExceeded, Message: messageDeadline}, false)
 		if s.Recorder != nil {
 			s.Recorder.Event(pod, v1.EventTypeNormal, reasonDeadlineExceeded, messageDeadline)
 		}
@@ -124,7 +124,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedSync", "Error syncing pod, skipping: %v", res.Err)
 	}
 	if rs, err = s.readStatus(ctx, pod); err == nil {
-		st := s.recordStatus(pod, rs, nil)
+		st := s.recordStatus(pod, rs, nil, false)
 		metrics.ObservePodStatus(pod, &st)
 	}
 	requeue := res.RequeueAfter
@@ -150,7 +150,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *r
 	}
 	if pod != nil {
 		if rs, err := s.readStatus(ctx, pod); err == nil {
-			s.recordStatus(pod, rs, nil)
+			s.recordStatus(pod, rs, nil, pod.DeletionTimestamp != nil)
 		}
 	}
 	return nil
@@ -239,12 +239,12 @@ func (s *Syncer) readStatusFor(ctx context.Context, pod *v1.Pod, running *runtim
 }
 
 // recordStatus computes and keeps pod's status; verdict, if any, is the syncer's decision on
-// the whole pod.
-func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *status.Verdict) v1.PodStatus {
+// the whole pod; final says its containers were stopped for good.
+func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *status.Verdict, final bool) v1.PodStatus {
 	prev, ok := s.Statuses.Get(pod.UID)
 	in := status.Input{
 		Pod: pod, Runtime: rs, Waiting: s.getWaiting(pod.UID), RuntimeName: s.RuntimeName,
-		HostIPs: s.HostIPs, Now: metav1.NewTime(time.Now()), Verdict: verdict,
+		HostIPs: s.HostIPs, Now: metav1.NewTime(time.Now()), Verdict: verdict, Final: final,
 	}
 	if ok {
 		in.Previous = &prev

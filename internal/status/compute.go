@@ -28,6 +28,9 @@ type Input struct {
 	Now     metav1.Time
 	// Verdict is the syncer's decision on the whole pod, if it made one.
 	Verdict *Verdict
+	// Final says the pod's containers were stopped for good (it is being deleted): whatever
+	// its restart policy, its phase is now Succeeded or Failed.
+	Final bool
 }
 
 // Verdict overrides the computed phase (when Phase is set) and gives the pod-level reason:
@@ -53,6 +56,9 @@ func Compute(in Input) v1.PodStatus {
 	st.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false)
 	st.EphemeralContainerStatuses = ephemeralStatuses(in) // kept out of phase and conditions
 	st.Phase = Phase(&pod.Spec, st.InitContainerStatuses, st.ContainerStatuses)
+	if in.Final && !isTerminal(st.Phase) {
+		st.Phase = finalPhase(st.ContainerStatuses)
+	}
 	if v := in.Verdict; v != nil && v.Phase != "" {
 		st.Phase = v.Phase
 	}
@@ -87,6 +93,17 @@ func Compute(in Input) v1.PodStatus {
 }
 
 func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+// finalPhase is the phase of a pod that will run no more: Succeeded only if every app
+// container ran and exited 0.
+func finalPhase(apps []v1.ContainerStatus) v1.PodPhase {
+	for _, cs := range apps {
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			return v1.PodFailed
+		}
+	}
+	return v1.PodSucceeded
+}
 
 // Phase derives the pod phase from container statuses the way the kubelet defines it:
 // Pending until every container has started at least once, Running while any runs or will be

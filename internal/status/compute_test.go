@@ -178,3 +178,20 @@ func TestSucceededInitContainerIsReady(t *testing.T) {
 			st.InitContainerStatuses[0].Ready, st.InitContainerStatuses[1].Ready)
 	}
 }
+
+func TestDeletedPodEndsFailedWhateverItsRestartPolicy(t *testing.T) {
+	for _, policy := range []v1.RestartPolicy{v1.RestartPolicyAlways, v1.RestartPolicyOnFailure} {
+		pod := podWith(policy, nil, "app")
+		killed := exited("app", 137)
+		if st := Compute(Input{Pod: pod, Runtime: rs(false, killed), Now: metav1.NewTime(t0)}); st.Phase != v1.PodRunning {
+			t.Fatalf("%s, not final: phase %s, want Running (it would be restarted)", policy, st.Phase)
+		}
+		if st := Compute(Input{Pod: pod, Runtime: rs(false, killed), Now: metav1.NewTime(t0), Final: true}); st.Phase != v1.PodFailed {
+			t.Fatalf("%s, final: phase %s, want Failed", policy, st.Phase)
+		}
+	}
+	pod := podWith(v1.RestartPolicyAlways, nil, "app")
+	if st := Compute(Input{Pod: pod, Runtime: rs(false, exited("app", 0)), Now: metav1.NewTime(t0), Final: true}); st.Phase != v1.PodSucceeded {
+		t.Fatalf("all exited 0, final: phase %s, want Succeeded", st.Phase)
+	}
+}
