@@ -22,6 +22,9 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	if err != nil {
 		return nil, err
 	}
+	if hostname, err = m.fqdnHostname(pod, hostname); err != nil {
+		return nil, err
+	}
 	linux := sandboxLinuxConfig(pod)
 	if m.podCgroup != nil {
 		if linux.CgroupParent, err = m.podCgroup(pod); err != nil {
@@ -70,6 +73,22 @@ func podHostname(pod *v1.Pod) (string, error) {
 		name = strings.TrimRight(name[:63], "-.")
 	}
 	return name, nil
+}
+
+// maxFQDNHostname is the longest hostname the kernel takes (HOST_NAME_MAX + 1 in uts).
+const maxFQDNHostname = 64
+
+// fqdnHostname returns the pod's fully qualified name when it asks for it as its hostname
+// (setHostnameAsFQDN with a subdomain), else hostname unchanged.
+func (m *manager) fqdnHostname(pod *v1.Pod, hostname string) (string, error) {
+	if pod.Spec.HostNetwork || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN || pod.Spec.Subdomain == "" {
+		return hostname, nil
+	}
+	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.clusterDomain)
+	if len(fqdn) > maxFQDNHostname {
+		return "", fmt.Errorf("pod FQDN %q is too long to be its hostname (%d characters, %d at most)", fqdn, len(fqdn), maxFQDNHostname)
+	}
+	return fqdn, nil
 }
 
 // portMappings lists the hostPort mappings of all containers.
