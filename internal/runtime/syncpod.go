@@ -183,6 +183,10 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)
+	if err := m.runPostStart(ctx, pod, c, id, sb, ref); err != nil {
+		res.Waiting[c.Name] = WaitingReason{Reason: ReasonPostStartHookError, Message: err.Error()}
+		res.setErr(fmt.Errorf("%s: container %s: %w", ReasonPostStartHookError, c.Name, err))
+	}
 }
 
 func formatPod(pod *v1.Pod) string {
