@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func TestPostStartExecRunsAfterStartAndFailureKills(t *testing.T) {
