@@ -209,8 +209,9 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 		return cs
 	}
 	if current == nil {
+		// With init containers, everything not yet created waits on initialization.
 		reason := "ContainerCreating"
-		if !init && !initsDone(in) {
+		if len(in.Pod.Spec.InitContainers) > 0 && (init || !initsDone(in)) {
 			reason = "PodInitializing"
 		}
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason}}

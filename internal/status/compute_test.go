@@ -195,3 +195,17 @@ func TestDeletedPodEndsFailedWhateverItsRestartPolicy(t *testing.T) {
 		t.Fatalf("all exited 0, final: phase %s, want Succeeded", st.Phase)
 	}
 }
+
+func TestInitContainersNotYetCreatedWaitOnInitialization(t *testing.T) {
+	pod := podWith(v1.RestartPolicyAlways, []string{"init1", "init2"}, "app")
+	st := Compute(Input{Pod: pod, Runtime: rs(true, exited("init1", 1)), Now: metav1.NewTime(t0)})
+	for _, cs := range append(st.InitContainerStatuses[1:], st.ContainerStatuses...) {
+		if w := cs.State.Waiting; w == nil || w.Reason != "PodInitializing" {
+			t.Errorf("%s: state %+v, want waiting PodInitializing", cs.Name, cs.State)
+		}
+	}
+	plain := podWith(v1.RestartPolicyAlways, nil, "app")
+	if w := Compute(Input{Pod: plain, Runtime: rs(true), Now: metav1.NewTime(t0)}).ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "ContainerCreating" {
+		t.Errorf("no init containers: %+v, want ContainerCreating", w)
+	}
+}
