@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -19,17 +20,18 @@ func main() {
 	nodeletPath := flag.String("nodelet", "", "ginkgo JSON report of the nodelet run")
 	kubeletPath := flag.String("kubelet", "", "ginkgo JSON report of the upstream kubelet run (optional)")
 	skipsPath := flag.String("skips", "hack/conformance/skips.txt", "the skip list the runs used")
+	causesPath := flag.String("causes", "hack/conformance/causes.txt", "known causes of failures, by spec")
 	out := flag.String("out", "CONFORMANCE.md", "where to write the table")
 	nodeletLog := flag.String("nodelet-log", "", "nodelet's log of the run: failures name the pod error it logged")
 	smoke := flag.Bool("smoke", false, "only check that every spec nodelet ran passed")
 	flag.Parse()
-	if err := execute(*nodeletPath, *kubeletPath, *skipsPath, *nodeletLog, *out, *smoke); err != nil {
+	if err := execute(*nodeletPath, *kubeletPath, *skipsPath, *causesPath, *nodeletLog, *out, *smoke); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func execute(nodeletPath, kubeletPath, skipsPath, nodeletLog, out string, smoke bool) error {
+func execute(nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string, smoke bool) error {
 	nodelet, err := readRun(nodeletPath)
 	if err != nil {
 		return err
@@ -56,7 +58,11 @@ func execute(nodeletPath, kubeletPath, skipsPath, nodeletLog, out string, smoke 
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
-	writeMarkdown(w, nodelet, upstream, skips, podErrors(nodeletLog))
+	causes, err := readSkips(causesPath)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	writeMarkdown(w, nodelet, upstream, skips, causes, podErrors(nodeletLog))
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -82,7 +88,8 @@ func checkSmoke(nodelet *run) error {
 	return nil
 }
 
-// skip is one line of skips.txt: a spec regex and why this machine cannot run it.
+// skip is one line of skips.txt (a spec regex and why this machine cannot run it) or of
+// causes.txt (a spec regex and the investigated cause of its failure).
 type skip struct{ pattern, reason string }
 
 // readSkips parses "REGEX ## REASON" lines; # starts a comment line.
@@ -103,7 +110,7 @@ func readSkips(path string) ([]skip, error) {
 	return skips, nil
 }
 
-func writeMarkdown(w *bufio.Writer, nodelet, upstream *run, skips []skip, podErrs map[string]string) {
+func writeMarkdown(w *bufio.Writer, nodelet, upstream *run, skips, causes []skip, podErrs map[string]string) {
 	fmt.Fprintf(w, "# Node conformance\n\n")
 	fmt.Fprintf(w, "The [NodeConformance] specs of the upstream node e2e suite (`k8s.io/kubernetes v1.33.4`, "+
 		"`test/e2e_node`), label filter `NodeConformance && !Serial && !Flaky && !Feature && !Disruptive`, "+
@@ -122,18 +129,19 @@ func writeMarkdown(w *bufio.Writer, nodelet, upstream *run, skips []skip, podErr
 		fmt.Fprintf(w, "- `%s`: %s\n", s.pattern, s.reason)
 	}
 	fmt.Fprintf(w, "\n## Nodelet-only failures\n\nFailed on nodelet, passed on the upstream kubelet (or it did not "+
-		"get to run them); the cause is the error nodelet logged for the spec's pod, else the failure message.\n\n")
+		"get to run them); the cause is the investigated one (hack/conformance/causes.txt), else the error nodelet "+
+		"logged for the spec's pod, else the failure message.\n\n")
 	for _, name := range nodelet.names {
 		n, u := nodelet.results[name], upstream.results[name]
 		if n.state == "failed" && u.state != "failed" {
-			fmt.Fprintf(w, "- %s (upstream: %s): %s\n", name, state(upstream, name), cell(explain(n.message, podErrs)))
+			fmt.Fprintf(w, "- %s (upstream: %s): %s\n", name, state(upstream, name), cell(knownCause(name, causes, explain(n.message, podErrs))))
 		}
 	}
 	fmt.Fprintf(w, "\n## Failed on both\n\n")
 	for _, name := range nodelet.names {
 		n, u := nodelet.results[name], upstream.results[name]
 		if n.state == "failed" && u.state == "failed" {
-			fmt.Fprintf(w, "- %s: %s\n", name, cell(u.message))
+			fmt.Fprintf(w, "- %s: %s\n", name, cell(knownCause(name, causes, u.message)))
 		}
 	}
 	fmt.Fprintf(w, "\n## All specs\n\n| spec | nodelet | upstream kubelet |\n| --- | --- | --- |\n")
@@ -164,4 +172,15 @@ func state(r *run, name string) string {
 // cell escapes text for a markdown table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'").Replace(s)
+}
+
+// knownCause prefixes message with the investigated cause of spec's failure, if causes.txt
+// has one.
+func knownCause(spec string, causes []skip, message string) string {
+	for _, c := range causes {
+		if re, err := regexp.Compile(c.pattern); err == nil && re.MatchString(spec) {
+			return "cause: " + c.reason + " — suite: " + message
+		}
+	}
+	return message
 }
