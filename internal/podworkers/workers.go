@@ -291,7 +291,12 @@ func (p *PodWorkers) step(w *worker) bool {
 		w.signal()
 	case Terminated:
 		remove := kill != nil && kill.Remove
-		if err := p.syncer.SyncTerminatedPod(ctx, pod, w.uid, remove); err != nil {
+		w.mu.Lock()
+		readded := w.recreate != nil
+		w.mu.Unlock()
+		// A pod re-added with the same UID (a static pod's manifest put back) keeps its dead
+		// containers, so its containers' restart counts go on; only the worker starts over.
+		if err := p.syncer.SyncTerminatedPod(ctx, pod, w.uid, remove && !readded); err != nil {
 			logger.Error(err, "Cleaning up pod failed; will retry")
 			p.retry(w)
 			return false

@@ -200,15 +200,25 @@ func TestTerminalPodIsStoppedButKept(t *testing.T) {
 
 func TestRecreateAfterRemoveOfSameUID(t *testing.T) {
 	f := newFakeSyncer()
+	f.killGate = make(chan struct{})
 	w, _ := start(t, f)
 	w.UpdatePod(UpdateOptions{Type: Create, Pod: testPod(1)})
 	waitFor(t, f, "sync")
 	w.UpdatePod(UpdateOptions{Type: Kill, Pod: testPod(1), Kill: &KillOptions{Remove: true}})
-	w.UpdatePod(UpdateOptions{Type: Create, Pod: testPod(2)})
-	waitFor(t, f, "remove")
+	w.UpdatePod(UpdateOptions{Type: Create, Pod: testPod(2)}) // put back while being killed
+	close(f.killGate)
+	waitFor(t, f, "kill")
+	// Re-added with the same UID: its dead containers stay (restart counts go on), so the
+	// clean-up is the non-removing one, then the pod starts over.
+	waitFor(t, f, "terminated")
 	waitFor(t, f, "sync")
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, c := range f.calls {
+		if c == "remove" {
+			t.Fatalf("calls %v: a re-added pod's runtime state was removed", f.calls)
+		}
+	}
 	if last := f.syncedGen[len(f.syncedGen)-1]; last != 2 {
 		t.Fatalf("re-added pod synced generation %d, want 2", last)
 	}
