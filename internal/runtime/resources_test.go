@@ -77,9 +77,9 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostname, _ := os.Hostname()
-	if cfg.Hostname != hostname || cfg.Metadata.Attempt != 3 {
-		t.Errorf("host-network hostname %q attempt %d", cfg.Hostname, cfg.Metadata.Attempt)
+	// A host-network sandbox shares the node's UTS namespace: runc refuses to set a hostname.
+	if cfg.Hostname != "" || cfg.Metadata.Attempt != 3 {
+		t.Errorf("host-network hostname %q attempt %d, want none", cfg.Hostname, cfg.Metadata.Attempt)
 	}
 	sc := cfg.Linux.SecurityContext
 	if sc.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE || sc.NamespaceOptions.Pid != runtimeapi.NamespaceMode_NODE ||

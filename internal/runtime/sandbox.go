@@ -25,6 +25,10 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	if hostname, err = m.fqdnHostname(pod, hostname); err != nil {
 		return nil, err
 	}
+	if pod.Spec.HostNetwork {
+		// It shares the node's UTS namespace: runc refuses to set a hostname there.
+		hostname = ""
+	}
 	linux := sandboxLinuxConfig(pod)
 	if m.podCgroup != nil {
 		if linux.CgroupParent, err = m.podCgroup(pod); err != nil {
