@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -65,4 +66,12 @@ func TestHostNetworkPodSeesNodeHostsFileWithAliases(t *testing.T) {
 
 func hostAlias(ip string, names ...string) v1.HostAlias {
 	return v1.HostAlias{IP: ip, Hostnames: names}
+}
+
+func TestManagedHostsFileStartsWithTheKnownHeader(t *testing.T) {
+	e := newTestEnv(t)
+	content, err := e.mgr.etcHostsContent(newPod("web", ctr("app")), []string{"10.85.0.9"})
+	if err != nil || !strings.HasPrefix(content, "# Kubernetes-managed hosts file.\n") || !strings.Contains(content, "10.85.0.9\tweb\n") {
+		t.Fatalf("hosts file %q, %v", content, err)
+	}
 }
