@@ -90,7 +90,9 @@ func (m *manager) fqdnHostname(pod *v1.Pod, hostname string) (string, error) {
 	}
 	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.clusterDomain)
 	if len(fqdn) > maxFQDNHostname {
-		return "", fmt.Errorf("pod FQDN %q is too long to be its hostname (%d characters, %d at most)", fqdn, len(fqdn), maxFQDNHostname)
+		// API users match this message's start.
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
+			fqdn, maxFQDNHostname, len(fqdn))
 	}
 	return fqdn, nil
 }
@@ -207,7 +209,7 @@ type sandboxInfo struct {
 func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
 	cfg, err := m.sandboxConfig(pod, attempt)
 	if err != nil {
-		return nil, fmt.Errorf("generate sandbox config: %w", err)
+		return nil, err // says what it could not build
 	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)
