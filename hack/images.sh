@@ -10,7 +10,7 @@
 # `hack/images.sh conformance` also builds what the node conformance suite runs, under the
 # upstream names (after `hack/control-plane.sh build-conformance`):
 #   registry.k8s.io/e2e-test-images/agnhost:2.53     agnhost built from k8s.io/kubernetes v1.33.4, its localhost
-#                                                    TLS pair, curl and nc stand-ins (images/nettools)
+#                                                    TLS pair, curl and nc stand-ins (images/nettools), nmeter
 #                                                    on the busybox root
 #   registry.k8s.io/e2e-test-images/nonewprivs:1.3   setuid-root nnp (test/images/nonewprivs) on the busybox root
 #   registry.k8s.io/e2e-test-images/nginx:1.14-4     stand-ins: busybox httpd serving a page on :80
@@ -109,6 +109,7 @@ build_agnhost() {
 	mkdir -p "$rootfs/usr/bin" "$rootfs/uploads"
 	go_build_static "$rootfs/usr/bin/curl" ./images/nettools
 	ln -f "$rootfs/usr/bin/curl" "$rootfs/usr/bin/nc"
+	go_build_static "$rootfs/usr/bin/nmeter" ./images/nmeter # the lifecycle specs time events with it
 	# Like upstream: a second name for the entrypoint-override specs, and a user and group
 	# defined in the image.
 	ln -sf agnhost "$rootfs/agnhost-2"
@@ -148,7 +149,7 @@ conformance_images() {
 		echo "images.sh: $AGNHOST missing; run hack/control-plane.sh build-conformance" >&2
 		exit 1
 	}
-	ensure_image agnhost "$(input_hash "$BUSYBOX" "$AGNHOST" "$(agnhost_tls_dir)/localhost.crt" images/nettools/*.go)" registry.k8s.io/e2e-test-images/agnhost:2.53
+	ensure_image agnhost "$(input_hash "$BUSYBOX" "$AGNHOST" "$(agnhost_tls_dir)/localhost.crt" images/nettools/*.go images/nmeter/main.go)" registry.k8s.io/e2e-test-images/agnhost:2.53
 	ensure_image nonewprivs "$(input_hash "$BUSYBOX" "$NNP")" registry.k8s.io/e2e-test-images/nonewprivs:1.3
 	ensure_image webserver "$(input_hash "$BUSYBOX")" \
 		registry.k8s.io/e2e-test-images/nginx:1.14-4 registry.k8s.io/e2e-test-images/nginx:1.15-4 \
