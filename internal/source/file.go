@@ -85,6 +85,7 @@ func (s *FileWatcher) Run(ctx context.Context) {
 	defer ticker.Stop()
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
+	removed := map[string]bool{} // manifest files removed since the last sync
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,12 +100,17 @@ func (s *FileWatcher) Run(ctx context.Context) {
 				watched = ""
 			}
 			if s.relevant(ev) {
+				if ev.Has(fsnotify.Remove | fsnotify.Rename) {
+					removed[ev.Name] = true
+				}
 				debounce.Reset(debounceDelay)
 			}
 		case err := <-watchErrs:
 			klog.ErrorS(err, "Error watching static pod path", "path", s.path)
 		case <-debounce.C:
 			ensureWatch()
+			s.flushRemovals(ctx, removed)
+			clear(removed)
 			s.sync(ctx)
 		}
 	}
@@ -144,6 +150,25 @@ func ignoredName(name string) bool {
 		return true
 	}
 	return false
+}
+
+// flushRemovals sends the pods without those read from files removed since the last sync.
+// A manifest deleted and put back at once then still stops and restarts its pod, as it does
+// when the two are seen apart, instead of the put-back hiding the deletion.
+func (s *FileWatcher) flushRemovals(ctx context.Context, removed map[string]bool) {
+	keep := []*v1.Pod{}
+	dropped := false
+	for file, pod := range s.lastGood {
+		if removed[file] {
+			dropped = true
+			delete(s.lastGood, file)
+			continue
+		}
+		keep = append(keep, pod)
+	}
+	if dropped && s.out.send(ctx, keep) {
+		klog.V(2).InfoS("Static pod manifests removed", "path", s.path, "pods", len(keep))
+	}
 }
 
 // sync re-reads everything and sends a snapshot if it differs from the last one.

@@ -247,3 +247,22 @@ func TestIgnoredName(t *testing.T) {
 		}
 	}
 }
+
+func TestFileSourceManifestRemovedAndPutBackRestartsPod(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.yaml")
+	writeFile(t, path, manifest("a", "nginx:1"))
+	out, _ := runFileSource(t, dir, time.Hour)
+	first := receiveNames(t, out, "a-node1")
+
+	// Deleted and written back at once, within one debounce window.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, manifest("a", "nginx:1"))
+	receiveNames(t, out) // the deletion is not hidden by the put-back
+	again := receiveNames(t, out, "a-node1")
+	if again[0].UID != first[0].UID {
+		t.Errorf("same manifest, new UID %s (was %s)", again[0].UID, first[0].UID)
+	}
+}
