@@ -63,29 +63,39 @@ type agent struct {
 	devices  *deviceplugin.Manager // nil when its socket could not be served
 	cluster  *cluster              // nil standalone
 	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
+	comps    *components           // every long-running part, joined when nodelet stops
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
 func Run(ctx context.Context, cfg *config.Config) error {
 	klog.InfoS("Starting nodelet", "version", version.String(), "node", cfg.NodeName, "standalone", cfg.Kubeconfig == "")
-	n, err := build(ctx, cfg)
+	comps := newComponents(ctx)
+	ctx = comps.ctx
+	n, err := build(ctx, cfg, comps)
+	if err == nil {
+		if cfg.RunOnce {
+			err = n.runOnce(ctx)
+		} else {
+			err = n.run(ctx)
+		}
+	}
 	if err != nil {
-		return err
+		comps.cancel()
 	}
-	if cfg.RunOnce {
-		return n.runOnce(ctx)
+	if werr := comps.wait(); err == nil {
+		err = werr
 	}
-	return n.run(ctx)
+	return err
 }
 
-func build(ctx context.Context, cfg *config.Config) (*agent, error) {
+func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, error) {
 	kc := cfg.Kubelet
 	for _, dir := range []string{cfg.RootDir, filepath.Join(cfg.RootDir, "pods"), strOr(&kc.PodLogsDir, "/var/log/pods")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
 	}
-	n := &agent{cfg: cfg, pods: pod.NewManager()}
+	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps}
 	var statusSink status.Syncer
 	if cfg.Kubeconfig != "" {
 		c, err := newCluster(cfg, n.pods)
@@ -108,7 +118,7 @@ func build(ctx context.Context, cfg *config.Config) (*agent, error) {
 	if n.cluster != nil {
 		objects = apiObjects{n.cluster.clients.API}
 		lister := services.NewLister(n.cluster.clients.API)
-		go lister.Run(ctx)
+		comps.loop("services", lister.Run)
 		serviceEnv = lister.EnvVars
 	}
 	if n.cgroups, err = newPodCgroups(kc); err != nil {
@@ -179,7 +189,7 @@ func (n *agent) startSources(ctx context.Context) {
 		out := n.merger.Channel(source.FileSource)
 		n.sources = append(n.sources, source.FileSource)
 		fs := source.NewFileSource(kc.StaticPodPath, n.cfg.NodeName, kc.FileCheckFrequency.Duration, out, n.recorder)
-		go fs.Run(ctx)
+		n.comps.loop("file source", fs.Run)
 	}
 	if kc.StaticPodURL != "" {
 		out := n.merger.Channel(source.HTTPSource)
@@ -191,17 +201,17 @@ func (n *agent) startSources(ctx context.Context) {
 			}
 		}
 		us := source.NewURLSource(kc.StaticPodURL, header, n.cfg.NodeName, kc.HTTPCheckFrequency.Duration, out, n.recorder)
-		go us.Run(ctx)
+		n.comps.loop("url source", us.Run)
 	}
 	if n.cluster != nil {
 		out := n.merger.Channel(source.APISource)
 		n.sources = append(n.sources, source.APISource)
-		go source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run(ctx)
+		n.comps.loop("api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
 	}
 	if len(n.sources) == 0 {
 		klog.InfoS("No pod sources configured: set --pod-manifest-path (staticPodPath) or --manifest-url to run pods")
 	}
-	go n.merger.Run(ctx)
+	n.comps.loop("merger", n.merger.Run)
 }
 
 func (n *agent) run(ctx context.Context) error {
@@ -244,12 +254,13 @@ func (n *agent) run(ctx context.Context) error {
 		return err
 	}
 	n.startServer(ctx, checks, n.observability())
-	go relister.Run(ctx)
-	go n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods)
+	n.comps.loop("pleg", relister.Run)
+	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		go watchExits(ctx, w, relister.Trigger)
+		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
-	loop.Run(ctx)
+	n.comps.loop("sync loop", loop.Run)
+	<-ctx.Done()
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")
 	return nil
 }

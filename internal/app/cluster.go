@@ -92,10 +92,10 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	if err != nil {
 		klog.ErrorS(err, "Lease controller not started")
 	} else {
-		go lease.Run(ctx)
+		a.comps.loop("node lease", lease.Run)
 	}
-	go ctl.Run(ctx)
-	go c.apiStatus.Run(ctx)
+	a.comps.loop("node status", ctl.Run)
+	a.comps.loop("pod status", c.apiStatus.Run)
 	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -53,11 +54,12 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		klog.ErrorS(err, "Kubelet API server not started (healthz on its own port still runs)")
 		return
 	}
-	go func() {
+	n.comps.start("kubelet API server", func(ctx context.Context) error {
 		if err := srv.Run(ctx); err != nil {
-			klog.ErrorS(err, "Kubelet API server stopped", "address", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port))))
+			return fmt.Errorf("serving %s: %w", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port))), err)
 		}
-	}()
+		return nil
+	})
 }
 
 // observability are the stats and metrics endpoints.
@@ -106,7 +108,7 @@ func (n *agent) startLogRotation(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	go rotator.Run(ctx)
+	n.comps.loop("log rotation", rotator.Run)
 	return nil
 }
 
