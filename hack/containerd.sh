@@ -8,19 +8,26 @@
 #   hack/containerd.sh status   report whether containerd answers on its socket
 #   hack/containerd.sh clean    kill all its containers, stop it, unmount and delete
 #                               /var/lib/nodelet/containerd and /run/nodelet
+#
+# INSTANCE=name runs a second, separate containerd (config, root, state, socket and log all
+# suffixed with -name; same CNI network) for tests that must not touch the shared one's
+# images, e.g. image garbage collection: socket /run/nodelet-name/containerd/containerd.sock.
+# Its clean removes only that instance's directories.
 set -euo pipefail
 
-CONFIG_DIR=/etc/nodelet/containerd
+SUFFIX=${INSTANCE:+-$INSTANCE}
+CONFIG_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG_FILE=$CONFIG_DIR/config.toml
 CNI_CONF_DIR=/etc/nodelet/cni/net.d
 CNI_CONF_FILE=$CNI_CONF_DIR/10-nodelet.conflist
 CNI_BIN_DIR=/usr/lib/cni
-ROOT_DIR=/var/lib/nodelet/containerd
-STATE_DIR=/run/nodelet/containerd
+ROOT_DIR=/var/lib/nodelet/containerd$SUFFIX
+RUN_DIR=/run/nodelet$SUFFIX
+STATE_DIR=$RUN_DIR/containerd
 SOCKET=$STATE_DIR/containerd.sock
 LOG_DIR=/var/log/nodelet
-LOG_FILE=$LOG_DIR/containerd.log
-PID_FILE=/run/nodelet/containerd.pid
+LOG_FILE=$LOG_DIR/containerd$SUFFIX.log
+PID_FILE=$RUN_DIR/containerd.pid
 START_TIMEOUT=${START_TIMEOUT:-30}
 
 # containerd looks up runc and containerd-shim-runc-v2 on PATH.
@@ -273,12 +280,14 @@ clean() {
 		kill -KILL "$pid" 2>/dev/null || true
 	done
 	# Deepest mounts first; -l because a dying shim may still hold one briefly.
-	for mnt in $(findmnt -rn -o TARGET | grep -E '^(/run/nodelet|/var/lib/nodelet/containerd)(/|$)' | sort -r); do
+	for mnt in $(findmnt -rn -o TARGET | grep -E "^($RUN_DIR|$ROOT_DIR)(/|\$)" | sort -r); do
 		umount -l "$mnt" 2>/dev/null || true
 	done
-	clean_iptables
-	echo "==> removing $ROOT_DIR and /run/nodelet"
-	rm -rf "$ROOT_DIR" /run/nodelet
+	if [[ -z $SUFFIX ]]; then
+		clean_iptables # the network's rules are shared: only the main instance drops them
+	fi
+	echo "==> removing $ROOT_DIR and $RUN_DIR"
+	rm -rf "$ROOT_DIR" "$RUN_DIR"
 }
 
 case ${1:-} in
