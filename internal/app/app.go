@@ -22,7 +22,9 @@ import (
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
+	"github.com/nodelet/nodelet/internal/gc"
 	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/imagegc"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/metrics"
@@ -64,6 +66,9 @@ type agent struct {
 	cluster  *cluster              // nil standalone
 	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
 	comps    *components           // every long-running part, joined when nodelet stops
+
+	containerGC *gc.ContainerGC  // nil until run() starts it (internal/app/gc.go)
+	imageGC     *imagegc.ImageGC // nil until run() starts it (internal/app/gc.go)
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -259,6 +264,7 @@ func (n *agent) run(ctx context.Context) error {
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
+	n.startGC(workers, loopCfg.SourcesReady)
 	n.comps.loop("sync loop", loop.Run)
 	<-ctx.Done()
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")

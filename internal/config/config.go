@@ -36,6 +36,9 @@ type Config struct {
 	RegisterNode       bool
 	RegisterWithTaints []corev1.Taint
 	CertDir            string
+	// ContainerGC comes from deprecated flags only; PodInfraContainerImage is kept from image GC.
+	ContainerGC            ContainerGCPolicy
+	PodInfraContainerImage string
 }
 
 // hostname is swapped out by tests.
@@ -63,7 +66,7 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 	setEvictionDefaults(kc)
 	f.applyLogging(fs, kc)
 	if fs.Changed("pod-infra-container-image") {
-		klog.InfoS("Flag --pod-infra-container-image has no effect; the container runtime's configuration chooses the sandbox image",
+		klog.InfoS("Flag --pod-infra-container-image only keeps that image from image garbage collection; the container runtime's configuration chooses the sandbox image",
 			"image", f.PodInfraContainerImage)
 	}
 
@@ -84,6 +87,9 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		RegisterNode:       deref(kc.RegisterNode),
 		RegisterWithTaints: kc.RegisterWithTaints,
 		CertDir:            f.CertDir,
+		ContainerGC:        f.ContainerGC,
+
+		PodInfraContainerImage: f.PodInfraContainerImage,
 	}
 	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg)); err != nil {
 		return nil, err
@@ -135,5 +141,6 @@ func validateFlagsOnly(cfg *Config) error {
 	}
 	v.nodeIPs(cfg.NodeIP)
 	v.nodeLabels(cfg.NodeLabels)
+	v.checkContainerGC(cfg.ContainerGC)
 	return v.err()
 }

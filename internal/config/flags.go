@@ -25,6 +25,7 @@ type Flags struct {
 	CertDir                string
 	NodeLabels             map[string]string
 	PodInfraContainerImage string
+	ContainerGC            ContainerGCPolicy // deprecated flags, see flags_gc.go
 
 	values    *kubeletConfig
 	overrides []override
@@ -76,6 +77,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	addRuntimeFlags(fs, f)
 	addResourceFlags(fs, f)
 	addEvictionFlags(fs, f)
+	addContainerGCFlags(fs, f)
 	f.logFlags = addLogFlags(fs)
 	return f
 }
@@ -89,7 +91,7 @@ func addNodeletFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.HostnameOverride, "hostname-override", "", "Node name to use instead of the machine's host name.")
 	fs.StringVar(&f.NodeIP, "node-ip", "", "IP address (or comma-separated IPv4,IPv6 pair) to report for the node.")
 	fs.StringToStringVar(&f.NodeLabels, "node-labels", nil, "Labels to put on the node when registering, as key=value pairs separated by commas.")
-	fs.StringVar(&f.PodInfraContainerImage, "pod-infra-container-image", "", "Accepted for compatibility and ignored: the container runtime's own configuration picks the sandbox image.")
+	fs.StringVar(&f.PodInfraContainerImage, "pod-infra-container-image", "", "Image that image garbage collection never removes; the container runtime's own configuration picks the sandbox image.")
 }
 
 func addServerFlags(fs *pflag.FlagSet, f *Flags) {

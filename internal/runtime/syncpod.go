@@ -90,7 +90,8 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	for _, ec := range ephemeral {
 		m.startEphemeral(ctx, pod, sb, status, ec, &res)
 	}
-	m.pruneDead(ctx, status)
+	// Dead instances and old sandboxes stay: container garbage collection (internal/gc) owns
+	// their removal.
 	return res
 }
 
@@ -203,35 +204,4 @@ func graceSeconds(pod *v1.Pod) int64 {
 
 func runningFromStatus(st *PodStatus) *RunningPod {
 	return &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
-}
-
-// pruneDead removes dead container instances beyond the newest two of each name (the newest
-// dead one is the container's lastState) and old sandboxes left empty. Failures only log: the
-// next sync tries again.
-func (m *manager) pruneDead(ctx context.Context, status *PodStatus) {
-	seen := map[string]int{}
-	remaining := map[string]int{} // containers per sandbox after pruning
-	for _, st := range status.Containers {
-		seen[st.Name]++
-		dead := st.State == StateExited || st.State == StateCreated
-		if seen[st.Name] <= 2 || !dead {
-			remaining[st.SandboxID]++
-			continue
-		}
-		if err := m.cri.removeContainer(ctx, st.ID); err != nil && !isNotFound(err) {
-			klog.InfoS("Cannot remove dead container", "pod", klog.KRef(status.Namespace, status.Name), "id", st.ID, "err", err)
-			remaining[st.SandboxID]++
-			continue
-		}
-		m.unlinkContainerLog(status.Name, status.Namespace, st.Name, st.ID)
-	}
-	for i, sb := range status.Sandboxes {
-		if i == 0 || sb.Ready || remaining[sb.ID] > 0 {
-			continue
-		}
-		err := m.cri.removePodSandbox(ctx, sb.ID)
-		if err != nil && !isNotFound(err) {
-			klog.InfoS("Cannot remove old sandbox", "pod", klog.KRef(status.Namespace, status.Name), "id", sb.ID, "err", err)
-		}
-	}
 }

@@ -1,0 +1,71 @@
+package app
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/gc"
+	"github.com/nodelet/nodelet/internal/imagegc"
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// startGC builds container and image garbage collection, keeps them in n.containerGC and
+// n.imageGC (the eviction manager calls them on disk pressure) and starts both. A pod exists
+// while a source wants it or its worker has not finished; it has terminated once its worker
+// says so. The configuration was validated, so a failure here only logs: nodelet runs on
+// without garbage collection (and n.containerGC, n.imageGC stay nil).
+func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool) {
+	kc, ref := n.cfg.Kubelet, gcNodeRef(n.cfg.NodeName)
+	containers, ok := n.runtime.(runtime.GarbageSource)
+	images, ok2 := n.runtime.(runtime.ImageGarbageSource)
+	if !ok || !ok2 {
+		klog.ErrorS(nil, "The runtime manager offers no garbage collection; not collecting containers or images")
+		return
+	}
+	policy := n.cfg.ContainerGC
+	cgc, err := gc.New(gc.Options{
+		Policy: gc.Policy{
+			MinAge: policy.MinAge, MaxPerPodContainer: int(policy.MaxPerPodContainer), MaxContainers: int(policy.MaxContainers),
+		},
+		Runtime: containers, NodeName: n.cfg.NodeName, RootDir: n.cfg.RootDir,
+		PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), ContainerLogsDir: runtime.DefaultContainerLogsDir,
+		PodExists: func(uid types.UID) bool {
+			if _, ok := n.pods.Get(uid); ok {
+				return true
+			}
+			_, ok := workers.State(uid)
+			return ok
+		},
+		PodTerminated: func(uid types.UID) bool {
+			state, ok := workers.State(uid)
+			return ok && state == podworkers.Terminated
+		},
+		SourcesReady: sourcesReady, Recorder: n.recorder, NodeRef: ref,
+	})
+	if err != nil {
+		klog.ErrorS(err, "Cannot start container garbage collection")
+		return
+	}
+	igc, err := imagegc.New(imagegc.Options{
+		Policy: imagegc.Policy{
+			HighThresholdPercent: int(int32Or(kc.ImageGCHighThresholdPercent, 85)),
+			LowThresholdPercent:  int(int32Or(kc.ImageGCLowThresholdPercent, 80)),
+			MinAge:               kc.ImageMinimumGCAge.Duration, MaxAge: kc.ImageMaximumGCAge.Duration,
+		},
+		Runtime: images, KeepImages: []string{n.cfg.PodInfraContainerImage}, Recorder: n.recorder, NodeRef: ref,
+	})
+	if err != nil {
+		klog.ErrorS(err, "Cannot start image garbage collection")
+		return
+	}
+	n.containerGC, n.imageGC = cgc, igc
+	n.comps.start("container GC", cgc.Run)
+	n.comps.start("image GC", igc.Run)
+}
+
+// gcNodeRef is the node as events name it (as internal/node does).
+func gcNodeRef(name string) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+}
