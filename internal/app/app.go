@@ -84,9 +84,8 @@ func Run(ctx context.Context, cfg *config.Config) error {
 			err = n.run(ctx)
 		}
 	}
-	if err != nil {
-		comps.cancel()
-	}
+	// Whatever ended (a failure, ctx, or run-once finishing its pods), every component stops now.
+	comps.cancel()
 	if werr := comps.wait(); err == nil {
 		err = werr
 	}
