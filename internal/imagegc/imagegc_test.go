@@ -22,16 +22,16 @@ import (
 type fakeImages struct {
 	mu      sync.Mutex
 	images  []runtime.Image
-	pods    []*runtime.RunningPod
+	inUse   []string
 	removed []string
 	failRm  map[string]bool
 	listErr error
 }
 
-func (f *fakeImages) GetPods(context.Context, bool) ([]*runtime.RunningPod, error) {
+func (f *fakeImages) ImagesInUse(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.pods, nil
+	return f.inUse, nil
 }
 
 func (f *fakeImages) ListImages(context.Context) ([]runtime.Image, error) {
@@ -61,20 +61,11 @@ func (f *fakeImages) RemoveImage(_ context.Context, id string) error {
 
 func (f *fakeImages) ImageFsMountpoint(context.Context) (string, error) { return "/images", nil }
 
-// use sets the containers: each ref is one container's ImageRef; a "spec:" prefix makes it
-// the spec image instead.
+// use sets the image references the runtime's containers hold.
 func (f *fakeImages) use(refs ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	pod := &runtime.RunningPod{UID: "pod", Node: "other-node"} // any node's containers count
-	for i, ref := range refs {
-		c := &runtime.ContainerStatus{ID: fmt.Sprint("c", i), State: runtime.StateExited, ImageRef: ref}
-		if spec, ok := strings.CutPrefix(ref, "spec:"); ok {
-			c.ImageRef, c.Image = "", spec
-		}
-		pod.Containers = append(pod.Containers, c)
-	}
-	f.pods = []*runtime.RunningPod{pod}
+	f.inUse = refs
 }
 
 func (f *fakeImages) removedIDs() []string {
@@ -179,10 +170,10 @@ func TestFreesDownToLowThresholdLeastRecentlyUsedFirst(t *testing.T) {
 	e := newEnv(t, defaultPolicy,
 		img("sha256:a", 60, "a:1"), img("sha256:b", 60, "b:1"), img("sha256:c", 60, "c:1"), img("sha256:d", 60, "d:1"))
 	before := collected(t, reasonSpace)
-	e.rt.use("sha256:a", "spec:b:1") // by image ID and by tag
+	e.rt.use("sha256:a", "b:1") // by image ID and by tag
 	e.detect(t)
 	e.clock.Step(time.Minute)
-	e.rt.use("spec:b:1")
+	e.rt.use("b:1")
 	e.detect(t)
 	e.clock.Step(5 * time.Minute)
 	e.rt.use()
@@ -275,7 +266,7 @@ func TestDeleteUnusedImages(t *testing.T) {
 	e := newEnv(t, defaultPolicy,
 		img("sha256:a", 100, "a:1"), img("sha256:b", 100, "b:1"), img("sha256:used", 100, "used:1"),
 		img("sha256:pause", 100, "registry.k8s.io/pause:3.10"))
-	e.rt.use("spec:used:1")
+	e.rt.use("used:1")
 	e.detect(t)
 	e.clock.Step(5 * time.Minute)
 	e.rt.images = append(e.rt.images, img("sha256:young", 100, "young:1"))

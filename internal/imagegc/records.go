@@ -2,7 +2,6 @@ package imagegc
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -34,11 +33,14 @@ func (g *ImageGC) detect(ctx context.Context, now time.Time) (map[string]bool, e
 	if err != nil {
 		return nil, err
 	}
-	pods, err := g.opts.Runtime.GetPods(ctx, true)
+	used, err := g.opts.Runtime.ImagesInUse(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list runtime pods: %w", err)
+		return nil, err
 	}
-	refs := imageRefs(pods)
+	refs := map[string]bool{}
+	for _, ref := range used {
+		refs[ref] = true
+	}
 	inUse := map[string]bool{}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -65,22 +67,6 @@ func (g *ImageGC) detect(ctx context.Context, now time.Time) (map[string]bool, e
 		}
 	}
 	return inUse, nil
-}
-
-// imageRefs is every image reference containers hold: the resolved reference (an image ID or
-// digest) and the image as the pod spec names it.
-func imageRefs(pods []*runtime.RunningPod) map[string]bool {
-	refs := map[string]bool{}
-	for _, p := range pods {
-		for _, c := range p.Containers {
-			for _, ref := range []string{c.ImageRef, c.Image} {
-				if ref != "" {
-					refs[ref] = true
-				}
-			}
-		}
-	}
-	return refs
 }
 
 // referenced reports whether refs names the image by ID, tag or digest.

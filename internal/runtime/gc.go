@@ -40,9 +40,10 @@ type Image struct {
 // ImageGarbageSource is what image garbage collection (internal/imagegc) needs from the
 // runtime. The manager NewManager returns implements it.
 type ImageGarbageSource interface {
-	// GetPods lists the runtime's pods; every container, dead ones included, keeps its
-	// image in use.
-	GetPods(ctx context.Context, all bool) ([]*RunningPod, error)
+	// ImagesInUse gives the image references (resolved ref and the image as created) of
+	// every container the runtime holds, dead ones and those of no Kubernetes pod included:
+	// an image any container was made from is never removed.
+	ImagesInUse(ctx context.Context) ([]string, error)
 	ListImages(ctx context.Context) ([]Image, error)
 	// RemoveImage deletes an image by ID; a missing one is not an error.
 	RemoveImage(ctx context.Context, id string) error
@@ -54,6 +55,24 @@ var (
 	_ GarbageSource      = (*manager)(nil)
 	_ ImageGarbageSource = (*manager)(nil)
 )
+
+// ImagesInUse implements ImageGarbageSource.
+func (m *manager) ImagesInUse(ctx context.Context) ([]string, error) {
+	containers, err := m.cri.listContainers(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	var refs []string
+	for _, c := range containers {
+		if c.ImageRef != "" {
+			refs = append(refs, c.ImageRef)
+		}
+		if c.Image != nil && c.Image.Image != "" {
+			refs = append(refs, c.Image.Image)
+		}
+	}
+	return refs, nil
+}
 
 // RemoveContainer implements GarbageSource.
 func (m *manager) RemoveContainer(ctx context.Context, id string) error {
