@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-smoke test unit e2e clean-containerd
+.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-smoke test unit real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -82,12 +82,19 @@ conformance-smoke:
 # plane, the benchmark driver's smoke run, then the conformance smoke specs. The steps run in
 # order, so the conformance script need not wait for other runs to go quiet.
 test: export NO_WAIT_QUIET=1
-test: unit e2e bench-smoke conformance-smoke
+test: unit real e2e bench-smoke conformance-smoke
 
 # Unit tests: every package except the end-to-end suite, after the dependency check.
 unit:
 	hack/check-deps.sh
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
+
+# The package tests that talk to the real containerd or API server (gated on NODELET_E2E_*
+# variables, which this sets); a skipped test fails the run.
+real: images control-plane
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	hack/real-tests.sh
 
 # End-to-end tests: a real nodelet binary on the real containerd and the local control plane.
 # Stops the demo and cluster nodelets first, since one nodelet owns the runtime's pods.

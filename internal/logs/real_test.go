@@ -69,7 +69,7 @@ func newRealEnv(t *testing.T) *realEnv {
 	e.pod = &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "logs-" + id + "-logs-e2e", Namespace: "default", UID: types.UID("logs-e2e-" + id)},
 		Spec: v1.PodSpec{
-			RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr(int64(1)),
+			NodeName: "logs-e2e", RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr(int64(1)),
 			Containers: []v1.Container{{
 				Name: "main", Image: "nodelet.local/busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent,
 				Command:      []string{"sh", "-c", script},
