@@ -101,7 +101,7 @@ real: images control-plane
 e2e: images build tools control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
-	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 20m -v ./test/e2e/...
+	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 # Kill all project containers, stop containerd and delete
 # /var/lib/nodelet/containerd and /run/nodelet (nothing else).
