@@ -2,7 +2,10 @@
 # conformance.sh runs the upstream node conformance suite (test/e2e_node of k8s.io/kubernetes
 # v1.33.4, specs labelled NodeConformance && !Serial && !Flaky && !Feature && !Disruptive) on
 # the local control plane, first against nodelet, then against the upstream kubelet, and
-# writes CONFORMANCE.md from the two reports.
+# writes CONFORMANCE.md from the two reports. Before each run it records in $OUT/SUBJECT/run.json
+# what the column comes from (checkout HEAD, binary hash, image digests from `ctr images ls`,
+# TIMEOUT, PROCS, FOCUS, invocation id); SUBJECTS=nodelet re-uses the last kubelet column and
+# the report says so.
 #
 #   hack/conformance.sh          full run, both kubelets, writes CONFORMANCE.md (up to TIMEOUT each:
 #                                a spec whose pod nodelet cannot start waits 5 min before failing)
@@ -39,6 +42,10 @@ BUSY_PATTERN='go test -tags e2e|e2e.test|hack/bench|make test'
 KUBELETS_PATTERN='bin/nodelet |cp/bin/kubelet '
 LABELS='NodeConformance && !Serial && !Flaky && !Feature && !Disruptive'
 
+# One id per invocation, kept across the re-exec under the lock: columns of one id come from one run.
+export CONFORMANCE_INVOCATION=${CONFORMANCE_INVOCATION:-$(date -u +%Y%m%dT%H%M%SZ)-$$}
+REPORTER=$OUT/bin/conformance-report
+
 SKIPS_FILE=$REPO_ROOT/hack/conformance/skips.txt
 SMOKE_FILE=$REPO_ROOT/hack/conformance/smoke.txt
 
@@ -55,6 +62,8 @@ kubectl_admin() { kubectl --kubeconfig "$CP_DIR/admin.kubeconfig" "$@"; }
 prepare() {
 	say "building nodelet, the control plane, e2e_node.test, agnhost, ginkgo"
 	go build -o _output/bin/nodelet ./cmd/nodelet
+	mkdir -p "$OUT/bin"
+	go build -o "$REPORTER" ./hack/conformance
 	hack/control-plane.sh build
 	hack/control-plane.sh build-conformance
 	hack/containerd.sh start
@@ -213,6 +222,18 @@ run_suite() {
 	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
 }
 
+# record_start SUBJECT writes $OUT/SUBJECT/run.json: what this column comes from.
+record_start() {
+	local subject=$1 binary=_output/bin/nodelet version=
+	if [[ $subject == kubelet ]]; then
+		binary=${CP_BIN#"$REPO_ROOT"/}/kubelet
+		version=$("$binary" --version 2>/dev/null || true)
+	fi
+	"$REPORTER" -record "$OUT/$subject/run.json" -subject "$subject" -invocation "$CONFORMANCE_INVOCATION" \
+		-binary "$binary" -version "$version" -timeout "$TIMEOUT" -procs "$PROCS" -focus "${FOCUS:-}" \
+		-socket "$SOCKET" || echo "conformance: could not record $subject's provenance" >&2
+}
+
 run_subject() {
 	local subject=$1 smoke=${2:-0}
 	rm -rf "${OUT:?}/$subject" && mkdir -p "$OUT/$subject"
@@ -223,7 +244,9 @@ run_subject() {
 		cleanup_subject "$subject"
 		return 1
 	fi
+	record_start "$subject"
 	run_suite "$subject" "$smoke"
+	"$REPORTER" -record-end "$OUT/$subject/run.json" -socket "$SOCKET" || true
 	say "stopping $subject and removing its pods"
 	cleanup_subject "$subject"
 }
@@ -237,15 +260,16 @@ locked_main() {
 	hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
 	if [[ $MODE == smoke ]]; then
 		run_subject nodelet 1
-		go run ./hack/conformance -smoke -nodelet "$OUT/nodelet/report.json"
+		"$REPORTER" -smoke -nodelet "$OUT/nodelet/report.json"
 		return
 	fi
 	local subject
 	for subject in $SUBJECTS; do
 		run_subject "$subject" || echo "conformance: $subject run failed" >&2
 	done
-	go run ./hack/conformance -nodelet "$OUT/nodelet/report.json" -kubelet "$OUT/kubelet/report.json" \
-		-skips "$SKIPS_FILE" -nodelet-log "$OUT/nodelet/nodelet.log" -out CONFORMANCE.md
+	[[ " $SUBJECTS " == *" kubelet "* ]] || say "re-using the upstream kubelet column of an earlier run ($OUT/kubelet)"
+	"$REPORTER" -nodelet "$OUT/nodelet/report.json" -kubelet "$OUT/kubelet/report.json" \
+		-skips "$SKIPS_FILE" -causes hack/conformance/causes.txt -nodelet-log "$OUT/nodelet/nodelet.log" -out CONFORMANCE.md
 }
 
 case $MODE in
@@ -264,7 +288,7 @@ full | smoke)
 	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
-	sed -n '2,18s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,21s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

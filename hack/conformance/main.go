@@ -1,9 +1,13 @@
 // Command conformance turns the ginkgo JSON reports of hack/conformance.sh's node conformance
-// runs (nodelet, upstream kubelet) into CONFORMANCE.md, or with -smoke checks that nodelet
-// passed every spec it ran.
+// runs (nodelet, upstream kubelet) into CONFORMANCE.md, checks a smoke run, or records what a
+// run is about to use (build, images, budget) next to its report.
 //
-//	go run ./hack/conformance -nodelet N.json -kubelet K.json -skips hack/conformance/skips.txt -out CONFORMANCE.md
-//	go run ./hack/conformance -smoke -nodelet N.json
+//	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -out CONFORMANCE.md
+//	go run ./hack/conformance -smoke -nodelet N/report.json
+//	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
+//	go run ./hack/conformance -record-end DIR/run.json
+//
+// Each report's provenance is read from run.json in the report's directory.
 package main
 
 import (
@@ -11,176 +15,158 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
+	"path/filepath"
 	"strings"
 	"time"
 )
 
+type options struct {
+	nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string
+	smoke                                                            bool
+	record, recordEnd, socket                                        string
+	prov                                                             provenance
+}
+
 func main() {
-	nodeletPath := flag.String("nodelet", "", "ginkgo JSON report of the nodelet run")
-	kubeletPath := flag.String("kubelet", "", "ginkgo JSON report of the upstream kubelet run (optional)")
-	skipsPath := flag.String("skips", "hack/conformance/skips.txt", "the skip list the runs used")
-	causesPath := flag.String("causes", "hack/conformance/causes.txt", "known causes of failures, by spec")
-	out := flag.String("out", "CONFORMANCE.md", "where to write the table")
-	nodeletLog := flag.String("nodelet-log", "", "nodelet's log of the run: failures name the pod error it logged")
-	smoke := flag.Bool("smoke", false, "only check that every spec nodelet ran passed")
+	var o options
+	flag.StringVar(&o.nodeletPath, "nodelet", "", "ginkgo JSON report of the nodelet run")
+	flag.StringVar(&o.kubeletPath, "kubelet", "", "ginkgo JSON report of the upstream kubelet run (optional)")
+	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
+	flag.StringVar(&o.causesPath, "causes", "hack/conformance/causes.txt", "investigated causes of failures")
+	flag.StringVar(&o.out, "out", "CONFORMANCE.md", "where to write the table")
+	flag.StringVar(&o.nodeletLog, "nodelet-log", "", "nodelet's log of the run: failures name the pod error it logged")
+	flag.BoolVar(&o.smoke, "smoke", false, "only check that every spec nodelet ran passed")
+	flag.StringVar(&o.record, "record", "", "write the provenance of a run about to start to this file")
+	flag.StringVar(&o.recordEnd, "record-end", "", "add the images at the end of a run to this provenance file")
+	flag.StringVar(&o.socket, "socket", "/run/nodelet/containerd/containerd.sock", "containerd socket (for -record)")
+	flag.StringVar(&o.prov.Subject, "subject", "", "-record: nodelet or kubelet")
+	flag.StringVar(&o.prov.Invocation, "invocation", "", "-record: id of the make conformance invocation")
+	flag.StringVar(&o.prov.Binary, "binary", "", "-record: the kubelet binary under test")
+	flag.StringVar(&o.prov.Version, "version", "", "-record: the binary's version, if it reports one")
+	flag.StringVar(&o.prov.Timeout, "timeout", "", "-record: the run's TIMEOUT")
+	flag.StringVar(&o.prov.Procs, "procs", "", "-record: ginkgo processes")
+	flag.StringVar(&o.prov.Focus, "focus", "", "-record: the run's FOCUS")
 	flag.Parse()
-	if err := execute(*nodeletPath, *kubeletPath, *skipsPath, *causesPath, *nodeletLog, *out, *smoke); err != nil {
+	if err := execute(o); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func execute(nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string, smoke bool) error {
-	nodelet, err := readRun(nodeletPath)
+func execute(o options) error {
+	switch {
+	case o.record != "":
+		return recordStart(o.record, o.prov, o.socket)
+	case o.recordEnd != "":
+		return recordEnd(o.recordEnd, o.socket)
+	}
+	nodelet, err := loadColumn(o.nodeletPath)
 	if err != nil {
 		return err
 	}
-	if smoke {
+	if o.smoke {
 		return checkSmoke(nodelet)
 	}
-	upstream := &run{results: map[string]result{}}
-	if kubeletPath != "" {
-		if upstream, err = readRun(kubeletPath); err != nil {
+	upstream := emptyRun()
+	if o.kubeletPath != "" {
+		if upstream, err = loadColumn(o.kubeletPath); err != nil {
 			fmt.Fprintf(os.Stderr, "conformance: no upstream kubelet results: %v\n", err)
-			upstream = &run{results: map[string]result{}}
+			upstream = emptyRun()
 		}
 	}
-	skips, err := readSkips(skipsPath)
+	skips, err := readSkips(o.skipsPath)
 	if err != nil {
 		return err
 	}
-	nodelet.markSkipped(skips)
-	upstream.markSkipped(skips)
-	f, err := os.Create(out)
+	causes, err := readCauses(o.causesPath)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	nodelet.explainSkips(skips)
+	upstream.explainSkips(skips)
+	page := report{nodelet: nodelet, upstream: upstream, skips: skips, causes: causes,
+		podErrs: podErrors(o.nodeletLog), generated: time.Now().UTC()}
+	if err := writeFile(o.out, page.write); err != nil {
+		return err
+	}
+	t := nodelet.counts()
+	fmt.Printf("nodelet: %d passed, %d failed (%d timed out), %d skipped, %d not run; wrote %s\n",
+		t.passed, t.failed, t.timedOut, t.skipped, t.notRun, o.out)
+	return nil
+}
+
+// loadColumn reads a run's report and the provenance recorded next to it (if any).
+func loadColumn(reportPath string) (*run, error) {
+	r, err := readRun(reportPath)
+	if err != nil {
+		return nil, err
+	}
+	if p, err := readProvenance(filepath.Join(filepath.Dir(reportPath), "run.json")); err == nil {
+		r.prov = p
+	}
+	return r, nil
+}
+
+func writeFile(path string, write func(*bufio.Writer)) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
-	causes, err := readSkips(causesPath)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	writeMarkdown(w, nodelet, upstream, skips, causes, podErrors(nodeletLog))
+	write(w)
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	p, fl, s, n := nodelet.counts()
-	fmt.Printf("nodelet: %d passed, %d failed, %d skipped, %d not run; wrote %s\n", p, fl, s, n, out)
-	return nil
+	return f.Close()
 }
 
 func checkSmoke(nodelet *run) error {
-	p, f, _, _ := nodelet.counts()
-	if p == 0 {
+	t := nodelet.counts()
+	if t.passed == 0 {
 		return fmt.Errorf("smoke: no spec passed (did the suite start? see _output/conformance/nodelet/e2e.log)")
 	}
 	for _, name := range nodelet.names {
-		if res := nodelet.results[name]; res.state == "failed" {
-			fmt.Printf("FAILED %s: %s\n", name, res.message)
+		if res := nodelet.results[name]; res.failed() || res.state == stateNotRun {
+			fmt.Printf("%s %s: %s\n", strings.ToUpper(res.state), name, res.message)
 		}
 	}
-	if f > 0 {
-		return fmt.Errorf("smoke: %d of %d specs failed", f, p+f)
+	if t.failed > 0 || t.notRun > 0 {
+		return fmt.Errorf("smoke: %d of %d specs failed (%d timed out), %d not run", t.failed, t.passed+t.failed, t.timedOut, t.notRun)
 	}
-	fmt.Printf("smoke: all %d specs passed\n", p)
+	fmt.Printf("smoke: all %d specs passed\n", t.passed)
 	return nil
 }
 
-// skip is one line of skips.txt (a spec regex and why this machine cannot run it) or of
-// causes.txt (a spec regex and the investigated cause of its failure).
+// skip is one line of skips.txt: a spec regex and why this machine cannot run it.
 type skip struct{ pattern, reason string }
 
-// readSkips parses "REGEX ## REASON" lines; # starts a comment line.
+// readSkips parses "REGEX ## REASON" lines.
 func readSkips(path string) ([]skip, error) {
-	data, err := os.ReadFile(path)
+	lines, err := readLines(path)
 	if err != nil {
 		return nil, err
 	}
 	var skips []skip
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
+	for _, line := range lines {
 		pattern, reason, _ := strings.Cut(line, " ## ")
 		skips = append(skips, skip{strings.TrimSpace(pattern), strings.TrimSpace(reason)})
 	}
 	return skips, nil
 }
 
-func writeMarkdown(w *bufio.Writer, nodelet, upstream *run, skips, causes []skip, podErrs map[string]string) {
-	fmt.Fprintf(w, "# Node conformance\n\n")
-	fmt.Fprintf(w, "The [NodeConformance] specs of the upstream node e2e suite (`k8s.io/kubernetes v1.33.4`, "+
-		"`test/e2e_node`), label filter `NodeConformance && !Serial && !Flaky && !Feature && !Disruptive`, "+
-		"run by `make conformance` on the local control plane against nodelet and then the upstream kubelet "+
-		"v1.33.4 on the same machine, runtime and images. Generated %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "| kubelet | passed | failed | skipped | not run (time budget) |\n| --- | ---: | ---: | ---: | ---: |\n")
-	for _, r := range []struct {
-		name string
-		run  *run
-	}{{"nodelet", nodelet}, {"upstream kubelet v1.33.4", upstream}} {
-		p, f, s, n := r.run.counts()
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d |\n", r.name, p, f, s, n)
+// readLines returns a file's lines without blank lines and # comment lines.
+func readLines(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(w, "\nSkipped on purpose (hack/conformance/skips.txt), what this machine cannot give:\n\n")
-	for _, s := range skips {
-		fmt.Fprintf(w, "- `%s`: %s\n", s.pattern, s.reason)
-	}
-	fmt.Fprintf(w, "\n## Nodelet-only failures\n\nFailed on nodelet, passed on the upstream kubelet (or it did not "+
-		"get to run them); the cause is the investigated one (hack/conformance/causes.txt), else the error nodelet "+
-		"logged for the spec's pod, else the failure message.\n\n")
-	for _, name := range nodelet.names {
-		n, u := nodelet.results[name], upstream.results[name]
-		if n.state == "failed" && u.state != "failed" {
-			fmt.Fprintf(w, "- %s (upstream: %s): %s\n", name, state(upstream, name), cell(knownCause(name, causes, explain(n.message, podErrs))))
+	var lines []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") {
+			lines = append(lines, line)
 		}
 	}
-	fmt.Fprintf(w, "\n## Failed on both\n\n")
-	for _, name := range nodelet.names {
-		n, u := nodelet.results[name], upstream.results[name]
-		if n.state == "failed" && u.state == "failed" {
-			fmt.Fprintf(w, "- %s: %s\n", name, cell(knownCause(name, causes, u.message)))
-		}
-	}
-	fmt.Fprintf(w, "\n## All specs\n\n| spec | nodelet | upstream kubelet |\n| --- | --- | --- |\n")
-	for _, name := range mergeNames(nodelet, upstream) {
-		fmt.Fprintf(w, "| %s | %s | %s |\n", cell(name), state(nodelet, name), state(upstream, name))
-	}
-}
-
-// mergeNames lists every spec of both runs, nodelet's order first.
-func mergeNames(a, b *run) []string {
-	names := append([]string(nil), a.names...)
-	for _, n := range b.names {
-		if _, ok := a.results[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
-func state(r *run, name string) string {
-	res, ok := r.results[name]
-	if !ok {
-		return "not run"
-	}
-	return res.state
-}
-
-// cell escapes text for a markdown table cell.
-func cell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'").Replace(s)
-}
-
-// knownCause prefixes message with the investigated cause of spec's failure, if causes.txt
-// has one.
-func knownCause(spec string, causes []skip, message string) string {
-	for _, c := range causes {
-		if re, err := regexp.Compile(c.pattern); err == nil && re.MatchString(spec) {
-			return "cause: " + c.reason + " — suite: " + message
-		}
-	}
-	return message
+	return lines, nil
 }

@@ -11,7 +11,13 @@ import (
 
 // The subset of ginkgo v2's JSON report (types.Report) the table needs.
 type ginkgoReport struct {
-	SpecReports []specReport
+	SuiteDescription string
+	SuiteConfig      struct {
+		FocusStrings []string
+		SkipStrings  []string
+	}
+	SpecialSuiteFailureReasons []string
+	SpecReports                []specReport
 }
 
 type specReport struct {
@@ -24,19 +30,50 @@ type specReport struct {
 	Failure                  *struct{ Message string }
 }
 
+// Outcomes of one spec on one kubelet. "timed out" and "interrupted" count as failed.
+const (
+	statePassed      = "passed"
+	stateFailed      = "failed"
+	stateTimedOut    = "timed out"
+	stateInterrupted = "interrupted"
+	stateSkipped     = "skipped"
+	stateNotRun      = "not run"
+)
+
+// How ginkgo says the run's --timeout (TIMEOUT) ended: v2.21 reports the suite failure reason
+// "Suite Timeout Elapsed" and gives each running spec state "timedout" with "A suite timeout
+// occurred"; its interrupt handler names the cause "Interrupted by Timeout".
+const (
+	suiteTimeoutReason  = "Suite Timeout Elapsed"
+	suiteTimeoutMessage = "A suite timeout occurred"
+	timeoutInterrupt    = "Interrupted by Timeout"
+)
+
 // result is one spec's outcome on one kubelet.
 type result struct {
-	state   string // passed, failed, skipped (timedout, panicked, interrupted count as failed)
-	message string // failure or skip message, first line
+	state   string
+	message string // failure or skip message squeezed to one line, at most 240 characters
+	full    string // the whole failure message on one line: causes match against it
+}
+
+// failed reports whether the spec counts as failed on this kubelet.
+func (r result) failed() bool {
+	return r.state == stateFailed || r.state == stateTimedOut || r.state == stateInterrupted
 }
 
 // run holds one kubelet's results keyed by spec name.
 type run struct {
-	results map[string]result
-	names   []string // spec names in suite order
+	results     map[string]result
+	names       []string // spec names in suite order
+	budgetEnded bool     // the TIMEOUT budget ran out before the suite finished
+	skipRes     []string // the --skip regexes the run used
+	prov        *provenance
 }
 
-// readRun loads a ginkgo JSON report, keeping only the specs the label filter selects.
+func emptyRun() *run { return &run{results: map[string]result{}} }
+
+// readRun loads a ginkgo JSON report, keeping only the specs the label filter and the run's
+// --focus select.
 func readRun(path string) (*run, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -46,23 +83,38 @@ func readRun(path string) (*run, error) {
 	if err := json.Unmarshal(data, &reports); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r := &run{results: map[string]result{}}
+	r := emptyRun()
 	for _, rep := range reports {
-		for _, spec := range rep.SpecReports {
-			if spec.LeafNodeType != "It" || !selected(spec) {
-				continue
-			}
-			name := specName(spec)
-			if _, dup := r.results[name]; !dup {
-				r.names = append(r.names, name)
-			}
-			r.results[name] = toResult(spec)
-		}
+		r.add(rep)
 	}
 	if len(r.names) == 0 {
 		return nil, fmt.Errorf("%s holds no NodeConformance spec results (the suite did not start?)", path)
 	}
 	return r, nil
+}
+
+func (r *run) add(rep ginkgoReport) {
+	if slices.Contains(rep.SpecialSuiteFailureReasons, suiteTimeoutReason) ||
+		slices.Contains(rep.SpecialSuiteFailureReasons, timeoutInterrupt) {
+		r.budgetEnded = true
+	}
+	r.skipRes = append(r.skipRes, rep.SuiteConfig.SkipStrings...)
+	focus := compileAll(rep.SuiteConfig.FocusStrings)
+	skip := compileAll(rep.SuiteConfig.SkipStrings)
+	for _, spec := range rep.SpecReports {
+		if spec.LeafNodeType != "It" || !selected(spec) {
+			continue
+		}
+		name := specName(spec)
+		text := rep.SuiteDescription + " " + name // what ginkgo matches --focus/--skip against
+		if len(focus) > 0 && !matchesAny(focus, text) && !matchesAny(focus, name) {
+			continue // not asked for: absent from this column rather than "not run"
+		}
+		if _, dup := r.results[name]; !dup {
+			r.names = append(r.names, name)
+		}
+		r.results[name] = toResult(spec, matchesAny(skip, text) || matchesAny(skip, name), r.budgetEnded)
+	}
 }
 
 // selected mirrors the run's label filter: NodeConformance && !Serial && !Flaky && !Feature
@@ -89,63 +141,106 @@ func specName(spec specReport) string {
 	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), " ")
 }
 
-func toResult(spec specReport) result {
-	msg := ""
+// toResult maps ginkgo's spec state to an outcome. skippedByFilter says the run's --skip
+// excluded the spec; budgetEnded that the run's TIMEOUT ended it.
+func toResult(spec specReport, skippedByFilter, budgetEnded bool) result {
+	full := ""
 	if spec.Failure != nil {
-		msg = firstLine(spec.Failure.Message)
+		full = strings.Join(strings.Fields(spec.Failure.Message), " ")
 	}
-	switch {
-	case spec.State == "interrupted", spec.State == "timedout" && strings.Contains(msg, "suite timeout"),
-		spec.State == "skipped" && msg == "":
-		// The run's time budget (TIMEOUT) ran out before or while this spec ran. (A skip by the
-		// suite itself carries its reason; skips.txt's are put back by markSkipped.)
-		return result{state: "not run", message: msg}
-	case spec.State == "passed", spec.State == "skipped":
-		return result{state: spec.State, message: msg}
-	case spec.State == "pending":
-		return result{state: "skipped", message: "pending"}
-	default:
-		return result{state: "failed", message: strings.TrimSpace(spec.State + ": " + msg)}
+	res := result{state: spec.State, message: shorten(full), full: full}
+	switch spec.State {
+	case "passed":
+	case "pending":
+		res.state, res.message = stateSkipped, "pending"
+	case "skipped":
+		// A skip by the suite itself carries its reason. Without one the spec was either
+		// excluded by --skip or never started because the run was interrupted.
+		res.state = stateSkipped
+		if full == "" && !skippedByFilter {
+			res.state = stateNotRun
+		}
+	case "interrupted", "timedout":
+		// Running when the run was interrupted or timed out: it hung (or was slow) on this
+		// kubelet. "timedout" alone is also the spec's own SpecTimeout/NodeTimeout.
+		res.state = stateTimedOut
+		if spec.State == "interrupted" && !budgetEnded && !strings.Contains(full, timeoutInterrupt) {
+			res.state = stateInterrupted // by a signal, not the budget
+		}
+		if strings.Contains(full, suiteTimeoutMessage) || strings.Contains(full, timeoutInterrupt) {
+			res.message = shorten("the TIMEOUT budget ended while it ran: " + full)
+		}
+	default: // failed, panicked, aborted
+		res.state = stateFailed
+		if spec.State != "failed" {
+			res.message = shorten(spec.State + ": " + full)
+		}
 	}
+	return res
 }
 
-// firstLine squeezes a failure message to one line of at most 240 characters: gomega puts the
-// interesting part ("Expected <x> to ...") on the lines after the first.
-func firstLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+// shorten cuts a one-line message to at most 240 characters: gomega's interesting part
+// ("Expected <x> to ...") comes early.
+func shorten(s string) string {
 	if len(s) > 240 {
 		s = s[:237] + "..."
 	}
 	return s
 }
 
-// counts returns passed, failed, skipped and not run (time budget exhausted).
-func (r *run) counts() (p, f, s, n int) {
-	for _, res := range r.results {
-		switch res.state {
-		case "passed":
-			p++
-		case "failed":
-			f++
-		case "not run":
-			n++
-		default:
-			s++
+func compileAll(patterns []string) []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for _, p := range patterns {
+		if re, err := regexp.Compile(p); err == nil {
+			out = append(out, re)
 		}
 	}
-	return p, f, s, n
+	return out
 }
 
-// markSkipped turns the specs skips.txt excluded from "not run" into "skipped".
-func (r *run) markSkipped(skips []skip) {
+func matchesAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// tally is one column's counts; failed includes timedOut.
+type tally struct{ passed, failed, timedOut, skipped, notRun int }
+
+func (r *run) counts() tally {
+	var t tally
+	for _, res := range r.results {
+		switch {
+		case res.state == statePassed:
+			t.passed++
+		case res.failed():
+			t.failed++
+			if res.state == stateTimedOut {
+				t.timedOut++
+			}
+		case res.state == stateNotRun:
+			t.notRun++
+		default:
+			t.skipped++
+		}
+	}
+	return t
+}
+
+// explainSkips gives the specs skips.txt excluded the reason skips.txt states.
+func (r *run) explainSkips(skips []skip) {
 	for _, sk := range skips {
 		re, err := regexp.Compile(sk.pattern)
 		if err != nil {
 			continue
 		}
 		for name, res := range r.results {
-			if res.state == "not run" && re.MatchString(name) {
-				r.results[name] = result{state: "skipped", message: "skips.txt: " + sk.reason}
+			if res.state == stateSkipped && res.message == "" && re.MatchString(name) {
+				res.message = "skips.txt: " + sk.reason
+				r.results[name] = res
 			}
 		}
 	}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report is CONFORMANCE.md: two columns (nodelet, upstream kubelet) and what they came from.
+type report struct {
+	nodelet, upstream *run
+	skips             []skip
+	causes            []cause
+	podErrs           map[string]string
+	generated         time.Time
+}
+
+const upstreamName = "upstream kubelet v1.33.4"
+
+func (rp *report) write(w *bufio.Writer) {
+	fmt.Fprintf(w, "# Node conformance\n\n")
+	fmt.Fprintf(w, "The [NodeConformance] specs of the upstream node e2e suite (`k8s.io/kubernetes v1.33.4`, "+
+		"`test/e2e_node`), label filter `NodeConformance && !Serial && !Flaky && !Feature && !Disruptive`, "+
+		"run by `make conformance` on the local control plane against nodelet and the %s. "+
+		"Generated %s.\n\n", upstreamName, rp.generated.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "%s\n\n", rp.setupSentence())
+	rp.writeCounts(w)
+	rp.writeProvenance(w)
+	fmt.Fprintf(w, "\nSkipped on purpose (hack/conformance/skips.txt), what this machine cannot give:\n\n")
+	for _, s := range rp.skips {
+		fmt.Fprintf(w, "- `%s`: %s\n", s.pattern, s.reason)
+	}
+	rp.writeFailures(w)
+	fmt.Fprintf(w, "\n## All specs\n\n| spec | nodelet | upstream kubelet |\n| --- | --- | --- |\n")
+	for _, name := range mergeNames(rp.nodelet, rp.upstream) {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", cell(name), state(rp.nodelet, name), state(rp.upstream, name))
+	}
+}
+
+// setupSentence says whether the columns are comparable: one invocation or not, the same
+// TIMEOUT and FOCUS, and the same machine, runtime and images only when the records say so.
+func (rp *report) setupSentence() string {
+	n, u := rp.nodelet.prov, rp.upstream.prov
+	if len(rp.upstream.names) == 0 {
+		return "There is no upstream kubelet column: its run did not produce results."
+	}
+	var notes []string
+	switch {
+	case n == nil || u == nil:
+		notes = append(notes, "A column has no record of its run (run.json): which build, images and budget it had is unknown.")
+	case n.Invocation == u.Invocation:
+		notes = append(notes, fmt.Sprintf("Both columns come from one `make conformance` invocation (%s).", n.Invocation))
+	default:
+		notes = append(notes, fmt.Sprintf("The columns come from different `make conformance` invocations: "+
+			"nodelet's from %s (started %s), the upstream kubelet's from %s (started %s, re-used by a SUBJECTS=nodelet run).",
+			n.Invocation, n.Started.Format(time.DateTime), u.Invocation, u.Started.Format(time.DateTime)))
+	}
+	if n != nil && u != nil && (n.Timeout != u.Timeout || n.Focus != u.Focus) {
+		notes = append(notes, fmt.Sprintf("Their budgets or focus differ (TIMEOUT %s vs %s, FOCUS \"%s\" vs \"%s\").",
+			n.Timeout, u.Timeout, n.Focus, u.Focus))
+	}
+	if diffs := sameSetup(n, u); len(diffs) > 0 {
+		notes = append(notes, fmt.Sprintf("They did NOT run on the same machine, runtime and images: %s.", strings.Join(diffs, "; ")))
+	} else {
+		notes = append(notes, "Both ran on the same machine, runtime and images (identical recorded image digests).")
+	}
+	return strings.Join(notes, " ")
+}
+
+func (rp *report) writeCounts(w *bufio.Writer) {
+	fmt.Fprintf(w, "| kubelet | passed | failed | of which timed out | skipped | not run (time budget) |\n"+
+		"| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, c := range []struct {
+		name string
+		run  *run
+	}{{"nodelet", rp.nodelet}, {upstreamName, rp.upstream}} {
+		t := c.run.counts()
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d |\n", c.name, t.passed, t.failed, t.timedOut, t.skipped, t.notRun)
+	}
+	fmt.Fprintf(w, "\nA spec still running when its run's TIMEOUT ended, or past its own time limit, is "+
+		"counted failed (\"timed out\") for the kubelet it ran on; \"not run\" specs never started.\n")
+}
+
+// writeProvenance is the per-column record of build, budget, machine, runtime and images.
+func (rp *report) writeProvenance(w *bufio.Writer) {
+	n, u := rp.nodelet.prov, rp.upstream.prov
+	fmt.Fprintf(w, "\n## Where each column came from\n\n| | nodelet | upstream kubelet |\n| --- | --- | --- |\n")
+	row := func(label string, get func(*provenance) string) {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", label, cell(provField(n, get)), cell(provField(u, get)))
+	}
+	row("invocation", func(p *provenance) string { return p.Invocation })
+	row("started", func(p *provenance) string { return p.Started.Format("2006-01-02 15:04 MST") })
+	row("checkout HEAD (uncommitted changes not detected)", func(p *provenance) string { return p.Checkout })
+	row("binary (sha256)", func(p *provenance) string { return p.Binary + " (" + p.BinarySHA + ")" })
+	row("version", func(p *provenance) string { return p.Version })
+	fmt.Fprintf(w, "| TIMEOUT | %s | %s |\n", budget(rp.nodelet), budget(rp.upstream))
+	row("ginkgo processes", func(p *provenance) string { return p.Procs })
+	row("FOCUS", func(p *provenance) string { return or(p.Focus, "(none: every selected spec)") })
+	row("machine", func(p *provenance) string { return p.Machine + ", kernel " + p.Kernel })
+	row("runtime", func(p *provenance) string { return p.Runtime })
+	for _, img := range imageNames(n, u) {
+		row("`"+img+"`", func(p *provenance) string { return shortDigest(p.Images[img]) })
+	}
+}
+
+func provField(p *provenance, get func(*provenance) string) string {
+	if p == nil {
+		return "not recorded"
+	}
+	return or(get(p), "unknown")
+}
+
+// budget is a column's TIMEOUT and whether the run used it up.
+func budget(r *run) string {
+	t := provField(r.prov, func(p *provenance) string { return p.Timeout })
+	if r.budgetEnded {
+		return t + " (ran out)"
+	}
+	return t
+}
+
+func imageNames(ps ...*provenance) []string {
+	set := map[string]bool{}
+	for _, p := range ps {
+		if p != nil {
+			for n := range p.Images {
+				set[n] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func or(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+func (rp *report) writeFailures(w *bufio.Writer) {
+	fmt.Fprintf(w, "\n## Nodelet-only failures\n\nFailed on nodelet, not on the upstream kubelet; first the "+
+		"investigated cause where hack/conformance/causes.txt has one for this spec and message, then the error "+
+		"nodelet logged for the spec's pod, then the suite's message.\n\n")
+	for _, name := range rp.nodelet.names {
+		n, u := rp.nodelet.results[name], rp.upstream.results[name]
+		if n.failed() && !u.failed() {
+			fmt.Fprintf(w, "- %s (nodelet: %s, upstream: %s): %s\n", name, n.state, state(rp.upstream, name),
+				cell(describe(rp.causes, "nodelet", name, n, rp.podErrs)))
+		}
+	}
+	fmt.Fprintf(w, "\n## Failed on both\n\nEach kubelet's own failure.\n\n")
+	for _, name := range rp.nodelet.names {
+		n, u := rp.nodelet.results[name], rp.upstream.results[name]
+		if n.failed() && u.failed() {
+			fmt.Fprintf(w, "- %s\n  - nodelet (%s): %s\n  - upstream kubelet (%s): %s\n", name,
+				n.state, cell(describe(rp.causes, "nodelet", name, n, rp.podErrs)),
+				u.state, cell(describe(rp.causes, "kubelet", name, u, nil)))
+		}
+	}
+}
+
+// mergeNames lists every spec of both runs, nodelet's order first.
+func mergeNames(a, b *run) []string {
+	names := slices.Clone(a.names)
+	for _, n := range b.names {
+		if _, ok := a.results[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// state is a spec's outcome in a column; a spec the column's run did not select (another
+// FOCUS, or no run at all) is "—".
+func state(r *run, name string) string {
+	if res, ok := r.results[name]; ok {
+		return res.state
+	}
+	return "—"
+}
+
+// cell escapes text for a markdown table cell or list item.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'").Replace(s)
+}
