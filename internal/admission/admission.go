@@ -39,6 +39,9 @@ type Admitter struct {
 	AllowedUnsafeSysctls []string
 	// HostHasAppArmor reports whether the kernel enforces AppArmor; nil reads it from the host.
 	HostHasAppArmor func() bool
+	// Pressure, when set, refuses pods the node cannot hold under pressure (the eviction
+	// manager's Admit).
+	Pressure func(pod *v1.Pod) (bool, string, string)
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources
@@ -50,6 +53,11 @@ var checked = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEp
 func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	if ok, reason, msg := a.podChecks(pod); !ok {
 		return false, reason, msg
+	}
+	if a.Pressure != nil {
+		if ok, reason, msg := a.Pressure(pod); !ok {
+			return false, reason, msg
+		}
 	}
 	if a.MaxPods > 0 && len(active) >= a.MaxPods {
 		return false, "OutOfpods", fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(active), a.MaxPods)

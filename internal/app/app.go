@@ -22,6 +22,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
+	"github.com/nodelet/nodelet/internal/eviction"
 	"github.com/nodelet/nodelet/internal/gc"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/imagegc"
@@ -67,8 +68,10 @@ type agent struct {
 	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
 	comps    *components           // every long-running part, joined when nodelet stops
 
-	containerGC *gc.ContainerGC  // nil until run() starts it (internal/app/gc.go)
-	imageGC     *imagegc.ImageGC // nil until run() starts it (internal/app/gc.go)
+	containerGC *gc.ContainerGC   // nil until run() starts it (internal/app/gc.go)
+	imageGC     *imagegc.ImageGC  // nil until run() starts it (internal/app/gc.go)
+	eviction    *eviction.Manager // built by run() (internal/app/eviction.go)
+	summary     *stats.Provider   // the stats every endpoint and the eviction manager read
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -233,10 +236,15 @@ func (n *agent) run(ctx context.Context) error {
 	if n.devices != nil {
 		admit.Devices = n.devices
 	}
+	sourcesReady := func() bool { return n.merger.SeenAllSources(n.sources...) }
+	n.startGC(workers, sourcesReady)
+	if err := n.buildEviction(workers, admit); err != nil {
+		return err
+	}
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
-		SourcesReady: func() bool { return n.merger.SeenAllSources(n.sources...) },
+		SourcesReady: sourcesReady,
 		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
 		ProbeUpdates: n.prober.Updates(),
 	}
@@ -263,7 +271,7 @@ func (n *agent) run(ctx context.Context) error {
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
-	n.startGC(workers, loopCfg.SourcesReady)
+	n.startEviction()
 	n.comps.loop("sync loop", loop.Run)
 	<-ctx.Done()
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")

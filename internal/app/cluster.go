@@ -82,6 +82,9 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	if a.devices != nil {
 		deps.Devices, deps.DevicesChanged = a.devices.Resources, a.devices.Changes()
 	}
+	if a.eviction != nil {
+		deps.Pressure = a.eviction.Pressure
+	}
 	ctl, err := node.New(opts, deps)
 	if err != nil {
 		klog.ErrorS(err, "Node controller not started; the node will not be registered")

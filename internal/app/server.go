@@ -64,16 +64,24 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 
 // observability are the stats and metrics endpoints.
 func (n *agent) observability() server.Handlers {
-	summary := stats.NewSummaryProvider(stats.Deps{
-		NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
-		Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
-		PodLogsDir: strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
-	})
+	summary := n.summaryProvider()
 	return server.Handlers{
 		StatsSummary: summary.Handler(), Metrics: metrics.Handler(),
 		MetricsResource: metrics.NewResourceHandler(summary), MetricsProbes: metrics.ProbesHandler(),
 		MetricsCadvisor: metrics.NewCadvisorHandler(summary),
 	}
+}
+
+// summaryProvider is the one stats provider (built on first use).
+func (n *agent) summaryProvider() *stats.Provider {
+	if n.summary == nil {
+		n.summary = stats.NewSummaryProvider(stats.Deps{
+			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
+			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
+			PodLogsDir: strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
+		})
+	}
+	return n.summary
 }
 
 // handlers are the endpoints served from the runtime: logs and streaming.

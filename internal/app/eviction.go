@@ -1,0 +1,89 @@
+package app
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/eviction"
+	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/source"
+)
+
+// systemCriticalPriority is the lowest priority of system-critical pods (system-cluster-critical).
+const systemCriticalPriority = 2000000000
+
+// buildEviction makes the eviction manager: its admission check goes into admit, its
+// pressure into n.pressure (read by the node status). It runs once startEviction is called.
+func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.Admitter) error {
+	kc := n.cfg.Kubelet
+	deps := eviction.Deps{
+		Summary:    n.summaryProvider(),
+		ActivePods: func() []*v1.Pod { return n.activePods(workers) },
+		Evict:      func(p *v1.Pod, grace int64, msg string) { n.evictPod(workers, p, grace, msg) },
+		Critical:   criticalPod,
+		OnEvict:    metrics.Evicted,
+	}
+	if n.containerGC != nil {
+		deps.DiskReclaimers = append(deps.DiskReclaimers, n.containerGC.DeleteAllUnusedContainers)
+	}
+	if n.imageGC != nil {
+		deps.DiskReclaimers = append(deps.DiskReclaimers, n.imageGC.DeleteUnusedImages)
+	}
+	m, err := eviction.New(eviction.Config{
+		Hard: kc.EvictionHard, Soft: kc.EvictionSoft, SoftGracePeriod: kc.EvictionSoftGracePeriod,
+		MinimumReclaim: kc.EvictionMinimumReclaim, MaxPodGracePeriodSeconds: int64(kc.EvictionMaxPodGracePeriod),
+		PressureTransitionPeriod:      kc.EvictionPressureTransitionPeriod.Duration,
+		LocalStorageCapacityIsolation: boolOr(kc.LocalStorageCapacityIsolation, true),
+	}, deps)
+	if err != nil {
+		return err
+	}
+	n.eviction = m
+	admit.Pressure = m.Admit
+	return nil
+}
+
+// startEviction runs the eviction manager.
+func (n *agent) startEviction() {
+	n.comps.start("eviction manager", n.eviction.Run)
+}
+
+// activePods are the pods nodelet runs: admitted, not finished and not being torn down.
+func (n *agent) activePods(workers *podworkers.PodWorkers) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range n.pods.Pods() {
+		if state, ok := workers.State(p.UID); !ok || state != podworkers.Syncing {
+			continue
+		}
+		if st, ok := n.statuses.Get(p.UID); ok && (st.Phase == v1.PodFailed || st.Phase == v1.PodSucceeded) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// evictPod records the pod as Failed/Evicted, posts the Evicted event and kills it with the
+// grace period. The terminal phase stays: later syncs keep it (status.Compute).
+func (n *agent) evictPod(workers *podworkers.PodWorkers, p *v1.Pod, grace int64, msg string) {
+	st, _ := n.statuses.Get(p.UID)
+	st = *st.DeepCopy()
+	st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.ReasonEvicted, msg
+	n.statuses.Set(p, st)
+	if n.recorder != nil {
+		n.recorder.Event(p, v1.EventTypeWarning, eviction.ReasonEvicted, msg)
+	}
+	workers.UpdatePod(podworkers.UpdateOptions{Type: podworkers.Kill, Pod: p, Kill: &podworkers.KillOptions{GracePeriod: &grace}})
+	klog.InfoS("Pod evicted", "pod", klog.KObj(p), "gracePeriod", grace)
+}
+
+// criticalPod: static, mirror and system-critical pods are never evicted for node pressure.
+func criticalPod(p *v1.Pod) bool {
+	if source.IsStatic(p) || pod.IsMirror(p) {
+		return true
+	}
+	return p.Spec.Priority != nil && *p.Spec.Priority >= systemCriticalPriority
+}
