@@ -131,6 +131,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	if n.cgroups, err = newPodCgroups(kc); err != nil {
 		return nil, err
 	}
+	if err := n.enforceAllocatable(); err != nil {
+		return nil, err
+	}
 	n.devices = startDevicePlugins(ctx, cfg.RootDir)
 	rtOpts := runtime.Options{
 		Endpoint: kc.ContainerRuntimeEndpoint, RequestTimeout: kc.RuntimeRequestTimeout.Duration,

@@ -110,3 +110,9 @@ func nonNegative(q resource.Quantity) resource.Quantity {
 	}
 	return q
 }
+
+// Reserved is what kube-reserved and system-reserved hold back together (the node
+// allocatable enforced on the pods cgroup, which does not hold back eviction thresholds).
+func Reserved(kubeReserved, systemReserved map[string]string) (v1.ResourceList, error) {
+	return reservation(nil, kubeReserved, systemReserved, nil)
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/cgroups"
+	"github.com/nodelet/nodelet/internal/node"
+)
+
+// enforceAllocatable places nodelet and the host's processes (kubeletCgroups,
+// systemCgroups) and limits the pods cgroup to node allocatable and the reserved cgroups to
+// their reservations, as enforceNodeAllocatable asks. Any failure stops nodelet: a node that
+// was told to protect its reservations must not run pods unprotected.
+func (n *agent) enforceAllocatable() error {
+	kc := n.cfg.Kubelet
+	enforce := kc.EnforceNodeAllocatable
+	enforcing := len(enforce) > 0 && !slices.Equal(enforce, []string{"none"})
+	placing := kc.KubeletCgroups != "" || kc.SystemCgroups != ""
+	if n.cgroups == nil {
+		if enforcing || placing {
+			return fmt.Errorf("enforceNodeAllocatable %v, kubeletCgroups and systemCgroups need nodelet's own cgroups (cgroupsPerQOS with cgroupDriver cgroupfs); set enforceNodeAllocatable to [\"none\"] and leave the others empty otherwise", enforce)
+		}
+		return nil
+	}
+	if err := n.placeProcesses(); err != nil {
+		return err
+	}
+	machine, err := node.ReadMachine(node.HostPaths())
+	if err != nil && machine == nil {
+		return fmt.Errorf("reading the machine's capacity for node allocatable: %w", err)
+	}
+	capacity := cgroups.Reservation{MilliCPU: int64(machine.CPUs) * 1000, Memory: machine.MemoryBytes}
+	pods := cgroups.Reservation{MilliCPU: capacity.MilliCPU} // unenforced: the pods may use the whole node
+	if slices.Contains(enforce, "pods") {
+		reserved, err := node.Reserved(kc.KubeReserved, kc.SystemReserved)
+		if err != nil {
+			return err
+		}
+		r := cgroups.ReservationOf(reserved)
+		pods = cgroups.Reservation{MilliCPU: capacity.MilliCPU - r.MilliCPU, Memory: capacity.Memory - r.Memory}
+		if r.Pids > 0 {
+			pods.Pids = maxPIDs() - r.Pids
+		}
+	}
+	if err := n.cgroups.LimitPods(pods); err != nil {
+		return err
+	}
+	for _, reserved := range []struct {
+		name, cgroup string
+		amounts      map[string]string
+	}{{"system-reserved", kc.SystemReservedCgroup, kc.SystemReserved}, {"kube-reserved", kc.KubeReservedCgroup, kc.KubeReserved}} {
+		full, cpuOnly := slices.Contains(enforce, reserved.name), slices.Contains(enforce, reserved.name+"-compressible")
+		if !full && !cpuOnly {
+			continue
+		}
+		if err := n.cgroups.LimitReserved(reserved.cgroup, cgroups.ReservationOf(parseReserved(reserved.amounts)), cpuOnly && !full); err != nil {
+			return fmt.Errorf("enforcing %s: %w", reserved.name, err)
+		}
+	}
+	return nil
+}
+
+// placeProcesses moves nodelet into kubeletCgroups and the host's processes into systemCgroups.
+func (n *agent) placeProcesses() error {
+	kc := n.cfg.Kubelet
+	if kc.KubeletCgroups != "" {
+		if err := n.cgroups.MoveProcess(kc.KubeletCgroups, os.Getpid()); err != nil {
+			return fmt.Errorf("moving nodelet into kubeletCgroups %s: %w", kc.KubeletCgroups, err)
+		}
+		klog.InfoS("nodelet moved into its cgroup", "kubeletCgroups", kc.KubeletCgroups)
+	}
+	if kc.SystemCgroups != "" {
+		moved, err := n.cgroups.MoveHostProcesses(kc.SystemCgroups, "/proc")
+		if err != nil {
+			return fmt.Errorf("moving host processes into systemCgroups %s: %w", kc.SystemCgroups, err)
+		}
+		klog.InfoS("Host processes moved into the system cgroup", "systemCgroups", kc.SystemCgroups, "processes", moved)
+	}
+	return nil
+}
+
+// parseReserved reads a validated reservation map.
+func parseReserved(m map[string]string) v1.ResourceList {
+	rl := v1.ResourceList{}
+	for name, value := range m {
+		if q, err := resource.ParseQuantity(value); err == nil {
+			rl[v1.ResourceName(name)] = q
+		}
+	}
+	return rl
+}
+
+// maxPIDs is the kernel's pid_max, the capacity pid reservations come off.
+func maxPIDs() int64 {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	fmt.Sscan(string(b), &n)
+	return n
+}
