@@ -275,6 +275,7 @@ func (n *agent) run(ctx context.Context) error {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
 	n.startEviction()
+	n.startOOM()
 	n.comps.loop("sync loop", loop.Run)
 	<-ctx.Done()
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")
