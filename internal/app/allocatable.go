@@ -3,7 +3,11 @@ package app
 import (
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/stats"
 )
 
 // enforceAllocatable places nodelet and the host's processes (kubeletCgroups,
@@ -105,4 +110,54 @@ func maxPIDs() int64 {
 	var n int64
 	fmt.Sscan(string(b), &n)
 	return n
+}
+
+// systemContainers are the cgroups /stats/summary reports for the node: nodelet's own, the
+// container runtime's (the oldest containerd process), the pods' and, with systemCgroups,
+// the host processes'.
+func (n *agent) systemContainers() []stats.SystemContainer {
+	kc := n.cfg.Kubelet
+	out := []stats.SystemContainer{{Name: stats.SystemContainerKubelet, PID: os.Getpid()}}
+	if pid := n.runtimePID(); pid > 0 {
+		out = append(out, stats.SystemContainer{Name: stats.SystemContainerRuntime, PID: pid})
+	}
+	if n.cgroups != nil {
+		out = append(out, stats.SystemContainer{Name: stats.SystemContainerPods, Cgroup: path.Join("/", strOr(&kc.CgroupRoot, "/"), "kubepods")})
+	}
+	if kc.SystemCgroups != "" {
+		out = append(out, stats.SystemContainer{Name: stats.SystemContainerMisc, Cgroup: kc.SystemCgroups})
+	}
+	return out
+}
+
+// runtimePID finds the runtime's process once and again only when it has gone.
+func (n *agent) runtimePID() int {
+	pid := int(n.runtimePid.Load())
+	if pid > 0 {
+		if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); err == nil && strings.TrimSpace(string(b)) == "containerd" {
+			return pid
+		}
+	}
+	pid = oldestProcess("/proc", "containerd")
+	n.runtimePid.Store(int64(pid))
+	return pid
+}
+
+// oldestProcess is the lowest pid whose command name is comm, or 0.
+func oldestProcess(proc, comm string) int {
+	entries, err := os.ReadDir(proc)
+	if err != nil {
+		return 0
+	}
+	best := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || (best != 0 && pid >= best) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(proc, e.Name(), "comm")); err == nil && strings.TrimSpace(string(b)) == comm {
+			best = pid
+		}
+	}
+	return best
 }

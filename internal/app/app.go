@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -72,6 +73,7 @@ type agent struct {
 	imageGC     *imagegc.ImageGC  // nil until run() starts it (internal/app/gc.go)
 	eviction    *eviction.Manager // built by run() (internal/app/eviction.go)
 	summary     *stats.Provider   // the stats every endpoint and the eviction manager read
+	runtimePid  atomic.Int64      // the container runtime's process, for its system container
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.

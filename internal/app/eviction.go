@@ -46,7 +46,9 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 	return nil
 }
 
-// startEviction runs the eviction manager.
+// startEviction runs the eviction manager. It always runs (with no threshold too): its 10 s
+// read of the summary is also the CPU housekeeping sample, so every /stats/summary answer
+// carries usageNanoCores however rarely it is asked.
 func (n *agent) startEviction() {
 	n.comps.start("eviction manager", n.eviction.Run)
 }

@@ -78,7 +78,8 @@ func (n *agent) summaryProvider() *stats.Provider {
 		n.summary = stats.NewSummaryProvider(stats.Deps{
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
 			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
-			PodLogsDir: strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
+			PodLogsDir:       strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
+			SystemContainers: n.systemContainers,
 		})
 	}
 	return n.summary

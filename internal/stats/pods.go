@@ -52,6 +52,9 @@ func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.
 		if fsys != nil {
 			if sandbox.Ready {
 				ps.Network = p.podNetwork(ctx, sandbox.ID, livePIDs, now)
+				if n, ok := p.d.Host.podProcessCount(livePIDs[sandbox.ID]); ok {
+					ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(n)}
+				}
 			}
 			ps.VolumeStats = p.volumeStats(pod, now)
 			ps.EphemeralStorage = ephemeralStorage(fsys, &ps, now)

@@ -49,6 +49,9 @@ type Deps struct {
 	VolumeStatsAge time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// SystemContainers names the cgroups reported as node.systemContainers (kubelet,
+	// runtime, pods, misc); nil reports none.
+	SystemContainers func() []SystemContainer
 }
 
 // Provider builds summaries. It is safe for concurrent use.
@@ -114,6 +117,7 @@ func (p *Provider) build(ctx context.Context, full bool) (*statsapi.Summary, err
 		node.Runtime = fsys.runtimeStats()
 		p.addNodeExtras(&node, now)
 	}
+	node.SystemContainers = p.systemContainers(now)
 	pods := p.podStats(ctx, indexByID(crStats), fsys, now)
 	p.pruneCaches(now)
 	return &statsapi.Summary{Node: node, Pods: pods}, nil

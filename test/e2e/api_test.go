@@ -225,6 +225,14 @@ func TestStatsSummaryCoversEveryRunningContainer(t *testing.T) {
 	if summary.Node.CPU == nil || summary.Node.Memory == nil || summary.Node.Fs == nil || summary.Node.Fs.CapacityBytes == nil {
 		t.Fatalf("node figures missing: %+v", summary.Node)
 	}
+	// Nobody asks for a while; the next single answer still has CPU rates everywhere (nodelet
+	// samples every 10 s), the system containers and the pods' process counts.
+	time.Sleep(21 * time.Second)
+	summary = statsapi.Summary{}
+	if err := json.Unmarshal([]byte(kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/stats/summary")), &summary); err != nil {
+		t.Fatal(err)
+	}
+	checkRatesAndSystemContainers(t, &summary, c.ns)
 	metricsText := kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/metrics")
 	for _, name := range []string{"kubelet_running_pods", "kubelet_pleg_relist_duration_seconds", "kubelet_pod_worker_duration_seconds", "kubelet_runtime_operations_duration_seconds", "kubelet_pod_start_sli_duration_seconds"} {
 		if !strings.Contains(metricsText, name) {
@@ -234,5 +242,37 @@ func TestStatsSummaryCoversEveryRunningContainer(t *testing.T) {
 	resource := kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/metrics/resource")
 	if !strings.Contains(resource, `container_cpu_usage_seconds_total{container="main",namespace="`+c.ns+`",pod="busy1"}`) {
 		t.Errorf("/metrics/resource lacks busy1's container:\n%s", resource)
+	}
+}
+
+func checkRatesAndSystemContainers(t *testing.T, s *statsapi.Summary, ns string) {
+	t.Helper()
+	if s.Node.CPU == nil || s.Node.CPU.UsageNanoCores == nil {
+		t.Error("node usageNanoCores missing on a single query")
+	}
+	system := map[string]bool{}
+	for _, sc := range s.Node.SystemContainers {
+		system[sc.Name] = sc.CPU != nil && sc.CPU.UsageCoreNanoSeconds != nil && sc.Memory != nil && sc.Memory.WorkingSetBytes != nil
+	}
+	for _, name := range []string{"kubelet", "runtime", "pods"} {
+		if !system[name] {
+			t.Errorf("systemContainers lacks %s with cpu and memory: %v", name, system)
+		}
+	}
+	for _, p := range s.Pods {
+		if p.PodRef.Namespace != ns {
+			continue
+		}
+		if p.CPU == nil || p.CPU.UsageNanoCores == nil {
+			t.Errorf("pod %s: usageNanoCores missing", p.PodRef.Name)
+		}
+		for _, ctr := range p.Containers {
+			if ctr.CPU == nil || ctr.CPU.UsageNanoCores == nil {
+				t.Errorf("pod %s container %s: usageNanoCores missing", p.PodRef.Name, ctr.Name)
+			}
+		}
+		if p.ProcessStats == nil || p.ProcessStats.ProcessCount == nil || *p.ProcessStats.ProcessCount < 2 {
+			t.Errorf("pod %s: process count %+v, want at least the pause and the shell", p.PodRef.Name, p.ProcessStats)
+		}
 	}
 }

@@ -1,0 +1,160 @@
+package stats
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/klog/v2"
+)
+
+// System container names, as the summary API names them.
+const (
+	SystemContainerKubelet = "kubelet"
+	SystemContainerRuntime = "runtime"
+	SystemContainerPods    = "pods"
+	SystemContainerMisc    = "misc"
+)
+
+// SystemContainer is a cgroup the summary reports under node.systemContainers: either the
+// cgroups a process is in (PID) or one cgroup path in every hierarchy (Cgroup).
+type SystemContainer struct {
+	Name   string
+	PID    int
+	Cgroup string
+}
+
+// systemContainers reads CPU and memory of each system container; one that cannot be read
+// is left out.
+func (p *Provider) systemContainers(now time.Time) []statsapi.ContainerStats {
+	if p.d.SystemContainers == nil {
+		return nil
+	}
+	var out []statsapi.ContainerStats
+	for _, sc := range p.d.SystemContainers() {
+		paths := map[string]string{"cpuacct": sc.Cgroup, "memory": sc.Cgroup, "": sc.Cgroup}
+		if sc.PID > 0 {
+			var err error
+			if paths, err = p.d.Host.processCgroups(sc.PID); err != nil {
+				klog.V(2).InfoS("Cannot read a system container's cgroups", "name", sc.Name, "pid", sc.PID, "err", err)
+				continue
+			}
+		}
+		cs, ok := p.cgroupStats(sc.Name, paths, now)
+		if ok {
+			out = append(out, cs)
+		}
+	}
+	return out
+}
+
+// processCgroups maps each controller (and "" for the v2 tree) to the process's cgroup.
+func (h HostPaths) processCgroups(pid int) (map[string]string, error) {
+	f, err := os.Open(filepath.Join(h.Proc, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	paths := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			paths[c] = parts[2]
+		}
+	}
+	return paths, sc.Err()
+}
+
+// cgroupStats reads one cgroup's CPU (cpuacct.usage, or cpu.stat on v2) and memory
+// (usage, working set, RSS, faults).
+func (p *Provider) cgroupStats(name string, paths map[string]string, now time.Time) (statsapi.ContainerStats, bool) {
+	h := p.d.Host
+	ts := metav1.NewTime(now)
+	cs := statsapi.ContainerStats{Name: name}
+	if cpu, dir, ok := h.cgroupCPU(paths); ok {
+		cs.CPU = &statsapi.CPUStats{Time: ts, UsageCoreNanoSeconds: ptr(cpu), UsageNanoCores: p.rates.nanoCores("system/"+name, now, cpu)}
+		if st, err := os.Stat(dir); err == nil {
+			cs.StartTime = metav1.NewTime(st.ModTime())
+		}
+	}
+	if mem, ok := h.cgroupMemory(paths); ok {
+		cs.Memory = &statsapi.MemoryStats{Time: ts, UsageBytes: ptr(mem.usage), WorkingSetBytes: ptr(mem.workingSet),
+			RSSBytes: ptr(mem.rss), PageFaults: ptr(mem.pageFaults), MajorPageFaults: ptr(mem.majorPageFaults)}
+	}
+	return cs, cs.CPU != nil || cs.Memory != nil
+}
+
+func (h HostPaths) cgroupCPU(paths map[string]string) (uint64, string, bool) {
+	if path, ok := paths["cpuacct"]; ok {
+		for _, mount := range []string{"cpuacct", "cpu,cpuacct"} {
+			dir := filepath.Join(h.Cgroup, mount, path)
+			if b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage")); err == nil {
+				v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+				return v, dir, err == nil
+			}
+		}
+	}
+	dir := filepath.Join(h.Cgroup, paths[""])
+	if kv, err := readKeyValues(filepath.Join(dir, "cpu.stat")); err == nil {
+		if usec, ok := kv["usage_usec"]; ok {
+			return usec * 1000, dir, true
+		}
+	}
+	return 0, "", false
+}
+
+func (h HostPaths) cgroupMemory(paths map[string]string) (nodeMemory, bool) {
+	if path, ok := paths["memory"]; ok {
+		dir := filepath.Join(h.Cgroup, "memory", path)
+		b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+		stat, serr := readKeyValues(filepath.Join(dir, "memory.stat"))
+		if err == nil && serr == nil {
+			usage, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+			return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["total_inactive_file"]), rss: stat["total_rss"],
+				pageFaults: stat["total_pgfault"], majorPageFaults: stat["total_pgmajfault"]}, true
+		}
+	}
+	dir := filepath.Join(h.Cgroup, paths[""])
+	b, err := os.ReadFile(filepath.Join(dir, "memory.current"))
+	stat, serr := readKeyValues(filepath.Join(dir, "memory.stat"))
+	if err != nil || serr != nil {
+		return nodeMemory{}, false
+	}
+	usage, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["inactive_file"]), rss: stat["anon"],
+		pageFaults: stat["pgfault"], majorPageFaults: stat["pgmajfault"]}, true
+}
+
+// podProcessCount counts the processes of the pod whose sandbox process is pid: pids.current
+// of the pod's cgroup (the sandbox cgroup's parent, named pod<uid>). Without pod cgroups
+// there is no count.
+func (h HostPaths) podProcessCount(pid int) (uint64, bool) {
+	paths, err := h.processCgroups(pid)
+	if err != nil {
+		return 0, false
+	}
+	candidates := []string{}
+	if p, ok := paths["pids"]; ok {
+		candidates = append(candidates, filepath.Join(h.Cgroup, "pids", filepath.Dir(p)))
+	}
+	candidates = append(candidates, filepath.Join(h.Cgroup, filepath.Dir(paths[""])))
+	for _, dir := range candidates {
+		if !strings.HasPrefix(filepath.Base(dir), "pod") {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "pids.current")); err == nil {
+			n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,46 @@
+package stats
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSystemContainersAndPodProcessCount(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"proc/42/cgroup": "4:memory:/system.slice/containerd.service\n3:pids:/kubepods/pod1/sb\n2:cpu,cpuacct:/system.slice/containerd.service\n0::/\n",
+		"cgroup/cpu,cpuacct/system.slice/containerd.service/cpuacct.usage":    "5000000000\n",
+		"cgroup/memory/system.slice/containerd.service/memory.usage_in_bytes": "1000\n",
+		"cgroup/memory/system.slice/containerd.service/memory.stat":           "total_inactive_file 300\ntotal_rss 600\ntotal_pgfault 7\ntotal_pgmajfault 1\n",
+		"cgroup/cpuacct/kubepods/cpuacct.usage":                               "9\n",
+		"cgroup/memory/kubepods/memory.usage_in_bytes":                        "2000\n",
+		"cgroup/memory/kubepods/memory.stat":                                  "total_inactive_file 500\n",
+		"cgroup/pids/kubepods/pod1/pids.current":                              "3\n",
+	})
+	now := time.Unix(100, 0)
+	p := NewSummaryProvider(Deps{Host: HostPaths{Proc: root + "/proc", Cgroup: root + "/cgroup"}, Now: func() time.Time { return now },
+		SystemContainers: func() []SystemContainer {
+			return []SystemContainer{{Name: "runtime", PID: 42}, {Name: "pods", Cgroup: "/kubepods"}, {Name: "kubelet", PID: 99}}
+		}})
+	got := p.systemContainers(now)
+	if len(got) != 2 {
+		t.Fatalf("got %d system containers, want runtime and pods (pid 99 has no cgroup file): %+v", len(got), got)
+	}
+	rt, pods := got[0], got[1]
+	if rt.Name != "runtime" || *rt.CPU.UsageCoreNanoSeconds != 5e9 || *rt.Memory.WorkingSetBytes != 700 || *rt.Memory.RSSBytes != 600 {
+		t.Errorf("runtime: %+v cpu %+v memory %+v", rt, rt.CPU, rt.Memory)
+	}
+	if pods.Name != "pods" || *pods.Memory.WorkingSetBytes != 1500 || *pods.CPU.UsageCoreNanoSeconds != 9 {
+		t.Errorf("pods: cpu %+v memory %+v", pods.CPU, pods.Memory)
+	}
+	// A second sample a few seconds later gives a rate.
+	later := now.Add(10 * time.Second)
+	writeFiles(t, root, map[string]string{"cgroup/cpu,cpuacct/system.slice/containerd.service/cpuacct.usage": "6000000000\n"})
+	again := p.systemContainers(later)
+	if r := again[0].CPU.UsageNanoCores; r == nil || *r != 1e8 {
+		t.Errorf("runtime usageNanoCores %v, want 1e8 (1s of cpu over 10s)", r)
+	}
+	if n, ok := p.d.Host.podProcessCount(42); !ok || n != 3 {
+		t.Errorf("pod process count %d %v, want 3 from the pod cgroup's pids.current", n, ok)
+	}
+}
