@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
@@ -69,11 +70,12 @@ type agent struct {
 	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
 	comps    *components           // every long-running part, joined when nodelet stops
 
-	containerGC *gc.ContainerGC   // nil until run() starts it (internal/app/gc.go)
-	imageGC     *imagegc.ImageGC  // nil until run() starts it (internal/app/gc.go)
-	eviction    *eviction.Manager // built by run() (internal/app/eviction.go)
-	summary     *stats.Provider   // the stats every endpoint and the eviction manager read
-	runtimePid  atomic.Int64      // the container runtime's process, for its system container
+	containerGC *gc.ContainerGC     // nil until run() starts it (internal/app/gc.go)
+	imageGC     *imagegc.ImageGC    // nil until run() starts it (internal/app/gc.go)
+	eviction    *eviction.Manager   // built by run() (internal/app/eviction.go)
+	summary     *stats.Provider     // the stats every endpoint and the eviction manager read
+	runtimePid  atomic.Int64        // the container runtime's process, for its system container
+	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.

@@ -12,6 +12,6 @@ func (n *agent) startOOM() {
 	if n.cgroups != nil {
 		pods = path.Join("/", strOr(&n.cfg.Kubelet.CgroupRoot, "/"), "kubepods")
 	}
-	w := &oom.Watcher{PodsCgroup: pods, Recorder: n.recorder, NodeRef: gcNodeRef(n.cfg.NodeName)}
+	w := &oom.Watcher{PodsCgroup: pods, Recorder: n.recorder, NodeRef: gcNodeRef(n.cfg.NodeName), Count: n.ooms.Add}
 	n.comps.start("OOM watcher", w.Run)
 }

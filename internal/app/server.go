@@ -68,7 +68,7 @@ func (n *agent) observability() server.Handlers {
 	return server.Handlers{
 		StatsSummary: summary.Handler(), Metrics: metrics.Handler(),
 		MetricsResource: metrics.NewResourceHandler(summary), MetricsProbes: metrics.ProbesHandler(),
-		MetricsCadvisor: metrics.NewCadvisorHandler(summary),
+		MetricsCadvisor: n.cadvisorHandler(),
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package metrics holds nodelet's Prometheus metrics under the upstream kubelet's names, label
 // sets and buckets, on a registry of its own (not the prometheus global one), and serves
-// /metrics, /metrics/resource, /metrics/probes and /metrics/cadvisor.
+// /metrics, /metrics/resource, /metrics/probes (/metrics/cadvisor is internal/cadvisor).
 //
 // Recording is through package functions so that a component needs one line to report; the
 // package imports nothing of nodelet's, so any package (criconn included) may use it.

@@ -89,20 +89,6 @@ func TestResourceMetricsScrapeError(t *testing.T) {
 	}
 }
 
-func TestCadvisorMetrics(t *testing.T) {
-	families := scrape(t, NewCadvisorHandler(fakeSummary{s: testSummary()}))
-	root := findMetric(t, families, "container_cpu_usage_seconds_total", map[string]string{"id": "/", "container": "", "pod": ""})
-	if root.GetCounter().GetValue() != 90 {
-		t.Errorf("root cpu %v", root.GetCounter().GetValue())
-	}
-	if v := findMetric(t, families, "container_memory_working_set_bytes", map[string]string{"container": "side", "pod": "web"}).GetGauge().GetValue(); v != 2<<20 {
-		t.Errorf("side memory %v", v)
-	}
-	if v := findMetric(t, families, "container_memory_working_set_bytes", map[string]string{"container": "", "pod": "web"}).GetGauge().GetValue(); v != 12<<20 {
-		t.Errorf("pod memory %v", v)
-	}
-}
-
 func TestProbesEndpoint(t *testing.T) {
 	h := ProbesHandler()
 	rec := httptest.NewRecorder()

@@ -60,6 +60,8 @@ type Watcher struct {
 	PodsCgroup string
 	Recorder   record.EventRecorder
 	NodeRef    *v1.ObjectReference
+	// Count, when set, is told the cgroup of every kill (container_oom_events_total).
+	Count func(cgroup string)
 }
 
 // Run reads kills until ctx ends. A kernel log nodelet cannot read is logged and the watcher
@@ -98,6 +100,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 }
 
 func (w *Watcher) report(k Kill) {
+	if w.Count != nil {
+		w.Count(k.Cgroup)
+	}
 	if inPod(k.Cgroup, w.PodsCgroup) {
 		klog.V(2).InfoS("OOM kill in a pod", "cgroup", k.Cgroup, "process", k.Process, "pid", k.PID)
 		return

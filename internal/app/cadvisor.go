@@ -1,0 +1,24 @@
+package app
+
+import (
+	"net/http"
+	"path"
+
+	"github.com/nodelet/nodelet/internal/cadvisor"
+	"github.com/nodelet/nodelet/internal/node"
+)
+
+// cadvisorHandler serves /metrics/cadvisor from the cgroups. Without nodelet's pod cgroups
+// only the machine's series are served: pods then live where the runtime put them.
+func (n *agent) cadvisorHandler() http.Handler {
+	src := cadvisor.Source{Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get, OOMs: &n.ooms}
+	if n.cgroups != nil {
+		src.PodsCgroup = path.Join("/", strOr(&n.cfg.Kubelet.CgroupRoot, "/"), "kubepods")
+	} else {
+		src.Pods = nil
+	}
+	if m, _ := node.ReadMachine(node.HostPaths()); m != nil { // else machine_memory_bytes is left out
+		src.MachineMemory = m.MemoryBytes
+	}
+	return cadvisor.NewHandler(src)
+}

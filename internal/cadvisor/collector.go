@@ -1,0 +1,251 @@
+// Package cadvisor serves /metrics/cadvisor: the container series Prometheus dashboards and
+// alert rules read, under cAdvisor's names and labels, read straight from the cgroup v1 files
+// of the machine, each pod and each running container nodelet runs.
+package cadvisor
+
+import (
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// Source is what the collector reads pod identity from.
+type Source struct {
+	Pods      func() []*v1.Pod
+	PodStatus func(types.UID) (*runtime.PodStatus, bool)
+	// PodsCgroup is the cgroup the pods' cgroups are under (e.g. /kubepods).
+	PodsCgroup string
+	// CgroupRoot, Proc and Sys default to /sys/fs/cgroup, /proc and /sys.
+	CgroupRoot, Proc, Sys string
+	// MachineMemory is the machine's memory in bytes.
+	MachineMemory int64
+	// OOMs are the kills the kernel log reported; nil counts only the cgroups' own counters.
+	OOMs *OOMCounter
+}
+
+// NewHandler serves the series of src.
+func NewHandler(src Source) http.Handler {
+	if src.CgroupRoot == "" {
+		src.CgroupRoot = "/sys/fs/cgroup"
+	}
+	if src.Proc == "" {
+		src.Proc = "/proc"
+	}
+	if src.Sys == "" {
+		src.Sys = "/sys"
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{src: src})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+type collector struct{ src Source }
+
+// target is one cgroup with its labels: container, id, image, name, namespace, pod.
+type target struct {
+	path   string
+	labels []string
+	pod    bool   // a pod's cgroup: network series
+	netPID int    // a process in the pod's network namespace
+	start  *int64 // container start, unix seconds
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	ids := machineIDs(c.src.Proc)
+	ch <- prometheus.MustNewConstMetric(machineCores, prometheus.GaugeValue, float64(goruntime.NumCPU()), ids...)
+	if c.src.MachineMemory > 0 {
+		ch <- prometheus.MustNewConstMetric(machineMemory, prometheus.GaugeValue, float64(c.src.MachineMemory), ids...)
+	}
+	now := float64(time.Now().UnixNano()) / 1e9
+	for _, t := range c.targets() {
+		c.emit(ch, t, readCgroup(c.src.CgroupRoot, t.path), now)
+	}
+}
+
+// targets are the machine, each pod with a cgroup and each running container in it.
+func (c *collector) targets() []target {
+	out := []target{{path: "/", labels: []string{"", "/", "", "", "", ""}}}
+	if c.src.Pods == nil {
+		return out
+	}
+	for _, pod := range c.src.Pods() {
+		podPath := c.podCgroup(pod.UID)
+		if podPath == "" {
+			continue
+		}
+		pt := target{path: podPath, labels: []string{"", podPath, "", "", pod.Namespace, pod.Name}, pod: true}
+		rs, ok := c.src.PodStatus(pod.UID)
+		if ok && len(rs.Sandboxes) > 0 {
+			if pids := readPIDs(filepath.Join(firstDir(c.src.CgroupRoot, path.Join(podPath, rs.Sandboxes[0].ID), "pids", "memory"), "cgroup.procs")); len(pids) > 0 {
+				pt.netPID = pids[0]
+			}
+		}
+		out = append(out, pt)
+		if !ok {
+			continue
+		}
+		for _, cs := range rs.Containers {
+			if cs.State != runtime.StateRunning {
+				continue
+			}
+			p := path.Join(podPath, cs.ID)
+			start := cs.StartedAt.Unix()
+			out = append(out, target{path: p, labels: []string{cs.Name, p, cs.Image, cs.ID, pod.Namespace, pod.Name}, start: &start})
+		}
+	}
+	return out
+}
+
+// podCgroup finds the pod's cgroup among the QoS classes' directories.
+func (c *collector) podCgroup(uid types.UID) string {
+	for _, qos := range []string{"", "burstable", "besteffort"} {
+		p := path.Join(c.src.PodsCgroup, qos, "pod"+string(uid))
+		if _, err := os.Stat(filepath.Join(c.src.CgroupRoot, "memory", p)); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, now float64) {
+	counter := func(d *prometheus.Desc, v *uint64, scale float64) {
+		if v != nil {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(*v)*scale, t.labels...)
+		}
+	}
+	gauge := func(d *prometheus.Desc, v *uint64) {
+		if v != nil {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(*v), t.labels...)
+		}
+	}
+	counter(cpuUsage, s.cpuUsageNs, 1e-9)
+	counter(cfsPeriods, s.cfsPeriods, 1)
+	counter(cfsThrottledPeriods, s.cfsThrottled, 1)
+	counter(cfsThrottledSeconds, s.cfsThrottledNs, 1e-9)
+	c.emitMemory(ch, t, s)
+	if seen := c.src.OOMs.get(t.path); seen > 0 && (s.oomKills == nil || *s.oomKills < seen) {
+		s.oomKills = &seen
+	}
+	counter(oomEvents, s.oomKills, 1)
+	for _, d := range s.io {
+		lv := append(append([]string{}, t.labels...), deviceName(c.src.Sys, d.device))
+		ch <- prometheus.MustNewConstMetric(fsReads, prometheus.CounterValue, float64(d.read), lv...)
+		ch <- prometheus.MustNewConstMetric(fsWrites, prometheus.CounterValue, float64(d.write), lv...)
+	}
+	if t.path != "/" {
+		gauge(specCPUShares, s.cpuShares)
+		if s.cpuQuota != nil && *s.cpuQuota > 0 {
+			gauge(specCPUQuota, ptr(uint64(*s.cpuQuota)))
+		}
+		if s.cpuPeriod != nil && *s.cpuPeriod > 0 {
+			gauge(specCPUPeriod, ptr(uint64(*s.cpuPeriod)))
+		}
+		gauge(specMemoryLimit, limitOrZero(s.memLimit))
+		gauge(processes, ptr(uint64(len(s.procs))))
+		gauge(threads, ptr(uint64(len(s.tasks))))
+		fds, sockets, nofile := processFiles(c.src.Proc, s.procs)
+		gauge(fileDescriptors, &fds)
+		gauge(socketsDesc, &sockets)
+		if nofile != nil {
+			ch <- prometheus.MustNewConstMetric(ulimitsSoft, prometheus.GaugeValue, float64(*nofile), append(append([]string{}, t.labels...), "max_open_files")...)
+		}
+	}
+	if t.start != nil {
+		ch <- prometheus.MustNewConstMetric(startTime, prometheus.GaugeValue, float64(*t.start), t.labels...)
+	}
+	ch <- prometheus.MustNewConstMetric(lastSeen, prometheus.GaugeValue, now, t.labels...)
+	if t.pod && t.netPID > 0 {
+		emitNetwork(ch, c.src.Proc, t)
+	}
+}
+
+func (c *collector) emitMemory(ch chan<- prometheus.Metric, t target, s cgroupStats) {
+	gauge := func(d *prometheus.Desc, v *uint64) {
+		if v != nil {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(*v), t.labels...)
+		}
+	}
+	gauge(memUsage, s.memUsage)
+	gauge(memMaxUsage, s.memMaxUsage)
+	if s.memFailcnt != nil {
+		ch <- prometheus.MustNewConstMetric(memFailcnt, prometheus.CounterValue, float64(*s.memFailcnt), t.labels...)
+	}
+	if s.memStat == nil {
+		return
+	}
+	gauge(memCache, get(s.memStat, "total_cache"))
+	gauge(memRSS, get(s.memStat, "total_rss"))
+	gauge(memMappedFile, get(s.memStat, "total_mapped_file"))
+	if s.memUsage != nil {
+		ws := *s.memUsage
+		if inactive := s.memStat["total_inactive_file"]; inactive < ws {
+			ws -= inactive
+		} else {
+			ws = 0
+		}
+		gauge(memWorkingSet, &ws)
+	}
+}
+
+// limitOrZero reports an unlimited memory cgroup (the kernel's page-rounded maximum) as 0, as
+// cAdvisor does.
+func limitOrZero(v *uint64) *uint64 {
+	if v == nil || *v >= 1<<62 {
+		return ptr(uint64(0))
+	}
+	return v
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// machineIDs are the boot_id, machine_id and system_uuid labels of the machine series; one
+// that cannot be read is empty.
+func machineIDs(proc string) []string {
+	read := func(file string) string {
+		b, _ := os.ReadFile(file)
+		return strings.TrimSpace(string(b))
+	}
+	return []string{read(filepath.Join(proc, "sys", "kernel", "random", "boot_id")), read("/etc/machine-id"), read("/sys/class/dmi/id/product_uuid")}
+}
+
+// OOMCounter counts the kernel's OOM kills by the victim's cgroup and each cgroup above it, so
+// a pod's count survives the container cgroup the kill happened in (internal/oom feeds it).
+type OOMCounter struct {
+	mu     sync.Mutex
+	counts map[string]uint64
+}
+
+// Add records one kill whose victim was in cgroup.
+func (o *OOMCounter) Add(cgroup string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.counts == nil {
+		o.counts = map[string]uint64{}
+	}
+	for p := path.Clean(cgroup); p != "/" && p != "."; p = path.Dir(p) {
+		o.counts[p]++
+	}
+}
+
+func (o *OOMCounter) get(cgroup string) uint64 {
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.counts[cgroup]
+}

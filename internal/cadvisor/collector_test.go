@@ -1,0 +1,100 @@
+package cadvisor
+
+import (
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+func write(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestSeriesFromCgroupFiles(t *testing.T) {
+	root := t.TempDir()
+	ctr := "kubepods/burstable/poduid1/c1"
+	write(t, root, map[string]string{
+		"cgroup/cpu,cpuacct/cpuacct.usage":                         "90000000000\n",
+		"cgroup/cpu,cpuacct/" + ctr + "/cpuacct.usage":             "1500000000\n",
+		"cgroup/cpu,cpuacct/" + ctr + "/cpu.stat":                  "nr_periods 10\nnr_throttled 4\nthrottled_time 2000000000\n",
+		"cgroup/cpu,cpuacct/" + ctr + "/cpu.shares":                "204\n",
+		"cgroup/cpu,cpuacct/" + ctr + "/cpu.cfs_quota_us":          "20000\n",
+		"cgroup/cpu,cpuacct/" + ctr + "/cpu.cfs_period_us":         "100000\n",
+		"cgroup/memory/" + ctr + "/memory.usage_in_bytes":          "1000\n",
+		"cgroup/memory/" + ctr + "/memory.limit_in_bytes":          "67108864\n",
+		"cgroup/memory/" + ctr + "/memory.stat":                    "total_cache 300\ntotal_rss 600\ntotal_mapped_file 50\ntotal_inactive_file 200\n",
+		"cgroup/memory/" + ctr + "/memory.oom_control":             "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+		"cgroup/memory/kubepods/burstable/poduid1/memory.stat":     "total_rss 1\n",
+		"cgroup/pids/" + ctr + "/cgroup.procs":                     "7\n",
+		"cgroup/pids/" + ctr + "/tasks":                            "7\n8\n",
+		"cgroup/blkio/" + ctr + "/blkio.throttle.io_service_bytes": "8:0 Read 4096\n8:0 Write 8192\n8:0 Total 12288\nTotal 12288\n",
+		"sys/dev/block/8:0/uevent":                                 "MAJOR=8\nMINOR=0\nDEVNAME=sda\n",
+		"proc/7/limits":                                            "Limit Soft Hard Units\nMax open files            1024                 4096                 files\n",
+	})
+	if err := os.MkdirAll(filepath.Join(root, "proc/7/fd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Symlink("socket:[123]", filepath.Join(root, "proc/7/fd/3"))
+	_ = os.Symlink("/dev/null", filepath.Join(root, "proc/7/fd/0"))
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid1"}}
+	src := Source{
+		Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		PodStatus: func(types.UID) (*runtime.PodStatus, bool) {
+			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: runtime.StateRunning}}}, true
+		},
+		PodsCgroup: "/kubepods", CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys", MachineMemory: 1 << 30,
+		OOMs: &OOMCounter{},
+	}
+	src.OOMs.Add("/kubepods/burstable/poduid1/old")
+	rec := httptest.NewRecorder()
+	NewHandler(src).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
+	body, _ := io.ReadAll(rec.Body)
+	text := string(body)
+	l := `{container="app",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"}`
+	pl := `{container="",id="/kubepods/burstable/poduid1",image="",name="",namespace="ns",pod="web"}`
+	for _, want := range []string{
+		`container_cpu_usage_seconds_total{container="",id="/",image="",name="",namespace="",pod=""} 90`,
+		"container_cpu_usage_seconds_total" + l + " 1.5",
+		"container_cpu_cfs_throttled_periods_total" + l + " 4",
+		"container_cpu_cfs_throttled_seconds_total" + l + " 2",
+		"container_memory_working_set_bytes" + l + " 800",
+		"container_memory_rss" + l + " 600",
+		"container_memory_cache" + l + " 300",
+		"container_oom_events_total" + l + " 2",
+		"container_oom_events_total" + pl + " 1",
+		"container_spec_cpu_quota" + l + " 20000",
+		"container_spec_memory_limit_bytes" + l + " 6.7108864e+07",
+		"container_processes" + l + " 1",
+		"container_threads" + l + " 2",
+		"container_file_descriptors" + l + " 2",
+		"container_sockets" + l + " 1",
+		`container_ulimits_soft{container="app",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web",ulimit="max_open_files"} 1024`,
+		`container_fs_writes_bytes_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 8192`,
+		"machine_memory_bytes{",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
