@@ -35,6 +35,7 @@ const (
 
 type options struct {
 	smoke      bool
+	allowDirty bool
 	force      bool
 	waitFree   time.Duration
 	out        string
@@ -81,6 +82,7 @@ func main() {
 	flag.StringVar(&o.endpoint, "endpoint", "unix:///run/nodelet/containerd/containerd.sock", "CRI endpoint")
 	flag.StringVar(&o.workDir, "work-dir", "/tmp/nodelet-bench", "root dirs, config and logs of the kubelets under test")
 	flag.StringVar(&o.pki, "pki", "/var/lib/nodelet-cp/pki", "control plane PKI (ca.crt, apiserver-kubelet-client.*)")
+	flag.BoolVar(&o.allowDirty, "allow-dirty", false, "measure a binary built from a modified tree (development only; the report says so)")
 	flag.Parse()
 	if o.out == "" {
 		o.out = "BENCHMARKS.md"
@@ -97,6 +99,9 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	if err := checkStamp(o.nodeletBin, o.allowDirty || o.smoke); err != nil {
+		return err
+	}
 	p := newPlan(o.smoke)
 	b, err := newBench(ctx, o, p)
 	if err != nil {

@@ -71,6 +71,19 @@ func binaryRevision(path string) string {
 	return rev + dirty
 }
 
+// checkStamp refuses a binary that does not say which commit it is, or one built from a
+// modified tree, unless allowDirty: a published figure must name what it measured.
+func checkStamp(path string, allowDirty bool) error {
+	rev := binaryRevision(path)
+	switch {
+	case strings.Contains(rev, "no VCS stamp") || rev == "unknown":
+		return fmt.Errorf("%s carries no VCS stamp: build it with `make build` (go build -buildvcs=true) in a git checkout", path)
+	case strings.HasSuffix(rev, "+dirty") && !allowDirty:
+		return fmt.Errorf("%s was built from a modified tree (%s): commit first, or pass -allow-dirty for a development run", path, rev)
+	}
+	return nil
+}
+
 // gitHead reads .git/HEAD and the ref it names, without running git.
 func gitHead() string {
 	head := readTrim(".git/HEAD")
