@@ -43,7 +43,12 @@ func newRootCommand(run runFunc, stdout, stderr io.Writer) *cobra.Command {
 	})
 
 	flags := config.AddFlags(cmd.Flags())
+	printVersion := cmd.Flags().Bool("version", false, "Print the Kubernetes version nodelet reports (as upstream's kubelet --version) and quit.")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *printVersion {
+			fmt.Fprintln(stdout, "Kubernetes "+version.KubeletVersion)
+			return nil
+		}
 		cfg, err := flags.Complete(cmd.Flags())
 		if err != nil {
 			return err

@@ -58,6 +58,14 @@ func TestVersionPrintsVersion(t *testing.T) {
 	}
 }
 
+func TestVersionFlagPrintsKubernetesVersion(t *testing.T) {
+	fake := &fakeRun{}
+	code, stdout, _ := runCommand(t, fake, "--version")
+	if code != 0 || strings.TrimSpace(stdout) != "Kubernetes "+version.KubeletVersion || fake.calls != 0 {
+		t.Errorf("code = %d, stdout = %q, calls %d; want Kubernetes %s and no start", code, stdout, fake.calls, version.KubeletVersion)
+	}
+}
+
 func TestHelpListsFlags(t *testing.T) {
 	code, stdout, _ := runCommand(t, &fakeRun{}, "--help")
 	if code != 0 {
