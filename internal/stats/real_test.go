@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -158,6 +159,10 @@ func TestRealSummary(t *testing.T) {
 	cache := v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
 	pod := e.start("summary",
 		"echo started; dd if=/dev/zero of=/cache/blob bs=1k count=64 2>/dev/null; i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 3600", cache)
+	// Volume sizes are cached for a minute, so the first Summary must not measure the
+	// emptyDir before dd has finished writing the blob.
+	blob := filepath.Join(e.rootDir, "pods", string(pod.UID), "volumes", emptyDirPlugin, "cache", "blob")
+	waitForSize(t, blob, 64<<10)
 	p := e.provider()
 	ctx := context.Background()
 	if _, err := p.Summary(ctx); err != nil {
@@ -271,4 +276,19 @@ func median(t *testing.T, n int, f func() error) time.Duration {
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	return times[n/2]
+}
+
+// waitForSize waits until path holds at least size bytes.
+func waitForSize(t *testing.T, path string, size int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if fi, err := os.Stat(path); err == nil && fi.Size() >= size {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not reach %d bytes", path, size)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
