@@ -54,7 +54,8 @@ bench-standalone: images build
 	$(GO) run ./hack/bench-standalone
 
 # Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
-# plane (~30 min); prints the table and writes BENCHMARKS.md. Stops the demo/cluster nodelets.
+# plane, three interleaved rounds (~1 h); prints the table and writes BENCHMARKS.md. Stops the
+# demo/cluster nodelets.
 bench: images build control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop

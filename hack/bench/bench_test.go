@@ -83,7 +83,7 @@ func TestCPUTicksOfSelf(t *testing.T) {
 func TestKubeletConfigIsEquivalent(t *testing.T) {
 	var cfg kubeletv1beta1.KubeletConfiguration
 	o := options{endpoint: "unix:///run/x.sock", pki: "/pki"}
-	if err := yaml.UnmarshalStrict(kubeletConfig(o), &cfg); err != nil {
+	if err := yaml.UnmarshalStrict(kubeletConfig(o, false), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Kind != "KubeletConfiguration" || cfg.ContainerRuntimeEndpoint != o.endpoint || cfg.CgroupDriver != "cgroupfs" ||
@@ -92,22 +92,81 @@ func TestKubeletConfigIsEquivalent(t *testing.T) {
 		!*cfg.Authentication.Webhook.Enabled || cfg.Authorization.Mode != "Webhook" || cfg.StaticPodPath != "" {
 		t.Fatalf("unexpected config %+v", cfg)
 	}
+	if len(cfg.FeatureGates) != 0 {
+		t.Fatalf("defaults config sets feature gates %v", cfg.FeatureGates)
+	}
+	var cri kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict(kubeletConfig(o, true), &cri); err != nil {
+		t.Fatal(err)
+	}
+	if !cri.FeatureGates["PodAndContainerStatsFromCRI"] || cri.MaxPods != cfg.MaxPods {
+		t.Fatalf("CRI-stats config: gates %v, maxPods %d", cri.FeatureGates, cri.MaxPods)
+	}
 }
 
 func TestGoalsNeedTheirInputs(t *testing.T) {
 	r := &results{
-		plan:    newPlan(true),
-		floor:   &floorResult{bursts: map[int]latencies{}},
-		nodelet: &subjectResult{single: 200 * time.Millisecond, bursts: map[int]latencies{}},
+		plan: newPlan(true),
+		rounds: []round{{
+			floor:   &floorResult{single: 150 * time.Millisecond, bursts: map[int]latencies{}},
+			nodelet: &subjectResult{single: 200 * time.Millisecond, bursts: map[int]latencies{}},
+		}},
 	}
 	gs := goals(r)
 	if !gs[0].met || gs[0].measured == "–" {
 		t.Fatalf("one-pod goal: %+v", gs[0])
 	}
-	for _, g := range gs[1:4] {
+	if gs[1].met || !strings.HasPrefix(gs[1].measured, "1.33×") {
+		t.Fatalf("one pod vs the floor: %+v, want 1.33× and not met", gs[1])
+	}
+	for _, g := range gs[2:5] {
 		if g.measured != "–" {
 			t.Fatalf("burst goal measured without a 100-pod burst: %+v", g)
 		}
+	}
+}
+
+func TestSampleMedianAndSpread(t *testing.T) {
+	s := sample{3, 1, 2}
+	if got := s.cell(fmtSec); got != "2.00 s (1.00 s–3.00 s)" {
+		t.Fatalf("cell %q", got)
+	}
+	if got := (sample{4, 1, 2, 3}).median(); got != 2.5 {
+		t.Fatalf("even median %v", got)
+	}
+	if got := (sample{}).cell(fmtSec); got != "–" {
+		t.Fatalf("empty cell %q", got)
+	}
+	if got := (sample{0.5}).cell(fmtSec); got != "0.500 s (1 run)" {
+		t.Fatalf("single cell %q", got)
+	}
+}
+
+func TestRotateGivesEachSubjectEveryPlace(t *testing.T) {
+	kinds := []string{"floor", "nodelet", "kubelet"}
+	first := map[string]bool{}
+	for r := 0; r < 3; r++ {
+		order := rotate(kinds, r)
+		if len(order) != 3 {
+			t.Fatalf("round %d: %v", r, order)
+		}
+		first[order[0]] = true
+	}
+	if len(first) != 3 {
+		t.Fatalf("not every subject ran first: %v", first)
+	}
+}
+
+// The tail column averages the slowest 5 % by total, so a single slow pod's parts show there.
+func TestTimelineSummaryFindsTheTail(t *testing.T) {
+	var all []podTimeline
+	for i := 0; i < 19; i++ {
+		all = append(all, podTimeline{total: time.Second, queue: 100 * time.Millisecond, status: 900 * time.Millisecond})
+	}
+	all = append(all, podTimeline{total: 5 * time.Second, queue: 4 * time.Second, status: time.Second})
+	med, tail := timelineSummary(all)
+	if med[0] != 100*time.Millisecond || tail[0] != 4*time.Second || tail[len(tail)-1] != 5*time.Second {
+		t.Fatalf("median %v tail %v", med, tail)
 	}
 }
 
@@ -119,5 +178,34 @@ func TestCheckStampRefusesUnstampedBinary(t *testing.T) {
 	}
 	if err := checkStamp(exe, true); err == nil || !strings.Contains(err.Error(), "no VCS stamp") {
 		t.Fatalf("got %v, want a refusal naming the missing stamp", err)
+	}
+}
+
+// A full-shaped result renders every section without a panic and names the flagged run.
+func TestRenderFullResults(t *testing.T) {
+	p := newPlan(false)
+	sub := func(scale time.Duration) *subjectResult {
+		return &subjectResult{single: scale, bursts: map[int]latencies{100: newLatencies([]time.Duration{scale, 2 * scale}, 3*scale)},
+			breakdown: []podTimeline{{total: scale, queue: scale / 2, status: scale / 2}},
+			idle:      footprint{samples: 60, rssMiB: 30, cpuPct: 0.1}, loaded: footprint{samples: 60, rssMiB: 50, cpuPct: 1}}
+	}
+	floor := &floorResult{single: 100 * time.Millisecond, bursts: map[int]latencies{100: newLatencies([]time.Duration{time.Second}, 2*time.Second)},
+		best: map[int]int{100: 8}, search: map[int]map[int]time.Duration{100: {1: 9 * time.Second, 8: 2 * time.Second}}}
+	r := &results{plan: p, date: time.Now(), closest: sub(time.Second)}
+	for i := 0; i < 3; i++ {
+		rd := round{floor: floor, nodelet: sub(time.Second), upstream: sub(2 * time.Second),
+			conds: []condition{{round: i, subject: "nodelet", idlePct: 95, minIdle: 85}, {round: i, subject: "floor", idlePct: 50, minIdle: 85}}}
+		r.rounds = append(r.rounds, rd)
+	}
+	r.rounds[2].nodelet.density = &densityResult{pods: 250, running: 250, all: time.Minute, ready: true, plegP99: 0.1}
+	md := render(r)
+	for _, want := range []string{"| 100-pod burst: p99 | 1.00 s (1.00 s–1.00 s) | 2.00 s (2.00 s–2.00 s) | 4.00 s (4.00 s–4.00 s) | 0.50× | 2.00× |",
+		"upstream with PodAndContainerStatsFromCRI", "**3 subject runs were flagged**", "best 8", "Where a 100-pod burst's time goes"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Log(md)
 	}
 }

@@ -42,7 +42,7 @@ func (b *bench) density(ctx context.Context, subject, ns string) (*densityResult
 	nw := b.watchNode(ctx)
 	defer nw.stop()
 	before, errBefore := b.scrapeHistogram(ctx, plegMetric)
-	l, err := b.launch(ctx, subject, ns, "density", fmt.Sprintf("density %d pods", n), n, 10*time.Minute)
+	l, _, err := b.launch(ctx, subject, ns, "density", fmt.Sprintf("density %d pods", n), n, 10*time.Minute)
 	if err != nil && !errors.Is(err, errTimeout) {
 		return nil, err
 	}

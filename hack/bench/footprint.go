@@ -17,6 +17,7 @@ const clockTicks = 100
 // footprint is a kubelet's resource use averaged over a window.
 type footprint struct {
 	pods    int
+	samples int     // RSS samples taken; 0: not measured
 	rssMiB  float64 // mean of one VmRSS sample per second
 	anonMiB float64 // the anonymous part of it (RssAnon); the rest is mostly the binary's pages
 	cpuPct  float64 // utime+stime over the window, % of one core
@@ -49,7 +50,7 @@ func (b *bench) footprint(ctx context.Context, subject string, pid, pods int) (f
 	if err != nil {
 		return footprint{}, err
 	}
-	f := footprint{pods: pods, rssMiB: rssSum / float64(samples), anonMiB: anonSum / float64(samples),
+	f := footprint{pods: pods, samples: samples, rssMiB: rssSum / float64(samples), anonMiB: anonSum / float64(samples),
 		cpuPct: float64(cpu1-cpu0) / clockTicks / time.Since(t0).Seconds() * 100}
 	progress(subject, "footprint at %d pods: RSS %.1f MiB (anonymous %.1f), CPU %.2f%% of a core", pods, f.rssMiB, f.anonMiB, f.cpuPct)
 	return f, nil
@@ -59,7 +60,7 @@ func (b *bench) footprint(ctx context.Context, subject string, pid, pods int) (f
 // removes the pods.
 func (b *bench) loadedFootprint(ctx context.Context, subject, ns string, pid int) (footprint, error) {
 	n := b.p.footprintPods
-	if _, err := b.launch(ctx, subject, ns, "footprint", fmt.Sprintf("%d pods for the footprint", n), n, time.Minute+time.Duration(n)*2*time.Second); err != nil {
+	if _, _, err := b.launch(ctx, subject, ns, "footprint", fmt.Sprintf("%d pods for the footprint", n), n, time.Minute+time.Duration(n)*2*time.Second); err != nil {
 		return footprint{}, err
 	}
 	if err := sleep(ctx, b.p.settle); err != nil {

@@ -21,18 +21,23 @@ var kernelTunables = []string{
 }
 
 // kubeletSubject runs the upstream kubelet binary as the bench node with a KubeletConfiguration
-// equivalent to nodelet's flags.
-func (b *bench) kubeletSubject() (*subject, error) {
-	root := filepath.Join(b.o.workDir, "kubelet")
-	configPath := filepath.Join(b.o.workDir, "kubelet-config.yaml")
+// equivalent to nodelet's flags; criStats turns on PodAndContainerStatsFromCRI, the setting
+// closest to nodelet, which reads pod and container stats from the runtime rather than cAdvisor.
+func (b *bench) kubeletSubject(criStats bool) (*subject, error) {
+	name, short := "upstream kubelet", "kubelet"
+	if criStats {
+		name, short = "upstream kubelet (CRI stats)", "kubelet-cri"
+	}
+	root := filepath.Join(b.o.workDir, short)
+	configPath := filepath.Join(b.o.workDir, short+"-config.yaml")
 	if err := os.MkdirAll(b.o.workDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(configPath, kubeletConfig(b.o), 0o644); err != nil {
+	if err := os.WriteFile(configPath, kubeletConfig(b.o, criStats), 0o644); err != nil {
 		return nil, err
 	}
 	return &subject{
-		name: "upstream kubelet", short: "kubelet", bin: b.o.kubeletBin, root: root, guard: true,
+		name: name, short: short, bin: b.o.kubeletBin, root: root, guard: true,
 		args: func(kubeconfig string) []string {
 			return []string{
 				"--config=" + configPath,
@@ -48,11 +53,11 @@ func (b *bench) kubeletSubject() (*subject, error) {
 
 // kubeletConfig is the upstream kubelet's configuration file: the project runtime, cgroupfs,
 // no swap check, 260 pods, x509 + webhook authn, webhook authz, API on apiPort.
-func kubeletConfig(o options) []byte {
+func kubeletConfig(o options, criStats bool) []byte {
 	yes, no := true, false
 	healthz := int32(healthzPort)
 	resolv := "/etc/resolv.conf"
-	gcHigh, gcLow := int32(100), int32(99) // never garbage-collect the images other tests use
+	gcHigh, gcLow := int32(100), int32(99) // never garbage-collect the images other tests use (nodelet alike)
 	cfg := kubeletv1beta1.KubeletConfiguration{
 		TypeMeta:                 metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
 		ContainerRuntimeEndpoint: o.endpoint,
@@ -72,6 +77,9 @@ func kubeletConfig(o options) []byte {
 		Authorization:               kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook},
 		ImageGCHighThresholdPercent: &gcHigh,
 		ImageGCLowThresholdPercent:  &gcLow,
+	}
+	if criStats {
+		cfg.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true}
 	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -146,21 +154,20 @@ func summarize(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// guardRuntime kills the upstream kubelet at once if a foreign sandbox appears while it runs
-// (someone started a pod after the check), before its housekeeping can remove it.
-func (b *bench) guardRuntime(ctx context.Context, p *process) {
+// watchForeign lists the runtime's sandboxes every 500 ms while ctx lives and calls onForeign
+// once when one the bench did not create appears: for the upstream kubelet that is the signal
+// to kill it before its housekeeping removes someone else's pod; for the others it flags the
+// figures (other work ran beside them).
+func (b *bench) watchForeign(ctx context.Context, onForeign func(string)) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-p.done:
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
 		foreign, err := b.foreignSandboxes(ctx)
 		if err == nil && len(foreign) > 0 {
-			p.kill(fmt.Errorf("a sandbox the bench did not create appeared while the upstream kubelet ran (%s); "+
-				"killed the kubelet to spare it", summarize(foreign)))
+			onForeign(summarize(foreign))
 			return
 		}
 	}

@@ -2,7 +2,7 @@
 // raw CRI floor (the same pods started straight through CRI), in one invocation on the local
 // control plane and the project containerd, and writes the table to BENCHMARKS.md.
 //
-//	go run ./hack/bench            full run (~25 min): floor, nodelet, upstream kubelet
+//	go run ./hack/bench            full run (~1 h): 3 interleaved rounds of floor, nodelet, upstream kubelet
 //	go run ./hack/bench -smoke     CI: floor and nodelet only, 10 pods, short footprint (~2 min)
 //
 // Start the control plane first (hack/control-plane.sh up) and build nodelet
@@ -49,25 +49,29 @@ type options struct {
 
 // plan is what one invocation measures; -smoke shrinks it.
 type plan struct {
-	singles         int   // one-pod runs on an idle node (median)
-	restarts        int   // first-restart runs (median)
+	rounds          int   // interleaved rounds: every subject once per round, order rotated
+	singles         int   // one-pod runs on an idle node per round (median)
+	restarts        int   // first-restart runs per round (median)
 	bursts          []int // burst sizes
 	footprintPods   int
 	footprintWindow time.Duration
 	settle          time.Duration // quiet time before a footprint window
-	densityPods     int           // 0: no density run
+	densityPods     int           // 0: no density run (taken in the last round only)
 	upstream        bool          // run the upstream kubelet too
-	floorParallel   int           // CRI calls the floor runs at once
+	floorParallels  []int         // the floor's burst parallelism search; the best one is reported
+	breakdownBurst  int           // the burst whose per-pod timeline is broken down (0: none)
+	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
 }
 
 func newPlan(smoke bool) plan {
 	if smoke {
-		return plan{singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
-			footprintWindow: 10 * time.Second, settle: 3 * time.Second, floorParallel: 4}
+		return plan{rounds: 1, singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
+			footprintWindow: 10 * time.Second, settle: 3 * time.Second, floorParallels: []int{4},
+			breakdownBurst: 10, minIdlePct: 80}
 	}
-	return plan{singles: 10, restarts: 3, bursts: []int{30, 100}, footprintPods: 110,
+	return plan{rounds: 3, singles: 5, restarts: 2, bursts: []int{30, 100}, footprintPods: 110,
 		footprintWindow: 60 * time.Second, settle: 10 * time.Second, densityPods: 250,
-		upstream: true, floorParallel: 4}
+		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, minIdlePct: 85}
 }
 
 func main() {
@@ -109,7 +113,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer b.close()
 	if p.upstream {
-		// Refuse before spending ten minutes on the other subjects.
+		// Refuse before spending an hour on the other subjects.
 		if err := b.ensureRuntimeFree(ctx); err != nil {
 			return err
 		}
@@ -119,22 +123,11 @@ func run(ctx context.Context, o options) error {
 	}
 	b.loadStart = loadAvg()
 	res := &results{plan: p, smoke: o.smoke, date: time.Now()}
-	if res.floor, err = b.runFloor(ctx); err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	if res.nodelet, err = b.runSubject(ctx, b.nodeletSubject()); err != nil {
-		return fmt.Errorf("nodelet: %w", err)
-	}
-	if p.upstream {
-		s, err := b.kubeletSubject()
-		if err != nil {
-			return fmt.Errorf("upstream kubelet: %w", err)
-		}
-		if res.upstream, err = b.runSubject(ctx, s); err != nil {
-			return fmt.Errorf("upstream kubelet: %w", err)
-		}
+	if err := b.runRounds(ctx, res); err != nil {
+		return err
 	}
 	res.env = b.environment(ctx)
+	res.took = time.Since(res.date)
 	md := render(res)
 	fmt.Print("\n" + md)
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
@@ -143,7 +136,7 @@ func run(ctx context.Context, o options) error {
 	if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("==> wrote %s (took %v)\n", o.out, time.Since(res.date).Round(time.Second))
+	fmt.Printf("==> wrote %s (took %v)\n", o.out, res.took.Round(time.Second))
 	return nil
 }
 

@@ -134,13 +134,20 @@ func (b *bench) wait(ctx context.Context, subject, what string, w *podWatch, n i
 	return nil
 }
 
+// runRecord is what the bench saw of one run's pods, by name.
+type runRecord struct {
+	created map[string]time.Time // the create call was sent
+	seen    map[string]time.Time // a watch first saw it Running
+	byUID   map[string]string    // pod UID → name
+}
+
 // launch creates n sleeping pods labelled run and returns each one's creation → Running time
 // as the watch saw it; what names the run in progress lines. The pods stay; on a timeout the
 // latencies cover those that made it.
-func (b *bench) launch(ctx context.Context, subject, ns, run, what string, n int, timeout time.Duration) (latencies, error) {
+func (b *bench) launch(ctx context.Context, subject, ns, run, what string, n int, timeout time.Duration) (latencies, *runRecord, error) {
 	w, err := b.watchRun(ctx, ns, run, isRunning)
 	if err != nil {
-		return latencies{}, err
+		return latencies{}, nil, err
 	}
 	defer w.stop()
 	pods := make([]*v1.Pod, n)
@@ -150,20 +157,26 @@ func (b *bench) launch(ctx context.Context, subject, ns, run, what string, n int
 	start := time.Now()
 	created, err := b.createPods(ctx, ns, pods)
 	if err != nil {
-		return latencies{}, fmt.Errorf("%s: create %s pods: %w", subject, run, err)
+		return latencies{}, nil, fmt.Errorf("%s: create %s pods: %w", subject, run, err)
 	}
 	waitErr := b.wait(ctx, subject, what, w, n, timeout)
+	rec := &runRecord{created: created, seen: map[string]time.Time{}, byUID: map[string]string{}}
 	var ds []time.Duration
 	var last time.Time
 	for name, t0 := range created {
-		if seen, _ := w.get(name); !seen.IsZero() {
+		seen, pod := w.get(name)
+		if pod != nil {
+			rec.byUID[string(pod.UID)] = name
+		}
+		if !seen.IsZero() {
+			rec.seen[name] = seen
 			ds = append(ds, seen.Sub(t0))
 			if seen.After(last) {
 				last = seen
 			}
 		}
 	}
-	return newLatencies(ds, last.Sub(start)), waitErr
+	return newLatencies(ds, last.Sub(start)), rec, waitErr
 }
 
 // singles starts one pod at a time on the otherwise idle node; returns the median.
@@ -171,7 +184,7 @@ func (b *bench) singles(ctx context.Context, subject, ns string) (time.Duration,
 	var ds []time.Duration
 	for i := 0; i < b.p.singles; i++ {
 		run := fmt.Sprintf("single%d", i)
-		l, err := b.launch(ctx, subject, ns, run, "one pod", 1, time.Minute)
+		l, _, err := b.launch(ctx, subject, ns, run, "one pod", 1, time.Minute)
 		if err != nil {
 			return 0, err
 		}
@@ -185,14 +198,31 @@ func (b *bench) singles(ctx context.Context, subject, ns string) (time.Duration,
 	return med, nil
 }
 
-func (b *bench) burst(ctx context.Context, subject, ns string, n int) (latencies, error) {
+// burst starts n pods at once; for plan.breakdownBurst it also records where each pod's
+// time went.
+func (b *bench) burst(ctx context.Context, subject, ns string, n int, r *subjectResult) (latencies, error) {
 	run := fmt.Sprintf("burst%d", n)
-	l, err := b.launch(ctx, subject, ns, run, fmt.Sprintf("%d-pod burst", n), n, time.Minute+time.Duration(n)*2*time.Second)
+	l, rec, err := b.launch(ctx, subject, ns, run, fmt.Sprintf("%d-pod burst", n), n, time.Minute+time.Duration(n)*2*time.Second)
 	if err != nil {
 		return l, err
 	}
 	progress(subject, "%d-pod burst: p50 %v, p90 %v, p99 %v, all %v", n, ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)), ms(l.all))
+	if n == b.p.breakdownBurst {
+		if r.breakdown, err = b.timelines(ctx, rec); err != nil {
+			return l, fmt.Errorf("%s: read the runtime's stamps: %w", subject, err)
+		}
+		med, tail := timelineSummary(r.breakdown)
+		progress(subject, "%d-pod burst timeline (median pod / slowest 5%%): %v / %v", n, msList(med), msList(tail))
+	}
 	return l, b.deleteRun(ctx, subject, ns, run, n)
+}
+
+func msList(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = ms(d)
+	}
+	return out
 }
 
 // restartResult is the median first restart of a crashing container.

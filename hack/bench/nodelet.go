@@ -24,6 +24,7 @@ func (b *bench) nodeletSubject() *subject {
 				"--healthz-port=" + strconv.Itoa(healthzPort),
 				"--read-only-port=0",
 				"--max-pods=260",
+				"--image-gc-high-threshold=100", "--image-gc-low-threshold=99", // as the upstream kubelet's config
 				"-v=1",
 			}
 		},

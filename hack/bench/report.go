@@ -16,13 +16,21 @@ import (
 
 // results is everything one invocation measured.
 type results struct {
-	plan     plan
-	smoke    bool
-	date     time.Time
-	env      environment
-	floor    *floorResult
-	nodelet  *subjectResult
-	upstream *subjectResult // nil with -smoke
+	plan    plan
+	smoke   bool
+	date    time.Time
+	took    time.Duration
+	env     environment
+	rounds  []round
+	closest *subjectResult // the upstream kubelet with PodAndContainerStatsFromCRI: footprint, last round
+}
+
+// last is the last round, where density ran.
+func (r *results) last() round {
+	if len(r.rounds) == 0 {
+		return round{}
+	}
+	return r.rounds[len(r.rounds)-1]
 }
 
 // environment names the machine and the versions measured.
@@ -142,8 +150,10 @@ func render(r *results) string {
 		title = "Benchmarks (smoke run: small, nodelet only — not a measurement)"
 	}
 	w("# %s\n", title)
-	w("nodelet next to the upstream kubelet and the runtime's own floor, measured in one run of `make bench`")
-	w("(`go run ./hack/bench`) on the same machine, containerd and API server. Generated %s.\n", r.date.Format("2006-01-02 15:04 MST"))
+	w("nodelet next to the upstream kubelet and the runtime's own floor, measured by one run of `make bench`")
+	w("(`go run ./hack/bench`) on the same machine, containerd and API server: %d interleaved rounds, each", r.plan.rounds)
+	w("subject once per round in rotated order. Each figure is the median of the rounds with the lowest–highest")
+	w("in brackets. Generated %s; the run took %v.\n", r.date.Format("2006-01-02 15:04 MST"), r.took.Round(time.Minute))
 	w("| | |\n|---|---|")
 	w("| machine | %d CPUs, %s memory, Linux %s |", r.env.cpus, r.env.memory, r.env.kernel)
 	w("| load average (1/5/15 min) | %s at the start, %s at the end |", r.env.loadStart, r.env.loadEnd)
@@ -153,147 +163,20 @@ func render(r *results) string {
 	w("| control plane | %s (local: etcd + kube-apiserver, scheduler, controller-manager) |\n", r.env.controlPlane)
 	w("## Figures\n")
 	renderFigures(w, r)
-	w("\n## Goals of issue 5\n")
+	if r.plan.breakdownBurst > 0 {
+		w("\n## Where a %d-pod burst's time goes\n", r.plan.breakdownBurst)
+		renderBreakdown(w, r)
+	}
+	w("\n## Goals\n")
 	renderGoals(w, r)
+	w("\n## The machine before each subject\n")
+	renderConditions(w, r)
 	w("\n## How it is measured\n")
 	renderMethod(w, r)
 	return sb.String()
 }
 
 type writer func(format string, args ...any)
-
-func renderFigures(w writer, r *results) {
-	p := r.plan
-	w("| figure | raw CRI floor | nodelet | upstream kubelet | nodelet / upstream | nodelet / floor |")
-	w("|---|---|---|---|---|---|")
-	n, u, f := r.nodelet, r.upstream, r.floor
-	row := func(name string, floor, nv, uv []float64, unit func(float64) string) {
-		w("| %s | %s | %s | %s | %s | %s |", name, joinVals(floor, unit), joinVals(nv, unit), joinVals(uv, unit),
-			ratios(nv, uv), ratios(nv, floor))
-	}
-	secs := func(d ...time.Duration) []float64 { return durs(d) }
-	row(fmt.Sprintf("one pod on an idle node (median of %d)", p.singles), secs(f.single), secs(n.single), pick(u, func(s *subjectResult) []float64 { return secs(s.single) }), fmtSec)
-	row("floor's one pod: RunPodSandbox / CreateContainer / StartContainer", secs(f.steps.sandbox, f.steps.create, f.steps.start), nil, nil, fmtSec)
-	for _, size := range p.bursts {
-		get := func(l latencies) []float64 { return secs(l.pct(50), l.pct(90), l.pct(99), l.all) }
-		row(fmt.Sprintf("%d-pod burst: p50 / p90 / p99 / all", size), get(f.bursts[size]), get(n.bursts[size]),
-			pick(u, func(s *subjectResult) []float64 { return get(s.bursts[size]) }), fmtSec)
-	}
-	restart := func(s *subjectResult) []float64 { return secs(s.restart.runtime) }
-	row("first restart: finishedAt → new startedAt (runtime clock)", nil, restart(n), pick(u, restart), fmtSec)
-	apiRestart := func(s *subjectResult) []float64 { return secs(s.restart.api) }
-	row("first restart: the same from the API status (1 s resolution)", nil, apiRestart(n), pick(u, apiRestart), fmtSec)
-	seen := func(s *subjectResult) []float64 { return secs(s.restart.watch) }
-	row("first restart: death → Running again seen by a watch", nil, seen(n), pick(u, seen), fmtSec)
-	win := p.footprintWindow
-	for _, fp := range []struct {
-		name string
-		get  func(*subjectResult) footprint
-	}{{"0 pods", func(s *subjectResult) footprint { return s.idle }},
-		{fmt.Sprintf("%d running pods", p.footprintPods), func(s *subjectResult) footprint { return s.loaded }}} {
-		rss := func(s *subjectResult) []float64 { return []float64{fp.get(s).rssMiB} }
-		anon := func(s *subjectResult) []float64 { return []float64{fp.get(s).anonMiB} }
-		cpu := func(s *subjectResult) []float64 { return []float64{fp.get(s).cpuPct} }
-		row(fmt.Sprintf("RSS at %s (mean over %v)", fp.name, win), nil, rss(n), pick(u, rss), fmtMiB)
-		row(fmt.Sprintf("  of which anonymous (RssAnon) at %s", fp.name), nil, anon(n), pick(u, anon), fmtMiB)
-		row(fmt.Sprintf("CPU at %s (%% of one core over %v)", fp.name, win), nil, cpu(n), pick(u, cpu), fmtPct)
-	}
-	if p.densityPods > 0 {
-		renderDensity(w, p.densityPods, n.density, pickDensity(u))
-	}
-}
-
-func renderDensity(w writer, pods int, n, u *densityResult) {
-	all := func(d *densityResult) []float64 {
-		if d == nil || d.running < d.pods {
-			return nil
-		}
-		return durs([]time.Duration{d.all})
-	}
-	w("| density: %d pods, creation → all Running | – | %s | %s | %s | – |", pods, densityAll(n), densityAll(u), ratios(all(n), all(u)))
-	w("| density: node Ready throughout | – | %s | %s | – | – |", densityReady(n), densityReady(u))
-	p99 := func(d *densityResult) []float64 {
-		if d == nil || d.plegP99 < 0 || d.plegOver {
-			return nil
-		}
-		return []float64{d.plegP99}
-	}
-	w("| density: PLEG relist p99 (kubelet_pleg_relist_duration_seconds) | – | %s | %s | %s | – |",
-		densityPLEG(n), densityPLEG(u), ratios(p99(n), p99(u)))
-}
-
-func densityAll(d *densityResult) string {
-	switch {
-	case d == nil:
-		return "–"
-	case d.running < d.pods:
-		return fmt.Sprintf("only %d/%d Running after 10 min", d.running, d.pods)
-	}
-	return fmtSec(d.all.Seconds())
-}
-
-func densityReady(d *densityResult) string {
-	switch {
-	case d == nil:
-		return "–"
-	case d.ready:
-		return "yes"
-	}
-	return "no: " + d.notReady
-}
-
-func densityPLEG(d *densityResult) string {
-	if d == nil {
-		return "–"
-	}
-	return plegText(d)
-}
-
-// pick applies get to s, or returns nil when the subject was not run.
-func pick(s *subjectResult, get func(*subjectResult) []float64) []float64 {
-	if s == nil {
-		return nil
-	}
-	return get(s)
-}
-
-func pickDensity(s *subjectResult) *densityResult {
-	if s == nil {
-		return nil
-	}
-	return s.density
-}
-
-func durs(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
-	}
-	return out
-}
-
-func joinVals(vs []float64, unit func(float64) string) string {
-	if len(vs) == 0 {
-		return "–"
-	}
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = unit(v)
-	}
-	return strings.Join(parts, " / ")
-}
-
-// ratios divides a by b element-wise: "0.52× / 0.61×".
-func ratios(a, b []float64) string {
-	if len(a) == 0 || len(a) != len(b) {
-		return "–"
-	}
-	parts := make([]string, len(a))
-	for i := range a {
-		parts[i] = ratio(a[i], b[i])
-	}
-	return strings.Join(parts, " / ")
-}
 
 func ratio(a, b float64) string {
 	if b <= 0 {
@@ -311,3 +194,28 @@ func fmtSec(s float64) string {
 
 func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
 func fmtPct(v float64) string { return fmt.Sprintf("%.2f %%", v) }
+
+// renderConditions lists the machine's state before every subject of every round; a flagged
+// row had other work running (idle CPU below the plan's minimum, or foreign pods on the runtime).
+func renderConditions(w writer, r *results) {
+	w("| round | subject | idle CPU before | load average | foreign sandboxes while it ran | flagged |")
+	w("|---|---|---|---|---|---|")
+	flagged := 0
+	for _, rd := range r.rounds {
+		for _, c := range rd.conds {
+			mark := "no"
+			if c.flagged() {
+				mark, flagged = "**yes**", flagged+1
+			}
+			foreign := c.foreign
+			if foreign == "" {
+				foreign = "none"
+			}
+			w("| %d | %s | %.0f %% | %s | %s | %s |", c.round+1, c.subject, c.idlePct, c.load, foreign, mark)
+		}
+	}
+	w("\nEach subject waits (up to 1 min) for the machine to be at least %.0f %% idle over %v before it starts.", r.plan.minIdlePct, quietSample)
+	if flagged > 0 {
+		w("**%d subject runs were flagged**: their figures may include other work's cost.", flagged)
+	}
+}

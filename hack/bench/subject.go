@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,22 +21,29 @@ type subject struct {
 	root   string // its --root-dir
 	args   func(kubeconfig string) []string
 	before func(context.Context) error // a last check before it starts
-	guard  bool                        // the upstream kubelet: watch for foreign pods, restore sysctls
+	guard  bool                        // the upstream kubelet: killed when a foreign pod appears, sysctls restored
 }
 
-// subjectResult holds one kubelet's figures; zero values mean "not measured".
+// subjectResult holds one kubelet's figures of one round; zero values mean "not measured".
 type subjectResult struct {
-	single  time.Duration // median creation → Running of one pod on an idle node
-	bursts  map[int]latencies
-	restart restartResult
-	idle    footprint
-	loaded  footprint
-	density *densityResult
+	single    time.Duration // median creation → Running of one pod on an idle node
+	bursts    map[int]latencies
+	breakdown []podTimeline // plan.breakdownBurst's pods, where each one's time went
+	restart   restartResult
+	idle      footprint
+	loaded    footprint
+	density   *densityResult
 }
 
-// runSubject starts the kubelet as a freshly registered bench node, takes every figure of the
-// plan, and leaves the node, its pods and its sandboxes removed.
-func (b *bench) runSubject(ctx context.Context, s *subject) (*subjectResult, error) {
+// scope says which figures a run takes.
+type scope struct {
+	density       bool // the long density run (last round)
+	footprintOnly bool // only the idle and loaded footprint (the upstream kubelet's second configuration)
+}
+
+// runSubject starts the kubelet as a freshly registered bench node, takes the figures of
+// the scope under the machine guard, and leaves the node, its pods and its sandboxes removed.
+func (b *bench) runSubject(ctx context.Context, rd *round, r int, s *subject, sc scope) (*subjectResult, error) {
 	if err := b.resetNode(ctx); err != nil {
 		return nil, err
 	}
@@ -59,24 +67,33 @@ func (b *bench) runSubject(ctx context.Context, s *subject) (*subjectResult, err
 	if s.guard {
 		defer saveKernelTunables()()
 	}
-	logPath := filepath.Join(b.o.workDir, s.short+".log")
-	progress(s.name, "starting %s as node %s (log %s)", s.bin, nodeName, logPath)
-	p, err := startProcess(s.name, s.bin, s.args(kubeconfig), logPath)
-	if err != nil {
-		return nil, err
+	var res *subjectResult
+	var running atomic.Pointer[process]
+	onForeign := func(foreign string) {
+		if p := running.Load(); s.guard && p != nil {
+			p.kill(fmt.Errorf("a sandbox the bench did not create appeared while the upstream kubelet ran (%s); "+
+				"killed the kubelet to spare it", foreign))
+		}
 	}
-	b.cur = p
-	defer b.finish(ctx, s, p, ns)
-	if s.guard {
-		gctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go b.guardRuntime(gctx, p)
-	}
-	return b.measure(ctx, s.name, ns, p, time.Now())
+	err = b.guarded(ctx, rd, r, s.name, onForeign, func() error {
+		logPath := filepath.Join(b.o.workDir, s.short+".log")
+		progress(s.name, "starting %s as node %s (log %s)", s.bin, nodeName, logPath)
+		started := time.Now()
+		p, err := startProcess(s.name, s.bin, s.args(kubeconfig), logPath)
+		if err != nil {
+			return err
+		}
+		running.Store(p)
+		b.cur = p
+		defer b.finish(ctx, s, p, ns)
+		res, err = b.measure(ctx, s.name, ns, p, started, sc)
+		return err
+	})
+	return res, err
 }
 
 // measure takes the figures in an order that keeps each one's starting state clean.
-func (b *bench) measure(ctx context.Context, subject, ns string, p *process, started time.Time) (*subjectResult, error) {
+func (b *bench) measure(ctx context.Context, subject, ns string, p *process, started time.Time, sc scope) (*subjectResult, error) {
 	if err := b.waitNodeReady(ctx, subject, started, 2*time.Minute); err != nil {
 		return nil, err
 	}
@@ -88,26 +105,37 @@ func (b *bench) measure(ctx context.Context, subject, ns string, p *process, sta
 	if r.idle, err = b.footprint(ctx, subject, p.pid(), 0); err != nil {
 		return nil, err
 	}
-	if r.single, err = b.singles(ctx, subject, ns); err != nil {
-		return nil, err
-	}
-	if r.restart, err = b.restarts(ctx, subject, ns); err != nil {
-		return nil, err
-	}
-	for _, n := range b.p.bursts {
-		if r.bursts[n], err = b.burst(ctx, subject, ns, n); err != nil {
+	if !sc.footprintOnly {
+		if err := b.latencies(ctx, subject, ns, r); err != nil {
 			return nil, err
 		}
 	}
 	if r.loaded, err = b.loadedFootprint(ctx, subject, ns, p.pid()); err != nil {
 		return nil, err
 	}
-	if b.p.densityPods > 0 {
+	if sc.density && b.p.densityPods > 0 {
 		if r.density, err = b.density(ctx, subject, ns); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// latencies takes the one-pod, restart and burst figures.
+func (b *bench) latencies(ctx context.Context, subject, ns string, r *subjectResult) error {
+	var err error
+	if r.single, err = b.singles(ctx, subject, ns); err != nil {
+		return err
+	}
+	if r.restart, err = b.restarts(ctx, subject, ns); err != nil {
+		return err
+	}
+	for _, n := range b.p.bursts {
+		if r.bursts[n], err = b.burst(ctx, subject, ns, n, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finish lets the kubelet remove what is left, stops it, then clears the node, the namespace

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+)
+
+func renderMethod(w writer, r *results) {
+	p := r.plan
+	w("- Rounds: %d; in each, the floor, nodelet and the upstream kubelet run one after the other, the order", p.rounds)
+	w("  rotated so each subject runs first, second and last once. Density and the upstream kubelet with")
+	w("  PodAndContainerStatsFromCRI run in the last round only (marked \"last round\" / \"1 run\").")
+	w("- Guards, the same for every subject: before it starts, the machine's idle CPU is sampled (/proc/stat) and")
+	w("  the load average read; while it runs, the runtime's sandboxes are listed every 500 ms and any the bench")
+	w("  did not create flags the run (and kills the upstream kubelet before it removes them).")
+	w("- Each kubelet runs alone on the project containerd; pods, sandboxes and the Node object are removed")
+	w("  between measurements, and the Node registers afresh for each run (both as `%s`, API on :%d).", nodeName, apiPort)
+	w("- Pods: one container `%s` (`sleep`), `spec.nodeName` set, no service-account token volume,", image)
+	w("  grace period 1 s, created 8 at a time. Latency = the pod's own create request → first watch event with")
+	w("  phase Running; \"all\" = the run's first create request → the last pod Running.")
+	w("- Floor: the same pods through CRI by this driver (RunPodSandbox, CreateContainer, StartContainer). Latency")
+	w("  = the pod's own first CRI call → StartContainer returned; \"all\" = the run's start → the last pod started.")
+	w("  Each burst runs at %s CRI pods at once and the fastest \"all\" is reported, with its per-pod figures.", joinInts(p.floorParallels))
+	w("- First restart: a container exiting 1 after 3 s (restartPolicy Always), median of %d per round. The runtime", p.restarts)
+	w("  row uses the runtime's nanosecond timestamps of the dead and the new container; the API row the same")
+	w("  fields as the pod status reports them (whole seconds).")
+	w("- Footprint: VmRSS sampled every second and utime+stime from /proc/<pid>/stat over %v, after %v of quiet.", p.footprintWindow, p.settle)
+	if p.densityPods > 0 {
+		w("- Density: %d pods at once (maxPods 260); a watch on the Node flags any non-Ready condition; the relist", p.densityPods)
+		w("  p99 is interpolated from the kubelet's own histogram, the difference between scrapes before and after.")
+	}
+	w("- What each kubelet runs while it is measured. nodelet: pod and QoS cgroups with node allocatable enforced")
+	w("  on them, the eviction manager (a /stats/summary read every 10 s, CRI ListContainerStats included), container")
+	w("  GC every minute, image GC every 5 min, the kernel-log OOM watcher, PLEG relist every second. The upstream")
+	w("  kubelet: the same managers, plus cAdvisor's per-container housekeeping (every 10–15 s), which nodelet does")
+	w("  not run (it reads cgroup files when asked); with PodAndContainerStatsFromCRI its pod and container stats")
+	w("  come from the runtime, as nodelet's do, while cAdvisor still watches the cgroups.")
+	w("- Upstream kubelet: `--config` with containerRuntimeEndpoint = the project socket, cgroupDriver cgroupfs,")
+	w("  failSwapOn false, maxPods 260, x509 + webhook authentication, Webhook authorization, readOnlyPort 0;")
+	w("  both kubelets run with imageGCHighThresholdPercent 100 / low 99 (they never delete the shared test")
+	w("  images). The upstream kubelet's sysctl changes are undone afterwards.")
+}
+
+func joinInts(vs []int) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ", ")
+}
