@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-smoke test unit real e2e clean-containerd
+.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -69,11 +69,19 @@ bench-smoke: images build control-plane
 
 # The upstream node conformance suite (k8s.io/kubernetes v1.33.4 test/e2e_node, NodeConformance
 # specs, not Serial/Flaky/Feature/Disruptive) against nodelet, then the upstream kubelet, on a
-# fresh local control plane; writes CONFORMANCE.md. Stops the demo/cluster nodelets.
+# fresh local control plane, then the serial selection (hack/conformance/serial.txt); writes
+# CONFORMANCE.md. Stops the demo/cluster nodelets.
 conformance:
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	hack/conformance.sh
+
+# The serial selection alone (the upstream specs for eviction, GC, OOM, allocatable; one at a
+# time, both kubelets, each restarted by the specs through hack/conformance/shim/systemctl).
+conformance-serial:
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	hack/conformance.sh serial
 
 # A few minutes of conformance specs nodelet passes (hack/conformance/smoke.txt), nodelet only.
 conformance-smoke:

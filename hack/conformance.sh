@@ -8,10 +8,16 @@
 # the report says so.
 #
 #   hack/conformance.sh          full run, both kubelets, writes CONFORMANCE.md (up to TIMEOUT each:
-#                                a spec whose pod nodelet cannot start waits 5 min before failing)
+#                                a spec whose pod nodelet cannot start waits 5 min before failing);
+#                                then the serial selection (hack/conformance/serial.txt: eviction, GC,
+#                                OOM, allocatable specs) one spec at a time, each kubelet started
+#                                through hack/conformance/shim/systemctl so the specs can restart it
+#                                on the configuration they write
+#   hack/conformance.sh serial   the serial selection only (both kubelets)
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
-# Env: SUBJECTS (default "nodelet kubelet"), PROCS (parallel ginkgo processes, default 5),
+# Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial"),
+#      PROCS (parallel ginkgo processes, default 5),
 #      FOCUS (extra ginkgo focus regex), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
 #      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
 #      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
@@ -48,6 +54,15 @@ REPORTER=$OUT/bin/conformance-report
 
 SKIPS_FILE=$REPO_ROOT/hack/conformance/skips.txt
 SMOKE_FILE=$REPO_ROOT/hack/conformance/smoke.txt
+# The second selection: the upstream node suite's own specs for the managers that keep a node
+# alive (eviction, GC, OOM, allocatable, summary), run one at a time after the parallel one.
+SERIAL_FILE=$REPO_ROOT/hack/conformance/serial.txt
+SERIAL_LABELS='!Flaky'
+SELECTIONS=${SELECTIONS:-parallel serial}
+SELECTION=parallel
+RUN_DIR=$OUT
+# The suite restarts "the kubelet service" with sudo systemctl: these stand-ins do it here.
+SHIM_PATH=$REPO_ROOT/hack/conformance/shim:$PATH
 
 # regex_args FLAG FILE prints "FLAG REGEX" per spec pattern of FILE (text before " ## ").
 regex_args() {
@@ -98,20 +113,57 @@ wait_no_kubelets() {
 
 SUBJECT_PID=
 start_nodelet() {
-	mkdir -p "$OUT/nodelet/manifests"
-	_output/bin/nodelet --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
-		--root-dir "$ROOT_DIR" --pod-manifest-path "$OUT/nodelet/manifests" --container-runtime-endpoint "$ENDPOINT" \
+	local dir=$RUN_DIR/nodelet
+	mkdir -p "$dir/manifests" "$dir/work"
+	# The serial specs rewrite this file (from /configz) and restart nodelet on it.
+	printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n' >"$dir/work/kubelet-config"
+	launch "$dir" nodelet.log "$REPO_ROOT/_output/bin/nodelet" --config "$dir/work/kubelet-config" \
+		--kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
+		--root-dir "$ROOT_DIR" --pod-manifest-path "$dir/manifests" --container-runtime-endpoint "$ENDPOINT" \
 		--client-ca-file "$CP_DIR/pki/ca.crt" --cgroup-driver cgroupfs --fail-swap-on=false --cluster-domain cluster.local \
-		--read-only-port 10255 --max-pods 110 -v=2 >"$OUT/nodelet/nodelet.log" 2>&1 &
-	SUBJECT_PID=$!
+		--read-only-port 10255 --max-pods 110 -v=2
+}
+
+# launch DIR LOG COMMAND...: starts the kubelet in the background. For the serial selection it
+# starts it through the systemctl shim (hack/conformance/shim), which the suite then uses to
+# stop and restart it on the configuration it writes to DIR/work/kubelet-config.
+launch() {
+	local dir=$1 log=$2
+	shift 2
+	if [[ $SELECTION != serial ]]; then
+		"$@" >"$dir/$log" 2>&1 &
+		SUBJECT_PID=$!
+		return
+	fi
+	export CONFORMANCE_SHIM_DIR=$dir/shim
+	mkdir -p "$CONFORMANCE_SHIM_DIR"
+	{
+		echo '#!/usr/bin/env bash'
+		printf 'exec'
+		printf ' %q' "$@"
+		echo
+	} >"$CONFORMANCE_SHIM_DIR/start"
+	chmod +x "$CONFORMANCE_SHIM_DIR/start"
+	ln -sf "$CONFORMANCE_SHIM_DIR/log" "$dir/$log"
+	"$REPO_ROOT/hack/conformance/shim/systemctl" restart kubelet-e2e.service
+	SUBJECT_PID=$(cat "$CONFORMANCE_SHIM_DIR/pid")
+}
+
+# current_pid: the kubelet's pid now (the serial specs restart it under the shim).
+current_pid() {
+	if [[ $SELECTION == serial && -s ${CONFORMANCE_SHIM_DIR:-}/pid ]]; then
+		cat "$CONFORMANCE_SHIM_DIR/pid"
+	else
+		echo "$SUBJECT_PID"
+	fi
 }
 
 KERNEL_TUNABLES=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 declare -A SAVED_TUNABLES=()
 
 start_kubelet() {
-	local dir=$OUT/kubelet t
-	mkdir -p "$dir/manifests"
+	local dir=$RUN_DIR/kubelet t
+	mkdir -p "$dir/manifests" "$dir/work"
 	# The upstream kubelet removes every pod it does not know: refuse while any runs.
 	if ! wait_runtime_idle 300; then
 		echo "conformance: containers of another kubelet still run; not starting the upstream kubelet" >&2
@@ -119,7 +171,7 @@ start_kubelet() {
 	fi
 	# It rewrites these sysctls at start-up; they are put back when it stops.
 	for t in "${KERNEL_TUNABLES[@]}"; do SAVED_TUNABLES[$t]=$(cat "/proc/sys/$t"); done
-	cat >"$dir/config.yaml" <<EOF
+	cat >"$dir/work/kubelet-config" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: $ENDPOINT
@@ -139,9 +191,8 @@ authorization: {mode: Webhook}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
-	"$CP_BIN/kubelet" --config "$dir/config.yaml" --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" \
-		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2 >"$dir/kubelet.log" 2>&1 &
-	SUBJECT_PID=$!
+	launch "$dir" kubelet.log "$CP_BIN/kubelet" --config "$dir/work/kubelet-config" --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" \
+		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2
 }
 
 restore_tunables() {
@@ -169,7 +220,7 @@ wait_node_ready() {
 	local i
 	for ((i = 0; i < 120; i++)); do
 		kubectl_admin get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True && return 0
-		kill -0 "$SUBJECT_PID" 2>/dev/null || return 1
+		kill -0 "$(current_pid)" 2>/dev/null || return 1
 		sleep 1
 	done
 	return 1
@@ -184,13 +235,15 @@ cleanup_subject() {
 	# The kubelet deletes a pod object once its containers are gone.
 	for ((i = 0; i < 90; i++)); do
 		[[ -z $(kubectl_admin get pods --all-namespaces --no-headers 2>/dev/null) ]] && break
-		kill -0 "$SUBJECT_PID" 2>/dev/null || break
+		kill -0 "$(current_pid)" 2>/dev/null || break
 		sleep 2
 	done
 	wait_runtime_idle 60 || echo "conformance: containers still run after $1's pods were deleted" >&2
-	kill -TERM "$SUBJECT_PID" 2>/dev/null || true
-	for ((i = 0; i < 100; i++)); do kill -0 "$SUBJECT_PID" 2>/dev/null || break; sleep 0.2; done
-	kill -KILL "$SUBJECT_PID" 2>/dev/null || true
+	local pid
+	pid=$(current_pid)
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+	kill -KILL "$pid" 2>/dev/null || true
 	wait "$SUBJECT_PID" 2>/dev/null || true
 	SUBJECT_PID=
 	restore_tunables
@@ -200,16 +253,21 @@ cleanup_subject() {
 # run_suite SUBJECT SMOKE: runs e2e_node.test through ginkgo against the running node, with
 # the skips of skips.txt and (SMOKE=1) only the specs of smoke.txt.
 run_suite() {
-	local subject=$1 smoke=$2 dir=$OUT/$1 token
+	local subject=$1 smoke=$2 dir=$RUN_DIR/$1 token procs=$PROCS labels=$LABELS
 	token=$(hack/control-plane.sh admin-token)
 	local -a filter_args=()
 	mapfile -t filter_args < <(regex_args --skip "$SKIPS_FILE")
 	[[ $smoke != 1 ]] || mapfile -t -O "${#filter_args[@]}" filter_args < <(regex_args --focus "$SMOKE_FILE")
+	if [[ $SELECTION == serial ]]; then
+		# One spec at a time, each free to restart the kubelet through the systemctl shim.
+		procs=1 labels=$SERIAL_LABELS
+		mapfile -t -O "${#filter_args[@]}" filter_args < <(regex_args --focus "$SERIAL_FILE")
+	fi
 	[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
-	say "running the node conformance suite against $subject ($PROCS processes; log $dir/e2e.log)"
-	# The suite's own working files (kubelet drop-in dir) go to $dir/work.
+	say "running the $SELECTION selection against $subject ($procs processes; log $dir/e2e.log)"
+	# The suite's own working files (kubelet drop-in dir, kubelet-config) go to $dir/work.
 	mkdir -p "$dir/work"
-	(cd "$dir/work" && "$CP_BIN/ginkgo" --procs "$PROCS" --timeout "$TIMEOUT" --label-filter "$LABELS" \
+	(cd "$dir/work" && PATH=$SHIM_PATH "$CP_BIN/ginkgo" --procs "$procs" --timeout "$TIMEOUT" --label-filter "$labels" \
 		"${filter_args[@]}" --no-color --output-dir "$dir" \
 		--junit-report junit.xml --json-report report.json \
 		"$CP_BIN/e2e_node.test" -- \
@@ -229,24 +287,24 @@ record_start() {
 		binary=${CP_BIN#"$REPO_ROOT"/}/kubelet
 		version=$("$binary" --version 2>/dev/null || true)
 	fi
-	"$REPORTER" -record "$OUT/$subject/run.json" -subject "$subject" -invocation "$CONFORMANCE_INVOCATION" \
+	"$REPORTER" -record "$RUN_DIR/$subject/run.json" -subject "$subject" -invocation "$CONFORMANCE_INVOCATION" \
 		-binary "$binary" -version "$version" -timeout "$TIMEOUT" -procs "$PROCS" -focus "${FOCUS:-}" \
 		-socket "$SOCKET" || echo "conformance: could not record $subject's provenance" >&2
 }
 
 run_subject() {
 	local subject=$1 smoke=${2:-0}
-	rm -rf "${OUT:?}/$subject" && mkdir -p "$OUT/$subject"
+	rm -rf "${RUN_DIR:?}/$subject" && mkdir -p "$RUN_DIR/$subject"
 	say "starting $subject as node $NODE"
 	"start_$subject" || return 1
 	if ! wait_node_ready; then
-		echo "conformance: $subject did not become Ready; see $OUT/$subject/*.log" >&2
+		echo "conformance: $subject did not become Ready; see $RUN_DIR/$subject/*.log" >&2
 		cleanup_subject "$subject"
 		return 1
 	fi
 	record_start "$subject"
 	run_suite "$subject" "$smoke"
-	"$REPORTER" -record-end "$OUT/$subject/run.json" -socket "$SOCKET" || true
+	"$REPORTER" -record-end "$RUN_DIR/$subject/run.json" -socket "$SOCKET" || true
 	say "stopping $subject and removing its pods"
 	cleanup_subject "$subject"
 }
@@ -264,14 +322,27 @@ locked_main() {
 		return
 	fi
 	local subject
-	for subject in $SUBJECTS; do
-		run_subject "$subject" || echo "conformance: $subject run failed" >&2
+	for SELECTION in $SELECTIONS; do
+		RUN_DIR=$OUT
+		[[ $SELECTION != serial ]] || RUN_DIR=$OUT/serial
+		for subject in $SUBJECTS; do
+			run_subject "$subject" || echo "conformance: $subject run of the $SELECTION selection failed" >&2
+		done
 	done
-	[[ " $SUBJECTS " == *" kubelet "* ]] || say "re-using the upstream kubelet column of an earlier run ($OUT/kubelet)"
+	[[ " $SUBJECTS " == *" kubelet "* ]] || say "re-using the upstream kubelet columns of an earlier run ($OUT/kubelet, $OUT/serial/kubelet)"
 	"$REPORTER" -nodelet "$OUT/nodelet/report.json" -kubelet "$OUT/kubelet/report.json" \
-		-skips "$SKIPS_FILE" -causes hack/conformance/causes.txt -nodelet-log "$OUT/nodelet/nodelet.log" -out CONFORMANCE.md
+		-serial-nodelet "$OUT/serial/nodelet/report.json" -serial-kubelet "$OUT/serial/kubelet/report.json" \
+		-serial "$SERIAL_FILE" -skips "$SKIPS_FILE" -causes hack/conformance/causes.txt \
+		-nodelet-log "$OUT/nodelet/nodelet.log" -out CONFORMANCE.md
 }
 
+case $MODE in
+serial)
+	# The serial selection only; the parallel columns of CONFORMANCE.md come from the last full run.
+	export SELECTIONS=serial
+	MODE=full
+	;;
+esac
 case $MODE in
 __locked)
 	MODE=$2

@@ -22,6 +22,7 @@ import (
 
 type options struct {
 	nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string
+	serialNodelet, serialKubelet, serialPath                         string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
 	prov                                                             provenance
@@ -31,6 +32,9 @@ func main() {
 	var o options
 	flag.StringVar(&o.nodeletPath, "nodelet", "", "ginkgo JSON report of the nodelet run")
 	flag.StringVar(&o.kubeletPath, "kubelet", "", "ginkgo JSON report of the upstream kubelet run (optional)")
+	flag.StringVar(&o.serialNodelet, "serial-nodelet", "", "ginkgo JSON report of nodelet's serial selection run (optional)")
+	flag.StringVar(&o.serialKubelet, "serial-kubelet", "", "ginkgo JSON report of the upstream kubelet's serial selection run (optional)")
+	flag.StringVar(&o.serialPath, "serial", "hack/conformance/serial.txt", "the serial selection's focus list")
 	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
 	flag.StringVar(&o.causesPath, "causes", "hack/conformance/causes.txt", "investigated causes of failures")
 	flag.StringVar(&o.out, "out", "CONFORMANCE.md", "where to write the table")
@@ -60,7 +64,7 @@ func execute(o options) error {
 	case o.recordEnd != "":
 		return recordEnd(o.recordEnd, o.socket)
 	}
-	nodelet, err := loadColumn(o.nodeletPath)
+	nodelet, err := loadColumn(o.nodeletPath, parallelSelection)
 	if err != nil {
 		return err
 	}
@@ -69,7 +73,7 @@ func execute(o options) error {
 	}
 	upstream := emptyRun()
 	if o.kubeletPath != "" {
-		if upstream, err = loadColumn(o.kubeletPath); err != nil {
+		if upstream, err = loadColumn(o.kubeletPath, parallelSelection); err != nil {
 			fmt.Fprintf(os.Stderr, "conformance: no upstream kubelet results: %v\n", err)
 			upstream = emptyRun()
 		}
@@ -86,6 +90,7 @@ func execute(o options) error {
 	upstream.explainSkips(skips)
 	page := report{nodelet: nodelet, upstream: upstream, skips: skips, causes: causes,
 		podErrs: podErrors(o.nodeletLog), generated: time.Now().UTC()}
+	page.serial, page.serialFocus = serialReport(o, page)
 	if err := writeFile(o.out, page.write); err != nil {
 		return err
 	}
@@ -95,9 +100,34 @@ func execute(o options) error {
 	return nil
 }
 
+// serialReport is the serial selection's part of the page, or nil when nodelet has no results
+// for it (the selection was not run).
+func serialReport(o options, main report) (*report, []string) {
+	if o.serialNodelet == "" {
+		return nil, nil
+	}
+	nodelet, err := loadColumn(o.serialNodelet, serialSelection)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: no serial selection results: %v\n", err)
+		return nil, nil
+	}
+	upstream := emptyRun()
+	if o.serialKubelet != "" {
+		if upstream, err = loadColumn(o.serialKubelet, serialSelection); err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: no upstream kubelet serial results: %v\n", err)
+			upstream = emptyRun()
+		}
+	}
+	nodelet.explainSkips(main.skips)
+	upstream.explainSkips(main.skips)
+	focus, _ := readLines(o.serialPath)
+	return &report{nodelet: nodelet, upstream: upstream, skips: main.skips, causes: main.causes,
+		podErrs: podErrors(filepath.Join(filepath.Dir(o.serialNodelet), "nodelet.log")), generated: main.generated}, focus
+}
+
 // loadColumn reads a run's report and the provenance recorded next to it (if any).
-func loadColumn(reportPath string) (*run, error) {
-	r, err := readRun(reportPath)
+func loadColumn(reportPath string, sel selector) (*run, error) {
+	r, err := readRun(reportPath, sel)
 	if err != nil {
 		return nil, err
 	}

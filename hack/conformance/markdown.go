@@ -9,13 +9,16 @@ import (
 	"time"
 )
 
-// report is CONFORMANCE.md: two columns (nodelet, upstream kubelet) and what they came from.
+// report is CONFORMANCE.md: two columns (nodelet, upstream kubelet) and what they came from,
+// then, when it ran, the serial selection in the same shape.
 type report struct {
 	nodelet, upstream *run
 	skips             []skip
 	causes            []cause
 	podErrs           map[string]string
 	generated         time.Time
+	serial            *report  // the second selection; nil when it has no results
+	serialFocus       []string // its focus regexes (hack/conformance/serial.txt)
 }
 
 const upstreamName = "upstream kubelet v1.33.4"
@@ -26,6 +29,25 @@ func (rp *report) write(w *bufio.Writer) {
 		"`test/e2e_node`), label filter `NodeConformance && !Serial && !Flaky && !Feature && !Disruptive`, "+
 		"run by `make conformance` on the local control plane against nodelet and the %s. "+
 		"Generated %s.\n\n", upstreamName, rp.generated.Format("2006-01-02 15:04 MST"))
+	rp.writeBody(w)
+	if s := rp.serial; s != nil {
+		fmt.Fprintf(w, "\n# Serial selection: the managers that keep a node alive\n\n")
+		fmt.Fprintf(w, "The upstream node suite's own specs for eviction, garbage collection, the OOM killer, node "+
+			"allocatable enforcement and the Summary API (label filter `!Flaky`, focus below, from "+
+			"hack/conformance/serial.txt), run one at a time after the selection above, against nodelet and the %s. "+
+			"The specs change the kubelet's configuration by writing `kubelet-config` and restarting \"the kubelet "+
+			"service\"; with no systemd here, hack/conformance/shim/systemctl restarts whichever kubelet is under test "+
+			"on that file, both alike.\n\n", upstreamName)
+		for _, f := range rp.serialFocus {
+			fmt.Fprintf(w, "- `%s`\n", f)
+		}
+		fmt.Fprintln(w)
+		s.writeBody(w)
+	}
+}
+
+// writeBody is everything of one selection below its title.
+func (rp *report) writeBody(w *bufio.Writer) {
 	fmt.Fprintf(w, "%s\n\n", rp.setupSentence())
 	rp.writeCounts(w)
 	rp.writeProvenance(w)

@@ -119,3 +119,24 @@ sha256:4ad2 application/vnd.docker.distribution.manifest.v2+json sha256:f709 1.5
 		t.Errorf("parseImages = %v", got)
 	}
 }
+
+// The serial selection follows the parallel one in the same shape, under its own title.
+func TestSerialSelectionSection(t *testing.T) {
+	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
+	sn, su := mustRead(t, "testdata/nodelet/report.json"), emptyRun()
+	rp := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		serial: &report{nodelet: sn, upstream: su}, serialFocus: []string{`\[sig-node\] GarbageCollect`}}
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	rp.write(w)
+	w.Flush()
+	_, serial, ok := strings.Cut(b.String(), "# Serial selection")
+	if !ok {
+		t.Fatalf("no serial section:\n%s", b.String())
+	}
+	for _, want := range []string{"- `\\[sig-node\\] GarbageCollect`", "There is no upstream kubelet column", "## All specs", "| nodelet |"} {
+		if !strings.Contains(serial, want) {
+			t.Errorf("serial section lacks %q:\n%s", want, serial)
+		}
+	}
+}

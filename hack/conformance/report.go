@@ -74,7 +74,7 @@ func emptyRun() *run { return &run{results: map[string]result{}} }
 
 // readRun loads a ginkgo JSON report, keeping only the specs the label filter and the run's
 // --focus select.
-func readRun(path string) (*run, error) {
+func readRun(path string, sel selector) (*run, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -85,15 +85,15 @@ func readRun(path string) (*run, error) {
 	}
 	r := emptyRun()
 	for _, rep := range reports {
-		r.add(rep)
+		r.add(rep, sel)
 	}
 	if len(r.names) == 0 {
-		return nil, fmt.Errorf("%s holds no NodeConformance spec results (the suite did not start?)", path)
+		return nil, fmt.Errorf("%s holds no results of the selected specs (the suite did not start?)", path)
 	}
 	return r, nil
 }
 
-func (r *run) add(rep ginkgoReport) {
+func (r *run) add(rep ginkgoReport, sel selector) {
 	if slices.Contains(rep.SpecialSuiteFailureReasons, suiteTimeoutReason) ||
 		slices.Contains(rep.SpecialSuiteFailureReasons, timeoutInterrupt) {
 		r.budgetEnded = true
@@ -102,7 +102,7 @@ func (r *run) add(rep ginkgoReport) {
 	focus := compileAll(rep.SuiteConfig.FocusStrings)
 	skip := compileAll(rep.SuiteConfig.SkipStrings)
 	for _, spec := range rep.SpecReports {
-		if spec.LeafNodeType != "It" || !selected(spec) {
+		if spec.LeafNodeType != "It" || !sel(spec) {
 			continue
 		}
 		name := specName(spec)
@@ -117,15 +117,23 @@ func (r *run) add(rep ginkgoReport) {
 	}
 }
 
-// selected mirrors the run's label filter: NodeConformance && !Serial && !Flaky && !Feature
-// && !Disruptive (Feature:X labels count as Feature).
-func selected(spec specReport) bool {
-	labels := slices.Clone(spec.LeafNodeLabels)
+// selector mirrors a selection's label filter.
+type selector func(specReport) bool
+
+// labels are a spec's own labels and its containers'.
+func labels(spec specReport) []string {
+	all := slices.Clone(spec.LeafNodeLabels)
 	for _, l := range spec.ContainerHierarchyLabels {
-		labels = append(labels, l...)
+		all = append(all, l...)
 	}
+	return all
+}
+
+// parallelSelection mirrors the parallel run's label filter: NodeConformance && !Serial &&
+// !Flaky && !Feature && !Disruptive (Feature:X labels count as Feature).
+func parallelSelection(spec specReport) bool {
 	conformance := false
-	for _, l := range labels {
+	for _, l := range labels(spec) {
 		switch {
 		case l == "NodeConformance":
 			conformance = true
@@ -134,6 +142,11 @@ func selected(spec specReport) bool {
 		}
 	}
 	return conformance
+}
+
+// serialSelection mirrors the serial run's label filter, !Flaky; its focus does the rest.
+func serialSelection(spec specReport) bool {
+	return !slices.Contains(labels(spec), "Flaky")
 }
 
 func specName(spec specReport) string {

@@ -16,7 +16,7 @@ const (
 
 func mustRead(t *testing.T, path string) *run {
 	t.Helper()
-	r, err := loadColumn(path)
+	r, err := loadColumn(path, parallelSelection)
 	if err != nil {
 		t.Fatal(err)
 	}
