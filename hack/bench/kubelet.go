@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 )
@@ -95,7 +96,7 @@ func (b *bench) ensureRuntimeFree(ctx context.Context) error {
 	deadline := time.Now().Add(b.o.waitFree)
 	said := ""
 	for {
-		foreign, err := b.foreignSandboxes(ctx)
+		foreign, err := b.foreignSandboxes(ctx, false)
 		if err != nil {
 			return err
 		}
@@ -127,14 +128,15 @@ func (b *bench) ensureRuntimeFree(ctx context.Context) error {
 }
 
 // foreignSandboxes names the sandboxes not made by the bench, as "ns/name (node X)".
-func (b *bench) foreignSandboxes(ctx context.Context) ([]string, error) {
+// With readyOnly, only those running (other work beside the measurement) count.
+func (b *bench) foreignSandboxes(ctx context.Context, readyOnly bool) ([]string, error) {
 	sbs, err := b.listSandboxes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, sb := range sbs {
-		if ownSandbox(sb) {
+		if ownSandbox(sb) || (readyOnly && sb.State != cri.PodSandboxState_SANDBOX_READY) {
 			continue
 		}
 		node := sb.Labels[labelNode]
@@ -155,17 +157,17 @@ func summarize(names []string) string {
 }
 
 // watchForeign lists the runtime's sandboxes every 500 ms while ctx lives and calls onForeign
-// once when one the bench did not create appears: for the upstream kubelet that is the signal
-// to kill it before its housekeeping removes someone else's pod; for the others it flags the
-// figures (other work ran beside them).
-func (b *bench) watchForeign(ctx context.Context, onForeign func(string)) {
+// once when one the bench did not create appears (with readyOnly, a running one): for the
+// upstream kubelet that is the signal to kill it before its housekeeping removes someone
+// else's pod; for the others it flags the figures (other work ran beside them).
+func (b *bench) watchForeign(ctx context.Context, readyOnly bool, onForeign func(string)) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
-		foreign, err := b.foreignSandboxes(ctx)
+		foreign, err := b.foreignSandboxes(ctx, readyOnly)
 		if err == nil && len(foreign) > 0 {
 			onForeign(summarize(foreign))
 			return
