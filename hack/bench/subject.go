@@ -69,10 +69,13 @@ func (b *bench) runSubject(ctx context.Context, rd *round, r int, s *subject, sc
 	}
 	var res *subjectResult
 	var running atomic.Pointer[process]
-	onForeign := func(foreign string) {
-		if p := running.Load(); s.guard && p != nil {
-			p.kill(fmt.Errorf("a sandbox the bench did not create appeared while the upstream kubelet ran (%s); "+
-				"killed the kubelet to spare it", foreign))
+	var onForeign func(string) // nodelet: only flag the run
+	if s.guard {
+		onForeign = func(foreign string) {
+			if p := running.Load(); p != nil {
+				p.kill(fmt.Errorf("a sandbox the bench did not create appeared while the upstream kubelet ran (%s); "+
+					"killed the kubelet to spare it", foreign))
+			}
 		}
 	}
 	err = b.guarded(ctx, rd, r, s.name, onForeign, func() error {
