@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
@@ -118,9 +119,19 @@ func checkAPIServerProxy(t *testing.T, client kubernetes.Interface, srv *running
 	}
 	t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), nodeName, metav1.DeleteOptions{}) })
 	host, _, _ := strings.Cut(strings.TrimPrefix(srv.secureURL, "https://"), ":")
-	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: host}}
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The control plane's node controllers write the new Node too (taints), so retry on conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: host}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+		_, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		if err != nil {
+			if latest, getErr := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); getErr == nil {
+				node = latest
+			}
+		}
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"pods", "healthz"} {
