@@ -117,14 +117,19 @@ func TestKubectlPortForward(t *testing.T) {
 
 func TestKubeletAPIAuth(t *testing.T) {
 	c := joinCluster(t)
-	waitFor(t, 10*time.Second, "node Ready", func() (bool, string) { return nodeReady(c.node()), "" })
+	c.waitReady(t)
 	url := "https://127.0.0.1:10250/pods"
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	resp, err := insecure.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	var resp *http.Response
+	waitFor(t, 10*time.Second, "kubelet API listening", func() (bool, string) {
+		var err error
+		resp, err = insecure.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return true, ""
+	})
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no credentials: %d, want 401", resp.StatusCode)
 	}
@@ -133,7 +138,7 @@ func TestKubeletAPIAuth(t *testing.T) {
 	token := strings.TrimSpace(kubectl(t, "-n", c.ns, "create", "token", "nobody"))
 	req, _ := http.NewRequest("GET", url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err = insecure.Do(req)
+	resp, err := insecure.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +166,7 @@ func TestKubeletAPIAuth(t *testing.T) {
 
 func TestConfigzDecodesThroughNodeProxy(t *testing.T) {
 	c := joinCluster(t, "--max-pods=77")
-	waitFor(t, 10*time.Second, "node Ready", func() (bool, string) { return nodeReady(c.node()), "" })
+	c.waitReady(t)
 	raw := kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/configz")
 	var got struct {
 		KubeletConfig kubeletconfig.KubeletConfiguration `json:"kubeletconfig"`

@@ -29,8 +29,9 @@ var (
 // cluster is a nodelet joined to the control plane as node e2e-node, plus an admin client.
 type cluster struct {
 	*nodelet
-	admin kubernetes.Interface
-	ns    string
+	admin   kubernetes.Interface
+	ns      string
+	started time.Time // just before the nodelet started
 }
 
 // joinCluster starts nodelet in cluster mode and gives the test its own namespace. Cleanup
@@ -39,8 +40,9 @@ func joinCluster(t *testing.T, extraArgs ...string) *cluster {
 	t.Helper()
 	admin := adminClient(t)
 	kubeconfig := nodeKubeconfig(t)
+	started := time.Now()
 	n := startNodelet(t, append([]string{"--kubeconfig=" + kubeconfig, "--client-ca-file=" + clusterCA}, extraArgs...)...)
-	c := &cluster{nodelet: n, admin: admin, ns: "e2e-" + rand.String(6)}
+	c := &cluster{nodelet: n, admin: admin, ns: "e2e-" + rand.String(6), started: started}
 	ctx, cancel := criCtx()
 	defer cancel()
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}, metav1.CreateOptions{}); err != nil {
@@ -174,6 +176,22 @@ func (c *cluster) node() *v1.Node {
 		c.t.Fatal(err)
 	}
 	return n
+}
+
+// waitReady waits until this nodelet has posted Ready: the Node object may still carry the
+// previous test's Ready condition.
+func (c *cluster) waitReady(t *testing.T) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "node Ready", func() (bool, string) {
+		ctx, cancel := criCtx()
+		defer cancel()
+		n, err := c.admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		// The API keeps heartbeat times in whole seconds.
+		return nodeReady(n) && !readySince(n).Before(c.started.Truncate(time.Second)), "not ready yet"
+	})
 }
 
 func nodeReady(n *v1.Node) bool {

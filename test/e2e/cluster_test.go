@@ -17,18 +17,9 @@ import (
 )
 
 func TestNodeRegistersReadyAndRenewsLease(t *testing.T) {
-	start := time.Now().Truncate(time.Second) // the API keeps heartbeat times in seconds
 	c := joinCluster(t)
-	waitFor(t, 10*time.Second, "node Ready", func() (bool, string) {
-		ctx, cancel := criCtx()
-		defer cancel()
-		n, err := c.admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return nodeReady(n) && !readySince(n).Before(start), "not ready yet"
-	})
-	t.Logf("node Ready %v after start", time.Since(start).Round(time.Millisecond))
+	c.waitReady(t)
+	t.Logf("node Ready %v after start", time.Since(c.started).Round(time.Millisecond))
 	n := c.node()
 	if n.Status.Capacity.Cpu().IsZero() || n.Status.Capacity.Memory().IsZero() || n.Status.Allocatable.Pods().Value() != 110 {
 		t.Fatalf("capacity/allocatable incomplete: %v / %v", n.Status.Capacity, n.Status.Allocatable)
