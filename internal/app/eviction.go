@@ -2,6 +2,7 @@ package app
 
 import (
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
@@ -22,7 +23,7 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 	deps := eviction.Deps{
 		Summary:    n.summaryProvider(),
 		ActivePods: func() []*v1.Pod { return n.activePods(workers) },
-		Evict:      func(p *v1.Pod, grace int64, msg string) { n.evictPod(workers, p, grace, msg) },
+		Evict:      func(p *v1.Pod, grace int64, why eviction.Eviction) { n.evictPod(workers, p, grace, why) },
 		Critical:   criticalPod,
 		OnEvict:    metrics.Evicted,
 	}
@@ -68,15 +69,22 @@ func (n *agent) activePods(workers *podworkers.PodWorkers) []*v1.Pod {
 	return out
 }
 
-// evictPod records the pod as Failed/Evicted, posts the Evicted event and kills it with the
-// grace period. The terminal phase stays: later syncs keep it (status.Compute).
-func (n *agent) evictPod(workers *podworkers.PodWorkers, p *v1.Pod, grace int64, msg string) {
+// evictPod records the pod as Failed/Evicted (for node pressure also with a DisruptionTarget
+// condition, as upstream), posts the Evicted event with the manager's annotations and kills
+// the pod with the grace period. The terminal phase stays: later syncs keep it (status.Compute).
+func (n *agent) evictPod(workers *podworkers.PodWorkers, p *v1.Pod, grace int64, why eviction.Eviction) {
 	st, _ := n.statuses.Get(p.UID)
 	st = *st.DeepCopy()
-	st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.ReasonEvicted, msg
+	st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.ReasonEvicted, why.Message
+	if why.NodePressure {
+		st.Conditions = append(st.Conditions, v1.PodCondition{
+			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
+			Message: why.Message, LastTransitionTime: metav1.Now(),
+		})
+	}
 	n.statuses.Set(p, st)
 	if n.recorder != nil {
-		n.recorder.Event(p, v1.EventTypeWarning, eviction.ReasonEvicted, msg)
+		n.recorder.AnnotatedEventf(p, why.Annotations, v1.EventTypeWarning, eviction.ReasonEvicted, "%s", why.Message)
 	}
 	workers.UpdatePod(podworkers.UpdateOptions{Type: podworkers.Kill, Pod: p, Kill: &podworkers.KillOptions{GracePeriod: &grace}})
 	klog.InfoS("Pod evicted", "pod", klog.KObj(p), "gracePeriod", grace)

@@ -21,7 +21,7 @@ func (m *Manager) evictOverLimits(cands []candidate) bool {
 			continue
 		}
 		if msg := overLimit(c.pod, c.stats); msg != "" {
-			m.evict(c.pod, 0, msg, localStorageSignal)
+			m.evict(c.pod, 0, Eviction{Message: msg}, localStorageSignal)
 			evicted = true
 		}
 	}

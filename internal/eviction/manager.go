@@ -30,8 +30,20 @@ type SummaryProvider interface {
 // DeleteAllUnusedContainers and the image GC's DeleteUnusedImages.
 type Reclaimer func(ctx context.Context) error
 
-// Evictor kills pod with the grace period and records phase Failed, reason Evicted and msg.
-type Evictor func(pod *v1.Pod, gracePeriodSeconds int64, msg string)
+// Eviction says why a pod is evicted.
+type Eviction struct {
+	// Message is the pod status message and the Evicted event's text.
+	Message string
+	// Annotations go on the Evicted event (nil for a local storage limit).
+	Annotations map[string]string
+	// NodePressure: evicted for a node threshold (the pod gets a DisruptionTarget condition),
+	// not for its own local storage limit.
+	NodePressure bool
+}
+
+// Evictor kills pod with the grace period, records phase Failed, reason Evicted and the
+// message, and posts the Evicted event.
+type Evictor func(pod *v1.Pod, gracePeriodSeconds int64, why Eviction)
 
 // Deps are what the manager reads and acts through.
 type Deps struct {
@@ -215,15 +227,16 @@ func (m *Manager) evictOne(cands []candidate, t Threshold, o observation) {
 				grace = *g
 			}
 		}
-		m.evict(c.pod, grace, message(t.Signal, t, o, c), string(t.Signal))
+		msg, annotations := message(t.Signal, t, o, c)
+		m.evict(c.pod, grace, Eviction{Message: msg, Annotations: annotations, NodePressure: true}, string(t.Signal))
 		return
 	}
 	klog.ErrorS(nil, "Eviction manager: no pod to evict", "signal", t.Signal)
 }
 
-func (m *Manager) evict(pod *v1.Pod, grace int64, msg, signal string) {
-	klog.InfoS("Eviction manager: evicting pod", "pod", klog.KObj(pod), "signal", signal, "gracePeriod", grace, "message", msg)
-	m.deps.Evict(pod, grace, msg)
+func (m *Manager) evict(pod *v1.Pod, grace int64, why Eviction, signal string) {
+	klog.InfoS("Eviction manager: evicting pod", "pod", klog.KObj(pod), "signal", signal, "gracePeriod", grace, "message", why.Message)
+	m.deps.Evict(pod, grace, why)
 	if m.deps.OnEvict != nil {
 		m.deps.OnEvict(signal)
 	}

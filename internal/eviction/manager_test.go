@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -37,9 +38,11 @@ func (f *fakeSummary) Summary(context.Context) (*statsapi.Summary, error) {
 }
 
 type evicted struct {
-	name  string
-	grace int64
-	msg   string
+	name         string
+	grace        int64
+	msg          string
+	annotations  map[string]string
+	nodePressure bool
 }
 
 type env struct {
@@ -61,8 +64,8 @@ func newEnv(t *testing.T, cfg Config) *env {
 	m, err := New(cfg, Deps{
 		Summary:    e.sum,
 		ActivePods: func() []*v1.Pod { return e.pods },
-		Evict: func(p *v1.Pod, grace int64, msg string) {
-			e.evicted = append(e.evicted, evicted{p.Name, grace, msg})
+		Evict: func(p *v1.Pod, grace int64, why Eviction) {
+			e.evicted = append(e.evicted, evicted{p.Name, grace, why.Message, why.Annotations, why.NodePressure})
 		},
 		Critical: func(p *v1.Pod) bool { return p.Annotations["critical"] == "true" },
 		OnEvict:  func(s string) { e.signals = append(e.signals, s) },
@@ -121,6 +124,10 @@ func TestHardMemoryThresholdEvictsBestEffortOverGuaranteed(t *testing.T) {
 	want := "The node was low on resource: memory. Threshold quantity: 500Mi, available: 400Mi. Container c was using 300Mi, request is 0, has larger consumption of memory. "
 	if got.msg != want {
 		t.Errorf("message\n got %q\nwant %q", got.msg, want)
+	}
+	wantAnnotations := map[string]string{StarvedResourceKey: "memory", OffendingContainersKey: "c", OffendingContainersUsageKey: "300Mi"}
+	if !maps.Equal(got.annotations, wantAnnotations) || !got.nodePressure {
+		t.Errorf("event annotations %v node pressure %v, want %v true", got.annotations, got.nodePressure, wantAnnotations)
 	}
 	if mem, disk, pid := e.m.Pressure(); !mem || disk || pid {
 		t.Errorf("pressure %v %v %v, want memory only", mem, disk, pid)
@@ -213,7 +220,7 @@ func TestEmptyDirOverSizeLimitIsEvictedWithoutPressure(t *testing.T) {
 	e.sum.pods[0].VolumeStats = []statsapi.VolumeStats{{Name: "scratch", FsStats: statsapi.FsStats{UsedBytes: &used}}}
 	e.m.Synchronize(context.Background())
 	want := `Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". `
-	if len(e.evicted) != 1 || e.evicted[0].msg != want || e.evicted[0].grace != 0 {
+	if len(e.evicted) != 1 || e.evicted[0].msg != want || e.evicted[0].grace != 0 || e.evicted[0].annotations != nil || e.evicted[0].nodePressure {
 		t.Fatalf("got %v, want one eviction %q with grace 0", e.evicted, want)
 	}
 }

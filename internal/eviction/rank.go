@@ -94,25 +94,40 @@ func rank(cands []candidate, s Signal) {
 	})
 }
 
+// Keys of the Evicted event's annotations, as upstream names them: the resource the node
+// was short of and, for memory and disk, the containers using more than they requested.
+const (
+	StarvedResourceKey          = "starved_resource"
+	OffendingContainersKey      = "offending_containers"
+	OffendingContainersUsageKey = "offending_containers_usage"
+)
+
 // message is the pod's eviction message in upstream's shape: the signal, threshold and
 // what was available, then each container using more of the resource than it requested.
-func message(s Signal, t Threshold, o observation, c candidate) string {
+// The annotations name the same facts for the Evicted event.
+func message(s Signal, t Threshold, o observation, c candidate) (string, map[string]string) {
 	res := resourceOf(s)
+	annotations := map[string]string{StarvedResourceKey: res}
 	var b strings.Builder
 	fmt.Fprintf(&b, "The node was low on resource: %s. Threshold quantity: %s, available: %s. ",
 		res, quantity(t.Value.amount(o.capacity), s), quantity(o.available, s))
 	if c.stats == nil || (s != MemoryAvailable && s != NodeFsAvailable && s != ImageFsAvailable) {
-		return b.String()
+		return b.String(), annotations
 	}
+	var offenders, usages []string
 	for _, cs := range c.stats.Containers {
 		used := containerUsage(cs, s)
 		req := containerRequest(c.pod, cs.Name, s)
 		if used > req {
 			fmt.Fprintf(&b, "Container %s was using %s, request is %s, has larger consumption of %s. ",
 				cs.Name, quantity(used, s), quantity(req, s), res)
+			offenders = append(offenders, cs.Name)
+			usages = append(usages, quantity(used, s))
 		}
 	}
-	return b.String()
+	annotations[OffendingContainersKey] = strings.Join(offenders, ",")
+	annotations[OffendingContainersUsageKey] = strings.Join(usages, ",")
+	return b.String(), annotations
 }
 
 func containerUsage(cs statsapi.ContainerStats, s Signal) int64 {

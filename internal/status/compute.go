@@ -83,6 +83,14 @@ func Compute(in Input) v1.PodStatus {
 		st.PodIP = st.PodIPs[0].IP
 	}
 	st.Conditions = conditions(in, &st)
+	if in.Previous != nil {
+		// Set once by whoever stopped the pod (the eviction manager); nodelet does not derive it.
+		for _, c := range in.Previous.Conditions {
+			if c.Type == v1.DisruptionTarget {
+				st.Conditions = append(st.Conditions, c)
+			}
+		}
+	}
 	switch {
 	case in.Previous != nil && isTerminal(in.Previous.Phase):
 		st.Reason, st.Message = in.Previous.Reason, in.Previous.Message

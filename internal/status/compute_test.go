@@ -134,6 +134,27 @@ func TestTransitionTimesAndTerminalPhaseStick(t *testing.T) {
 	}
 }
 
+func TestEvictedPodKeepsReasonAndDisruptionTarget(t *testing.T) {
+	pod := podWith(v1.RestartPolicyAlways, nil, "a")
+	now := metav1.Now()
+	evicted := Compute(Input{Pod: pod, Runtime: rs(true, running("a", 0)), Now: now})
+	evicted.Phase, evicted.Reason, evicted.Message = v1.PodFailed, "Evicted", "The node was low on resource: memory. "
+	evicted.Conditions = append(evicted.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet})
+	after := Compute(Input{Pod: pod, Runtime: rs(false, exited("a", 137)), Previous: &evicted, Now: now})
+	if after.Phase != v1.PodFailed || after.Reason != "Evicted" || after.Message != evicted.Message {
+		t.Fatalf("after the kill: phase %s reason %q message %q, want the eviction's", after.Phase, after.Reason, after.Message)
+	}
+	var targets int
+	for _, c := range after.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			targets++
+		}
+	}
+	if targets != 1 {
+		t.Errorf("%d DisruptionTarget conditions after the kill, want 1: %v", targets, after.Conditions)
+	}
+}
+
 func TestStatusImageIsWhatRunsNotTheUpdatedSpec(t *testing.T) {
 	pod := podWith(v1.RestartPolicyAlways, []string{"init"}, "app")
 	pod.Spec.InitContainers[0].Image = "registry.invalid/new:1" // updated after it completed

@@ -134,7 +134,15 @@ func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	if g, _ := c.getPod("guaranteed"); g.Status.Phase != v1.PodRunning {
 		t.Fatalf("guaranteed pod is %s (%s), want Running", g.Status.Phase, g.Status.Reason)
 	}
-	c.waitForEvent("hog", "Evicted")
+	// As upstream: the event names the starved resource and the container over its request,
+	// and the pod carries a DisruptionTarget condition.
+	ev := c.waitForEvent("hog", "Evicted")
+	if a := ev.Annotations; a["starved_resource"] != "memory" || a["offending_containers"] != "main" || a["offending_containers_usage"] == "" {
+		t.Errorf("Evicted event annotations %v, want starved_resource=memory, offending_containers=main and its usage", a)
+	}
+	if !hasPodCondition(p, v1.DisruptionTarget) {
+		t.Errorf("evicted pod's conditions %v lack DisruptionTarget", p.Status.Conditions)
+	}
 	if m := metricsText(t, roPort, "/metrics"); !strings.Contains(m, `kubelet_evictions{eviction_signal="memory.available"} 1`) {
 		t.Errorf("kubelet_evictions not counted:\n%s", grepLines(m, "kubelet_evictions"))
 	}
@@ -162,11 +170,24 @@ func TestEmptyDirOverSizeLimitEvicted(t *testing.T) {
 		t.Fatalf("status: reason %q message %q; want Evicted with %q", got.Status.Reason, got.Status.Message, want)
 	}
 	c.waitForEvent("scratch", "Evicted")
+	if hasPodCondition(got, v1.DisruptionTarget) {
+		t.Errorf("a pod evicted for its own limit got a DisruptionTarget condition (upstream gives none): %v", got.Status.Conditions)
+	}
+}
+
+func hasPodCondition(p *v1.Pod, typ v1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // waitForEvent waits for an event with reason on the named pod of the test namespace.
-func (c *cluster) waitForEvent(pod, reason string) {
+func (c *cluster) waitForEvent(pod, reason string) v1.Event {
 	c.t.Helper()
+	var found v1.Event
 	waitFor(c.t, 30*time.Second, reason+" event on "+pod, func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
@@ -177,12 +198,14 @@ func (c *cluster) waitForEvent(pod, reason string) {
 		var seen []string
 		for _, e := range list.Items {
 			if e.Reason == reason {
+				found = e
 				return true, ""
 			}
 			seen = append(seen, e.Reason)
 		}
 		return false, strings.Join(seen, ",")
 	})
+	return found
 }
 
 func grepLines(text, substr string) string {
