@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// kernelTunables are the sysctls the upstream kubelet rewrites at start-up (it refuses to start
-// with protectKernelDefaults when they differ); the bench puts the machine's values back.
+// kernelTunables are the sysctls both kubelets rewrite at start-up (they refuse to start with
+// protectKernelDefaults when these differ); the bench puts the machine's values back.
 var kernelTunables = []string{
 	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
 	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
@@ -175,7 +175,7 @@ func (b *bench) watchForeign(ctx context.Context, readyOnly bool, onForeign func
 	}
 }
 
-// saveKernelTunables reads the sysctls the upstream kubelet rewrites and returns a function
+// saveKernelTunables reads the sysctls the kubelets rewrite and returns a function
 // that writes them back.
 func saveKernelTunables() func() {
 	saved := map[string]string{}

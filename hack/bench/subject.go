@@ -21,7 +21,7 @@ type subject struct {
 	root   string // its --root-dir
 	args   func(kubeconfig string) []string
 	before func(context.Context) error // a last check before it starts
-	guard  bool                        // the upstream kubelet: killed when a foreign pod appears, sysctls restored
+	guard  bool                        // the upstream kubelet: killed when a foreign pod appears
 }
 
 // subjectResult holds one kubelet's figures of one round; zero values mean "not measured".
@@ -64,9 +64,7 @@ func (b *bench) runSubject(ctx context.Context, rd *round, r int, s *subject, sc
 	if err != nil {
 		return nil, err
 	}
-	if s.guard {
-		defer saveKernelTunables()()
-	}
+	defer saveKernelTunables()() // both kubelets rewrite them at start-up
 	var res *subjectResult
 	var running atomic.Pointer[process]
 	var onForeign func(string) // nodelet: only flag the run

@@ -132,6 +132,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		comps.loop("services", lister.Run)
 		serviceEnv = lister.EnvVars
 	}
+	if err := setKernelTunables(kc); err != nil {
+		return nil, err
+	}
 	if n.cgroups, err = newPodCgroups(kc); err != nil {
 		return nil, err
 	}

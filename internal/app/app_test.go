@@ -20,6 +20,22 @@ import (
 
 func startNode(t *testing.T, extra ...string) (*fakecri.Fake, string) {
 	t.Helper()
+	cfg, fake, manifests := testConfig(t, extra...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return fake, manifests
+}
+
+// testConfig is a standalone node's configuration on a fake runtime and a fresh manifest dir.
+func testConfig(t *testing.T, extra ...string) (*config.Config, *fakecri.Fake, string) {
+	t.Helper()
 	fake, endpoint := fakecri.Start(t)
 	fake.AddImage("busybox:1.36")
 	dir := t.TempDir()
@@ -43,16 +59,7 @@ func startNode(t *testing.T, extra ...string) (*fakecri.Fake, string) {
 		t.Fatal(err)
 	}
 	cfg.Kubelet.PodLogsDir = filepath.Join(dir, "logs")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return fake, manifests
+	return cfg, fake, manifests
 }
 
 func writePod(t *testing.T, dir, name, policy string) {
