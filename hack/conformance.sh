@@ -18,7 +18,7 @@
 #
 # Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial"),
 #      PROCS (parallel ginkgo processes, default 5),
-#      FOCUS (extra ginkgo focus regex), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
+#      FOCUS (ginkgo focus regex; for the serial selection it replaces serial.txt), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
 #      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
 #      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
 # Nothing is pulled: hack/images.sh conformance imports every image the selected specs need.
@@ -76,7 +76,7 @@ kubectl_admin() { kubectl --kubeconfig "$CP_DIR/admin.kubeconfig" "$@"; }
 
 prepare() {
 	say "building nodelet, the control plane, e2e_node.test, agnhost, ginkgo"
-	go build -o _output/bin/nodelet ./cmd/nodelet
+	go build -buildvcs=true -o _output/bin/nodelet ./cmd/nodelet
 	mkdir -p "$OUT/bin"
 	go build -o "$REPORTER" ./hack/conformance
 	hack/control-plane.sh build
@@ -118,6 +118,7 @@ start_nodelet() {
 	# The serial specs rewrite this file (from /configz) and restart nodelet on it.
 	printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n' >"$dir/work/kubelet-config"
 	keep_images "$dir"
+	save_tunables
 	launch "$dir" nodelet.log "$REPO_ROOT/_output/bin/nodelet" --config "$dir/work/kubelet-config" \
 		--kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
 		--root-dir "$ROOT_DIR" --pod-manifest-path "$dir/manifests" --container-runtime-endpoint "$ENDPOINT" \
@@ -180,6 +181,12 @@ current_pid() {
 KERNEL_TUNABLES=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
 declare -A SAVED_TUNABLES=()
 
+# save_tunables: both kubelets rewrite these sysctls at start-up; they are put back when it stops.
+save_tunables() {
+	local t
+	for t in "${KERNEL_TUNABLES[@]}"; do SAVED_TUNABLES[$t]=$(cat "/proc/sys/$t"); done
+}
+
 start_kubelet() {
 	local dir=$RUN_DIR/kubelet t
 	mkdir -p "$dir/manifests" "$dir/work"
@@ -188,8 +195,7 @@ start_kubelet() {
 		echo "conformance: containers of another kubelet still run; not starting the upstream kubelet" >&2
 		return 1
 	fi
-	# It rewrites these sysctls at start-up; they are put back when it stops.
-	for t in "${KERNEL_TUNABLES[@]}"; do SAVED_TUNABLES[$t]=$(cat "/proc/sys/$t"); done
+	save_tunables
 	cat >"$dir/work/kubelet-config" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -282,16 +288,19 @@ run_suite() {
 	if [[ $SELECTION == serial ]]; then
 		# One spec at a time, each free to restart the kubelet through the systemctl shim.
 		procs=1 labels=$SERIAL_LABELS
-		mapfile -t -O "${#filter_args[@]}" filter_args < <(regex_args --focus "$SERIAL_FILE")
+		# ginkgo ORs its --focus flags, so FOCUS narrows the selection by replacing its list.
+		[[ -n ${FOCUS:-} ]] || mapfile -t -O "${#filter_args[@]}" filter_args < <(regex_args --focus "$SERIAL_FILE")
 	fi
 	[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
 	say "running the $SELECTION selection against $subject ($procs processes; log $dir/e2e.log)"
-	# The suite's own working files (kubelet drop-in dir, kubelet-config) go to $dir/work.
+	# The suite's own working files (kubelet drop-in dir, kubelet-config) go to $dir/work: ginkgo
+	# runs a compiled suite in the binary's directory, so it runs a link to it placed there.
 	mkdir -p "$dir/work"
+	ln -sf "$CP_BIN/e2e_node.test" "$dir/work/e2e_node.test"
 	(cd "$dir/work" && PATH=$SHIM_PATH "$CP_BIN/ginkgo" --procs "$procs" --timeout "$TIMEOUT" --label-filter "$labels" \
 		"${filter_args[@]}" --no-color --output-dir "$dir" \
 		--junit-report junit.xml --json-report report.json \
-		"$CP_BIN/e2e_node.test" -- \
+		"$dir/work/e2e_node.test" -- \
 		--start-services=false --stop-services=false --prepull-images=false \
 		--host "https://127.0.0.1:6443" --bearer-token "$token" --node-name "$NODE" \
 		--container-runtime-endpoint "$ENDPOINT" --container-runtime-process-name containerd \
