@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/cadvisor"
@@ -119,7 +121,8 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	n.statuses = status.NewManager(statusSink)
 	imgs, err := images.NewManager(images.Options{
 		Endpoint: kc.ContainerRuntimeEndpoint, Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
-		RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)), PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)),
+		PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 	})
 	if err != nil {
 		return nil, err
@@ -132,7 +135,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		comps.loop("services", lister.Run)
 		serviceEnv = lister.EnvVars
 	}
-	if err := setKernelTunables(kc); err != nil {
+	if err := prepareHost(kc); err != nil {
 		return nil, err
 	}
 	if n.cgroups, err = newPodCgroups(kc); err != nil {
@@ -242,7 +245,7 @@ func (n *agent) run(ctx context.Context) error {
 	})
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
-	admit := &admission.Admitter{MaxPods: int(kc.MaxPods), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls}
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls}
 	if n.devices != nil {
 		admit.Devices = n.devices
 	}
@@ -327,6 +330,14 @@ func (n *agent) health(ctx context.Context, loop *syncloop.Loop, relister *pleg.
 		return fmt.Errorf("PLEG is not healthy: %w", err)
 	}
 	return loop.Healthy()
+}
+
+// maxPods is maxPods, lowered to podsPerCore × CPUs when that is set and smaller.
+func maxPods(kc *kubeletconfigv1beta1.KubeletConfiguration) int32 {
+	if kc.PodsPerCore > 0 {
+		return min(kc.MaxPods, kc.PodsPerCore*int32(goruntime.NumCPU()))
+	}
+	return kc.MaxPods
 }
 
 func boolOr(b *bool, def bool) bool {

@@ -12,23 +12,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/sysctl"
 )
-
-// procSys holds the kernel tunables; unit tests point it at a copy.
-var procSys = "/proc/sys"
-
-// setKernelTunables gives the kernel the settings a kubelet relies on (memory overcommit,
-// panic and keyring quotas), or with protectKernelDefaults refuses to start when they differ.
-func setKernelTunables(kc *kubeletconfigv1beta1.KubeletConfiguration) error {
-	if err := sysctl.Ensure(procSys, sysctl.KubeletDefaults, kc.ProtectKernelDefaults); err != nil {
-		if kc.ProtectKernelDefaults {
-			return fmt.Errorf("%w (protectKernelDefaults is set: change them with sysctl -w, or unset it to let nodelet do so)", err)
-		}
-		return fmt.Errorf("setting kernel tunables: %w (nodelet needs root and a writable /proc/sys)", err)
-	}
-	return nil
-}
 
 // cgroupSweepPeriod spaces the searches for cgroups of pods that are gone for good.
 const cgroupSweepPeriod = time.Minute

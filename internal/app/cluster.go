@@ -71,9 +71,10 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		NodeName: c.cfg.NodeName, NodeIPs: splitNonEmpty(c.cfg.NodeIP), Labels: c.cfg.NodeLabels,
 		Taints: c.cfg.RegisterWithTaints, Register: c.cfg.RegisterNode, Port: kc.Port,
 		UpdateFrequency: kc.NodeStatusUpdateFrequency.Duration, ReportFrequency: kc.NodeStatusReportFrequency.Duration,
-		LeaseDurationSeconds: kc.NodeLeaseDurationSeconds, MaxPods: kc.MaxPods,
+		LeaseDurationSeconds: kc.NodeLeaseDurationSeconds, MaxPods: maxPods(kc),
 		KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved, EvictionHard: kc.EvictionHard,
 		RootDir: c.cfg.RootDir, MaxImages: int32Or(kc.NodeStatusMaxImages, node.DefaultMaxImages),
+		ProviderID: kc.ProviderID, ControllerAttachDetach: boolOr(kc.EnableControllerAttachDetach, true),
 	}
 	deps := node.Deps{
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,

@@ -105,7 +105,7 @@ func addServerFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.StringVar, "tls-private-key-file", func(kc *kubeletConfig) *string { return &kc.TLSPrivateKeyFile }, "Private key matching --tls-cert-file.")
 	bindField(f, fs.StringVar, "tls-min-version", func(kc *kubeletConfig) *string { return &kc.TLSMinVersion }, "Lowest TLS version accepted, e.g. VersionTLS12.")
 	bindField(f, fs.StringSliceVar, "tls-cipher-suites", func(kc *kubeletConfig) *[]string { return &kc.TLSCipherSuites }, "Cipher suites the HTTPS API allows, by Go name; empty means Go's defaults.")
-	bindField(f, fs.BoolVar, "rotate-certificates", func(kc *kubeletConfig) *bool { return &kc.RotateCertificates }, "Renew the client certificate through the API server before it expires.")
+	bindField(f, fs.BoolVar, "rotate-certificates", func(kc *kubeletConfig) *bool { return &kc.RotateCertificates }, "Not supported: only false is accepted (upstream renews its client certificate through the API server).")
 	bindField(f, fs.StringVar, "client-ca-file", func(kc *kubeletConfig) *string { return &kc.Authentication.X509.ClientCAFile }, "CA bundle whose client certificates the HTTPS API trusts.")
 	bindPointer(f, fs.BoolVar, "anonymous-auth", func(kc *kubeletConfig) **bool { return &kc.Authentication.Anonymous.Enabled }, "Let requests without credentials through as system:anonymous.")
 	bindPointer(f, fs.BoolVar, "authentication-token-webhook", func(kc *kubeletConfig) **bool { return &kc.Authentication.Webhook.Enabled }, "Check bearer tokens with the API server's TokenReview API.")
@@ -116,7 +116,7 @@ func addServerFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.DurationVar, "authorization-webhook-cache-authorized-ttl", func(kc *kubeletConfig) *time.Duration { return &kc.Authorization.Webhook.CacheAuthorizedTTL.Duration }, "How long an 'allowed' webhook answer is cached.")
 	bindField(f, fs.DurationVar, "authorization-webhook-cache-unauthorized-ttl", func(kc *kubeletConfig) *time.Duration { return &kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration }, "How long a 'denied' webhook answer is cached.")
 	bindPointer(f, fs.BoolVar, "enable-debugging-handlers", func(kc *kubeletConfig) **bool { return &kc.EnableDebuggingHandlers }, "Serve logs, exec, attach and port-forward endpoints.")
-	bindField(f, fs.DurationVar, "streaming-connection-idle-timeout", func(kc *kubeletConfig) *time.Duration { return &kc.StreamingConnectionIdleTimeout.Duration }, "Close exec/attach/port-forward streams idle for this long; 0 means never.")
+	bindField(f, fs.DurationVar, "streaming-connection-idle-timeout", func(kc *kubeletConfig) *time.Duration { return &kc.StreamingConnectionIdleTimeout.Duration }, "Not supported: only 4h0m0s, the runtime's own stream idle timeout, is accepted.")
 }
 
 func addPodSourceFlags(fs *pflag.FlagSet, f *Flags) {
@@ -141,7 +141,7 @@ func addNodeFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.StringSliceVar, "cluster-dns", func(kc *kubeletConfig) *[]string { return &kc.ClusterDNS }, "IP addresses of the cluster DNS servers, written into pods' resolv.conf.")
 	bindField(f, fs.StringVar, "cluster-domain", func(kc *kubeletConfig) *string { return &kc.ClusterDomain }, "Cluster DNS domain added to pods' search paths.")
 	bindPointer(f, fs.StringVar, "resolv-conf", func(kc *kubeletConfig) **string { return &kc.ResolverConfig }, "Host resolver file pods with dnsPolicy Default copy; empty disables that copy.")
-	bindField(f, fs.StringVar, "pod-cidr", func(kc *kubeletConfig) *string { return &kc.PodCIDR }, "Pod IP range for a standalone node.")
+	bindField(f, fs.StringVar, "pod-cidr", func(kc *kubeletConfig) *string { return &kc.PodCIDR }, "Not supported: must stay empty; the CNI configuration gives pods their IPs.")
 	bindField(f, fs.StringVar, "provider-id", func(kc *kubeletConfig) *string { return &kc.ProviderID }, "Cloud provider's identity for this node.")
 	bindField(f, fs.StringVar, "hairpin-mode", func(kc *kubeletConfig) *string { return &kc.HairpinMode }, "How pods can reach themselves through a service: promiscuous-bridge, hairpin-veth or none.")
 	bindPointer(f, fs.Int32Var, "kube-api-qps", func(kc *kubeletConfig) **int32 { return &kc.KubeAPIQPS }, "Steady request rate to the API server.")
@@ -153,7 +153,7 @@ func addNodeFlags(fs *pflag.FlagSet, f *Flags) {
 
 func addRuntimeFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.StringVar, "container-runtime-endpoint", func(kc *kubeletConfig) *string { return &kc.ContainerRuntimeEndpoint }, "CRI socket of the container runtime.")
-	bindField(f, fs.StringVar, "image-service-endpoint", func(kc *kubeletConfig) *string { return &kc.ImageServiceEndpoint }, "CRI socket of the image service, when it differs from --container-runtime-endpoint.")
+	bindField(f, fs.StringVar, "image-service-endpoint", func(kc *kubeletConfig) *string { return &kc.ImageServiceEndpoint }, "Not supported: must be empty or equal to --container-runtime-endpoint, which serves images too.")
 	bindField(f, fs.DurationVar, "runtime-request-timeout", func(kc *kubeletConfig) *time.Duration { return &kc.RuntimeRequestTimeout.Duration }, "Deadline for CRI calls other than long-running ones such as pulls and exec.")
 	bindPointer(f, fs.BoolVar, "serialize-image-pulls", func(kc *kubeletConfig) **bool { return &kc.SerializeImagePulls }, "Pull one image at a time.")
 	bindPointer(f, fs.Int32Var, "max-parallel-image-pulls", func(kc *kubeletConfig) **int32 { return &kc.MaxParallelImagePulls }, "Most image pulls running at once (needs --serialize-image-pulls=false).")
@@ -164,9 +164,9 @@ func addRuntimeFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.DurationVar, "minimum-image-ttl-duration", func(kc *kubeletConfig) *time.Duration { return &kc.ImageMinimumGCAge.Duration }, "Youngest age at which an unused image may be removed.")
 	bindField(f, fs.StringVar, "container-log-max-size", func(kc *kubeletConfig) *string { return &kc.ContainerLogMaxSize }, "Size at which a container's log file is rotated, e.g. 10Mi.")
 	bindPointer(f, fs.Int32Var, "container-log-max-files", func(kc *kubeletConfig) **int32 { return &kc.ContainerLogMaxFiles }, "Log files kept per container, the live one included.")
-	bindField(f, fs.StringVar, "volume-plugin-dir", func(kc *kubeletConfig) *string { return &kc.VolumePluginDir }, "Directory searched for flex volume plugins.")
+	bindField(f, fs.StringVar, "volume-plugin-dir", func(kc *kubeletConfig) *string { return &kc.VolumePluginDir }, "Not supported: flex volumes are not; only the default directory is accepted.")
 	bindField(f, fs.StringSliceVar, "allowed-unsafe-sysctls", func(kc *kubeletConfig) *[]string { return &kc.AllowedUnsafeSysctls }, "Unsafe sysctls (or name* patterns) pods may set.")
-	bindPointer(f, fs.BoolVar, "seccomp-default", func(kc *kubeletConfig) **bool { return &kc.SeccompDefault }, "Use the runtime's default seccomp profile for containers that ask for none.")
+	bindPointer(f, fs.BoolVar, "seccomp-default", func(kc *kubeletConfig) **bool { return &kc.SeccompDefault }, "Not supported: only false is accepted (containers that ask for no profile run unconfined).")
 }
 
 func addResourceFlags(fs *pflag.FlagSet, f *Flags) {
@@ -184,7 +184,7 @@ func addResourceFlags(fs *pflag.FlagSet, f *Flags) {
 	bindPointer(f, fs.Int64Var, "pod-max-pids", func(kc *kubeletConfig) **int64 { return &kc.PodPidsLimit }, "Most processes in one pod; -1 means no limit.")
 	bindField(f, fs.Int64Var, "max-open-files", func(kc *kubeletConfig) *int64 { return &kc.MaxOpenFiles }, "Open-file limit for the nodelet process.")
 	bindPointer(f, fs.Int32Var, "oom-score-adj", func(kc *kubeletConfig) **int32 { return &kc.OOMScoreAdj }, "OOM score adjustment of the nodelet process, from -1000 to 1000.")
-	bindPointer(f, fs.BoolVar, "cpu-cfs-quota", func(kc *kubeletConfig) **bool { return &kc.CPUCFSQuota }, "Enforce CPU limits with CFS quota.")
+	bindPointer(f, fs.BoolVar, "cpu-cfs-quota", func(kc *kubeletConfig) **bool { return &kc.CPUCFSQuota }, "Enforce CPU limits with CFS quota; nodelet always does, so only true is accepted.")
 	bindPointer(f, fs.BoolVar, "local-storage-capacity-isolation", func(kc *kubeletConfig) **bool { return &kc.LocalStorageCapacityIsolation }, "Account and limit pods' ephemeral storage.")
 	bindField(f, fs.BoolVar, "protect-kernel-defaults", func(kc *kubeletConfig) *bool { return &kc.ProtectKernelDefaults }, "Fail when kernel tunables differ from what nodelet expects instead of changing them.")
 }

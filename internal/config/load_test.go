@@ -123,3 +123,15 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Fatalf("err = %v, want an error naming the file", err)
 	}
 }
+
+// The example the README points at must load and pass validation as it is.
+func TestExampleConfigIsValid(t *testing.T) {
+	kc, err := Load("../../examples/kubelet-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetDefaults(kc)
+	if err := Validate(kc); err != nil {
+		t.Fatalf("examples/kubelet-config.yaml: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 )
@@ -154,5 +155,39 @@ func TestValidateAcceptsGoodValues(t *testing.T) {
 	c.SystemReserved = map[string]string{"cpu": "100m", "memory": "256Mi", "pid": "100"}
 	if err := Validate(c); err != nil {
 		t.Errorf("Validate rejected a good configuration: %v", err)
+	}
+}
+
+func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
+	tests := []struct {
+		field  string
+		mutate func(*kc)
+	}{
+		{"rotateCertificates", func(c *kc) { c.RotateCertificates = true }},
+		{"seccompDefault", func(c *kc) { c.SeccompDefault = ptr.To(true) }},
+		{"cpuCFSQuota", func(c *kc) { c.CPUCFSQuota = ptr.To(false) }},
+		{"cpuManagerPolicy", func(c *kc) { c.CPUManagerPolicy = "static" }},
+		{"featureGates", func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
+		{"imageServiceEndpoint", func(c *kc) { c.ImageServiceEndpoint = "unix:///run/images.sock" }},
+		{"shutdownGracePeriod", func(c *kc) { c.ShutdownGracePeriod = dur(time.Minute) }},
+		{"singleProcessOOMKill", func(c *kc) { c.SingleProcessOOMKill = ptr.To(true) }},
+		{"logging.vmodule", func(c *kc) { c.Logging.VModule = logsapi.VModuleConfiguration{{FilePattern: "pleg*", Verbosity: 4}} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			c := defaulted()
+			tt.mutate(c)
+			err := Validate(c)
+			want := "invalid configuration: " + tt.field + ": is not supported by nodelet"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("want %q, got %v", want, err)
+			}
+		})
+	}
+	// The same endpoint for images as for containers is what nodelet does anyway.
+	c := defaulted()
+	c.ImageServiceEndpoint = c.ContainerRuntimeEndpoint
+	if err := Validate(c); err != nil {
+		t.Errorf("imageServiceEndpoint equal to containerRuntimeEndpoint refused: %v", err)
 	}
 }

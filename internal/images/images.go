@@ -50,8 +50,14 @@ type Options struct {
 	Client runtimeapi.ImageServiceClient
 	// Recorder receives Pulling/Pulled/Failed/BackOff events; nil drops them.
 	Recorder record.EventRecorder
-	// Serialize pulls one image at a time (serializeImagePulls; the kubelet default is true).
-	Serialize bool
+	// Serialize pulls one image at a time (serializeImagePulls; the kubelet default is true);
+	// otherwise MaxParallel (maxParallelImagePulls) caps the pulls at once, 0 meaning no cap.
+	Serialize   bool
+	MaxParallel int
+	// PullQPS and PullBurst (registryPullQPS, registryBurst) rate-limit pulls: a pull over the
+	// limit fails with "pull QPS exceeded" and backs off. PullQPS 0 means no limit.
+	PullQPS   float32
+	PullBurst int
 	// RequestTimeout bounds one pull (default 2m); StatusTimeout bounds image look-ups (10s).
 	RequestTimeout time.Duration
 	StatusTimeout  time.Duration
@@ -67,7 +73,8 @@ type Manager struct {
 	backoff       *flowcontrol.Backoff
 	pullTimeout   time.Duration
 	statusTimeout time.Duration
-	pullLock      sync.Locker // serializes pulls, or a no-op lock
+	pullLock      sync.Locker             // serializes pulls, caps them, or a no-op lock
+	pullLimiter   flowcontrol.RateLimiter // nil: no rate limit
 }
 
 // NewManager returns an image manager for opts, dialling opts.Endpoint unless opts.Client is
@@ -100,8 +107,14 @@ func NewManager(opts Options) (*Manager, error) {
 	if m.statusTimeout <= 0 {
 		m.statusTimeout = defaultImageStatusTimout
 	}
-	if opts.Serialize {
+	switch {
+	case opts.Serialize:
 		m.pullLock = &sync.Mutex{}
+	case opts.MaxParallel > 0:
+		m.pullLock = make(semaphore, opts.MaxParallel)
+	}
+	if opts.PullQPS > 0 {
+		m.pullLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.PullQPS, max(opts.PullBurst, 1))
 	}
 	return m, nil
 }
@@ -118,6 +131,12 @@ type noLock struct{}
 
 func (noLock) Lock()   {}
 func (noLock) Unlock() {}
+
+// semaphore is a Locker that lets cap(semaphore) holders in at once.
+type semaphore chan struct{}
+
+func (s semaphore) Lock()   { s <- struct{}{} }
+func (s semaphore) Unlock() { <-s }
 
 // EnsureImage makes the container's image present as its pull policy says and returns the
 // image reference (ID) to create the container from. On failure it returns the waiting reason
@@ -188,6 +207,9 @@ func (m *Manager) imageID(ctx context.Context, image string) (string, error) {
 // pull pulls image, trying each matching credential and then anonymously. It returns the image
 // reference, the time the pull took and the time including waiting for the pull lock.
 func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secret) (string, time.Duration, time.Duration, error) {
+	if m.pullLimiter != nil && !m.pullLimiter.TryAccept() {
+		return "", 0, 0, errors.New("pull QPS exceeded")
+	}
 	queued := time.Now()
 	m.pullLock.Lock()
 	defer m.pullLock.Unlock()

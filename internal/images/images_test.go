@@ -217,11 +217,39 @@ func (s *slowPulls) PullImage(ctx context.Context, req *runtimeapi.PullImageRequ
 }
 
 func TestSerializedPulls(t *testing.T) {
+	if got := concurrentPulls(t, Options{Serialize: true}); got != 1 {
+		t.Errorf("max concurrent pulls = %d, want 1", got)
+	}
+}
+
+func TestMaxParallelImagePulls(t *testing.T) {
+	if got := concurrentPulls(t, Options{MaxParallel: 2}); got != 2 {
+		t.Errorf("max concurrent pulls = %d, want 2", got)
+	}
+}
+
+func TestPullQPSExceededFailsThePull(t *testing.T) {
+	e := newEnv(t)
+	mgr, _ := NewManager(Options{Client: e.client, PullQPS: 0.001, PullBurst: 1})
+	pod, c := testPod("a.local/x:1", v1.PullAlways)
+	if _, _, _, err := mgr.EnsureImage(context.Background(), pod, c, nil); err != nil {
+		t.Fatalf("first pull within the burst: %v", err)
+	}
+	_, reason, msg, err := mgr.EnsureImage(context.Background(), pod, c, nil)
+	if !errors.Is(err, ErrImagePull) || reason != ReasonErrImagePull || !strings.Contains(msg, "pull QPS exceeded") {
+		t.Fatalf("second pull over the limit: reason %q msg %q err %v", reason, msg, err)
+	}
+}
+
+// concurrentPulls pulls five images at once through a manager with opts and returns the most
+// pulls the runtime saw at the same time.
+func concurrentPulls(t *testing.T, opts Options) int32 {
 	e := newEnv(t)
 	client := &slowPulls{ImageServiceClient: e.client}
-	mgr, _ := NewManager(Options{Client: client, Serialize: true})
+	opts.Client = client
+	mgr, _ := NewManager(opts)
 	var wg sync.WaitGroup
-	for _, img := range []string{"a.local/x:1", "a.local/y:1", "a.local/z:1"} {
+	for _, img := range []string{"a.local/x:1", "a.local/y:1", "a.local/z:1", "a.local/u:1", "a.local/v:1"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,9 +260,7 @@ func TestSerializedPulls(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := client.maxActive.Load(); got != 1 {
-		t.Errorf("max concurrent pulls = %d, want 1", got)
-	}
+	return client.maxActive.Load()
 }
 
 func TestCredentialsFor(t *testing.T) {

@@ -59,6 +59,11 @@ type Options struct {
 	RootDir string
 	// MaxImages caps the images in the status (nodeStatusMaxImages): -1 no cap, 0 none.
 	MaxImages int32
+	// ProviderID (providerID) is set on the Node when it is created.
+	ProviderID string
+	// ControllerAttachDetach (enableControllerAttachDetach) leaves volume attach/detach to the
+	// controller manager, which the Node's annotation tells it.
+	ControllerAttachDetach bool
 }
 
 // RuntimeVersioner reports the container runtime's name and version ("containerd", "1.6.20").

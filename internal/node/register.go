@@ -170,7 +170,7 @@ func (c *Controller) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("getting node: %w", err)
 	}
-	if existing, err = c.reconcileLabels(ctx, existing); err != nil {
+	if existing, err = c.reconcileMeta(ctx, existing); err != nil {
 		return err
 	}
 	klog.InfoS("Node already registered; taking it over", "node", c.opts.NodeName)
@@ -185,7 +185,10 @@ func (c *Controller) initialNode(ctx context.Context) *v1.Node {
 	maps.Copy(labels, c.opts.Labels)
 	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: c.opts.NodeName, Labels: labels},
-		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), c.opts.Taints...)},
+		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), c.opts.Taints...), ProviderID: c.opts.ProviderID},
+	}
+	if c.opts.ControllerAttachDetach {
+		n.Annotations = map[string]string{AnnotationControllerAttachDetach: "true"}
 	}
 	c.setStatus(ctx, n, c.deps.Clock.Now())
 	return n
@@ -210,25 +213,40 @@ func (c *Controller) ownedLabels() map[string]string {
 	return owned
 }
 
-// reconcileLabels patches the owned labels of an existing Node when they differ.
-func (c *Controller) reconcileLabels(ctx context.Context, existing *v1.Node) (*v1.Node, error) {
-	want := c.ownedLabels()
-	changed := map[string]string{}
-	for k, v := range want {
+// AnnotationControllerAttachDetach tells the controller manager it attaches and detaches this
+// node's volumes (enableControllerAttachDetach).
+const AnnotationControllerAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
+
+// reconcileMeta patches an existing Node whose owned labels differ, and adds or removes the
+// attach/detach annotation to match enableControllerAttachDetach.
+func (c *Controller) reconcileMeta(ctx context.Context, existing *v1.Node) (*v1.Node, error) {
+	labels := map[string]string{}
+	for k, v := range c.ownedLabels() {
 		if existing.Labels[k] != v {
-			changed[k] = v
+			labels[k] = v
 		}
 	}
-	if len(changed) == 0 {
+	meta := map[string]any{}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	_, annotated := existing.Annotations[AnnotationControllerAttachDetach]
+	switch {
+	case c.opts.ControllerAttachDetach && existing.Annotations[AnnotationControllerAttachDetach] != "true":
+		meta["annotations"] = map[string]any{AnnotationControllerAttachDetach: "true"}
+	case !c.opts.ControllerAttachDetach && annotated:
+		meta["annotations"] = map[string]any{AnnotationControllerAttachDetach: nil}
+	}
+	if len(meta) == 0 {
 		return existing, nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": changed}})
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return nil, err
 	}
 	patched, err := c.deps.Client.CoreV1().Nodes().Patch(ctx, c.opts.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("updating labels %v of the existing node: %w", slices.Sorted(maps.Keys(changed)), err)
+		return nil, fmt.Errorf("updating labels %v and the attach/detach annotation of the existing node: %w", slices.Sorted(maps.Keys(labels)), err)
 	}
 	return patched, nil
 }

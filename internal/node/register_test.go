@@ -235,3 +235,41 @@ func TestNewRejectsBadReservations(t *testing.T) {
 		t.Error("New accepted an unparsable eviction threshold")
 	}
 }
+
+func TestRegisterSetsProviderIDAndAttachDetachAnnotation(t *testing.T) {
+	opts := testOptions()
+	opts.ProviderID, opts.ControllerAttachDetach = "aws:///eu-west-1a/i-0123", true
+	e := newEnv(t, opts)
+	if err := e.ctrl.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := e.node(t)
+	if n.Spec.ProviderID != opts.ProviderID {
+		t.Errorf("providerID = %q, want %q", n.Spec.ProviderID, opts.ProviderID)
+	}
+	if n.Annotations[AnnotationControllerAttachDetach] != "true" {
+		t.Errorf("annotations = %v, want %s=true", n.Annotations, AnnotationControllerAttachDetach)
+	}
+}
+
+func TestRegisterReconcilesTheAttachDetachAnnotation(t *testing.T) {
+	for _, want := range []bool{true, false} {
+		existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, UID: "uid-1"}}
+		if !want {
+			existing.Annotations = map[string]string{AnnotationControllerAttachDetach: "true", "keep": "me"}
+		}
+		opts := testOptions()
+		opts.ControllerAttachDetach = want
+		e := newEnv(t, opts, existing)
+		if err := e.ctrl.register(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		n := e.node(t)
+		if _, got := n.Annotations[AnnotationControllerAttachDetach]; got != want {
+			t.Errorf("enableControllerAttachDetach=%v: annotations of the existing node = %v", want, n.Annotations)
+		}
+		if !want && n.Annotations["keep"] != "me" {
+			t.Errorf("removing the annotation dropped another: %v", n.Annotations)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package config
+
+import (
+	"time"
+
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// unsupportedField is a setting nodelet reads, so that a configuration written for the upstream
+// kubelet loads, but does not act on: only the value under which upstream would do nothing
+// nodelet lacks (usually upstream's default) is accepted.
+type unsupportedField struct {
+	field    string
+	upstream string // what the upstream kubelet would do with another value
+	accepted string // the value(s) nodelet accepts
+	ok       func(*kubeletConfig) bool
+}
+
+var unsupportedFields = []unsupportedField{
+	{"rotateCertificates", "renews its client certificate through a CertificateSigningRequest", "false",
+		func(c *kubeletConfig) bool { return !c.RotateCertificates }},
+	{"serverTLSBootstrap", "requests its serving certificate through a CertificateSigningRequest", "false",
+		func(c *kubeletConfig) bool { return !c.ServerTLSBootstrap }},
+	{"streamingConnectionIdleTimeout", "closes exec/attach/port-forward streams idle this long", "4h0m0s (the runtime's own stream idle timeout)",
+		func(c *kubeletConfig) bool { return c.StreamingConnectionIdleTimeout.Duration == 4*time.Hour }},
+	{"enableSystemLogQuery", "answers journal queries on /logs", "false",
+		func(c *kubeletConfig) bool { return !deref(c.EnableSystemLogQuery) }},
+	{"enableContentionProfiling", "turns on block profiling", "false",
+		func(c *kubeletConfig) bool { return !c.EnableContentionProfiling }},
+	{"podCIDR", "hands the pod range to the runtime (CRI UpdateRuntimeConfig)", "empty (the CNI configuration decides)",
+		func(c *kubeletConfig) bool { return c.PodCIDR == "" }},
+	{"imageServiceEndpoint", "pulls and lists images through a separate CRI socket", "empty or equal to containerRuntimeEndpoint",
+		func(c *kubeletConfig) bool {
+			return c.ImageServiceEndpoint == "" || c.ImageServiceEndpoint == c.ContainerRuntimeEndpoint
+		}},
+	{"volumePluginDir", "probes flex volume drivers there", DefaultVolumePluginDir,
+		func(c *kubeletConfig) bool { return c.VolumePluginDir == DefaultVolumePluginDir }},
+	{"volumeStatsAggPeriod", "measures volumes' disk use on that period (0 turns it off)", "1m0s",
+		func(c *kubeletConfig) bool { return c.VolumeStatsAggPeriod.Duration == time.Minute }},
+	{"seccompDefault", "gives RuntimeDefault seccomp to containers that name no profile", "false",
+		func(c *kubeletConfig) bool { return !deref(c.SeccompDefault) }},
+	{"cpuCFSQuota", "leaves CPU limits unenforced by CFS quota", "true",
+		func(c *kubeletConfig) bool { return deref(c.CPUCFSQuota) }},
+	{"cpuCFSQuotaPeriod", "uses that CFS period for CPU limits", "100ms",
+		func(c *kubeletConfig) bool {
+			return c.CPUCFSQuotaPeriod == nil || c.CPUCFSQuotaPeriod.Duration == 100*time.Millisecond
+		}},
+	{"cpuManagerPolicy", "gives Guaranteed pods exclusive CPUs (static)", `"none"`,
+		func(c *kubeletConfig) bool { return c.CPUManagerPolicy == "none" }},
+	{"cpuManagerPolicyOptions", "tunes the static CPU manager", "empty",
+		func(c *kubeletConfig) bool { return len(c.CPUManagerPolicyOptions) == 0 }},
+	{"reservedSystemCPUs", "keeps those CPUs away from pods", "empty (use systemReserved/kubeReserved cpu)",
+		func(c *kubeletConfig) bool { return c.ReservedSystemCPUs == "" }},
+	{"memoryManagerPolicy", "pins Guaranteed pods' memory to NUMA nodes (Static)", `"None"`,
+		func(c *kubeletConfig) bool {
+			return c.MemoryManagerPolicy == kubeletconfigv1beta1.NoneMemoryManagerPolicy
+		}},
+	{"reservedMemory", "reserves memory per NUMA node for the memory manager", "empty",
+		func(c *kubeletConfig) bool { return len(c.ReservedMemory) == 0 }},
+	{"topologyManagerPolicy", "aligns CPUs, memory and devices on NUMA nodes", `"none"`,
+		func(c *kubeletConfig) bool {
+			return c.TopologyManagerPolicy == kubeletconfigv1beta1.NoneTopologyManagerPolicy
+		}},
+	{"topologyManagerPolicyOptions", "tunes the topology manager", "empty",
+		func(c *kubeletConfig) bool { return len(c.TopologyManagerPolicyOptions) == 0 }},
+	{"configMapAndSecretChangeDetectionStrategy", "switches how configMap and secret volumes see changes", `"Watch"`,
+		func(c *kubeletConfig) bool {
+			return c.ConfigMapAndSecretChangeDetectionStrategy == kubeletconfigv1beta1.WatchChangeDetectionStrategy
+		}},
+	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
+		func(c *kubeletConfig) bool { return deref(c.ContainerLogMaxWorkers) == 1 }},
+	{"featureGates", "turns features on and off; nodelet has no feature gates", "empty",
+		func(c *kubeletConfig) bool { return len(c.FeatureGates) == 0 }},
+	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,
+		func(c *kubeletConfig) bool {
+			return c.MemorySwap.SwapBehavior == "" || c.MemorySwap.SwapBehavior == "NoSwap"
+		}},
+	{"shutdownGracePeriod", "delays node shutdown through a systemd inhibitor lock to stop pods", "0s",
+		func(c *kubeletConfig) bool { return c.ShutdownGracePeriod.Duration == 0 }},
+	{"shutdownGracePeriodCriticalPods", "delays node shutdown for critical pods", "0s",
+		func(c *kubeletConfig) bool { return c.ShutdownGracePeriodCriticalPods.Duration == 0 }},
+	{"shutdownGracePeriodByPodPriority", "delays node shutdown per pod priority", "empty",
+		func(c *kubeletConfig) bool { return len(c.ShutdownGracePeriodByPodPriority) == 0 }},
+	{"crashLoopBackOff.maxContainerRestartPeriod", "caps the crash-loop back-off there (nodelet: always 5m)", "unset",
+		func(c *kubeletConfig) bool { return c.CrashLoopBackOff.MaxContainerRestartPeriod == nil }},
+	{"userNamespaces.idsPerPod", "gives each user-namespaced pod that many IDs", "unset",
+		func(c *kubeletConfig) bool { return c.UserNamespaces == nil || c.UserNamespaces.IDsPerPod == nil }},
+	{"imagePullCredentialsVerificationPolicy", "re-checks pull credentials of cached images", "unset",
+		func(c *kubeletConfig) bool { return c.ImagePullCredentialsVerificationPolicy == "" }},
+	{"preloadedImagesVerificationAllowlist", "lists images exempt from credential checks", "empty",
+		func(c *kubeletConfig) bool { return len(c.PreloadedImagesVerificationAllowlist) == 0 }},
+	{"singleProcessOOMKill", "chooses whether an OOM kills one process or the container's whole cgroup", "unset",
+		func(c *kubeletConfig) bool { return c.SingleProcessOOMKill == nil }},
+	{"showHiddenMetricsForVersion", "serves metrics deprecated in that version", "empty",
+		func(c *kubeletConfig) bool { return c.ShowHiddenMetricsForVersion == "" }},
+	{"tracing", "exports OpenTelemetry traces", "unset",
+		func(c *kubeletConfig) bool { return c.Tracing == nil }},
+	{"logging.vmodule", "sets per-file verbosity (nodelet: use the --vmodule flag)", "empty",
+		func(c *kubeletConfig) bool { return len(c.Logging.VModule) == 0 }},
+}
+
+// checkUnsupported refuses every setting nodelet would otherwise silently ignore.
+func (v *validator) checkUnsupported(c *kubeletConfig) {
+	for _, u := range unsupportedFields {
+		if !u.ok(c) {
+			v.add(u.field, "is not supported by nodelet (the upstream kubelet %s); only %s is accepted", u.upstream, u.accepted)
+		}
+	}
+}
