@@ -1,6 +1,9 @@
 package config
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -69,8 +72,6 @@ var unsupportedFields = []unsupportedField{
 		}},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
 		func(c *kubeletConfig) bool { return deref(c.ContainerLogMaxWorkers) == 1 }},
-	{"featureGates", "turns features on and off; nodelet has no feature gates", "empty",
-		func(c *kubeletConfig) bool { return len(c.FeatureGates) == 0 }},
 	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,
 		func(c *kubeletConfig) bool {
 			return c.MemorySwap.SwapBehavior == "" || c.MemorySwap.SwapBehavior == "NoSwap"
@@ -99,6 +100,13 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool { return len(c.Logging.VModule) == 0 }},
 }
 
+// gatesLike are the upstream feature gates whose settings nodelet already behaves like: pod and
+// container stats always come from the runtime, and imageMaximumGCAge is always honoured.
+var gatesLike = map[string][]bool{
+	"PodAndContainerStatsFromCRI": {true, false},
+	"ImageMaximumGCAge":           {true},
+}
+
 // checkUnsupported refuses every setting nodelet would otherwise silently ignore.
 func (v *validator) checkUnsupported(c *kubeletConfig) {
 	for _, u := range unsupportedFields {
@@ -106,4 +114,19 @@ func (v *validator) checkUnsupported(c *kubeletConfig) {
 			v.add(u.field, "is not supported by nodelet (the upstream kubelet %s); only %s is accepted", u.upstream, u.accepted)
 		}
 	}
+	for _, gate := range sortedKeys(c.FeatureGates) {
+		if !slices.Contains(gatesLike[gate], c.FeatureGates[gate]) {
+			v.add(fmt.Sprintf("featureGates[%q]", gate), "is not supported by nodelet: it has no feature gates and behaves like upstream with %s; remove it", gatesDescription())
+		}
+	}
+}
+
+func gatesDescription() string {
+	var parts []string
+	for _, gate := range sortedKeys(gatesLike) {
+		for _, on := range gatesLike[gate] {
+			parts = append(parts, fmt.Sprintf("%s=%v", gate, on))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -167,7 +167,8 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		{"seccompDefault", func(c *kc) { c.SeccompDefault = ptr.To(true) }},
 		{"cpuCFSQuota", func(c *kc) { c.CPUCFSQuota = ptr.To(false) }},
 		{"cpuManagerPolicy", func(c *kc) { c.CPUManagerPolicy = "static" }},
-		{"featureGates", func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
+		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
+		{`featureGates["ImageMaximumGCAge"]`, func(c *kc) { c.FeatureGates = map[string]bool{"ImageMaximumGCAge": false} }},
 		{"imageServiceEndpoint", func(c *kc) { c.ImageServiceEndpoint = "unix:///run/images.sock" }},
 		{"shutdownGracePeriod", func(c *kc) { c.ShutdownGracePeriod = dur(time.Minute) }},
 		{"singleProcessOOMKill", func(c *kc) { c.SingleProcessOOMKill = ptr.To(true) }},
@@ -184,10 +185,12 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 			}
 		})
 	}
-	// The same endpoint for images as for containers is what nodelet does anyway.
+	// The same endpoint for images as for containers is what nodelet does anyway, and so are
+	// these gates.
 	c := defaulted()
 	c.ImageServiceEndpoint = c.ContainerRuntimeEndpoint
+	c.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true, "ImageMaximumGCAge": true}
 	if err := Validate(c); err != nil {
-		t.Errorf("imageServiceEndpoint equal to containerRuntimeEndpoint refused: %v", err)
+		t.Errorf("settings nodelet behaves like refused: %v", err)
 	}
 }
