@@ -13,6 +13,9 @@
 #   hack/control-plane.sh clean                 down, then delete etcd's data (certs are kept)
 #   hack/control-plane.sh stop-apiserver        stop only the API server (outage tests); start-apiserver
 #
+# Env: NODELET_CP_CONTROLLERS (kube-controller-manager --controllers, default "*"; conformance
+# runs without the node lifecycle controller, as the node suite's own harness does).
+#
 # State: /var/lib/nodelet-cp (pki/, etcd/, *.kubeconfig), logs: /var/log/nodelet-cp,
 # pidfiles: /run/nodelet-cp. The API server listens on :6443 (all addresses).
 set -euo pipefail
@@ -137,6 +140,7 @@ start_controllers() {
 		--cluster-signing-cert-file "$CP_PKI/ca.crt" \
 		--cluster-signing-key-file "$CP_PKI/ca.key" \
 		--use-service-account-credentials=true \
+		--controllers "${NODELET_CP_CONTROLLERS:-*}" \
 		--leader-elect=false \
 		--bind-address 127.0.0.1
 	daemon_start kube-scheduler "$CP_BIN/kube-scheduler" \
