@@ -58,7 +58,7 @@ func run(bin, admin, endpoint string, n int) error {
 	}
 	defer os.RemoveAll(base)
 	cmd := exec.Command(bin, "--kubeconfig="+strings.TrimSpace(string(out)), "--root-dir="+filepath.Join(base, "root"),
-		"--container-runtime-endpoint="+endpoint, "--hostname-override="+nodeName, "--healthz-port=0", "--max-pods=250", "-v=2")
+		"--container-runtime-endpoint="+endpoint, "--hostname-override="+nodeName, "--healthz-port=0", "--max-pods=250", "--fail-swap-on=false", "-v=2")
 	logf, _ := os.Create(filepath.Join(os.TempDir(), "nodelet-bench-cluster.log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

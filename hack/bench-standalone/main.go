@@ -57,7 +57,7 @@ func bench(bin, endpoint string, runs, pods int) error {
 		return err
 	}
 	cmd := exec.Command(bin, "--pod-manifest-path="+e.manifests, "--root-dir="+filepath.Join(base, "root"),
-		"--container-runtime-endpoint="+endpoint, "--hostname-override="+node, "--healthz-port=0")
+		"--container-runtime-endpoint="+endpoint, "--hostname-override="+node, "--healthz-port=0", "--fail-swap-on=false")
 	logf, _ := os.Create(filepath.Join(os.TempDir(), "nodelet-bench.log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

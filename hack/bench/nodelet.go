@@ -22,7 +22,7 @@ func (b *bench) nodeletSubject() *subject {
 				"--client-ca-file=" + filepath.Join(b.o.pki, "ca.crt"),
 				"--port=" + strconv.Itoa(apiPort),
 				"--healthz-port=" + strconv.Itoa(healthzPort),
-				"--read-only-port=0",
+				"--read-only-port=0", "--fail-swap-on=false", // as the upstream kubelet's config
 				"--max-pods=260",
 				"--image-gc-high-threshold=100", "--image-gc-low-threshold=99", // as the upstream kubelet's config
 				"-v=1",

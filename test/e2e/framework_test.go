@@ -100,6 +100,7 @@ func startNodelet(t *testing.T, extraArgs ...string) *nodelet {
 		"--pod-manifest-path=" + n.manifests, "--root-dir=" + n.rootDir,
 		"--container-runtime-endpoint=" + endpoint, "--hostname-override=" + nodeName,
 		fmt.Sprintf("--healthz-port=%d", n.healthzPort), "--file-check-frequency=5s", "-v=2",
+		"--fail-swap-on=false", // as the conformance and bench kubelets: a dev machine may have swap
 	}, extraArgs...)
 	n.start()
 	t.Cleanup(n.cleanup)

@@ -97,7 +97,7 @@ func TestImageGCRemovesUnusedImage(t *testing.T) {
 	base := t.TempDir()
 	cmd := exec.Command(nodeletBin, "--root-dir="+filepath.Join(base, "root"), "--container-runtime-endpoint="+gcEndpoint,
 		"--hostname-override=imagegc-node", "--healthz-port=0", "--image-gc-high-threshold=1", "--image-gc-low-threshold=0",
-		"--minimum-image-ttl-duration=0s", "--cgroups-per-qos=false", "--enforce-node-allocatable=none", "-v=2")
+		"--minimum-image-ttl-duration=0s", "--cgroups-per-qos=false", "--enforce-node-allocatable=none", "--fail-swap-on=false", "-v=2")
 	logPath := filepath.Join(base, "nodelet.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
