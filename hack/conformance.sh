@@ -81,7 +81,8 @@ prepare() {
 	go build -o "$REPORTER" ./hack/conformance
 	hack/control-plane.sh build
 	hack/control-plane.sh build-conformance
-	hack/containerd.sh start
+	go build -o "$OUT/bin/registry" ./hack/registry
+	hack/containerd.sh restart-if-stale # the registry mirror is part of its config
 	hack/images.sh conformance
 }
 
@@ -339,8 +340,24 @@ run_subject() {
 	cleanup_subject "$subject"
 }
 
+# start_registry serves the runtime's images on 127.0.0.1:5000, containerd's mirror of
+# registry.k8s.io: specs that pull (imagePullPolicy Always, image GC) work without a network.
+REGISTRY_PID=
+start_registry() {
+	"$OUT/bin/registry" -addr 127.0.0.1:5000 -socket "$SOCKET" >"$OUT/registry.log" 2>&1 &
+	REGISTRY_PID=$!
+	local i
+	for ((i = 0; i < 50; i++)); do
+		curl -fsS http://127.0.0.1:5000/v2/ >/dev/null 2>&1 && return 0
+		kill -0 "$REGISTRY_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	echo "conformance: the local registry did not start; see $OUT/registry.log" >&2
+	return 1
+}
+
 locked_main() {
-	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted' EXIT
+	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted; [[ -z $REGISTRY_PID ]] || kill "$REGISTRY_PID" 2>/dev/null' EXIT
 	wait_no_kubelets
 	say "fresh control plane (etcd wiped: the suite expects exactly one Node)"
 	hack/control-plane.sh clean
@@ -348,6 +365,7 @@ locked_main() {
 	# would make the eviction specs' node unschedulable ("no ready, schedulable nodes").
 	NODELET_CP_CONTROLLERS='*,-node-lifecycle-controller' hack/control-plane.sh up
 	hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
+	start_registry
 	if [[ $MODE == smoke ]]; then
 		run_subject nodelet 1
 		"$REPORTER" -smoke -nodelet "$OUT/nodelet/report.json"

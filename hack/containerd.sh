@@ -4,6 +4,7 @@
 #
 #   hack/containerd.sh config   write config.toml and the CNI conflist, then print the config
 #   hack/containerd.sh start    write config and start containerd if it is not running
+#   hack/containerd.sh restart-if-stale   the same, restarting a running one whose config is outdated
 #   hack/containerd.sh stop     stop containerd (running containers' shims are left alone)
 #   hack/containerd.sh status   report whether containerd answers on its socket
 #   hack/containerd.sh clean    kill all its containers, stop it, unmount and delete
@@ -21,6 +22,7 @@ CONFIG_FILE=$CONFIG_DIR/config.toml
 CNI_CONF_DIR=/etc/nodelet/cni/net.d
 CNI_CONF_FILE=$CNI_CONF_DIR/10-nodelet.conflist
 CNI_BIN_DIR=/usr/lib/cni
+REGISTRY_ADDR=127.0.0.1:5000 # hack/registry, the mirror of registry.k8s.io
 ROOT_DIR=/var/lib/nodelet/containerd$SUFFIX
 RUN_DIR=/run/nodelet$SUFFIX
 STATE_DIR=$RUN_DIR/containerd
@@ -90,6 +92,12 @@ disabled_plugins = [
       bin_dir = "$CNI_BIN_DIR"
       conf_dir = "$CNI_CONF_DIR"
       max_conf_num = 1
+
+    # hack/registry serves the runtime's own images here (conformance runs start it), so pulls
+    # of the test images work without a network; when it is not running the pull goes on to
+    # registry.k8s.io as before.
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.k8s.io"]
+      endpoint = ["http://$REGISTRY_ADDR"]
 EOF
 }
 
@@ -129,9 +137,10 @@ write_config() {
 	mv "$CNI_CONF_FILE.tmp" "$CNI_CONF_FILE"
 }
 
-# config_stale reports whether the files on disk differ from what this script renders.
+# config_stale reports whether the running containerd was started on another config than the
+# one this script renders (start keeps a copy of what it loaded).
 config_stale() {
-	! cmp -s "$CONFIG_FILE" <(render_config) || ! cmp -s "$CNI_CONF_FILE" <(render_cni)
+	! cmp -s "$STATE_DIR/config.toml.loaded" <(render_config) || ! cmp -s "$CNI_CONF_FILE" <(render_cni)
 }
 
 # prepare_kernel enables the bits pod networking needs. Each step is
@@ -173,6 +182,7 @@ start() {
 	fi
 	echo "==> writing $CONFIG_FILE and $CNI_CONF_FILE"
 	write_config
+	cp "$CONFIG_FILE" "$STATE_DIR/config.toml.loaded"
 	prepare_kernel
 	echo "==> starting containerd (log $LOG_FILE)"
 	# setsid detaches containerd from the caller's session so it survives the shell.
@@ -290,8 +300,19 @@ clean() {
 	rm -rf "$ROOT_DIR" "$RUN_DIR"
 }
 
+# restart_if_stale restarts a running containerd whose config on disk is outdated (pods keep
+# running: their shims outlive it), or starts it.
+restart_if_stale() {
+	if answers && config_stale; then
+		echo "==> containerd's config changed; restarting it (running containers are kept)"
+		stop
+	fi
+	start
+}
+
 case ${1:-} in
 start) start ;;
+restart-if-stale) restart_if_stale ;;
 stop) stop ;;
 status) status ;;
 clean) clean ;;
@@ -300,7 +321,7 @@ config)
 	cat "$CONFIG_FILE"
 	;;
 *)
-	echo "usage: $0 start|stop|status|config|clean" >&2
+	echo "usage: $0 start|restart-if-stale|stop|status|config|clean" >&2
 	exit 2
 	;;
 esac
