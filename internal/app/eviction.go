@@ -1,6 +1,8 @@
 package app
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -38,6 +40,7 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 		MinimumReclaim: kc.EvictionMinimumReclaim, MaxPodGracePeriodSeconds: int64(kc.EvictionMaxPodGracePeriod),
 		PressureTransitionPeriod:      kc.EvictionPressureTransitionPeriod.Duration,
 		LocalStorageCapacityIsolation: boolOr(kc.LocalStorageCapacityIsolation, true),
+		PodsAllocatableEnforced:       slices.Contains(kc.EnforceNodeAllocatable, "pods"),
 	}, deps)
 	if err != nil {
 		return err

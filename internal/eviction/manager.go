@@ -173,7 +173,7 @@ func (m *Manager) update(obs map[Signal]observation, now time.Time) []Threshold 
 
 func conditionOf(s Signal) v1.NodeConditionType {
 	switch s {
-	case MemoryAvailable:
+	case MemoryAvailable, AllocatableMemoryAvailable:
 		return v1.NodeMemoryPressure
 	case PIDAvailable:
 		return v1.NodePIDPressure

@@ -24,17 +24,24 @@ type fakeSummary struct {
 	pods                 []statsapi.PodStats
 	// afterReclaim, when set, is the disk available once a reclaimer ran.
 	afterReclaim *uint64
+	// podsAvail, when set, is what the pods cgroup's limit leaves (its system container).
+	podsAvail *uint64
 }
 
 func (f *fakeSummary) Summary(context.Context) (*statsapi.Summary, error) {
 	inodes, free := uint64(1000), uint64(900)
-	return &statsapi.Summary{
+	s := &statsapi.Summary{
 		Node: statsapi.NodeStats{
 			Memory: &statsapi.MemoryStats{AvailableBytes: &f.memAvail, WorkingSetBytes: &f.memWorking},
 			Fs:     &statsapi.FsStats{AvailableBytes: &f.fsAvail, CapacityBytes: &f.fsCap, Inodes: &inodes, InodesFree: &free},
 		},
 		Pods: f.pods,
-	}, nil
+	}
+	if f.podsAvail != nil {
+		s.Node.SystemContainers = []statsapi.ContainerStats{{Name: statsapi.SystemContainerPods,
+			Memory: &statsapi.MemoryStats{AvailableBytes: f.podsAvail, WorkingSetBytes: &f.memWorking}}}
+	}
+	return s, nil
 }
 
 type evicted struct {
@@ -245,5 +252,35 @@ func TestAdmitUnderPressure(t *testing.T) {
 		if ok, _, _ := e.m.Admit(p); !ok {
 			t.Errorf("%s pod refused under memory pressure", name)
 		}
+	}
+}
+
+func TestAllocatableMemoryThresholdFollowsMemoryAvailable(t *testing.T) {
+	cfg := Config{Hard: map[string]string{"memory.available": "500Mi"}, PodsAllocatableEnforced: true}
+	e := newEnv(t, cfg)
+	e.addPod("besteffort", 0, 300*mi, 0)
+	podsAvail := uint64(600 * mi)
+	e.sum.podsAvail = &podsAvail
+	e.m.Synchronize(context.Background())
+	if len(e.evicted) != 0 {
+		t.Fatalf("evicted %v with 600Mi left under the pods limit", e.evicted)
+	}
+	// The node has plenty (8000Mi); the pods' cgroup limit is what runs short.
+	podsAvail = 100 * mi
+	e.m.Synchronize(context.Background())
+	if len(e.evicted) != 1 || e.signals[0] != "allocatableMemory.available" {
+		t.Fatalf("evicted %v on signals %v, want besteffort on allocatableMemory.available", e.evicted, e.signals)
+	}
+	if !strings.HasPrefix(e.evicted[0].msg, "The node was low on resource: memory. Threshold quantity: 500Mi, available: 100Mi.") {
+		t.Errorf("message %q", e.evicted[0].msg)
+	}
+	if mem, _, _ := e.m.Pressure(); !mem {
+		t.Error("no MemoryPressure while allocatable memory is short")
+	}
+	// Without enforcement of the pods' allocatable there is no such threshold.
+	cfg.PodsAllocatableEnforced = false
+	ts, err := ParseThresholds(cfg)
+	if err != nil || len(ts) != 1 || ts[0].Signal != MemoryAvailable {
+		t.Errorf("thresholds without pods enforcement: %v %v", ts, err)
 	}
 }

@@ -23,7 +23,7 @@ func usage(c candidate, s Signal) int64 {
 		return 0
 	}
 	switch s {
-	case MemoryAvailable:
+	case MemoryAvailable, AllocatableMemoryAvailable:
 		if st.Memory != nil && st.Memory.WorkingSetBytes != nil {
 			return int64(*st.Memory.WorkingSetBytes)
 		}
@@ -47,7 +47,7 @@ func usage(c candidate, s Signal) int64 {
 func request(pod *v1.Pod, s Signal) int64 {
 	var name v1.ResourceName
 	switch s {
-	case MemoryAvailable:
+	case MemoryAvailable, AllocatableMemoryAvailable:
 		name = v1.ResourceMemory
 	case NodeFsAvailable, ImageFsAvailable:
 		name = v1.ResourceEphemeralStorage
@@ -111,7 +111,7 @@ func message(s Signal, t Threshold, o observation, c candidate) (string, map[str
 	var b strings.Builder
 	fmt.Fprintf(&b, "The node was low on resource: %s. Threshold quantity: %s, available: %s. ",
 		res, quantity(t.Value.amount(o.capacity), s), quantity(o.available, s))
-	if c.stats == nil || (s != MemoryAvailable && s != NodeFsAvailable && s != ImageFsAvailable) {
+	if c.stats == nil || (!isMemory(s) && s != NodeFsAvailable && s != ImageFsAvailable) {
 		return b.String(), annotations
 	}
 	var offenders, usages []string
@@ -131,7 +131,7 @@ func message(s Signal, t Threshold, o observation, c candidate) (string, map[str
 }
 
 func containerUsage(cs statsapi.ContainerStats, s Signal) int64 {
-	if s == MemoryAvailable {
+	if isMemory(s) {
 		if cs.Memory != nil && cs.Memory.WorkingSetBytes != nil {
 			return int64(*cs.Memory.WorkingSetBytes)
 		}
@@ -148,7 +148,7 @@ func containerUsage(cs statsapi.ContainerStats, s Signal) int64 {
 
 func containerRequest(pod *v1.Pod, name string, s Signal) int64 {
 	res := v1.ResourceMemory
-	if s != MemoryAvailable {
+	if !isMemory(s) {
 		res = v1.ResourceEphemeralStorage
 	}
 	for _, c := range pod.Spec.Containers {

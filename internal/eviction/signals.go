@@ -26,10 +26,13 @@ const (
 	ImageFsAvailable  Signal = "imagefs.available"
 	ImageFsInodesFree Signal = "imagefs.inodesFree"
 	PIDAvailable      Signal = "pid.available"
+	// AllocatableMemoryAvailable is what the pods' cgroup limit (allocatable, with
+	// enforceNodeAllocatable: [pods]) leaves; it gets the memory.available thresholds.
+	AllocatableMemoryAvailable Signal = "allocatableMemory.available"
 )
 
 // signalOrder is the order thresholds are acted on in: memory first, as upstream does.
-var signalOrder = []Signal{MemoryAvailable, NodeFsAvailable, NodeFsInodesFree, ImageFsAvailable, ImageFsInodesFree, PIDAvailable}
+var signalOrder = []Signal{MemoryAvailable, AllocatableMemoryAvailable, NodeFsAvailable, NodeFsInodesFree, ImageFsAvailable, ImageFsInodesFree, PIDAvailable}
 
 // Value is a threshold amount: a quantity, or a share of the signal's capacity.
 type Value struct {
@@ -66,6 +69,9 @@ type Config struct {
 	MaxPodGracePeriodSeconds                    int64
 	PressureTransitionPeriod                    time.Duration
 	LocalStorageCapacityIsolation               bool
+	// PodsAllocatableEnforced (enforceNodeAllocatable lists pods) copies each memory.available
+	// threshold to allocatableMemory.available, as upstream does.
+	PodsAllocatableEnforced bool
 }
 
 // ParseThresholds reads the hard and soft thresholds with their grace periods and minimum
@@ -94,6 +100,10 @@ func ParseThresholds(c Config) ([]Threshold, error) {
 				}
 			}
 			out = append(out, t)
+			if c.PodsAllocatableEnforced && t.Signal == MemoryAvailable {
+				t.Signal = AllocatableMemoryAvailable
+				out = append(out, t)
+			}
 		}
 	}
 	return out, nil
@@ -135,6 +145,11 @@ func observe(s *statsapi.Summary) map[Signal]observation {
 	if m := n.Memory; m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
 		obs[MemoryAvailable] = observation{int64(*m.AvailableBytes), int64(*m.AvailableBytes + *m.WorkingSetBytes)}
 	}
+	for _, sc := range n.SystemContainers {
+		if m := sc.Memory; sc.Name == statsapi.SystemContainerPods && m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
+			obs[AllocatableMemoryAvailable] = observation{int64(*m.AvailableBytes), int64(*m.AvailableBytes + *m.WorkingSetBytes)}
+		}
+	}
 	if fs := n.Fs; fs != nil {
 		addFs(obs, fs, NodeFsAvailable, NodeFsInodesFree)
 	}
@@ -169,7 +184,7 @@ func (t Threshold) short(o observation, withReclaim bool) bool {
 // resourceOf names what a signal measures, as eviction messages say it.
 func resourceOf(s Signal) string {
 	switch s {
-	case MemoryAvailable:
+	case MemoryAvailable, AllocatableMemoryAvailable:
 		return "memory"
 	case NodeFsInodesFree, ImageFsInodesFree:
 		return "inodes"
@@ -179,4 +194,6 @@ func resourceOf(s Signal) string {
 	return "ephemeral-storage"
 }
 
-func isDisk(s Signal) bool { return s != MemoryAvailable && s != PIDAvailable }
+func isDisk(s Signal) bool { return !isMemory(s) && s != PIDAvailable }
+
+func isMemory(s Signal) bool { return s == MemoryAvailable || s == AllocatableMemoryAvailable }

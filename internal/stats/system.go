@@ -89,6 +89,9 @@ func (p *Provider) cgroupStats(name string, paths map[string]string, now time.Ti
 	if mem, ok := h.cgroupMemory(paths); ok {
 		cs.Memory = &statsapi.MemoryStats{Time: ts, UsageBytes: ptr(mem.usage), WorkingSetBytes: ptr(mem.workingSet),
 			RSSBytes: ptr(mem.rss), PageFaults: ptr(mem.pageFaults), MajorPageFaults: ptr(mem.majorPageFaults)}
+		if mem.capacity > 0 { // as cAdvisor: what the cgroup's limit leaves
+			cs.Memory.AvailableBytes = ptr(subFloor(mem.capacity, mem.workingSet))
+		}
 	}
 	return cs, cs.CPU != nil || cs.Memory != nil
 }
@@ -120,7 +123,8 @@ func (h HostPaths) cgroupMemory(paths map[string]string) (nodeMemory, bool) {
 		if err == nil && serr == nil {
 			usage, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 			return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["total_inactive_file"]), rss: stat["total_rss"],
-				pageFaults: stat["total_pgfault"], majorPageFaults: stat["total_pgmajfault"]}, true
+				pageFaults: stat["total_pgfault"], majorPageFaults: stat["total_pgmajfault"],
+				capacity: memoryLimit(filepath.Join(dir, "memory.limit_in_bytes"))}, true
 		}
 	}
 	dir := filepath.Join(h.Cgroup, paths[""])
@@ -131,7 +135,21 @@ func (h HostPaths) cgroupMemory(paths map[string]string) (nodeMemory, bool) {
 	}
 	usage, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["inactive_file"]), rss: stat["anon"],
-		pageFaults: stat["pgfault"], majorPageFaults: stat["pgmajfault"]}, true
+		pageFaults: stat["pgfault"], majorPageFaults: stat["pgmajfault"], capacity: memoryLimit(filepath.Join(dir, "memory.max"))}, true
+}
+
+// memoryLimit reads a cgroup's memory limit; 0 when it has none ("max" on v2, the page-rounded
+// maximum on v1) or it cannot be read.
+func memoryLimit(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v >= 1<<62 {
+		return 0
+	}
+	return v
 }
 
 // podProcessCount counts the processes of the pod whose sandbox process is pid: pids.current

@@ -15,6 +15,8 @@ func TestSystemContainersAndPodProcessCount(t *testing.T) {
 		"cgroup/cpuacct/kubepods/cpuacct.usage":                               "9\n",
 		"cgroup/memory/kubepods/memory.usage_in_bytes":                        "2000\n",
 		"cgroup/memory/kubepods/memory.stat":                                  "total_inactive_file 500\n",
+		"cgroup/memory/kubepods/memory.limit_in_bytes":                        "4000\n",
+		"cgroup/memory/system.slice/containerd.service/memory.limit_in_bytes": "9223372036854771712\n",
 		"cgroup/pids/kubepods/pod1/pids.current":                              "3\n",
 	})
 	now := time.Unix(100, 0)
@@ -32,6 +34,13 @@ func TestSystemContainersAndPodProcessCount(t *testing.T) {
 	}
 	if pods.Name != "pods" || *pods.Memory.WorkingSetBytes != 1500 || *pods.CPU.UsageCoreNanoSeconds != 9 {
 		t.Errorf("pods: cpu %+v memory %+v", pods.CPU, pods.Memory)
+	}
+	// What the limit leaves is available; a cgroup without a limit reports no availableBytes.
+	if a := pods.Memory.AvailableBytes; a == nil || *a != 2500 {
+		t.Errorf("pods availableBytes %v, want 4000 limit - 1500 working set", a)
+	}
+	if rt.Memory.AvailableBytes != nil {
+		t.Errorf("runtime (no limit) availableBytes %d, want none", *rt.Memory.AvailableBytes)
 	}
 	// A second sample a few seconds later gives a rate.
 	later := now.Add(10 * time.Second)
