@@ -365,7 +365,7 @@ locked_main() {
 	# would make the eviction specs' node unschedulable ("no ready, schedulable nodes").
 	NODELET_CP_CONTROLLERS='*,-node-lifecycle-controller' hack/control-plane.sh up
 	hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
-	start_registry
+	start_registry || echo "conformance: going on without it; specs that pull an image will fail" >&2
 	if [[ $MODE == smoke ]]; then
 		run_subject nodelet 1
 		"$REPORTER" -smoke -nodelet "$OUT/nodelet/report.json"

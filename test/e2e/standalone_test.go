@@ -195,3 +195,22 @@ func createdByAttempt(cs []*cri.Container) map[uint32]time.Time {
 	}
 	return out
 }
+
+// nodelet sets the kernel tunables the upstream kubelet sets; the machine's values come back
+// afterwards so other tests see the host as it was.
+func TestKernelTunablesAreSetAtStart(t *testing.T) {
+	const path = "/proc/sys/vm/overcommit_memory"
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(path, saved, 0o644) })
+	if err := os.WriteFile(path, []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startNodelet(t)
+	waitFor(t, 10*time.Second, "vm.overcommit_memory=1", func() (bool, string) {
+		raw, err := os.ReadFile(path)
+		return err == nil && strings.TrimSpace(string(raw)) == "1", string(raw)
+	})
+}
