@@ -150,6 +150,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
 		Objects: objects, ServiceEnv: serviceEnv,
+		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	}
 	if n.devices != nil {
 		rtOpts.Devices = containerDevices(n.devices)

@@ -30,7 +30,7 @@ func newPodCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*cgroups.Mana
 	}
 	m, err := cgroups.New(cgroups.Options{
 		CgroupRoot: kc.CgroupRoot, PodPidsLimit: int64Or(kc.PodPidsLimit, -1),
-		NodeMilliCPU: int64(goruntime.NumCPU()) * 1000,
+		NodeMilliCPU: int64(goruntime.NumCPU()) * 1000, NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	})
 	if err == nil {
 		err = m.Start()

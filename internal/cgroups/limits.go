@@ -29,16 +29,16 @@ type limits struct {
 	pids      int64
 }
 
-// podLimits sizes a pod's cgroup: cpu weight from its cpu request, a cpu quota and a memory
-// limit only when every container is limited (one unlimited container makes the pod
-// unlimited), and the node-wide pod pids limit.
-func podLimits(pod *v1.Pod, pidsLimit int64) limits {
+// podLimits sizes a pod's cgroup: cpu weight from its cpu request, a cpu quota (when quotas
+// are enforced) and a memory limit only when every container is limited (one unlimited
+// container makes the pod unlimited), and the node-wide pod pids limit.
+func podLimits(pod *v1.Pod, pidsLimit int64, cpuQuota bool) limits {
 	l := limits{cpuShares: minShares, cpuQuota: unlimited, memory: unlimited, pids: unlimited}
 	if qos.Class(pod) != v1.PodQOSBestEffort {
 		milli, _ := podAmount(pod, v1.ResourceCPU, requested, milliValue)
 		l.cpuShares = milliToShares(milli)
 	}
-	if milli, ok := podAmount(pod, v1.ResourceCPU, limited, milliValue); ok {
+	if milli, ok := podAmount(pod, v1.ResourceCPU, limited, milliValue); ok && cpuQuota {
 		l.cpuQuota = max(minQuota, milli*quotaPeriod/1000)
 	}
 	if bytes, ok := podAmount(pod, v1.ResourceMemory, limited, value); ok {

@@ -18,7 +18,7 @@ func TestPodLimitsCountInitContainersAndSidecars(t *testing.T) {
 	}
 	// cpu: the init step needs 1000m + 100m of sidecar, more than 200m + 100m later on.
 	// memory: 100Mi + 50Mi later on beats 64Mi + 50Mi during init.
-	got := podLimits(pod, 0)
+	got := podLimits(pod, 0, true)
 	want := limits{cpuShares: 1126, cpuQuota: 110000, memory: 150 << 20, pids: unlimited}
 	if got != want {
 		t.Errorf("podLimits = %+v, want %+v", got, want)
@@ -27,7 +27,7 @@ func TestPodLimitsCountInitContainersAndSidecars(t *testing.T) {
 
 func TestPodLimitsRequestsDefaultToLimits(t *testing.T) {
 	pod := newPod("p", v1.ResourceRequirements{Limits: resources("250m", "")})
-	got := podLimits(pod, 7)
+	got := podLimits(pod, 7, true)
 	want := limits{cpuShares: 256, cpuQuota: 25000, memory: unlimited, pids: 7}
 	if got != want {
 		t.Errorf("podLimits = %+v, want %+v", got, want)
@@ -38,8 +38,18 @@ func TestPodLimitsPodLevelResourcesWin(t *testing.T) {
 	pod := newPod("p", v1.ResourceRequirements{}, v1.ResourceRequirements{})
 	pod.Spec.Resources = &v1.ResourceRequirements{Requests: resources("500m", "1Gi"), Limits: resources("2", "2Gi")}
 	pod.Status.QOSClass = v1.PodQOSBurstable
-	got := podLimits(pod, 0)
+	got := podLimits(pod, 0, true)
 	want := limits{cpuShares: 512, cpuQuota: 200000, memory: 2 << 30, pids: unlimited}
+	if got != want {
+		t.Errorf("podLimits = %+v, want %+v", got, want)
+	}
+}
+
+// cpuCFSQuota: false lifts the quota but keeps the weight and the memory limit.
+func TestPodLimitsWithoutCPUQuota(t *testing.T) {
+	pod := newPod("p", v1.ResourceRequirements{Limits: resources("250m", "64Mi")})
+	got := podLimits(pod, 0, false)
+	want := limits{cpuShares: 256, cpuQuota: unlimited, memory: 64 << 20, pids: unlimited}
 	if got != want {
 		t.Errorf("podLimits = %+v, want %+v", got, want)
 	}
@@ -47,7 +57,7 @@ func TestPodLimitsPodLevelResourcesWin(t *testing.T) {
 
 func TestPodLimitsTinyQuotaHasAFloor(t *testing.T) {
 	pod := newPod("p", v1.ResourceRequirements{Requests: resources("1m", ""), Limits: resources("1m", "")})
-	if got := podLimits(pod, 0); got.cpuQuota != minQuota || got.cpuShares != minShares {
+	if got := podLimits(pod, 0, true); got.cpuQuota != minQuota || got.cpuShares != minShares {
 		t.Errorf("podLimits = %+v, want quota %d shares %d", got, minQuota, minShares)
 	}
 }

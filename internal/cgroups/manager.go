@@ -43,6 +43,9 @@ type Options struct {
 	// NodeMilliCPU sizes kubepods' cpu weight against the host's other cgroups; zero
 	// leaves the kernel's default.
 	NodeMilliCPU int64
+	// NoCPUQuota leaves pod cgroups without a CFS quota (cpuCFSQuota: false): CPU limits
+	// then only weigh through shares.
+	NoCPUQuota bool
 
 	fs filesystem // nil is the kernel's cgroupfs; tests substitute a fake
 }
@@ -53,6 +56,7 @@ type Manager struct {
 	cgroupRoot string
 	pidsLimit  int64
 	nodeShares int64
+	noQuota    bool
 	fs         filesystem
 	create     []hierarchy // where cgroups are made and limits written
 	all        []hierarchy // where pod cgroups are removed from
@@ -78,7 +82,7 @@ func New(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, fs: opts.fs,
+		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, fs: opts.fs,
 		create: create, all: all, suspects: map[types.UID]bool{},
 	}
 	if opts.NodeMilliCPU > 0 {
@@ -122,7 +126,7 @@ func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 	if err := m.ensure(cgroup); err != nil {
 		return "", err
 	}
-	if err := m.apply(cgroup, podLimits(pod, m.pidsLimit)); err != nil {
+	if err := m.apply(cgroup, podLimits(pod, m.pidsLimit, !m.noQuota)); err != nil {
 		return "", err
 	}
 	if class == v1.PodQOSBurstable {

@@ -166,7 +166,7 @@ func addRuntimeFlags(fs *pflag.FlagSet, f *Flags) {
 	bindPointer(f, fs.Int32Var, "container-log-max-files", func(kc *kubeletConfig) **int32 { return &kc.ContainerLogMaxFiles }, "Log files kept per container, the live one included.")
 	bindField(f, fs.StringVar, "volume-plugin-dir", func(kc *kubeletConfig) *string { return &kc.VolumePluginDir }, "Not supported: flex volumes are not; only the default directory is accepted.")
 	bindField(f, fs.StringSliceVar, "allowed-unsafe-sysctls", func(kc *kubeletConfig) *[]string { return &kc.AllowedUnsafeSysctls }, "Unsafe sysctls (or name* patterns) pods may set.")
-	bindPointer(f, fs.BoolVar, "seccomp-default", func(kc *kubeletConfig) **bool { return &kc.SeccompDefault }, "Not supported: only false is accepted (containers that ask for no profile run unconfined).")
+	bindPointer(f, fs.BoolVar, "seccomp-default", func(kc *kubeletConfig) **bool { return &kc.SeccompDefault }, "Give RuntimeDefault seccomp to pods and containers that name no profile (otherwise they run unconfined).")
 }
 
 func addResourceFlags(fs *pflag.FlagSet, f *Flags) {
@@ -184,7 +184,7 @@ func addResourceFlags(fs *pflag.FlagSet, f *Flags) {
 	bindPointer(f, fs.Int64Var, "pod-max-pids", func(kc *kubeletConfig) **int64 { return &kc.PodPidsLimit }, "Most processes in one pod; -1 means no limit.")
 	bindField(f, fs.Int64Var, "max-open-files", func(kc *kubeletConfig) *int64 { return &kc.MaxOpenFiles }, "Open-file limit for the nodelet process.")
 	bindPointer(f, fs.Int32Var, "oom-score-adj", func(kc *kubeletConfig) **int32 { return &kc.OOMScoreAdj }, "OOM score adjustment of the nodelet process, from -1000 to 1000.")
-	bindPointer(f, fs.BoolVar, "cpu-cfs-quota", func(kc *kubeletConfig) **bool { return &kc.CPUCFSQuota }, "Enforce CPU limits with CFS quota; nodelet always does, so only true is accepted.")
+	bindPointer(f, fs.BoolVar, "cpu-cfs-quota", func(kc *kubeletConfig) **bool { return &kc.CPUCFSQuota }, "Enforce containers' and pods' CPU limits with a CFS quota; false leaves them to CPU shares.")
 	bindPointer(f, fs.BoolVar, "local-storage-capacity-isolation", func(kc *kubeletConfig) **bool { return &kc.LocalStorageCapacityIsolation }, "Account and limit pods' ephemeral storage.")
 	bindField(f, fs.BoolVar, "protect-kernel-defaults", func(kc *kubeletConfig) *bool { return &kc.ProtectKernelDefaults }, "Fail when kernel tunables differ from what nodelet expects instead of changing them.")
 }

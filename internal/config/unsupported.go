@@ -40,11 +40,7 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool { return c.VolumePluginDir == DefaultVolumePluginDir }},
 	{"volumeStatsAggPeriod", "measures volumes' disk use on that period (0 turns it off)", "1m0s",
 		func(c *kubeletConfig) bool { return c.VolumeStatsAggPeriod.Duration == time.Minute }},
-	{"seccompDefault", "gives RuntimeDefault seccomp to containers that name no profile", "false",
-		func(c *kubeletConfig) bool { return !deref(c.SeccompDefault) }},
-	{"cpuCFSQuota", "leaves CPU limits unenforced by CFS quota", "true",
-		func(c *kubeletConfig) bool { return deref(c.CPUCFSQuota) }},
-	{"cpuCFSQuotaPeriod", "uses that CFS period for CPU limits", "100ms",
+	{"cpuCFSQuotaPeriod", "uses that CFS period for CPU limits behind its CustomCPUCFSQuotaPeriod feature gate", "100ms",
 		func(c *kubeletConfig) bool {
 			return c.CPUCFSQuotaPeriod == nil || c.CPUCFSQuotaPeriod.Duration == 100*time.Millisecond
 		}},

@@ -164,8 +164,7 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		mutate func(*kc)
 	}{
 		{"rotateCertificates", func(c *kc) { c.RotateCertificates = true }},
-		{"seccompDefault", func(c *kc) { c.SeccompDefault = ptr.To(true) }},
-		{"cpuCFSQuota", func(c *kc) { c.CPUCFSQuota = ptr.To(false) }},
+		{"cpuCFSQuotaPeriod", func(c *kc) { c.CPUCFSQuotaPeriod = ptr.To(dur(50 * time.Millisecond)) }},
 		{"cpuManagerPolicy", func(c *kc) { c.CPUManagerPolicy = "static" }},
 		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
 		{`featureGates["ImageMaximumGCAge"]`, func(c *kc) { c.FeatureGates = map[string]bool{"ImageMaximumGCAge": false} }},

@@ -56,7 +56,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
-	sc := containerSecurity(pod, c, m.rootDir)
+	sc := containerSecurity(pod, c, m.seccomp())
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, sc, imageRef); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       linuxResources(pod, c, ec.capacity),
+			Resources:       linuxResources(pod, c, ec.capacity, !m.noCPUQuota),
 			SecurityContext: sc,
 		},
 	}

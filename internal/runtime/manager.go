@@ -60,6 +60,11 @@ type Options struct {
 	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
 	// nil means none. An error fails the container's creation, which is retried.
 	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	// SeccompDefault gives RuntimeDefault seccomp to containers and sandboxes whose pod
+	// names no profile (seccompDefault); otherwise they run unconfined, as upstream.
+	SeccompDefault bool
+	// NoCPUQuota leaves CPU limits without a CFS quota (cpuCFSQuota: false).
+	NoCPUQuota bool
 	// PodCgroup makes the pod's cgroup and returns it as the sandbox's cgroup parent; nil
 	// leaves the placement to the runtime. An error fails the sandbox's creation.
 	PodCgroup func(pod *v1.Pod) (string, error)
@@ -82,6 +87,9 @@ type manager struct {
 	conn        *grpc.ClientConn // nil when the caller owns the connection
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
+	// seccompDefault and noCPUQuota: see Options.
+	seccompDefault bool
+	noCPUQuota     bool
 	// containerLogsDir holds the per-container log symlinks; hostEtcHosts is the node's hosts
 	// file, copied for host-network pods.
 	containerLogsDir string
@@ -90,6 +98,10 @@ type manager struct {
 
 	capacityOnce sync.Once
 	capacity     nodeCapacity // for oom_score_adj and resourceFieldRef defaults
+}
+
+func (m *manager) seccomp() seccompPolicy {
+	return seccompPolicy{rootDir: m.rootDir, runtimeDefault: m.seccompDefault}
 }
 
 // NewManager dials opts.Endpoint and returns a Manager. The returned value also implements
@@ -154,8 +166,8 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
 		tokens:           newTokenCache(),
-		podCgroup:        opts.PodCgroup,
-		devices:          opts.Devices,
+		podCgroup:        opts.PodCgroup, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		devices: opts.Devices,
 	}
 }
 

@@ -122,13 +122,13 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 }
 
 // linuxResources maps requests and limits to cgroup settings: cpu shares from the request,
-// cpu quota and memory limit from the limits.
-func linuxResources(pod *v1.Pod, c *v1.Container, capacity nodeCapacity) *runtimeapi.LinuxContainerResources {
+// cpu quota (when enforced) and memory limit from the limits.
+func linuxResources(pod *v1.Pod, c *v1.Container, capacity nodeCapacity, cpuQuota bool) *runtimeapi.LinuxContainerResources {
 	res := &runtimeapi.LinuxContainerResources{CpuShares: minCPUShares}
 	if cpuReq, ok := request(c, v1.ResourceCPU); ok {
 		res.CpuShares = max(minCPUShares, cpuReq.MilliValue()*sharesPerCPU/1000)
 	}
-	if cpuLimit, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !cpuLimit.IsZero() {
+	if cpuLimit, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !cpuLimit.IsZero() && cpuQuota {
 		res.CpuPeriod = cpuQuotaPeriod
 		res.CpuQuota = max(minCPUQuota, cpuLimit.MilliValue()*cpuQuotaPeriod/1000)
 	}

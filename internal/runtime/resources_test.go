@@ -49,7 +49,7 @@ func TestLinuxResourcesByQoS(t *testing.T) {
 			if got := qosClass(pod); got != tt.wantQoS {
 				t.Errorf("QoS %s, want %s", got, tt.wantQoS)
 			}
-			got := linuxResources(pod, &pod.Spec.Containers[0], capacity)
+			got := linuxResources(pod, &pod.Spec.Containers[0], capacity, true)
 			tt.wantRes.OomScoreAdj = tt.wantOOM
 			if got.CpuShares != tt.wantRes.CpuShares || got.CpuPeriod != tt.wantRes.CpuPeriod || got.CpuQuota != tt.wantRes.CpuQuota ||
 				got.MemoryLimitInBytes != tt.wantRes.MemoryLimitInBytes || got.OomScoreAdj != tt.wantRes.OomScoreAdj {
@@ -88,7 +88,7 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 		t.Errorf("sandbox security %+v sysctls %v", sc, cfg.Linux.Sysctls)
 	}
 
-	csc := containerSecurity(pod, &pod.Spec.Containers[0], "/var/lib/kubelet")
+	csc := containerSecurity(pod, &pod.Spec.Containers[0], seccompPolicy{rootDir: "/var/lib/kubelet"})
 	if !csc.Privileged || !csc.ReadonlyRootfs || !csc.NoNewPrivs || csc.RunAsUser.Value != uid || csc.RunAsGroup.Value != gid ||
 		csc.Capabilities.AddCapabilities[0] != "NET_ADMIN" || csc.Capabilities.DropCapabilities[0] != "ALL" {
 		t.Errorf("container security %+v", csc)

@@ -29,7 +29,7 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		// It shares the node's UTS namespace: runc refuses to set a hostname there.
 		hostname = ""
 	}
-	linux := sandboxLinuxConfig(pod)
+	linux := sandboxLinuxConfig(pod, m.seccomp())
 	if m.podCgroup != nil {
 		if linux.CgroupParent, err = m.podCgroup(pod); err != nil {
 			return nil, fmt.Errorf("pod cgroup: %w", err)
@@ -126,9 +126,9 @@ func criProtocol(p v1.Protocol) runtimeapi.Protocol {
 	return runtimeapi.Protocol_TCP
 }
 
-// sandboxLinuxConfig carries the pod-level security context: namespaces, users, sysctls. A
-// sandbox must be privileged for any of its containers to be.
-func sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
+// sandboxLinuxConfig carries the pod-level security context: namespaces, users, seccomp,
+// sysctls. A sandbox must be privileged for any of its containers to be.
+func sandboxLinuxConfig(pod *v1.Pod, seccomp seccompPolicy) *runtimeapi.LinuxPodSandboxConfig {
 	sc := &runtimeapi.LinuxSandboxSecurityContext{
 		NamespaceOptions: namespaceOptions(pod),
 		Privileged:       anyPrivileged(pod),
@@ -136,8 +136,10 @@ func sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
 	cfg := &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
+		sc.Seccomp = seccomp.profile(nil)
 		return cfg
 	}
+	sc.Seccomp = seccomp.profile(psc.SeccompProfile)
 	if psc.RunAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
 	}

@@ -21,9 +21,14 @@ var (
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 )
 
-// containerSecurity maps the container's security context over the pod's. rootDir holds
-// localhost seccomp profiles under seccomp/.
-func containerSecurity(pod *v1.Pod, c *v1.Container, rootDir string) *runtimeapi.LinuxContainerSecurityContext {
+// seccompPolicy maps API seccomp profiles to the CRI's.
+type seccompPolicy struct {
+	rootDir        string // holds localhost profiles under seccomp/
+	runtimeDefault bool   // seccompDefault: no profile means RuntimeDefault, not Unconfined
+}
+
+// containerSecurity maps the container's security context over the pod's.
+func containerSecurity(pod *v1.Pod, c *v1.Container, seccomp seccompPolicy) *runtimeapi.LinuxContainerSecurityContext {
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions:   namespaceOptions(pod),
 		SupplementalGroups: supplementalGroups(pod.Spec.SecurityContext),
@@ -63,7 +68,7 @@ func containerSecurity(pod *v1.Pod, c *v1.Container, rootDir string) *runtimeapi
 		}
 	}
 	sc.MaskedPaths, sc.ReadonlyPaths = procPaths(sc.Privileged, csc.ProcMount)
-	sc.Seccomp = seccompProfile(firstSeccomp(csc.SeccompProfile, psc.SeccompProfile), rootDir)
+	sc.Seccomp = seccomp.profile(firstSeccomp(csc.SeccompProfile, psc.SeccompProfile))
 	sc.Apparmor = appArmorProfile(pod, c.Name, csc.AppArmorProfile, psc.AppArmorProfile)
 	return sc
 }
@@ -95,9 +100,12 @@ func firstSeccomp(profiles ...*v1.SeccompProfile) *v1.SeccompProfile {
 	return nil
 }
 
-// seccompProfile maps a pod API profile to the CRI's; none means unconfined, the kubelet's
-// default while SeccompDefault is off.
-func seccompProfile(p *v1.SeccompProfile, rootDir string) *runtimeapi.SecurityProfile {
+// profile maps an API profile to the CRI's; none means Unconfined, or RuntimeDefault with
+// seccompDefault on, as upstream.
+func (s seccompPolicy) profile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
+	if p == nil && s.runtimeDefault {
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	}
 	if p == nil {
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
 	}
@@ -107,7 +115,7 @@ func seccompProfile(p *v1.SeccompProfile, rootDir string) *runtimeapi.SecurityPr
 	case v1.SeccompProfileTypeLocalhost:
 		ref := ""
 		if p.LocalhostProfile != nil {
-			ref = filepath.Join(rootDir, "seccomp", *p.LocalhostProfile)
+			ref = filepath.Join(s.rootDir, "seccomp", *p.LocalhostProfile)
 		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: ref}
 	}
