@@ -120,7 +120,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	n.recorder = n.newRecorder()
 	n.statuses = status.NewManager(statusSink)
 	imgs, err := images.NewManager(images.Options{
-		Endpoint: kc.ContainerRuntimeEndpoint, Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
+		Endpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
 		MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)), PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)),
 		PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 	})
@@ -146,7 +146,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	}
 	n.devices = startDevicePlugins(ctx, cfg.RootDir)
 	rtOpts := runtime.Options{
-		Endpoint: kc.ContainerRuntimeEndpoint, RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
 		Objects: objects, ServiceEnv: serviceEnv,

@@ -149,3 +149,19 @@ func TestMaxPodsRejectsTheNewestPod(t *testing.T) {
 		t.Fatalf("pod over maxPods got %d containers", len(cs))
 	}
 }
+
+// imageServiceEndpoint: image look-ups go to the image service's socket, container calls to
+// the runtime's.
+func TestSeparateImageServiceEndpoint(t *testing.T) {
+	imageService, imageEndpoint := fakecri.Start(t)
+	imageService.AddImage("busybox:1.36")
+	fake, dir := startNode(t, "--image-service-endpoint="+imageEndpoint)
+	writePod(t, dir, "web", "Always")
+	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	if n := imageService.CountCalls("ImageStatus"); n == 0 {
+		t.Error("the image service was never asked for the image")
+	}
+	if n := fake.CountCalls("ImageStatus") + fake.CountCalls("PullImage"); n != 0 {
+		t.Errorf("the runtime's socket got %d image calls", n)
+	}
+}

@@ -153,7 +153,7 @@ func addNodeFlags(fs *pflag.FlagSet, f *Flags) {
 
 func addRuntimeFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.StringVar, "container-runtime-endpoint", func(kc *kubeletConfig) *string { return &kc.ContainerRuntimeEndpoint }, "CRI socket of the container runtime.")
-	bindField(f, fs.StringVar, "image-service-endpoint", func(kc *kubeletConfig) *string { return &kc.ImageServiceEndpoint }, "Not supported: must be empty or equal to --container-runtime-endpoint, which serves images too.")
+	bindField(f, fs.StringVar, "image-service-endpoint", func(kc *kubeletConfig) *string { return &kc.ImageServiceEndpoint }, "CRI image service socket for pulls, image GC and the image filesystem; empty means --container-runtime-endpoint.")
 	bindField(f, fs.DurationVar, "runtime-request-timeout", func(kc *kubeletConfig) *time.Duration { return &kc.RuntimeRequestTimeout.Duration }, "Deadline for CRI calls other than long-running ones such as pulls and exec.")
 	bindPointer(f, fs.BoolVar, "serialize-image-pulls", func(kc *kubeletConfig) **bool { return &kc.SerializeImagePulls }, "Pull one image at a time.")
 	bindPointer(f, fs.Int32Var, "max-parallel-image-pulls", func(kc *kubeletConfig) **int32 { return &kc.MaxParallelImagePulls }, "Most image pulls running at once (needs --serialize-image-pulls=false).")

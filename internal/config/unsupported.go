@@ -32,10 +32,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool { return !c.EnableContentionProfiling }},
 	{"podCIDR", "hands the pod range to the runtime (CRI UpdateRuntimeConfig)", "empty (the CNI configuration decides)",
 		func(c *kubeletConfig) bool { return c.PodCIDR == "" }},
-	{"imageServiceEndpoint", "pulls and lists images through a separate CRI socket", "empty or equal to containerRuntimeEndpoint",
-		func(c *kubeletConfig) bool {
-			return c.ImageServiceEndpoint == "" || c.ImageServiceEndpoint == c.ContainerRuntimeEndpoint
-		}},
 	{"volumePluginDir", "probes flex volume drivers there", DefaultVolumePluginDir,
 		func(c *kubeletConfig) bool { return c.VolumePluginDir == DefaultVolumePluginDir }},
 	{"volumeStatsAggPeriod", "measures volumes' disk use on that period (0 turns it off)", "1m0s",

@@ -25,6 +25,9 @@ type ImageService interface {
 type Options struct {
 	// Endpoint is the CRI socket, e.g. "unix:///run/nodelet/containerd/containerd.sock".
 	Endpoint string
+	// ImageEndpoint is the CRI image service socket (imageServiceEndpoint); empty means
+	// Endpoint. Image listing, removal and the image filesystem go there.
+	ImageEndpoint string
 	// RequestTimeout bounds CRI calls that do work (default 2m); list/status calls use 10s.
 	RequestTimeout time.Duration
 	// RootDir holds per-pod state under RootDir/pods/<uid> (default /var/lib/kubelet).
@@ -85,6 +88,7 @@ type manager struct {
 	mounter     volumeMounter
 	tokens      *tokenCache
 	conn        *grpc.ClientConn // nil when the caller owns the connection
+	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
 	// seccompDefault and noCPUQuota: see Options.
@@ -114,8 +118,15 @@ func NewManager(opts Options) (Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := newManager(runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn), opts)
-	m.conn = conn
+	imgConn := conn
+	if opts.ImageEndpoint != "" && opts.ImageEndpoint != opts.Endpoint {
+		if imgConn, err = Dial(opts.ImageEndpoint); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("image service: %w", err)
+		}
+	}
+	m := newManager(runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(imgConn), opts)
+	m.conn, m.imgConn = conn, imgConn
 	return m, nil
 }
 
@@ -175,6 +186,9 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 func (m *manager) Close() error {
 	if m.conn == nil {
 		return nil
+	}
+	if m.imgConn != m.conn {
+		_ = m.imgConn.Close()
 	}
 	return m.conn.Close()
 }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -39,15 +38,11 @@ func (m *manager) ListContainerStats(ctx context.Context) ([]*runtimeapi.Contain
 	return resp.Stats, nil
 }
 
-// ImageFsInfo implements StatsProvider. It uses the image service on the connection
-// NewManager dialled; a manager over caller-given clients reports an error.
+// ImageFsInfo implements StatsProvider from the image service.
 func (m *manager) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
-	if m.conn == nil {
-		return nil, errors.New("image filesystem info needs a manager made by NewManager")
-	}
 	ctx, cancel := m.cri.short(ctx)
 	defer cancel()
-	resp, err := runtimeapi.NewImageServiceClient(m.conn).ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	resp, err := m.cri.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("image fs info: %w", err)
 	}

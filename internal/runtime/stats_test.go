@@ -67,10 +67,3 @@ func TestImageFsInfoAndSandboxPIDOverFake(t *testing.T) {
 		t.Fatal("SandboxPID of a missing sandbox should fail")
 	}
 }
-
-func TestImageFsInfoNeedsDialledManager(t *testing.T) {
-	m := newManager(nil, nil, Options{})
-	if _, err := m.ImageFsInfo(context.Background()); err == nil {
-		t.Fatal("want an error without a connection")
-	}
-}
