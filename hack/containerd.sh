@@ -88,6 +88,14 @@ disabled_plugins = [
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
 
+      # A second handler, named as the upstream suite's RuntimeClass specs expect, for
+      # pods whose RuntimeClass names it.
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler]
+        runtime_type = "io.containerd.runc.v2"
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler.options]
+          SystemdCgroup = false
+
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$CNI_BIN_DIR"
       conf_dir = "$CNI_CONF_DIR"

@@ -39,6 +39,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/runtimeclass"
 	"github.com/nodelet/nodelet/internal/services"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/stats"
@@ -129,11 +130,15 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	}
 	var objects runtime.ObjectGetter
 	var serviceEnv func(*v1.Pod) ([]v1.EnvVar, error)
+	runtimeHandler := runtimeclass.Standalone
 	if n.cluster != nil {
 		objects = apiObjects{n.cluster.clients.API}
 		lister := services.NewLister(n.cluster.clients.API)
 		comps.loop("services", lister.Run)
 		serviceEnv = lister.EnvVars
+		classes := runtimeclass.New(n.cluster.clients.API)
+		comps.loop("runtime classes", classes.Run)
+		runtimeHandler = classes.Handler
 	}
 	if err := prepareHost(kc); err != nil {
 		return nil, err
@@ -149,7 +154,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
-		Objects: objects, ServiceEnv: serviceEnv,
+		Objects: objects, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	}
 	if n.devices != nil {

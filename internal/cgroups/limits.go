@@ -84,11 +84,19 @@ func (s side) podLevel(r *v1.ResourceRequirements) v1.ResourceList {
 	return r.Limits
 }
 
-// podAmount is what the pod as a whole needs of name: pod-level resources when set, else
-// the larger of what runs at once — all regular containers plus sidecars (restartable init
-// containers), or each init container plus the sidecars started before it. ok is false
-// when some container does not set the amount.
+// podAmount is what the pod as a whole needs of name, its RuntimeClass's overhead
+// included: pod-level resources when set, else the larger of what runs at once — all regular
+// containers plus sidecars (restartable init containers), or each init container plus the
+// sidecars started before it. ok is false when some container does not set the amount.
 func podAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resource.Quantity) int64) (int64, bool) {
+	amount, ok := containersAmount(pod, name, s, conv)
+	if q, set := pod.Spec.Overhead[name]; set {
+		amount += conv(q)
+	}
+	return amount, ok
+}
+
+func containersAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resource.Quantity) int64) (int64, bool) {
 	if pod.Spec.Resources != nil {
 		if q, ok := s.podLevel(pod.Spec.Resources)[name]; ok {
 			return conv(q), true

@@ -55,6 +55,17 @@ func TestPodLimitsWithoutCPUQuota(t *testing.T) {
 	}
 }
 
+// A RuntimeClass's overhead (spec.overhead, set by the API server) adds to the pod's cgroup.
+func TestPodLimitsAddOverhead(t *testing.T) {
+	pod := newPod("p", v1.ResourceRequirements{Requests: resources("100m", "32Mi"), Limits: resources("200m", "64Mi")})
+	pod.Spec.Overhead = resources("10m", "1Mi")
+	got := podLimits(pod, 0, true)
+	want := limits{cpuShares: 112, cpuQuota: 21000, memory: 65 << 20, pids: unlimited}
+	if got != want {
+		t.Errorf("podLimits = %+v, want %+v", got, want)
+	}
+}
+
 func TestPodLimitsTinyQuotaHasAFloor(t *testing.T) {
 	pod := newPod("p", v1.ResourceRequirements{Requests: resources("1m", ""), Limits: resources("1m", "")})
 	if got := podLimits(pod, 0, true); got.cpuQuota != minQuota || got.cpuShares != minShares {

@@ -9,6 +9,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/gentype"
@@ -24,6 +25,7 @@ type clientset struct {
 	coordination coordinationV1
 	authn        authenticationV1
 	authz        authorizationV1
+	node         nodeV1
 }
 
 // newForConfig builds an Interface from c the way kubernetes.NewForConfig builds a clientset:
@@ -54,6 +56,7 @@ func newForConfig(c *rest.Config) (Interface, error) {
 		{coordinationv1.SchemeGroupVersion, "/apis", &cs.coordination.client},
 		{authnv1.SchemeGroupVersion, "/apis", &cs.authn.client},
 		{authzv1.SchemeGroupVersion, "/apis", &cs.authz.client},
+		{nodev1.SchemeGroupVersion, "/apis", &cs.node.client},
 	} {
 		if *g.out, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, err
@@ -74,6 +77,7 @@ func (c *clientset) CoreV1() CoreV1Interface                     { return c.core
 func (c *clientset) CoordinationV1() CoordinationV1Interface     { return c.coordination }
 func (c *clientset) AuthenticationV1() AuthenticationV1Interface { return c.authn }
 func (c *clientset) AuthorizationV1() AuthorizationV1Interface   { return c.authz }
+func (c *clientset) NodeV1() NodeV1Interface                     { return c.node }
 
 // All resources below prefer protobuf, as their generated clients do: without an explicit
 // content type on the config, requests send protobuf and accept protobuf or JSON.
@@ -151,4 +155,12 @@ func (c authorizationV1) SubjectAccessReviews() SubjectAccessReviewInterface {
 	return gentype.NewClient[*authzv1.SubjectAccessReview]("subjectaccessreviews", c.client, parameterCodec, "",
 		func() *authzv1.SubjectAccessReview { return &authzv1.SubjectAccessReview{} },
 		gentype.PrefersProtobuf[*authzv1.SubjectAccessReview]())
+}
+
+type nodeV1 struct{ client rest.Interface }
+
+func (c nodeV1) RuntimeClasses() RuntimeClassInterface {
+	return gentype.NewClientWithList[*nodev1.RuntimeClass, *nodev1.RuntimeClassList]("runtimeclasses", c.client, parameterCodec, "",
+		func() *nodev1.RuntimeClass { return &nodev1.RuntimeClass{} }, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} },
+		gentype.PrefersProtobuf[*nodev1.RuntimeClass]())
 }

@@ -7,6 +7,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -14,7 +15,7 @@ import (
 
 // The interfaces below are the slice of the API nodelet uses. Their methods have exactly the
 // signatures of client-go's typed clients, so those clients (and the fake clientset in tests)
-// satisfy them, while the binary links only the four API groups it talks to instead of the
+// satisfy them, while the binary links only the API groups it talks to instead of the
 // clientset for every group.
 
 // Interface is nodelet's API client: the groups it reads and writes.
@@ -23,6 +24,19 @@ type Interface interface {
 	CoordinationV1() CoordinationV1Interface
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
+	NodeV1() NodeV1Interface
+}
+
+// NodeV1Interface holds the node.k8s.io/v1 resources nodelet uses.
+type NodeV1Interface interface {
+	RuntimeClasses() RuntimeClassInterface
+}
+
+// RuntimeClassInterface: the RuntimeClass manager watches them to map runtimeClassName to a
+// CRI handler.
+type RuntimeClassInterface interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*nodev1.RuntimeClassList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // CoreV1Interface holds the core/v1 resources nodelet uses.

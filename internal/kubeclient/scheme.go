@@ -5,6 +5,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +27,6 @@ func init() {
 	// The option types (ListOptions, GetOptions, ...) become query parameters through the
 	// parameter codec, which needs them registered as the unversioned meta/v1 group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
-	groups := runtime.SchemeBuilder{v1.AddToScheme, coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme}
+	groups := runtime.SchemeBuilder{v1.AddToScheme, coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme, nodev1.AddToScheme}
 	utilruntime.Must(groups.AddToScheme(Scheme))
 }

@@ -49,10 +49,10 @@ func (c *criClient) status(ctx context.Context) (*runtimeapi.StatusResponse, err
 	return c.rt.Status(ctx, &runtimeapi.StatusRequest{})
 }
 
-func (c *criClient) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+func (c *criClient) runPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	ctx, cancel := c.long(ctx)
 	defer cancel()
-	resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: handler})
 	if err != nil {
 		return "", err
 	}

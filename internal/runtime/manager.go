@@ -63,6 +63,9 @@ type Options struct {
 	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
 	// nil means none. An error fails the container's creation, which is retried.
 	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
+	// the runtime's default to every pod. An error fails the sandbox's creation.
+	RuntimeHandler func(pod *v1.Pod) (string, error)
 	// SeccompDefault gives RuntimeDefault seccomp to containers and sandboxes whose pod
 	// names no profile (seccompDefault); otherwise they run unconfined, as upstream.
 	SeccompDefault bool
@@ -91,7 +94,8 @@ type manager struct {
 	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
-	// seccompDefault and noCPUQuota: see Options.
+	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
+	runtimeHandler func(pod *v1.Pod) (string, error)
 	seccompDefault bool
 	noCPUQuota     bool
 	// containerLogsDir holds the per-container log symlinks; hostEtcHosts is the node's hosts
@@ -177,7 +181,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
 		tokens:           newTokenCache(),
-		podCgroup:        opts.PodCgroup, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		devices: opts.Devices,
 	}
 }

@@ -213,11 +213,17 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err != nil {
 		return nil, err // says what it could not build
 	}
+	handler := ""
+	if m.runtimeHandler != nil {
+		if handler, err = m.runtimeHandler(pod); err != nil {
+			return nil, err // upstream's wording: runtimeclass.node.k8s.io "x" not found
+		}
+	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)
 	}
 	metrics.StartedPod()
-	id, err := m.cri.runPodSandbox(ctx, cfg)
+	id, err := m.cri.runPodSandbox(ctx, cfg, handler)
 	if err != nil {
 		metrics.StartPodFailed()
 		return nil, fmt.Errorf("run pod sandbox: %w", err)

@@ -31,6 +31,7 @@ func (c *clientset) AuthenticationV1() kubeclient.AuthenticationV1Interface {
 func (c *clientset) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 	return authorizationV1{c.cs}
 }
+func (c *clientset) NodeV1() kubeclient.NodeV1Interface { return nodeV1{c.cs} }
 
 type coreV1 struct{ cs kubernetes.Interface }
 
@@ -62,4 +63,10 @@ type authorizationV1 struct{ cs kubernetes.Interface }
 
 func (c authorizationV1) SubjectAccessReviews() kubeclient.SubjectAccessReviewInterface {
 	return c.cs.AuthorizationV1().SubjectAccessReviews()
+}
+
+type nodeV1 struct{ cs kubernetes.Interface }
+
+func (c nodeV1) RuntimeClasses() kubeclient.RuntimeClassInterface {
+	return c.cs.NodeV1().RuntimeClasses()
 }

@@ -30,6 +30,7 @@ type Sandbox struct {
 	CreatedAt time.Time
 	IP        string // empty for host-network sandboxes
 	HostNet   bool
+	Handler   string // the RuntimeHandler it was run with
 }
 
 // Container is a snapshot of one fake container.
@@ -77,6 +78,7 @@ type Fake struct {
 	nextID      int
 	nextIP      int
 	lastTime    time.Time
+	handlers    map[string]bool // the runtime handlers configured besides the default ("")
 }
 
 // New returns an empty fake that is not served; most tests want Start.
@@ -90,6 +92,17 @@ func New() *Fake {
 		failNext:   map[string][]error{},
 		conditions: map[string]bool{runtimeapi.RuntimeReady: true, runtimeapi.NetworkReady: true},
 		nextIP:     2,
+		handlers:   map[string]bool{},
+	}
+}
+
+// AddHandlers configures runtime handlers; a sandbox asking for another fails as
+// containerd's does.
+func (f *Fake) AddHandlers(names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		f.handlers[n] = true
 	}
 }
 

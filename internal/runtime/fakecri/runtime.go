@@ -43,6 +43,9 @@ func (f *Fake) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxReq
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if h := req.GetRuntimeHandler(); h != "" && !f.handlers[h] {
+		return nil, status.Errorf(codes.Unknown, "failed to get sandbox runtime: no runtime for %q is configured", h)
+	}
 	for _, s := range f.sandboxes {
 		m := s.Config.GetMetadata()
 		if m.GetUid() == cfg.Metadata.Uid && m.GetAttempt() == cfg.Metadata.Attempt && m.GetName() == cfg.Metadata.Name {
@@ -54,6 +57,7 @@ func (f *Fake) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxReq
 		Config:    cloneSandboxConfig(cfg),
 		State:     runtimeapi.PodSandboxState_SANDBOX_READY,
 		CreatedAt: f.now(),
+		Handler:   req.GetRuntimeHandler(),
 		HostNet:   cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE,
 	}
 	if !s.HostNet {
