@@ -112,7 +112,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps}
 	var statusSink status.Syncer
 	if cfg.Kubeconfig != "" {
-		c, err := newCluster(cfg, n.pods)
+		c, err := newCluster(ctx, cfg, n.pods, comps)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -9,9 +10,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/certificates"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/node"
@@ -35,10 +39,18 @@ type cluster struct {
 // mirrorDeleteTimeout bounds the background deletion of an orphaned mirror pod.
 const mirrorDeleteTimeout = 30 * time.Second
 
-func newCluster(cfg *config.Config, pods *pod.Manager) (*cluster, error) {
-	clients, err := kubeclient.New(cfg.Kubeconfig, cfg.Kubelet)
+func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comps *components) (*cluster, error) {
+	restCfg, rotation, err := clientIdentity(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	clients, err := kubeclient.NewForConfig(restCfg, cfg.Kubelet)
+	if err != nil {
+		return nil, err
+	}
+	if rotation != nil {
+		rotation.SetClient(clients.API.CertificatesV1().CertificateSigningRequests())
+		comps.start("client certificate rotation", rotation.Run)
 	}
 	return &cluster{
 		cfg:       cfg,
@@ -46,6 +58,33 @@ func newCluster(cfg *config.Config, pods *pod.Manager) (*cluster, error) {
 		apiStatus: status.NewAPISyncer(clients.API, currentMirror(pods)),
 		mirrors:   pod.NewMirrorClient(clients.API, cfg.NodeName),
 	}, nil
+}
+
+// clientIdentity is the API client config: from --kubeconfig, after TLS bootstrap when
+// --bootstrap-kubeconfig is given, presenting a rotating certificate with rotateCertificates.
+func clientIdentity(ctx context.Context, cfg *config.Config) (*rest.Config, *certificates.Manager, error) {
+	store := certificates.Store{Dir: cfg.CertDir, Prefix: "kubelet-client"}
+	if cfg.BootstrapKubeconfig != "" {
+		err := certificates.Bootstrap(ctx, cfg.Kubeconfig, cfg.BootstrapKubeconfig, store, cfg.NodeName, kubeclient.NewInterface)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading --kubeconfig %s: %w", cfg.Kubeconfig, err)
+	}
+	if !cfg.Kubelet.RotateCertificates {
+		return restCfg, nil, nil
+	}
+	rotation, err := certificates.NewClientManager(store, cfg.NodeName, restCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := certificates.UseRotatingCertificate(restCfg, rotation); err != nil {
+		return nil, nil, err
+	}
+	return restCfg, rotation, nil
 }
 
 // wireLoop connects the sync loop and admission to the API side.

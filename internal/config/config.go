@@ -24,18 +24,20 @@ import (
 // Config is everything nodelet needs to start.
 type Config struct {
 	// Kubelet is the file's configuration with defaults and command-line flags applied.
-	Kubelet            *kubeletconfigv1beta1.KubeletConfiguration
-	ConfigFile         string
-	Kubeconfig         string
-	RootDir            string
-	HostnameOverride   string
-	NodeIP             string
-	NodeName           string // --hostname-override or the host name, lower-cased and trimmed
-	RunOnce            bool
-	NodeLabels         map[string]string
-	RegisterNode       bool
-	RegisterWithTaints []corev1.Taint
-	CertDir            string
+	Kubelet    *kubeletconfigv1beta1.KubeletConfiguration
+	ConfigFile string
+	Kubeconfig string
+	// BootstrapKubeconfig requests the client certificate when Kubeconfig has none usable.
+	BootstrapKubeconfig string
+	RootDir             string
+	HostnameOverride    string
+	NodeIP              string
+	NodeName            string // --hostname-override or the host name, lower-cased and trimmed
+	RunOnce             bool
+	NodeLabels          map[string]string
+	RegisterNode        bool
+	RegisterWithTaints  []corev1.Taint
+	CertDir             string
 	// ContainerGC comes from deprecated flags only; PodInfraContainerImage is kept from image GC.
 	ContainerGC            ContainerGCPolicy
 	PodInfraContainerImage string
@@ -75,19 +77,20 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		return nil, err
 	}
 	cfg := &Config{
-		Kubelet:            kc,
-		ConfigFile:         f.ConfigFile,
-		Kubeconfig:         f.Kubeconfig,
-		RootDir:            f.RootDir,
-		HostnameOverride:   f.HostnameOverride,
-		NodeIP:             f.NodeIP,
-		NodeName:           nodeName,
-		RunOnce:            kc.RunOnce,
-		NodeLabels:         maps.Clone(f.NodeLabels),
-		RegisterNode:       deref(kc.RegisterNode),
-		RegisterWithTaints: kc.RegisterWithTaints,
-		CertDir:            f.CertDir,
-		ContainerGC:        f.ContainerGC,
+		Kubelet:             kc,
+		ConfigFile:          f.ConfigFile,
+		Kubeconfig:          f.Kubeconfig,
+		BootstrapKubeconfig: f.BootstrapKubeconfig,
+		RootDir:             f.RootDir,
+		HostnameOverride:    f.HostnameOverride,
+		NodeIP:              f.NodeIP,
+		NodeName:            nodeName,
+		RunOnce:             kc.RunOnce,
+		NodeLabels:          maps.Clone(f.NodeLabels),
+		RegisterNode:        deref(kc.RegisterNode),
+		RegisterWithTaints:  kc.RegisterWithTaints,
+		CertDir:             f.CertDir,
+		ContainerGC:         f.ContainerGC,
 
 		PodInfraContainerImage: f.PodInfraContainerImage,
 	}
@@ -142,5 +145,11 @@ func validateFlagsOnly(cfg *Config) error {
 	v.nodeIPs(cfg.NodeIP)
 	v.nodeLabels(cfg.NodeLabels)
 	v.checkContainerGC(cfg.ContainerGC)
+	if cfg.BootstrapKubeconfig != "" && cfg.Kubeconfig == "" {
+		v.add("--bootstrap-kubeconfig", "needs --kubeconfig, the path the bootstrapped kubeconfig is written to")
+	}
+	if cfg.Kubelet.RotateCertificates && cfg.Kubeconfig == "" {
+		v.add("rotateCertificates", "needs --kubeconfig: a standalone node has no API server to renew its certificate with")
+	}
 	return v.err()
 }

@@ -19,6 +19,7 @@ type kubeletConfig = kubeletconfigv1beta1.KubeletConfiguration
 type Flags struct {
 	ConfigFile             string
 	Kubeconfig             string
+	BootstrapKubeconfig    string
 	RootDir                string
 	HostnameOverride       string
 	NodeIP                 string
@@ -87,7 +88,8 @@ func addNodeletFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.ConfigFile, "config", "", "Path to a KubeletConfiguration file (YAML or JSON). Flags given on the command line override its values.")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig for reaching the API server. Without it nodelet runs standalone, serving static pods only.")
 	fs.StringVar(&f.RootDir, "root-dir", DefaultRootDir, "Directory for nodelet's state: pod directories, volumes and plugins.")
-	fs.StringVar(&f.CertDir, "cert-dir", DefaultCertDir, "Directory holding the serving certificate and key; ignored when --tls-cert-file and --tls-private-key-file are set.")
+	fs.StringVar(&f.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "Kubeconfig (usually a bootstrap token) to request a client certificate with when --kubeconfig is missing or its certificate expired; the certificate goes to --cert-dir and a kubeconfig using it to --kubeconfig.")
+	fs.StringVar(&f.CertDir, "cert-dir", DefaultCertDir, "Directory holding the client certificates (kubelet-client-current.pem) and the serving certificate and key; the latter is ignored when --tls-cert-file and --tls-private-key-file are set.")
 	fs.StringVar(&f.HostnameOverride, "hostname-override", "", "Node name to use instead of the machine's host name.")
 	fs.StringVar(&f.NodeIP, "node-ip", "", "IP address (or comma-separated IPv4,IPv6 pair) to report for the node.")
 	fs.StringToStringVar(&f.NodeLabels, "node-labels", nil, "Labels to put on the node when registering, as key=value pairs separated by commas.")
@@ -105,7 +107,7 @@ func addServerFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.StringVar, "tls-private-key-file", func(kc *kubeletConfig) *string { return &kc.TLSPrivateKeyFile }, "Private key matching --tls-cert-file.")
 	bindField(f, fs.StringVar, "tls-min-version", func(kc *kubeletConfig) *string { return &kc.TLSMinVersion }, "Lowest TLS version accepted, e.g. VersionTLS12.")
 	bindField(f, fs.StringSliceVar, "tls-cipher-suites", func(kc *kubeletConfig) *[]string { return &kc.TLSCipherSuites }, "Cipher suites the HTTPS API allows, by Go name; empty means Go's defaults.")
-	bindField(f, fs.BoolVar, "rotate-certificates", func(kc *kubeletConfig) *bool { return &kc.RotateCertificates }, "Not supported: only false is accepted (upstream renews its client certificate through the API server).")
+	bindField(f, fs.BoolVar, "rotate-certificates", func(kc *kubeletConfig) *bool { return &kc.RotateCertificates }, "Renew the client certificate through the API server (a CertificateSigningRequest) at 70-90% of its lifetime, without a restart.")
 	bindField(f, fs.StringVar, "client-ca-file", func(kc *kubeletConfig) *string { return &kc.Authentication.X509.ClientCAFile }, "CA bundle whose client certificates the HTTPS API trusts.")
 	bindPointer(f, fs.BoolVar, "anonymous-auth", func(kc *kubeletConfig) **bool { return &kc.Authentication.Anonymous.Enabled }, "Let requests without credentials through as system:anonymous.")
 	bindPointer(f, fs.BoolVar, "authentication-token-webhook", func(kc *kubeletConfig) **bool { return &kc.Authentication.Webhook.Enabled }, "Check bearer tokens with the API server's TokenReview API.")

@@ -278,3 +278,19 @@ func TestPodInfraContainerImageIsAcceptedAndIgnored(t *testing.T) {
 		t.Error("--pod-infra-container-image changed the configuration")
 	}
 }
+
+// Bootstrapping and rotation need an API server to talk to.
+func TestCertificateFlagsNeedAKubeconfig(t *testing.T) {
+	for flag, args := range map[string][]string{
+		"--bootstrap-kubeconfig": {"--bootstrap-kubeconfig=/etc/bootstrap.kubeconfig"},
+		"rotateCertificates":     {"--rotate-certificates"},
+	} {
+		if _, err := complete(t, args...); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%v: err %v, want one naming %s", args, err, flag)
+		}
+	}
+	cfg := mustComplete(t, "--bootstrap-kubeconfig=/b", "--kubeconfig=/k", "--rotate-certificates")
+	if cfg.BootstrapKubeconfig != "/b" || !cfg.Kubelet.RotateCertificates {
+		t.Errorf("bootstrap %q rotate %v", cfg.BootstrapKubeconfig, cfg.Kubelet.RotateCertificates)
+	}
+}

@@ -20,8 +20,6 @@ type unsupportedField struct {
 }
 
 var unsupportedFields = []unsupportedField{
-	{"rotateCertificates", "renews its client certificate through a CertificateSigningRequest", "false",
-		func(c *kubeletConfig) bool { return !c.RotateCertificates }},
 	{"serverTLSBootstrap", "requests its serving certificate through a CertificateSigningRequest", "false",
 		func(c *kubeletConfig) bool { return !c.ServerTLSBootstrap }},
 	{"streamingConnectionIdleTimeout", "closes exec/attach/port-forward streams idle this long", "4h0m0s (the runtime's own stream idle timeout)",

@@ -163,7 +163,6 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		field  string
 		mutate func(*kc)
 	}{
-		{"rotateCertificates", func(c *kc) { c.RotateCertificates = true }},
 		{"cpuCFSQuotaPeriod", func(c *kc) { c.CPUCFSQuotaPeriod = ptr.To(dur(50 * time.Millisecond)) }},
 		{"cpuManagerPolicy", func(c *kc) { c.CPUManagerPolicy = "static" }},
 		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},

@@ -35,6 +35,12 @@ func New(kubeconfig string, kc *kubeletconfig.KubeletConfiguration) (*Clients, e
 	if err != nil {
 		return nil, fmt.Errorf("reading --kubeconfig %s: %w", kubeconfig, err)
 	}
+	return NewForConfig(cfg, kc)
+}
+
+// NewForConfig builds the three clients on cfg (e.g. one whose transport presents a rotating
+// client certificate).
+func NewForConfig(cfg *rest.Config, kc *kubeletconfig.KubeletConfiguration) (*Clients, error) {
 	cfg.UserAgent = "nodelet/" + version.Version
 	if kc.ContentType != "" {
 		cfg.ContentType = kc.ContentType

@@ -7,6 +7,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -26,7 +27,11 @@ type clientset struct {
 	authn        authenticationV1
 	authz        authorizationV1
 	node         nodeV1
+	certificates certificatesV1
 }
+
+// NewInterface builds an Interface on cfg as it is (no rate limits or user agent added).
+func NewInterface(cfg *rest.Config) (Interface, error) { return newForConfig(cfg) }
 
 // newForConfig builds an Interface from c the way kubernetes.NewForConfig builds a clientset:
 // default user agent, a transport shared by all groups, and one token bucket for QPS/Burst
@@ -57,6 +62,7 @@ func newForConfig(c *rest.Config) (Interface, error) {
 		{authnv1.SchemeGroupVersion, "/apis", &cs.authn.client},
 		{authzv1.SchemeGroupVersion, "/apis", &cs.authz.client},
 		{nodev1.SchemeGroupVersion, "/apis", &cs.node.client},
+		{certificatesv1.SchemeGroupVersion, "/apis", &cs.certificates.client},
 	} {
 		if *g.out, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, err
@@ -78,6 +84,7 @@ func (c *clientset) CoordinationV1() CoordinationV1Interface     { return c.coor
 func (c *clientset) AuthenticationV1() AuthenticationV1Interface { return c.authn }
 func (c *clientset) AuthorizationV1() AuthorizationV1Interface   { return c.authz }
 func (c *clientset) NodeV1() NodeV1Interface                     { return c.node }
+func (c *clientset) CertificatesV1() CertificatesV1Interface     { return c.certificates }
 
 // All resources below prefer protobuf, as their generated clients do: without an explicit
 // content type on the config, requests send protobuf and accept protobuf or JSON.
@@ -163,4 +170,12 @@ func (c nodeV1) RuntimeClasses() RuntimeClassInterface {
 	return gentype.NewClientWithList[*nodev1.RuntimeClass, *nodev1.RuntimeClassList]("runtimeclasses", c.client, parameterCodec, "",
 		func() *nodev1.RuntimeClass { return &nodev1.RuntimeClass{} }, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} },
 		gentype.PrefersProtobuf[*nodev1.RuntimeClass]())
+}
+
+type certificatesV1 struct{ client rest.Interface }
+
+func (c certificatesV1) CertificateSigningRequests() CertificateSigningRequestInterface {
+	return gentype.NewClient[*certificatesv1.CertificateSigningRequest]("certificatesigningrequests", c.client, parameterCodec, "",
+		func() *certificatesv1.CertificateSigningRequest { return &certificatesv1.CertificateSigningRequest{} },
+		gentype.PrefersProtobuf[*certificatesv1.CertificateSigningRequest]())
 }

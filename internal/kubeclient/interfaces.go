@@ -5,6 +5,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -25,6 +26,19 @@ type Interface interface {
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
 	NodeV1() NodeV1Interface
+	CertificatesV1() CertificatesV1Interface
+}
+
+// CertificatesV1Interface holds the certificates.k8s.io/v1 resources nodelet uses.
+type CertificatesV1Interface interface {
+	CertificateSigningRequests() CertificateSigningRequestInterface
+}
+
+// CertificateSigningRequestInterface: TLS bootstrap and certificate rotation request their
+// certificates and wait for them to be issued.
+type CertificateSigningRequestInterface interface {
+	Create(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, opts metav1.CreateOptions) (*certificatesv1.CertificateSigningRequest, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*certificatesv1.CertificateSigningRequest, error)
 }
 
 // NodeV1Interface holds the node.k8s.io/v1 resources nodelet uses.

@@ -3,6 +3,7 @@ package kubeclient
 import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -27,6 +28,6 @@ func init() {
 	// The option types (ListOptions, GetOptions, ...) become query parameters through the
 	// parameter codec, which needs them registered as the unversioned meta/v1 group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
-	groups := runtime.SchemeBuilder{v1.AddToScheme, coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme, nodev1.AddToScheme}
+	groups := runtime.SchemeBuilder{v1.AddToScheme, coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme, nodev1.AddToScheme, certificatesv1.AddToScheme}
 	utilruntime.Must(groups.AddToScheme(Scheme))
 }

@@ -32,6 +32,9 @@ func (c *clientset) AuthorizationV1() kubeclient.AuthorizationV1Interface {
 	return authorizationV1{c.cs}
 }
 func (c *clientset) NodeV1() kubeclient.NodeV1Interface { return nodeV1{c.cs} }
+func (c *clientset) CertificatesV1() kubeclient.CertificatesV1Interface {
+	return certificatesV1{c.cs}
+}
 
 type coreV1 struct{ cs kubernetes.Interface }
 
@@ -69,4 +72,10 @@ type nodeV1 struct{ cs kubernetes.Interface }
 
 func (c nodeV1) RuntimeClasses() kubeclient.RuntimeClassInterface {
 	return c.cs.NodeV1().RuntimeClasses()
+}
+
+type certificatesV1 struct{ cs kubernetes.Interface }
+
+func (c certificatesV1) CertificateSigningRequests() kubeclient.CertificateSigningRequestInterface {
+	return c.cs.CertificatesV1().CertificateSigningRequests()
 }
