@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/certificates"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/logs"
@@ -45,6 +46,14 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		EnableDebugFlagsHandler: boolOr(kc.EnableDebugFlagsHandler, true),
 		Client:                  client, Config: kc, HealthChecks: checks,
 		Pods: n.podsWithStatus, RunningPods: n.runningPods,
+	}
+	if n.cluster != nil && kc.ServerTLSBootstrap {
+		serving, err := n.servingCertificates(opts.HostIPs, opts.Hostnames)
+		if err != nil {
+			klog.ErrorS(err, "Kubelet API server not started (healthz on its own port still runs)")
+			return
+		}
+		opts.ServingCertificate = serving.Current
 	}
 	handlers := n.handlers()
 	handlers.StatsSummary, handlers.Metrics = extra.StatsSummary, extra.Metrics
@@ -160,4 +169,17 @@ func parseIPs(list []string) []net.IP {
 		}
 	}
 	return out
+}
+
+// servingCertificates requests the kubelet API's serving certificate through a CSR and keeps
+// it renewed (serverTLSBootstrap); the server presents whatever is current.
+func (n *agent) servingCertificates(ips []net.IP, hostnames []string) (*certificates.Manager, error) {
+	store := certificates.Store{Dir: n.cfg.CertDir, Prefix: "kubelet-server"}
+	serving, err := certificates.NewServingManager(store, n.cfg.NodeName, ips, hostnames)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	serving.SetClient(n.cluster.clients.API.CertificatesV1().CertificateSigningRequests())
+	n.comps.start("serving certificate", serving.Run)
+	return serving, nil
 }

@@ -3,7 +3,6 @@ package certificates
 import (
 	"context"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +41,7 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath string, store 
 		return err
 	}
 	certPEM, keyPEM, err := request(ctx, client.CertificatesV1().CertificateSigningRequests(), ClientSigner, clientUsages,
-		&x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}}})
+		nodeSubject(nodeName))
 	if err != nil {
 		return fmt.Errorf("TLS bootstrap: %w", err)
 	}

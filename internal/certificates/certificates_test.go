@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -262,5 +263,44 @@ func TestRotationSwitchesTheClientCertificate(t *testing.T) {
 	}
 	if cur, _ := store.Current(); cur.Leaf.SerialNumber.Int64() != 3 {
 		t.Errorf("store's current serial %v, want 3", cur.Leaf.SerialNumber)
+	}
+}
+
+// serverTLSBootstrap: with no serving pair yet the manager requests one at once, from the
+// kubelet-serving signer with the node's addresses and names as SANs.
+func TestServingManagerRequestsAtOnce(t *testing.T) {
+	s := newSigner(t)
+	store := Store{Dir: t.TempDir(), Prefix: "kubelet-server"}
+	m, err := NewServingManager(store, "node-a", []net.IP{net.ParseIP("192.0.2.7")}, []string{"node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Current() != nil {
+		t.Fatal("a serving certificate before any was issued")
+	}
+	m.SetClient(s.client().CertificatesV1().CertificateSigningRequests())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Current() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no serving certificate issued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	req, csr := s.requests[0], s.csrs[0]
+	if req.Spec.SignerName != "kubernetes.io/kubelet-serving" ||
+		!slices.Equal(req.Spec.Usages, []certificatesv1.KeyUsage{"digital signature", "server auth"}) {
+		t.Errorf("signer %q usages %v", req.Spec.SignerName, req.Spec.Usages)
+	}
+	if csr.Subject.CommonName != "system:node:node-a" || len(csr.IPAddresses) != 1 || !csr.IPAddresses[0].Equal(net.ParseIP("192.0.2.7")) ||
+		!slices.Equal(csr.DNSNames, []string{"node-a"}) {
+		t.Errorf("subject %v IPs %v DNS %v", csr.Subject, csr.IPAddresses, csr.DNSNames)
+	}
+	if _, err := os.Stat(store.CurrentPath()); err != nil {
+		t.Error(err)
 	}
 }

@@ -24,7 +24,10 @@ const (
 	ServingSigner = certificatesv1.KubeletServingSignerName
 )
 
-var clientUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+var (
+	clientUsages  = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	servingUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+)
 
 // pollInterval is how often a pending request is read again; progressEvery how often the wait
 // is logged.

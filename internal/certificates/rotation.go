@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
@@ -22,11 +23,15 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
-// Manager holds the node's client certificate and renews it at 70–90 % of its lifetime (a
-// random point, as upstream, so a fleet bootstrapped together does not renew together).
+// Manager holds one of the node's certificates (client or serving) and renews it at 70–90 %
+// of its lifetime (a random point, as upstream, so a fleet bootstrapped together does not
+// renew together).
 type Manager struct {
 	store    Store
-	nodeName string
+	signer   string
+	usages   []certificatesv1.KeyUsage
+	template *x509.CertificateRequest
+	kind     string // "client" or "serving", for logs
 
 	mu       sync.RWMutex
 	current  *tls.Certificate
@@ -45,7 +50,26 @@ func NewClientManager(store Store, nodeName string, kubeconfig *rest.Config) (*M
 	if err != nil {
 		return nil, fmt.Errorf("client certificate for rotation: %w (with rotateCertificates the kubeconfig needs a client certificate, or use --bootstrap-kubeconfig)", err)
 	}
-	return &Manager{store: store, nodeName: nodeName, current: cert, deadline: rotationDeadline}, nil
+	return &Manager{store: store, signer: ClientSigner, usages: clientUsages, template: nodeSubject(nodeName), kind: "client",
+		current: cert, deadline: rotationDeadline}, nil
+}
+
+// NewServingManager manages the serving certificate of the kubelet API (serverTLSBootstrap):
+// signer kubernetes.io/kubelet-serving, the node's addresses and host names as SANs. Until
+// the first one is issued Current is nil.
+func NewServingManager(store Store, nodeName string, ips []net.IP, dnsNames []string) (*Manager, error) {
+	cert, err := store.Current()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	tmpl := nodeSubject(nodeName)
+	tmpl.IPAddresses, tmpl.DNSNames = ips, dnsNames
+	return &Manager{store: store, signer: ServingSigner, usages: servingUsages, template: tmpl, kind: "serving",
+		current: cert, deadline: rotationDeadline}, nil
+}
+
+func nodeSubject(nodeName string) *x509.CertificateRequest {
+	return &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}}}
 }
 
 func kubeconfigPair(cfg *rest.Config) (*tls.Certificate, error) {
@@ -93,21 +117,23 @@ func rotationDeadline(c *x509.Certificate) time.Time {
 	return c.NotBefore.Add(time.Duration(float64(total) * (0.7 + 0.2*rand.Float64())))
 }
 
-// Run renews the certificate at each deadline until ctx ends; a failed renewal is retried
-// with back-off while the old certificate stays in use.
+// Run renews the certificate at each deadline (at once when there is none) until ctx ends;
+// a failed renewal is retried with back-off while the old certificate stays in use.
 func (m *Manager) Run(ctx context.Context) error {
 	for {
-		deadline := m.deadline(m.Current().Leaf)
-		klog.InfoS("Client certificate rotation scheduled", "expires", m.Current().Leaf.NotAfter, "renewAt", deadline)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Until(deadline)):
+		if cur := m.Current(); cur != nil {
+			deadline := m.deadline(cur.Leaf)
+			klog.InfoS("Certificate rotation scheduled", "certificate", m.kind, "expires", cur.Leaf.NotAfter, "renewAt", deadline)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Until(deadline)):
+			}
 		}
 		backoff := wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 20, Cap: 5 * time.Minute}
 		err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 			if err := m.rotate(ctx); err != nil {
-				klog.ErrorS(err, "Renewing the client certificate failed; will retry", "expires", m.Current().Leaf.NotAfter)
+				klog.ErrorS(err, "Requesting a certificate failed; will retry", "certificate", m.kind)
 				return false, nil
 			}
 			return true, nil
@@ -115,8 +141,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil {
-			klog.ErrorS(err, "Renewing the client certificate keeps failing; trying again at the next deadline")
+		if err != nil && m.Current() != nil {
+			klog.ErrorS(err, "Renewing the certificate keeps failing; trying again at the next deadline", "certificate", m.kind)
 		}
 	}
 }
@@ -130,8 +156,7 @@ func (m *Manager) rotate(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	certPEM, keyPEM, err := request(ctx, csrs, ClientSigner, clientUsages,
-		&x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + m.nodeName, Organization: []string{"system:nodes"}}})
+	certPEM, keyPEM, err := request(ctx, csrs, m.signer, m.usages, m.template)
 	if err != nil {
 		return err
 	}
@@ -143,7 +168,7 @@ func (m *Manager) rotate(ctx context.Context) error {
 	m.current = cert
 	hooks := append([]func(){}, m.rotated...)
 	m.mu.Unlock()
-	klog.InfoS("Client certificate rotated", "expires", cert.Leaf.NotAfter, "path", m.store.CurrentPath())
+	klog.InfoS("Certificate rotated", "certificate", m.kind, "expires", cert.Leaf.NotAfter, "path", m.store.CurrentPath())
 	for _, f := range hooks {
 		f()
 	}

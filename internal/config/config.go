@@ -148,6 +148,9 @@ func validateFlagsOnly(cfg *Config) error {
 	if cfg.BootstrapKubeconfig != "" && cfg.Kubeconfig == "" {
 		v.add("--bootstrap-kubeconfig", "needs --kubeconfig, the path the bootstrapped kubeconfig is written to")
 	}
+	if cfg.Kubelet.ServerTLSBootstrap && cfg.Kubeconfig == "" {
+		v.add("serverTLSBootstrap", "needs --kubeconfig: a standalone node has no API server to request its serving certificate from")
+	}
 	if cfg.Kubelet.RotateCertificates && cfg.Kubeconfig == "" {
 		v.add("rotateCertificates", "needs --kubeconfig: a standalone node has no API server to renew its certificate with")
 	}

@@ -107,6 +107,7 @@ func addServerFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.StringVar, "tls-private-key-file", func(kc *kubeletConfig) *string { return &kc.TLSPrivateKeyFile }, "Private key matching --tls-cert-file.")
 	bindField(f, fs.StringVar, "tls-min-version", func(kc *kubeletConfig) *string { return &kc.TLSMinVersion }, "Lowest TLS version accepted, e.g. VersionTLS12.")
 	bindField(f, fs.StringSliceVar, "tls-cipher-suites", func(kc *kubeletConfig) *[]string { return &kc.TLSCipherSuites }, "Cipher suites the HTTPS API allows, by Go name; empty means Go's defaults.")
+	bindField(f, fs.BoolVar, "rotate-server-certificates", func(kc *kubeletConfig) *bool { return &kc.ServerTLSBootstrap }, "Request the kubelet API's serving certificate through the API server (a kubernetes.io/kubelet-serving CSR, approved by the cluster's approver) and renew it (serverTLSBootstrap).")
 	bindField(f, fs.BoolVar, "rotate-certificates", func(kc *kubeletConfig) *bool { return &kc.RotateCertificates }, "Renew the client certificate through the API server (a CertificateSigningRequest) at 70-90% of its lifetime, without a restart.")
 	bindField(f, fs.StringVar, "client-ca-file", func(kc *kubeletConfig) *string { return &kc.Authentication.X509.ClientCAFile }, "CA bundle whose client certificates the HTTPS API trusts.")
 	bindPointer(f, fs.BoolVar, "anonymous-auth", func(kc *kubeletConfig) **bool { return &kc.Authentication.Anonymous.Enabled }, "Let requests without credentials through as system:anonymous.")

@@ -39,6 +39,9 @@ type Options struct {
 	TLSMinVersion   string   // kc.TLSMinVersion ("" = VersionTLS12)
 	TLSCipherSuites []string // kc.TLSCipherSuites (Go names; empty = Go's defaults)
 	CertDir         string   // --cert-dir: where kubelet.crt/kubelet.key are kept when no pair is given
+	// ServingCertificate, when set, supplies the served pair at each handshake (serverTLSBootstrap:
+	// issued through a CSR and rotated); nil until one is issued fails the handshake.
+	ServingCertificate func() *tls.Certificate
 
 	NodeName  string   // the Node the API serves; the authorization "name" and the cert CN
 	HostIPs   []net.IP // extra IP SANs of the self-signed cert

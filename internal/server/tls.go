@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -20,21 +21,38 @@ const (
 	selfSignedKeyName  = "kubelet.key"
 )
 
-// servingTLSConfig builds the TLS configuration of the secure port: the configured pair or the
-// self-signed one, TLS 1.2 unless told otherwise, and a request (not a demand) for a client
-// certificate when a client CA is configured; the authenticator verifies it.
+// servingTLSConfig builds the TLS configuration of the secure port: the configured pair, the
+// CSR-issued one (serverTLSBootstrap) or the self-signed one, TLS 1.2 unless told otherwise,
+// and a request (not a demand) for a client certificate when a client CA is configured; the
+// authenticator verifies it.
 func servingTLSConfig(opts *Options, clientCAs *x509.CertPool) (*tls.Config, error) {
-	certFile, keyFile := opts.TLSCertFile, opts.TLSKeyFile
-	if certFile == "" && keyFile == "" {
-		var err error
-		if certFile, keyFile, err = ensureSelfSignedCert(opts); err != nil {
-			return nil, err
-		}
-	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	cfg, err := baseTLSConfig(opts)
 	if err != nil {
-		return nil, fmt.Errorf("loading serving certificate %s / key %s: %w", certFile, keyFile, err)
+		return nil, err
 	}
+	if clientCAs != nil {
+		cfg.ClientAuth = tls.RequestClientCert
+		cfg.ClientCAs = clientCAs
+	}
+	if current := opts.ServingCertificate; current != nil {
+		cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := current(); c != nil {
+				return c, nil
+			}
+			return nil, errors.New("no serving certificate issued yet: approve the node's kubernetes.io/kubelet-serving CertificateSigningRequest")
+		}
+		return cfg, nil
+	}
+	pair, err := servedPair(opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Certificates = []tls.Certificate{pair}
+	return cfg, nil
+}
+
+// baseTLSConfig holds the protocol settings: TLS 1.2 unless told otherwise, the cipher suites.
+func baseTLSConfig(opts *Options) (*tls.Config, error) {
 	minVersion, err := tlsVersion(opts.TLSMinVersion)
 	if err != nil {
 		return nil, err
@@ -43,12 +61,23 @@ func servingTLSConfig(opts *Options, clientCAs *x509.CertPool) (*tls.Config, err
 	if err != nil {
 		return nil, err
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: minVersion, CipherSuites: suites}
-	if clientCAs != nil {
-		cfg.ClientAuth = tls.RequestClientCert
-		cfg.ClientCAs = clientCAs
+	return &tls.Config{MinVersion: minVersion, CipherSuites: suites}, nil
+}
+
+// servedPair is the configured pair or the self-signed one.
+func servedPair(opts *Options) (tls.Certificate, error) {
+	certFile, keyFile := opts.TLSCertFile, opts.TLSKeyFile
+	if certFile == "" && keyFile == "" {
+		var err error
+		if certFile, keyFile, err = ensureSelfSignedCert(opts); err != nil {
+			return tls.Certificate{}, err
+		}
 	}
-	return cfg, nil
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("loading serving certificate %s / key %s: %w", certFile, keyFile, err)
+	}
+	return pair, nil
 }
 
 // ensureSelfSignedCert returns the self-signed pair in the cert directory, creating it the
