@@ -48,7 +48,7 @@ type tokenReviewer interface {
 // allowed) anonymous. Credentials that are present but bad fail the request; they never fall
 // back to anonymous.
 type authenticator struct {
-	clientCAs *x509.CertPool      // nil: client certificates are not accepted
+	clientCAs *clientCA           // nil: client certificates are not accepted
 	tokens    *tokenAuthenticator // nil: bearer tokens are not accepted
 	anonymous bool
 }
@@ -57,7 +57,7 @@ type authenticator struct {
 func (a *authenticator) authenticate(r *http.Request) (*userInfo, error) {
 	var errs []error
 	if a.clientCAs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		u, err := verifyClientCert(a.clientCAs, r.TLS.PeerCertificates)
+		u, err := verifyClientCert(a.clientCAs.current(), r.TLS.PeerCertificates)
 		if err == nil {
 			return withAuthenticatedGroup(u), nil
 		}

@@ -7,13 +7,11 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -102,15 +100,11 @@ func New(opts Options, h Handlers) (*Server, error) {
 	s := &Server{opts: opts}
 	hasClient := opts.Client != nil && !reflect.ValueOf(opts.Client).IsNil()
 
-	var clientCAs *x509.CertPool
+	var clientCAs *clientCA
 	if file := opts.Authentication.X509.ClientCAFile; file != "" {
-		pem, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("reading clientCAFile: %w", err)
-		}
-		clientCAs = x509.NewCertPool()
-		if !clientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("clientCAFile %s holds no PEM certificates", file)
+		var err error
+		if clientCAs, err = newClientCA(file); err != nil {
+			return nil, err
 		}
 	}
 	s.authn = &authenticator{clientCAs: clientCAs, anonymous: boolOr(opts.Authentication.Anonymous.Enabled, false)}
@@ -185,6 +179,13 @@ func (s *Server) serve(ctx context.Context, secureLn, readOnlyLn net.Listener) e
 	}
 
 	var wg sync.WaitGroup
+	if ca := s.authn.clientCAs; ca != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ca.run(ctx)
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

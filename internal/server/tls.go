@@ -25,14 +25,10 @@ const (
 // CSR-issued one (serverTLSBootstrap) or the self-signed one, TLS 1.2 unless told otherwise,
 // and a request (not a demand) for a client certificate when a client CA is configured; the
 // authenticator verifies it.
-func servingTLSConfig(opts *Options, clientCAs *x509.CertPool) (*tls.Config, error) {
+func servingTLSConfig(opts *Options, clientCAs *clientCA) (*tls.Config, error) {
 	cfg, err := baseTLSConfig(opts)
 	if err != nil {
 		return nil, err
-	}
-	if clientCAs != nil {
-		cfg.ClientAuth = tls.RequestClientCert
-		cfg.ClientCAs = clientCAs
 	}
 	if current := opts.ServingCertificate; current != nil {
 		cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -41,13 +37,16 @@ func servingTLSConfig(opts *Options, clientCAs *x509.CertPool) (*tls.Config, err
 			}
 			return nil, errors.New("no serving certificate issued yet: approve the node's kubernetes.io/kubelet-serving CertificateSigningRequest")
 		}
-		return cfg, nil
+	} else {
+		pair, err := servedPair(opts)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{pair}
 	}
-	pair, err := servedPair(opts)
-	if err != nil {
-		return nil, err
+	if clientCAs != nil {
+		clientCAs.advertise(cfg) // last: each handshake clones cfg as it is now
 	}
-	cfg.Certificates = []tls.Certificate{pair}
 	return cfg, nil
 }
 

@@ -2,8 +2,12 @@ package server
 
 import (
 	"crypto/tls"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // With serverTLSBootstrap the served pair is whatever the certificate manager holds at the
@@ -23,5 +27,44 @@ func TestServingCertificateFollowsTheManager(t *testing.T) {
 	current = &tls.Certificate{Certificate: [][]byte{{1}}}
 	if got, err := cfg.GetCertificate(&tls.ClientHelloInfo{}); err != nil || got != current {
 		t.Errorf("after issue: %v, %v", got, err)
+	}
+}
+
+// A changed client CA file is trusted without a restart, and the old CA no longer is.
+func TestClientCAFileIsReloaded(t *testing.T) {
+	saved := clientCAReloadPeriod
+	t.Cleanup(func() { clientCAReloadPeriod = saved }) // after the server's cleanup has stopped it
+	clientCAReloadPeriod = 10 * time.Millisecond
+	first, second := newTestCA(t, "first-ca"), newTestCA(t, "second-ca")
+	file := filepath.Join(t.TempDir(), "ca.crt")
+	copyFile(t, first.pemFile, file)
+	opts := webhookOptions(t, nil, (&fakeReviews{allow: allowAll}).client())
+	opts.Authentication.X509.ClientCAFile = file
+	_, srv := start(t, opts, Handlers{})
+	oldCert, newCert := first.clientCert(t, "alice"), second.clientCert(t, "carol")
+	if got := do(t, srv.client(newCert), "GET", srv.secureURL+"/healthz", ""); got.code != http.StatusUnauthorized {
+		t.Fatalf("before the change, the second CA's client: %d, want 401", got.code)
+	}
+	copyFile(t, second.pemFile, file)
+	deadline := time.Now().Add(5 * time.Second)
+	for do(t, srv.client(newCert), "GET", srv.secureURL+"/healthz", "").code != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the new client CA was never trusted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := do(t, srv.client(oldCert), "GET", srv.secureURL+"/healthz", ""); got.code != http.StatusUnauthorized {
+		t.Errorf("the replaced CA's client: %d, want 401", got.code)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	raw, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, raw, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
