@@ -33,6 +33,9 @@ type Admitter struct {
 	Statuses *status.Manager
 	// Allocatable returns the node's allocatable resources; nil or empty skips the check.
 	Allocatable func() v1.ResourceList
+	// Node returns the node (labels, taints) the scheduler's predicates are checked against;
+	// nil, or a nil node (not registered yet), skips them.
+	Node func() *v1.Node
 	// Devices, when set, must find devices for the pod's device plugin resources.
 	Devices Devices
 	// AllowedUnsafeSysctls are the unsafe sysctls (or "prefix*" patterns) pods may set.
@@ -49,7 +52,8 @@ type Admitter struct {
 var checked = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}
 
 // Admit refuses a pod when the node runs maxPods pods already, when its requests do not fit
-// next to the active pods' requests, or when its devices cannot be set aside.
+// next to the active pods' requests, when the scheduler's predicates fail (node affinity,
+// node name, host ports, NoExecute taints), or when its devices cannot be set aside.
 func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	if ok, reason, msg := a.podChecks(pod); !ok {
 		return false, reason, msg
@@ -64,6 +68,13 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	}
 	if ok, reason, msg := a.fits(pod, active); !ok {
 		return false, reason, msg
+	}
+	if a.Node != nil {
+		if node := a.Node(); node != nil {
+			if ok, reason, msg := predicates(pod, node, active); !ok {
+				return false, reason, msg
+			}
+		}
 	}
 	if a.Devices != nil {
 		if err := a.Devices.Admit(pod, active); err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
@@ -252,6 +253,8 @@ func (n *agent) run(ctx context.Context) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls}
+	local := node.Local(n.cfg.NodeName, n.cfg.NodeLabels, n.cfg.RegisterWithTaints)
+	admit.Node = func() *v1.Node { return local } // cluster mode: the registered Node instead
 	if n.devices != nil {
 		admit.Devices = n.devices
 	}

@@ -197,20 +197,35 @@ func (c *Controller) initialNode(ctx context.Context) *v1.Node {
 // ownedLabels are the well-known labels the node owns and keeps correct on an existing Node
 // (--node-labels may override their values). Other --node-labels are only set at creation, so
 // an administrator may change them afterwards.
-func (c *Controller) ownedLabels() map[string]string {
+func (c *Controller) ownedLabels() map[string]string { return ownedLabels(c.opts.NodeName, c.opts.Labels) }
+
+func ownedLabels(nodeName string, given map[string]string) map[string]string {
 	owned := map[string]string{
-		v1.LabelHostname:          c.opts.NodeName,
+		v1.LabelHostname:          nodeName,
 		v1.LabelOSStable:          runtime.GOOS,
 		v1.LabelArchStable:        runtime.GOARCH,
 		"beta.kubernetes.io/os":   runtime.GOOS,
 		"beta.kubernetes.io/arch": runtime.GOARCH,
 	}
 	for k := range owned {
-		if v, ok := c.opts.Labels[k]; ok {
+		if v, ok := given[k]; ok {
 			owned[k] = v
 		}
 	}
 	return owned
+}
+
+// Local is the Node a standalone kubelet would register — its labels (the well-known ones
+// and --node-labels) and --register-with-taints — for checks that need a node without an
+// API server, such as admission's node affinity.
+func Local(nodeName string, labels map[string]string, taints []v1.Taint) *v1.Node {
+	all := ownedLabels(nodeName, labels)
+	for k, v := range labels {
+		if _, owned := all[k]; !owned {
+			all[k] = v
+		}
+	}
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: all}, Spec: v1.NodeSpec{Taints: taints}}
 }
 
 // AnnotationControllerAttachDetach tells the controller manager it attaches and detaches this
