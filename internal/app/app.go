@@ -25,6 +25,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/daemon"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
 	"github.com/nodelet/nodelet/internal/eviction"
 	"github.com/nodelet/nodelet/internal/gc"
@@ -87,8 +88,12 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	klog.InfoS("Starting nodelet", "version", version.String(), "node", cfg.NodeName, "standalone", cfg.Kubeconfig == "")
 	comps := newComponents(ctx)
 	ctx = comps.ctx
+	if err := holdLockFile(cfg, comps); err != nil {
+		return err
+	}
 	n, err := build(ctx, cfg, comps)
 	if err == nil {
+		daemon.NotifyReady()
 		if cfg.RunOnce {
 			err = n.runOnce(ctx)
 		} else {
@@ -101,6 +106,27 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		err = werr
 	}
 	return err
+}
+
+// holdLockFile takes --lock-file and, with --exit-on-lock-contention, stops nodelet (cleanly)
+// when another process opens it.
+func holdLockFile(cfg *config.Config, comps *components) error {
+	if cfg.LockFile == "" {
+		return nil
+	}
+	if err := daemon.AcquireLock(cfg.LockFile); err != nil {
+		return err
+	}
+	if cfg.ExitOnLockContention {
+		comps.start("lock file contention", func(ctx context.Context) error {
+			err := daemon.WatchContention(ctx, cfg.LockFile)
+			if err == nil {
+				comps.cancel()
+			}
+			return err
+		})
+	}
+	return nil
 }
 
 func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, error) {

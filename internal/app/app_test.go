@@ -165,3 +165,37 @@ func TestSeparateImageServiceEndpoint(t *testing.T) {
 		t.Errorf("the runtime's socket got %d image calls", n)
 	}
 }
+
+// --exit-on-lock-contention: another process opening the lock file stops nodelet cleanly.
+func TestLockContentionStopsNodelet(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "kubelet.lock")
+	cfg, _, _ := testConfig(t, "--lock-file="+lock, "--exit-on-lock-contention")
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), cfg) }()
+	eventually(t, "the lock held", func() bool { _, err := os.Stat(lock); return err == nil })
+	time.Sleep(200 * time.Millisecond) // the contention watch is set up
+	select {
+	case err := <-done:
+		t.Fatalf("stopped before any contention: %v", err)
+	default:
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		f, err := os.Open(lock) // what a second kubelet does; again until seen
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run: %v, want a clean stop", err)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nodelet kept running after lock contention")
+		}
+	}
+}

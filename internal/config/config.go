@@ -29,15 +29,19 @@ type Config struct {
 	Kubeconfig string
 	// BootstrapKubeconfig requests the client certificate when Kubeconfig has none usable.
 	BootstrapKubeconfig string
-	RootDir             string
-	HostnameOverride    string
-	NodeIP              string
-	NodeName            string // --hostname-override or the host name, lower-cased and trimmed
-	RunOnce             bool
-	NodeLabels          map[string]string
-	RegisterNode        bool
-	RegisterWithTaints  []corev1.Taint
-	CertDir             string
+	// LockFile is held exclusively while running; ExitOnLockContention stops nodelet when
+	// another process opens it.
+	LockFile             string
+	ExitOnLockContention bool
+	RootDir              string
+	HostnameOverride     string
+	NodeIP               string
+	NodeName             string // --hostname-override or the host name, lower-cased and trimmed
+	RunOnce              bool
+	NodeLabels           map[string]string
+	RegisterNode         bool
+	RegisterWithTaints   []corev1.Taint
+	CertDir              string
 	// ContainerGC comes from deprecated flags only; PodInfraContainerImage is kept from image GC.
 	ContainerGC            ContainerGCPolicy
 	PodInfraContainerImage string
@@ -81,16 +85,17 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		ConfigFile:          f.ConfigFile,
 		Kubeconfig:          f.Kubeconfig,
 		BootstrapKubeconfig: f.BootstrapKubeconfig,
-		RootDir:             f.RootDir,
-		HostnameOverride:    f.HostnameOverride,
-		NodeIP:              f.NodeIP,
-		NodeName:            nodeName,
-		RunOnce:             kc.RunOnce,
-		NodeLabels:          maps.Clone(f.NodeLabels),
-		RegisterNode:        deref(kc.RegisterNode),
-		RegisterWithTaints:  kc.RegisterWithTaints,
-		CertDir:             f.CertDir,
-		ContainerGC:         f.ContainerGC,
+		LockFile:            f.LockFile, ExitOnLockContention: f.ExitOnLockContention,
+		RootDir:            f.RootDir,
+		HostnameOverride:   f.HostnameOverride,
+		NodeIP:             f.NodeIP,
+		NodeName:           nodeName,
+		RunOnce:            kc.RunOnce,
+		NodeLabels:         maps.Clone(f.NodeLabels),
+		RegisterNode:       deref(kc.RegisterNode),
+		RegisterWithTaints: kc.RegisterWithTaints,
+		CertDir:            f.CertDir,
+		ContainerGC:        f.ContainerGC,
 
 		PodInfraContainerImage: f.PodInfraContainerImage,
 	}
@@ -145,6 +150,9 @@ func validateFlagsOnly(cfg *Config) error {
 	v.nodeIPs(cfg.NodeIP)
 	v.nodeLabels(cfg.NodeLabels)
 	v.checkContainerGC(cfg.ContainerGC)
+	if cfg.ExitOnLockContention && cfg.LockFile == "" {
+		v.add("--exit-on-lock-contention", "needs --lock-file")
+	}
 	if cfg.BootstrapKubeconfig != "" && cfg.Kubeconfig == "" {
 		v.add("--bootstrap-kubeconfig", "needs --kubeconfig, the path the bootstrapped kubeconfig is written to")
 	}

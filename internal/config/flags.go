@@ -20,6 +20,8 @@ type Flags struct {
 	ConfigFile             string
 	Kubeconfig             string
 	BootstrapKubeconfig    string
+	LockFile               string
+	ExitOnLockContention   bool
 	RootDir                string
 	HostnameOverride       string
 	NodeIP                 string
@@ -88,6 +90,8 @@ func addNodeletFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.ConfigFile, "config", "", "Path to a KubeletConfiguration file (YAML or JSON). Flags given on the command line override its values.")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig for reaching the API server. Without it nodelet runs standalone, serving static pods only.")
 	fs.StringVar(&f.RootDir, "root-dir", DefaultRootDir, "Directory for nodelet's state: pod directories, volumes and plugins.")
+	fs.StringVar(&f.LockFile, "lock-file", "", "File to hold an exclusive lock on while running, so two kubelets never share a node; nodelet waits for it at start.")
+	fs.BoolVar(&f.ExitOnLockContention, "exit-on-lock-contention", false, "Exit (status 0) when another process opens --lock-file, letting a new kubelet take over.")
 	fs.StringVar(&f.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "Kubeconfig (usually a bootstrap token) to request a client certificate with when --kubeconfig is missing or its certificate expired; the certificate goes to --cert-dir and a kubeconfig using it to --kubeconfig.")
 	fs.StringVar(&f.CertDir, "cert-dir", DefaultCertDir, "Directory holding the client certificates (kubelet-client-current.pem) and the serving certificate and key; the latter is ignored when --tls-cert-file and --tls-private-key-file are set.")
 	fs.StringVar(&f.HostnameOverride, "hostname-override", "", "Node name to use instead of the machine's host name.")
@@ -119,7 +123,7 @@ func addServerFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.DurationVar, "authorization-webhook-cache-authorized-ttl", func(kc *kubeletConfig) *time.Duration { return &kc.Authorization.Webhook.CacheAuthorizedTTL.Duration }, "How long an 'allowed' webhook answer is cached.")
 	bindField(f, fs.DurationVar, "authorization-webhook-cache-unauthorized-ttl", func(kc *kubeletConfig) *time.Duration { return &kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration }, "How long a 'denied' webhook answer is cached.")
 	bindPointer(f, fs.BoolVar, "enable-debugging-handlers", func(kc *kubeletConfig) **bool { return &kc.EnableDebuggingHandlers }, "Serve logs, exec, attach and port-forward endpoints.")
-	bindField(f, fs.DurationVar, "streaming-connection-idle-timeout", func(kc *kubeletConfig) *time.Duration { return &kc.StreamingConnectionIdleTimeout.Duration }, "Not supported: only 4h0m0s, the runtime's own stream idle timeout, is accepted.")
+	bindField(f, fs.DurationVar, "streaming-connection-idle-timeout", func(kc *kubeletConfig) *time.Duration { return &kc.StreamingConnectionIdleTimeout.Duration }, "Accepted for compatibility; as in the upstream kubelet, streams are proxied to the runtime, whose stream server applies its own idle timeout.")
 }
 
 func addPodSourceFlags(fs *pflag.FlagSet, f *Flags) {

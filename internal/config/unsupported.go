@@ -20,8 +20,6 @@ type unsupportedField struct {
 }
 
 var unsupportedFields = []unsupportedField{
-	{"streamingConnectionIdleTimeout", "closes exec/attach/port-forward streams idle this long", "4h0m0s (the runtime's own stream idle timeout)",
-		func(c *kubeletConfig) bool { return c.StreamingConnectionIdleTimeout.Duration == 4*time.Hour }},
 	{"enableSystemLogQuery", "answers journal queries on /logs", "false",
 		func(c *kubeletConfig) bool { return !deref(c.EnableSystemLogQuery) }},
 	{"enableContentionProfiling", "turns on block profiling", "false",
