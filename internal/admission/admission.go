@@ -45,6 +45,8 @@ type Admitter struct {
 	// Pressure, when set, refuses pods the node cannot hold under pressure (the eviction
 	// manager's Admit).
 	Pressure func(pod *v1.Pod) (bool, string, string)
+	// Shutdown, when set, refuses every pod while the node shuts down.
+	Shutdown func(pod *v1.Pod) (bool, string, string)
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources
@@ -58,8 +60,11 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	if ok, reason, msg := a.podChecks(pod); !ok {
 		return false, reason, msg
 	}
-	if a.Pressure != nil {
-		if ok, reason, msg := a.Pressure(pod); !ok {
+	for _, check := range []func(*v1.Pod) (bool, string, string){a.Pressure, a.Shutdown} {
+		if check == nil {
+			continue
+		}
+		if ok, reason, msg := check(pod); !ok {
 			return false, reason, msg
 		}
 	}

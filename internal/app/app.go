@@ -43,6 +43,7 @@ import (
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtimeclass"
 	"github.com/nodelet/nodelet/internal/services"
+	"github.com/nodelet/nodelet/internal/shutdown"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/status"
@@ -81,11 +82,19 @@ type agent struct {
 	summary     *stats.Provider     // the stats every endpoint and the eviction manager read
 	runtimePid  atomic.Int64        // the container runtime's process, for its system container
 	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log
+	shutdown    *shutdown.Manager   // nil unless graceful node shutdown is configured
+	stop        <-chan struct{}     // closed when nodelet is asked to stop (SIGTERM)
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
 func Run(ctx context.Context, cfg *config.Config) error {
 	klog.InfoS("Starting nodelet", "version", version.String(), "node", cfg.NodeName, "standalone", cfg.Kubeconfig == "")
+	stop := ctx.Done()
+	if len(shutdown.Groups(cfg.Kubelet)) > 0 {
+		// Graceful node shutdown: the stop request first terminates the pods, with every
+		// component still running; only then do the components stop.
+		ctx = context.WithoutCancel(ctx)
+	}
 	comps := newComponents(ctx)
 	ctx = comps.ctx
 	if err := holdLockFile(cfg, comps); err != nil {
@@ -93,6 +102,7 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	}
 	n, err := build(ctx, cfg, comps)
 	if err == nil {
+		n.stop = stop
 		daemon.NotifyReady()
 		if cfg.RunOnce {
 			err = n.runOnce(ctx)
@@ -289,6 +299,7 @@ func (n *agent) run(ctx context.Context) error {
 	if err := n.buildEviction(workers, admit); err != nil {
 		return err
 	}
+	n.buildShutdown(ctx, workers, admit)
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
@@ -322,7 +333,14 @@ func (n *agent) run(ctx context.Context) error {
 	n.startEviction()
 	n.startOOM()
 	n.comps.loop("sync loop", loop.Run)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-n.stop:
+		if n.shutdown != nil {
+			n.shutDown(ctx)
+			return nil
+		}
+	}
 	klog.InfoS("nodelet stopping; pods keep running and will be adopted at the next start")
 	return nil
 }
@@ -356,8 +374,14 @@ func (n *agent) newRecorder() record.EventRecorder {
 	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
 }
 
-// health is what the node's Ready condition reports: the runtime, the PLEG and the sync loop.
+// health is what the node's Ready condition reports: a shutdown under way, the runtime, the
+// PLEG and the sync loop.
 func (n *agent) health(ctx context.Context, loop *syncloop.Loop, relister *pleg.PLEG) error {
+	if n.shutdown != nil {
+		if err := n.shutdown.Status(); err != nil {
+			return err
+		}
+	}
 	if err := n.runtime.Status(ctx); err != nil {
 		return fmt.Errorf("container runtime is down: %w", err)
 	}

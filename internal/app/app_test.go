@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/config"
@@ -197,5 +198,41 @@ func TestLockContentionStopsNodelet(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("nodelet kept running after lock contention")
 		}
+	}
+}
+
+// With shutdownGracePeriod a stop request terminates the pods before nodelet exits; without
+// it they keep running for the next nodelet to adopt (TestStaticPodLifecycle and the e2e
+// restart test cover that).
+func TestGracefulNodeShutdownStopsPods(t *testing.T) {
+	cfg, fake, dir := testConfig(t)
+	cfg.Kubelet.ShutdownGracePeriod = metav1.Duration{Duration: 3 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"terminationGracePeriodSeconds":30,
+"containers":[{"name":"c","image":"busybox:1.36","command":["sleep","3600"]}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "web.json"), []byte(pod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("nodelet did not stop")
+	}
+	if c := running(fake, "web"); c != nil {
+		t.Errorf("web still running after a graceful node shutdown: %+v", c.ID)
+	}
+	var stops []int64
+	for _, c := range podContainers(fake, "web") {
+		stops = append(stops, c.StopTimeout)
+	}
+	if len(stops) == 0 || stops[0] != 3 {
+		t.Errorf("stop timeouts %v, want the 3s shutdown budget (less than the pod's 30s)", stops)
 	}
 }

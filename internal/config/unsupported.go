@@ -62,12 +62,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool {
 			return c.MemorySwap.SwapBehavior == "" || c.MemorySwap.SwapBehavior == "NoSwap"
 		}},
-	{"shutdownGracePeriod", "delays node shutdown through a systemd inhibitor lock to stop pods", "0s",
-		func(c *kubeletConfig) bool { return c.ShutdownGracePeriod.Duration == 0 }},
-	{"shutdownGracePeriodCriticalPods", "delays node shutdown for critical pods", "0s",
-		func(c *kubeletConfig) bool { return c.ShutdownGracePeriodCriticalPods.Duration == 0 }},
-	{"shutdownGracePeriodByPodPriority", "delays node shutdown per pod priority", "empty",
-		func(c *kubeletConfig) bool { return len(c.ShutdownGracePeriodByPodPriority) == 0 }},
 	{"crashLoopBackOff.maxContainerRestartPeriod", "caps the crash-loop back-off there (nodelet: always 5m)", "unset",
 		func(c *kubeletConfig) bool { return c.CrashLoopBackOff.MaxContainerRestartPeriod == nil }},
 	{"userNamespaces.idsPerPod", "gives each user-namespaced pod that many IDs", "unset",

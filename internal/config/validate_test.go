@@ -167,7 +167,6 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		{"cpuManagerPolicy", func(c *kc) { c.CPUManagerPolicy = "static" }},
 		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
 		{`featureGates["ImageMaximumGCAge"]`, func(c *kc) { c.FeatureGates = map[string]bool{"ImageMaximumGCAge": false} }},
-		{"shutdownGracePeriod", func(c *kc) { c.ShutdownGracePeriod = dur(time.Minute) }},
 		{"singleProcessOOMKill", func(c *kc) { c.SingleProcessOOMKill = ptr.To(true) }},
 		{"logging.vmodule", func(c *kc) { c.Logging.VModule = logsapi.VModuleConfiguration{{FilePattern: "pleg*", Verbosity: 4}} }},
 	}

@@ -310,3 +310,16 @@ func isMirror(pod *v1.Pod) bool {
 	_, ok := pod.Annotations[source.AnnotationMirror]
 	return ok
 }
+
+// Written reports whether every status given so far is in the API server (a shutting-down
+// node waits for it before it exits).
+func (s *APISyncer) Written() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.pods {
+		if e.status != nil && e.written != e.version {
+			return false
+		}
+	}
+	return true
+}
