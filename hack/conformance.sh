@@ -118,31 +118,12 @@ start_nodelet() {
 	mkdir -p "$dir/manifests" "$dir/work"
 	# The serial specs rewrite this file (from /configz) and restart nodelet on it.
 	printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n' >"$dir/work/kubelet-config"
-	keep_images "$dir"
 	save_tunables
 	launch "$dir" nodelet.log "$REPO_ROOT/_output/bin/nodelet" --config "$dir/work/kubelet-config" \
 		--kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
 		--root-dir "$ROOT_DIR" --pod-manifest-path "$dir/manifests" --container-runtime-endpoint "$ENDPOINT" \
 		--client-ca-file "$CP_DIR/pki/ca.crt" --cgroup-driver cgroupfs --fail-swap-on=false --cluster-domain cluster.local \
 		--read-only-port 10255 --max-pods 110 -v=2
-}
-
-# keep_images DIR: for the serial selection, a static pod that runs every image its specs use.
-# Disk-pressure specs make the kubelet delete unused images first, and with no registry here a
-# deleted test image could not come back for the next spec; an image a container uses is never
-# deleted. Static pods are critical to both kubelets, so eviction never picks it.
-keep_images() {
-	[[ $SELECTION == serial ]] || return 0
-	cat >"$1/manifests/image-keeper.yaml" <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: image-keeper, namespace: kube-system}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: busybox, image: registry.k8s.io/e2e-test-images/busybox:1.36.1-1, imagePullPolicy: Never, command: [sleep, "2147483647"]}
-  - {name: agnhost, image: registry.k8s.io/e2e-test-images/agnhost:2.53, imagePullPolicy: Never, command: [sleep, "2147483647"]}
-EOF
 }
 
 # launch DIR LOG COMMAND...: starts the kubelet in the background. For the serial selection it
@@ -217,7 +198,6 @@ authorization: {mode: Webhook}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
-	keep_images "$dir"
 	launch "$dir" kubelet.log "$CP_BIN/kubelet" --config "$dir/work/kubelet-config" --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" \
 		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2
 }
@@ -257,7 +237,6 @@ wait_node_ready() {
 # it and deletes the Node.
 cleanup_subject() {
 	local i
-	rm -f "$RUN_DIR"/*/manifests/image-keeper.yaml # the kubelet stops the static pod
 	kubectl_admin delete namespaces -l e2e-framework --wait=false >/dev/null 2>&1 || true
 	kubectl_admin delete pods --all-namespaces --all --grace-period=1 --wait=false >/dev/null 2>&1 || true
 	# The kubelet deletes a pod object once its containers are gone.
