@@ -8,9 +8,10 @@ OUTPUT := _output
 deps:
 	hack/install-deps.sh
 
-# Start the project-owned containerd (socket /run/nodelet/containerd/containerd.sock).
+# Start the project-owned containerd (socket /run/nodelet/containerd/containerd.sock), or
+# restart a running one whose configuration changed (its containers keep running).
 containerd: deps
-	hack/containerd.sh start
+	hack/containerd.sh restart-if-stale
 
 # Build the test images from source and import them into containerd.
 images: containerd

@@ -8,13 +8,17 @@
 #   hack/control-plane.sh down                  stop everything (data and certs are kept)
 #   hack/control-plane.sh status                show what runs
 #   hack/control-plane.sh node-kubeconfig NAME  write /var/lib/nodelet-cp/node-NAME.kubeconfig
+#   hack/control-plane.sh bootstrap-kubeconfig PATH  write a kubeconfig with the bootstrap token (TLS bootstrap)
+#   hack/control-plane.sh restart-controller-manager  restart it (honours NODELET_CP_SIGNING_DURATION)
 #   hack/control-plane.sh env                   print `export KUBECONFIG=...` for the admin
 #   hack/control-plane.sh admin-token           print a bearer token of system:masters (node e2e suite)
 #   hack/control-plane.sh clean                 down, then delete etcd's data (certs are kept)
 #   hack/control-plane.sh stop-apiserver        stop only the API server (outage tests); start-apiserver
 #
 # Env: NODELET_CP_CONTROLLERS (kube-controller-manager --controllers, default "*"; conformance
-# runs without the node lifecycle controller, as the node suite's own harness does).
+# runs without the node lifecycle controller, as the node suite's own harness does),
+# NODELET_CP_SIGNING_DURATION (--cluster-signing-duration of CSR certificates, default 8760h;
+# the rotation test shortens it).
 #
 # State: /var/lib/nodelet-cp (pki/, etcd/, *.kubeconfig), logs: /var/log/nodelet-cp,
 # pidfiles: /run/nodelet-cp. The API server listens on :6443 (all addresses).
@@ -30,6 +34,7 @@ API_PORT=6443
 API_URL=https://127.0.0.1:$API_PORT
 ADMIN_KUBECONFIG=$CP_DIR/admin.kubeconfig
 TOKEN_FILE=$CP_PKI/tokens.csv
+BOOTSTRAP_TOKEN_FILE=$CP_PKI/bootstrap-token
 SERVICE_CIDR=10.96.0.0/16
 READY_TIMEOUT=${READY_TIMEOUT:-120}
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
@@ -108,6 +113,7 @@ start_apiserver() {
 		--authorization-mode Node,RBAC \
 		--client-ca-file "$CP_PKI/ca.crt" \
 		--token-auth-file "$TOKEN_FILE" \
+		--enable-bootstrap-token-auth \
 		--tls-cert-file "$CP_PKI/apiserver.crt" \
 		--tls-private-key-file "$CP_PKI/apiserver.key" \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
@@ -139,19 +145,75 @@ start_controllers() {
 		--root-ca-file "$CP_PKI/ca.crt" \
 		--cluster-signing-cert-file "$CP_PKI/ca.crt" \
 		--cluster-signing-key-file "$CP_PKI/ca.key" \
+		--cluster-signing-duration "${NODELET_CP_SIGNING_DURATION:-8760h}" \
 		--use-service-account-credentials=true \
 		--controllers "${NODELET_CP_CONTROLLERS:-*}" \
 		--leader-elect=false \
 		--bind-address 127.0.0.1
+	wait_until 60 kube-controller-manager curl -fsSk https://127.0.0.1:10257/healthz
+}
+
+start_scheduler() {
 	daemon_start kube-scheduler "$CP_BIN/kube-scheduler" \
 		--kubeconfig "$CP_DIR/scheduler.kubeconfig" \
 		--authentication-kubeconfig "$CP_DIR/scheduler.kubeconfig" \
 		--authorization-kubeconfig "$CP_DIR/scheduler.kubeconfig" \
 		--leader-elect=false \
 		--bind-address 127.0.0.1
-	# /healthz on their secure ports is open to anonymous callers by default.
-	wait_until 60 kube-controller-manager curl -fsSk https://127.0.0.1:10257/healthz
+	# /healthz on its secure port is open to anonymous callers by default.
 	wait_until 60 kube-scheduler curl -fsSk https://127.0.0.1:10259/healthz
+}
+
+# ensure_bootstrap_token: a bootstrap token (kubeadm's kind: a Secret in kube-system) and the
+# RBAC bindings kubeadm makes, so a node can join with it by TLS bootstrap — its CSR is
+# approved by the csrapproving controller — and later renew its own client certificate.
+ensure_bootstrap_token() {
+	if [[ ! -s $BOOTSTRAP_TOKEN_FILE ]]; then
+		(umask 077 && echo "$(head -c 64 /dev/urandom | tr -dc a-z0-9 | head -c 6).$(head -c 128 /dev/urandom | tr -dc a-z0-9 | head -c 16)" >"$BOOTSTRAP_TOKEN_FILE")
+	fi
+	local id secret
+	IFS=. read -r id secret <"$BOOTSTRAP_TOKEN_FILE"
+	admin_kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Secret
+metadata: {name: bootstrap-token-$id, namespace: kube-system}
+type: bootstrap.kubernetes.io/token
+stringData:
+  token-id: "$id"
+  token-secret: "$secret"
+  usage-bootstrap-authentication: "true"
+  description: nodelet test control plane
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kubeadm:kubelet-bootstrap"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node-bootstrapper"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:bootstrappers"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kubeadm:node-autoapprove-bootstrap"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:bootstrappers"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kubeadm:node-autoapprove-certificate-rotation"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}]
+EOF
+}
+
+cmd_bootstrap_kubeconfig() {
+	local path=${1:?usage: $0 bootstrap-kubeconfig PATH}
+	ensure_bootstrap_token
+	local kc=(kubectl --kubeconfig "$path")
+	rm -f "$path"
+	"${kc[@]}" config set-cluster nodelet-cp --server "$API_URL" --certificate-authority "$CP_PKI/ca.crt" --embed-certs >/dev/null
+	"${kc[@]}" config set-credentials bootstrap --token "$(cat "$BOOTSTRAP_TOKEN_FILE")" >/dev/null
+	"${kc[@]}" config set-context bootstrap --cluster nodelet-cp --user bootstrap >/dev/null
+	"${kc[@]}" config use-context bootstrap >/dev/null
+	echo "$path"
 }
 
 # grant_kubelet_access lets the API server's kubelet client (logs, exec, /configz via the
@@ -171,7 +233,9 @@ cmd_up() {
 	start_etcd
 	start_apiserver
 	start_controllers
+	start_scheduler
 	grant_kubelet_access
+	ensure_bootstrap_token
 	echo "==> control plane ready at $API_URL (server $(admin_kubectl version -o json |
 		sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | tail -n 1))"
 	echo "    export KUBECONFIG=$ADMIN_KUBECONFIG"
@@ -221,6 +285,8 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 node-kubeconfig) cmd_node_kubeconfig "${2:-}" ;;
+bootstrap-kubeconfig) cmd_bootstrap_kubeconfig "${2:-}" ;;
+restart-controller-manager) daemon_stop kube-controller-manager && start_controllers ;;
 env) echo "export KUBECONFIG=$ADMIN_KUBECONFIG" ;;
 admin-token) ensure_token_file && cut -d, -f1 "$TOKEN_FILE" ;;
 clean) cmd_clean ;;
@@ -228,7 +294,7 @@ clean) cmd_clean ;;
 stop-apiserver) daemon_stop kube-apiserver ;;
 start-apiserver) start_apiserver ;;
 *)
-	sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,20s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -13,16 +13,22 @@ daemon_pid() {
 	echo "$pid"
 }
 
-# daemon_start NAME BINARY ARGS...: start BINARY in its own session unless NAME runs.
+# daemon_start NAME BINARY ARGS...: start BINARY in its own session unless NAME runs with
+# these arguments; one running with others (an older script, other env) is restarted.
 daemon_start() {
 	local name=$1 binary=$2 pid
 	shift 2
 	if pid=$(daemon_pid "$name"); then
-		echo "    $name already running (pid $pid)"
-		return 0
+		if [[ "$*" == "$(cat "$CP_RUN/$name.args" 2>/dev/null)" ]]; then
+			echo "    $name already running (pid $pid)"
+			return 0
+		fi
+		echo "    $name runs with other flags; restarting it"
+		daemon_stop "$name"
 	fi
 	mkdir -p "$CP_RUN" "$CP_LOG"
 	echo "$binary" >"$CP_RUN/$name.cmd"
+	echo "$*" >"$CP_RUN/$name.args"
 	echo "--- $(date -Is) starting $name" >>"$CP_LOG/$name.log"
 	setsid "$binary" "$@" >>"$CP_LOG/$name.log" 2>&1 </dev/null &
 	echo $! >"$CP_RUN/$name.pid"

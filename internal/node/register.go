@@ -197,7 +197,9 @@ func (c *Controller) initialNode(ctx context.Context) *v1.Node {
 // ownedLabels are the well-known labels the node owns and keeps correct on an existing Node
 // (--node-labels may override their values). Other --node-labels are only set at creation, so
 // an administrator may change them afterwards.
-func (c *Controller) ownedLabels() map[string]string { return ownedLabels(c.opts.NodeName, c.opts.Labels) }
+func (c *Controller) ownedLabels() map[string]string {
+	return ownedLabels(c.opts.NodeName, c.opts.Labels)
+}
 
 func ownedLabels(nodeName string, given map[string]string) map[string]string {
 	owned := map[string]string{
