@@ -35,6 +35,7 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
@@ -165,11 +166,14 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	if err != nil {
 		return nil, err
 	}
-	var objects runtime.ObjectGetter
+	var objectGetter runtime.ObjectGetter
 	var serviceEnv func(*v1.Pod) ([]v1.EnvVar, error)
 	runtimeHandler := runtimeclass.Standalone
 	if n.cluster != nil {
-		objects = apiObjects{n.cluster.clients.API}
+		objs := objects.New(n.cluster.clients.API, string(kc.ConfigMapAndSecretChangeDetectionStrategy))
+		n.pods.OnChange(objs.PodChanged)
+		comps.loop("configmaps and secrets", objs.Run)
+		objectGetter = apiObjects{Manager: objs, api: n.cluster.clients.API}
 		lister := services.NewLister(n.cluster.clients.API)
 		comps.loop("services", lister.Run)
 		serviceEnv = lister.EnvVars
@@ -191,7 +195,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
-		Objects: objects, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler,
+		Objects: objectGetter, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	}
 	if n.devices != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
@@ -184,16 +185,11 @@ func splitNonEmpty(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// apiObjects reads the ConfigMaps and Secrets pods reference straight from the API server and
-// requests their service account tokens.
-type apiObjects struct{ api kubeclient.Interface }
-
-func (o apiObjects) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	return o.api.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (o apiObjects) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	return o.api.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+// apiObjects serves the ConfigMaps and Secrets pods reference through the object manager
+// (configMapAndSecretChangeDetectionStrategy) and requests service account tokens.
+type apiObjects struct {
+	*objects.Manager
+	api kubeclient.Interface
 }
 
 func (o apiObjects) CreateServiceAccountToken(ctx context.Context, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {

@@ -41,7 +41,8 @@ var actedOn = map[string]string{
 	"enableProfilingHandler": "server", "enableDebugFlagsHandler": "server", "seccompDefault": "runtime",
 	"registerWithTaints": "node, admission", "registerNode": "node", "localStorageCapacityIsolation": "eviction",
 	"containerRuntimeEndpoint": "runtime", "imageServiceEndpoint": "images, runtime", "failCgroupV1": "app/host",
-	"shutdownGracePeriod": "shutdown", "shutdownGracePeriodCriticalPods": "shutdown", "shutdownGracePeriodByPodPriority": "shutdown",
+	"configMapAndSecretChangeDetectionStrategy": "objects",
+	"shutdownGracePeriod":                       "shutdown", "shutdownGracePeriodCriticalPods": "shutdown", "shutdownGracePeriodByPodPriority": "shutdown",
 	"featureGates":            "refused except the gates nodelet behaves like (unsupported.go)",
 	"kernelMemcgNotification": "refused when true (validate_resources.go)",
 }

@@ -52,10 +52,6 @@ var unsupportedFields = []unsupportedField{
 		}},
 	{"topologyManagerPolicyOptions", "tunes the topology manager", "empty",
 		func(c *kubeletConfig) bool { return len(c.TopologyManagerPolicyOptions) == 0 }},
-	{"configMapAndSecretChangeDetectionStrategy", "switches how configMap and secret volumes see changes", `"Watch"`,
-		func(c *kubeletConfig) bool {
-			return c.ConfigMapAndSecretChangeDetectionStrategy == kubeletconfigv1beta1.WatchChangeDetectionStrategy
-		}},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
 		func(c *kubeletConfig) bool { return deref(c.ContainerLogMaxWorkers) == 1 }},
 	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,

@@ -114,13 +114,15 @@ func (c coreV1) Events(namespace string) EventInterface {
 }
 
 func (c coreV1) ConfigMaps(namespace string) ConfigMapInterface {
-	return gentype.NewClient[*v1.ConfigMap]("configmaps", c.client, parameterCodec, namespace,
-		func() *v1.ConfigMap { return &v1.ConfigMap{} }, gentype.PrefersProtobuf[*v1.ConfigMap]())
+	return gentype.NewClientWithList[*v1.ConfigMap, *v1.ConfigMapList]("configmaps", c.client, parameterCodec, namespace,
+		func() *v1.ConfigMap { return &v1.ConfigMap{} }, func() *v1.ConfigMapList { return &v1.ConfigMapList{} },
+		gentype.PrefersProtobuf[*v1.ConfigMap]())
 }
 
 func (c coreV1) Secrets(namespace string) SecretInterface {
-	return gentype.NewClient[*v1.Secret]("secrets", c.client, parameterCodec, namespace,
-		func() *v1.Secret { return &v1.Secret{} }, gentype.PrefersProtobuf[*v1.Secret]())
+	return gentype.NewClientWithList[*v1.Secret, *v1.SecretList]("secrets", c.client, parameterCodec, namespace,
+		func() *v1.Secret { return &v1.Secret{} }, func() *v1.SecretList { return &v1.SecretList{} },
+		gentype.PrefersProtobuf[*v1.Secret]())
 }
 
 func (c coreV1) ServiceAccounts(namespace string) ServiceAccountInterface {

@@ -76,14 +76,20 @@ type ServiceAccountInterface interface {
 	CreateToken(ctx context.Context, serviceAccountName string, tokenRequest *authnv1.TokenRequest, opts metav1.CreateOptions) (*authnv1.TokenRequest, error)
 }
 
-// ConfigMapInterface: the runtime reads ConfigMaps that pods use in env and volumes.
+// ConfigMapInterface: the object manager reads (or watches, one by name) the ConfigMaps
+// pods use in env and volumes.
 type ConfigMapInterface interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.ConfigMap, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.ConfigMapList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// SecretInterface: the runtime reads Secrets that pods use in env and volumes.
+// SecretInterface: the object manager reads (or watches, one by name) the Secrets pods use
+// in env, volumes and image pulls.
 type SecretInterface interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Secret, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.SecretList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // PodInterface: the API source lists and watches pods, the status syncer patches and deletes

@@ -16,6 +16,16 @@ type Manager struct {
 	byUID map[types.UID]*v1.Pod
 	// mirrors are the API's copies of static pods, by full name; they are never run.
 	mirrors map[string]*v1.Pod
+	// changed hears every Set and Remove (old or new pod nil when there is none).
+	changed []func(old, updated *v1.Pod)
+}
+
+// OnChange registers f to hear every change of the desired pods (e.g. to track the objects
+// they reference). Register before the first Set.
+func (m *Manager) OnChange(f func(old, updated *v1.Pod)) {
+	m.mu.Lock()
+	m.changed = append(m.changed, f)
+	m.mu.Unlock()
 }
 
 // NewManager returns an empty pod manager.
@@ -26,15 +36,28 @@ func NewManager() *Manager {
 // Set adds or replaces a pod.
 func (m *Manager) Set(pod *v1.Pod) {
 	m.mu.Lock()
+	old := m.byUID[pod.UID]
 	m.byUID[pod.UID] = pod
+	hooks := m.changed
 	m.mu.Unlock()
+	for _, f := range hooks {
+		f(old, pod)
+	}
 }
 
 // Remove forgets a pod.
 func (m *Manager) Remove(uid types.UID) {
 	m.mu.Lock()
+	old, ok := m.byUID[uid]
 	delete(m.byUID, uid)
+	hooks := m.changed
 	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	for _, f := range hooks {
+		f(old, nil)
+	}
 }
 
 // Get returns the desired pod with this UID.
