@@ -159,7 +159,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	n.recorder = n.newRecorder()
 	n.statuses = status.NewManager(statusSink)
 	imgs, err := images.NewManager(images.Options{
-		Endpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
+		Endpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
 		MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)), PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)),
 		PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 	})
@@ -167,6 +167,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		return nil, err
 	}
 	var objectGetter runtime.ObjectGetter
+	var pullSecrets func(*v1.Pod) []v1.Secret
 	var serviceEnv func(*v1.Pod) ([]v1.EnvVar, error)
 	runtimeHandler := runtimeclass.Standalone
 	if n.cluster != nil {
@@ -174,6 +175,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		n.pods.OnChange(objs.PodChanged)
 		comps.loop("configmaps and secrets", objs.Run)
 		objectGetter = apiObjects{Manager: objs, api: n.cluster.clients.API}
+		pullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, objs, pod) }
 		lister := services.NewLister(n.cluster.clients.API)
 		comps.loop("services", lister.Run)
 		serviceEnv = lister.EnvVars
@@ -195,7 +197,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
-		Objects: objectGetter, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler,
+		Objects: objectGetter, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler, PullSecrets: pullSecrets,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	}
 	if n.devices != nil {

@@ -197,3 +197,18 @@ func (o apiObjects) CreateServiceAccountToken(ctx context.Context, namespace, na
 }
 
 var _ runtime.TokenGetter = apiObjects{}
+
+// podPullSecrets reads the pod's imagePullSecrets; one that cannot be read is logged and
+// skipped, as upstream does, and the pull goes on with the others.
+func podPullSecrets(ctx context.Context, objs *objects.Manager, pod *v1.Pod) []v1.Secret {
+	var out []v1.Secret
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		s, err := objs.GetSecret(ctx, pod.Namespace, ref.Name)
+		if err != nil {
+			klog.InfoS("Unable to retrieve pull secret, the image pull may not succeed.", "pod", klog.KObj(pod), "secret", ref.Name, "err", err)
+			continue
+		}
+		out = append(out, *s)
+	}
+	return out
+}

@@ -48,6 +48,9 @@ type Options struct {
 	Endpoint string
 	// Client is an already dialled CRI image service.
 	Client runtimeapi.ImageServiceClient
+	// RootDir is the kubelet root dir, the first place the node's docker config
+	// (config.json) is looked for; empty skips the node's own credentials altogether.
+	RootDir string
 	// Recorder receives Pulling/Pulled/Failed/BackOff events; nil drops them.
 	Recorder record.EventRecorder
 	// Serialize pulls one image at a time (serializeImagePulls; the kubelet default is true);
@@ -75,6 +78,7 @@ type Manager struct {
 	statusTimeout time.Duration
 	pullLock      sync.Locker             // serializes pulls, caps them, or a no-op lock
 	pullLimiter   flowcontrol.RateLimiter // nil: no rate limit
+	node          *nodeConfig             // the node's own credentials; nil for none
 }
 
 // NewManager returns an image manager for opts, dialling opts.Endpoint unless opts.Client is
@@ -87,6 +91,9 @@ func NewManager(opts Options) (*Manager, error) {
 		pullTimeout:   opts.RequestTimeout,
 		statusTimeout: opts.StatusTimeout,
 		pullLock:      noLock{},
+	}
+	if opts.RootDir != "" {
+		m.node = &nodeConfig{rootDir: opts.RootDir, now: time.Now}
 	}
 	if m.client == nil {
 		conn, err := criconn.Dial(opts.Endpoint)
@@ -215,8 +222,11 @@ func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secre
 	defer m.pullLock.Unlock()
 	started := time.Now()
 
-	auths := credentialsFor(image, pullSecrets)
-	auths = append(auths, nil) // anonymous last
+	// As upstream: every matching credential in turn, anonymous only when none matches.
+	auths := credentialsFor(image, pullSecrets, m.node.keyring())
+	if len(auths) == 0 {
+		auths = []*runtimeapi.AuthConfig{nil}
+	}
 	var errs []error
 	for _, auth := range auths {
 		ref, err := m.pullOnce(ctx, image, auth)

@@ -268,11 +268,11 @@ func TestCredentialsFor(t *testing.T) {
 		v1.DockerConfigJsonKey: []byte(`{"auths":{"https://registry.example.com":{"auth":"dXNlcjpwYXNz"},` +
 			`"other.example.com":{"username":"u2","password":"p2"}}}`),
 	}}
-	got := credentialsFor("registry.example.com/team/app:1", []v1.Secret{secret})
+	got := credentialsFor("registry.example.com/team/app:1", []v1.Secret{secret}, nil)
 	if len(got) != 1 || got[0].Username != "user" || got[0].Password != "pass" {
 		t.Fatalf("credentials = %+v", got)
 	}
-	if got := credentialsFor("busybox", []v1.Secret{secret}); len(got) != 0 {
+	if got := credentialsFor("busybox", []v1.Secret{secret}, nil); len(got) != 0 {
 		t.Fatalf("docker hub image got %+v", got)
 	}
 }
