@@ -25,6 +25,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/credprovider"
 	"github.com/nodelet/nodelet/internal/daemon"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
 	"github.com/nodelet/nodelet/internal/eviction"
@@ -158,8 +159,13 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	}
 	n.recorder = n.newRecorder()
 	n.statuses = status.NewManager(statusSink)
+	providers, err := credentialProviders(cfg)
+	if err != nil {
+		return nil, err
+	}
 	imgs, err := images.NewManager(images.Options{
-		Endpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
+		Providers: providers,
+		Endpoint:  strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
 		MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)), PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)),
 		PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 	})
@@ -431,4 +437,16 @@ func firstOr(list []string) string {
 		return ""
 	}
 	return list[0]
+}
+
+// credentialProviders loads the credential provider plugins, when configured.
+func credentialProviders(cfg *config.Config) (func(context.Context, string) map[string]credprovider.Credential, error) {
+	if cfg.CredentialProviderConfig == "" {
+		return nil, nil
+	}
+	p, err := credprovider.Load(cfg.CredentialProviderConfig, cfg.CredentialProviderBinDir, images.MatchImage)
+	if err != nil {
+		return nil, err
+	}
+	return p.Credentials, nil
 }

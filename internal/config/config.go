@@ -33,15 +33,19 @@ type Config struct {
 	// another process opens it.
 	LockFile             string
 	ExitOnLockContention bool
-	RootDir              string
-	HostnameOverride     string
-	NodeIP               string
-	NodeName             string // --hostname-override or the host name, lower-cased and trimmed
-	RunOnce              bool
-	NodeLabels           map[string]string
-	RegisterNode         bool
-	RegisterWithTaints   []corev1.Taint
-	CertDir              string
+	// CredentialProviderConfig and CredentialProviderBinDir configure the credential provider
+	// plugins (both or neither).
+	CredentialProviderConfig string
+	CredentialProviderBinDir string
+	RootDir                  string
+	HostnameOverride         string
+	NodeIP                   string
+	NodeName                 string // --hostname-override or the host name, lower-cased and trimmed
+	RunOnce                  bool
+	NodeLabels               map[string]string
+	RegisterNode             bool
+	RegisterWithTaints       []corev1.Taint
+	CertDir                  string
 	// ContainerGC comes from deprecated flags only; PodInfraContainerImage is kept from image GC.
 	ContainerGC            ContainerGCPolicy
 	PodInfraContainerImage string
@@ -86,6 +90,7 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		Kubeconfig:          f.Kubeconfig,
 		BootstrapKubeconfig: f.BootstrapKubeconfig,
 		LockFile:            f.LockFile, ExitOnLockContention: f.ExitOnLockContention,
+		CredentialProviderConfig: f.CredentialProviderConfig, CredentialProviderBinDir: f.CredentialProviderBinDir,
 		RootDir:            f.RootDir,
 		HostnameOverride:   f.HostnameOverride,
 		NodeIP:             f.NodeIP,
@@ -150,6 +155,9 @@ func validateFlagsOnly(cfg *Config) error {
 	v.nodeIPs(cfg.NodeIP)
 	v.nodeLabels(cfg.NodeLabels)
 	v.checkContainerGC(cfg.ContainerGC)
+	if (cfg.CredentialProviderConfig == "") != (cfg.CredentialProviderBinDir == "") {
+		v.add("--image-credential-provider-config", "and --image-credential-provider-bin-dir go together")
+	}
 	if cfg.ExitOnLockContention && cfg.LockFile == "" {
 		v.add("--exit-on-lock-contention", "needs --lock-file")
 	}

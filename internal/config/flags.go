@@ -17,18 +17,20 @@ type kubeletConfig = kubeletconfigv1beta1.KubeletConfiguration
 // copy of the defaults and copied onto the loaded configuration only when they
 // were given on the command line, so an unset flag never hides the file.
 type Flags struct {
-	ConfigFile             string
-	Kubeconfig             string
-	BootstrapKubeconfig    string
-	LockFile               string
-	ExitOnLockContention   bool
-	RootDir                string
-	HostnameOverride       string
-	NodeIP                 string
-	CertDir                string
-	NodeLabels             map[string]string
-	PodInfraContainerImage string
-	ContainerGC            ContainerGCPolicy // deprecated flags, see flags_gc.go
+	ConfigFile               string
+	Kubeconfig               string
+	BootstrapKubeconfig      string
+	LockFile                 string
+	CredentialProviderConfig string
+	CredentialProviderBinDir string
+	ExitOnLockContention     bool
+	RootDir                  string
+	HostnameOverride         string
+	NodeIP                   string
+	CertDir                  string
+	NodeLabels               map[string]string
+	PodInfraContainerImage   string
+	ContainerGC              ContainerGCPolicy // deprecated flags, see flags_gc.go
 
 	values    *kubeletConfig
 	overrides []override
@@ -90,6 +92,8 @@ func addNodeletFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.ConfigFile, "config", "", "Path to a KubeletConfiguration file (YAML or JSON). Flags given on the command line override its values.")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig for reaching the API server. Without it nodelet runs standalone, serving static pods only.")
 	fs.StringVar(&f.RootDir, "root-dir", DefaultRootDir, "Directory for nodelet's state: pod directories, volumes and plugins.")
+	fs.StringVar(&f.CredentialProviderConfig, "image-credential-provider-config", "", "CredentialProviderConfig file (kubelet.config.k8s.io/v1) of the credential provider plugins to run for matching images.")
+	fs.StringVar(&f.CredentialProviderBinDir, "image-credential-provider-bin-dir", "", "Directory holding the credential provider plugins the config names.")
 	fs.StringVar(&f.LockFile, "lock-file", "", "File to hold an exclusive lock on while running, so two kubelets never share a node; nodelet waits for it at start.")
 	fs.BoolVar(&f.ExitOnLockContention, "exit-on-lock-contention", false, "Exit (status 0) when another process opens --lock-file, letting a new kubelet take over.")
 	fs.StringVar(&f.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "Kubeconfig (usually a bootstrap token) to request a client certificate with when --kubeconfig is missing or its certificate expired; the certificate goes to --cert-dir and a kubeconfig using it to --kubeconfig.")

@@ -166,3 +166,9 @@ func (key location) matches(image location) bool {
 	}
 	return strings.HasPrefix(image.path, key.path)
 }
+
+// MatchImage reports whether a credential key or a credential provider's matchImages pattern
+// covers image, by the rule above.
+func MatchImage(pattern, image string) bool {
+	return keyLocation(pattern).matches(imageLocation(image))
+}

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/credprovider"
 	"github.com/nodelet/nodelet/internal/criconn"
 	"github.com/nodelet/nodelet/internal/metrics"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	Endpoint string
 	// Client is an already dialled CRI image service.
 	Client runtimeapi.ImageServiceClient
+	// Providers, when set, gives the credentials of credential provider plugins for an image
+	// (keyed as docker config keys); they come after the node's docker config.
+	Providers func(ctx context.Context, image string) map[string]credprovider.Credential
 	// RootDir is the kubelet root dir, the first place the node's docker config
 	// (config.json) is looked for; empty skips the node's own credentials altogether.
 	RootDir string
@@ -79,6 +83,7 @@ type Manager struct {
 	pullLock      sync.Locker             // serializes pulls, caps them, or a no-op lock
 	pullLimiter   flowcontrol.RateLimiter // nil: no rate limit
 	node          *nodeConfig             // the node's own credentials; nil for none
+	providers     func(ctx context.Context, image string) map[string]credprovider.Credential
 }
 
 // NewManager returns an image manager for opts, dialling opts.Endpoint unless opts.Client is
@@ -95,6 +100,7 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.RootDir != "" {
 		m.node = &nodeConfig{rootDir: opts.RootDir, now: time.Now}
 	}
+	m.providers = opts.Providers
 	if m.client == nil {
 		conn, err := criconn.Dial(opts.Endpoint)
 		if err != nil {
@@ -223,7 +229,7 @@ func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secre
 	started := time.Now()
 
 	// As upstream: every matching credential in turn, anonymous only when none matches.
-	auths := credentialsFor(image, pullSecrets, m.node.keyring())
+	auths := credentialsFor(image, pullSecrets, m.nodeKeyring(ctx, image))
 	if len(auths) == 0 {
 		auths = []*runtimeapi.AuthConfig{nil}
 	}
@@ -296,4 +302,18 @@ func ContainerRef(pod *v1.Pod, c *v1.Container) *v1.ObjectReference {
 	}
 	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", c.Name)
 	return ref
+}
+
+// nodeKeyring is the node's docker config plus what credential provider plugins give for image.
+func (m *Manager) nodeKeyring(ctx context.Context, image string) keyring {
+	keys := keyring{}
+	for k, auths := range m.node.keyring() {
+		keys[k] = append(keys[k], auths...)
+	}
+	if m.providers != nil {
+		for k, c := range m.providers(ctx, image) {
+			keys[k] = append(keys[k], dockerAuth{Username: c.Username, Password: c.Password})
+		}
+	}
+	return keys
 }
