@@ -38,13 +38,27 @@ func main() {
 	flag.StringVar(&s.contentDir, "content", "/var/lib/nodelet/containerd/io.containerd.content.v1.content/blobs/sha256", "containerd's content store")
 	flag.StringVar(&s.dataDir, "data", "/var/lib/nodelet/registry", "where the served blobs are linked (same filesystem as -content)")
 	flag.StringVar(&s.defaultHost, "host", "registry.k8s.io", "registry a request without containerd's ns parameter is for")
+	user := flag.String("user", "", "user:password every request must authenticate as (HTTP basic); empty: anonymous")
+	tlsDir := flag.String("tls-dir", "", "serve https with DIR/tls.crt and tls.key, made with a CA (DIR/ca.crt) the first time; empty: http")
 	flag.Parse()
 	s.list = s.runtimeImages
 	if err := s.refresh(); err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("registry: serving the images of %s (namespace %s) on http://%s", s.socket, s.namespace, *addr)
-	log.Fatal(http.ListenAndServe(*addr, s.routes()))
+	handler := s.routes()
+	if *user != "" {
+		handler = requireUser(*user, handler)
+	}
+	if *tlsDir == "" {
+		log.Printf("registry: serving the images of %s (namespace %s) on http://%s", s.socket, s.namespace, *addr)
+		log.Fatal(http.ListenAndServe(*addr, handler))
+	}
+	cert, key, err := ensureTLS(*tlsDir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("registry: serving the images of %s (namespace %s) on https://%s (CA %s/ca.crt)", s.socket, s.namespace, *addr, *tlsDir)
+	log.Fatal(http.ListenAndServeTLS(*addr, cert, key, handler))
 }
 
 var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
