@@ -198,9 +198,20 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 		return "", ReasonErrImagePull, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
 	}
 	m.backoff.Reset(backoffKey)
-	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s (%s including waiting)",
-		image, pulled.Round(time.Millisecond), total.Round(time.Millisecond))
+	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
+		image, pulled.Round(time.Millisecond), total.Round(time.Millisecond), m.imageSize(ctx, imageRef))
 	return imageRef, "", "", nil
+}
+
+// imageSize is the runtime's size of the image, 0 when it cannot say.
+func (m *Manager) imageSize(ctx context.Context, imageRef string) uint64 {
+	ctx, cancel := context.WithTimeout(ctx, m.statusTimeout)
+	defer cancel()
+	resp, err := m.client.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
+	if err != nil || resp.Image == nil {
+		return 0
+	}
+	return resp.Image.Size_
 }
 
 // imageID returns the ID of image when the runtime has it, "" when it does not.

@@ -289,3 +289,21 @@ func TestContainerRefFieldPath(t *testing.T) {
 		t.Errorf("app field path %q", got)
 	}
 }
+
+// The Pulled event says how long the pull took and how big the image is, as upstream's.
+func TestPulledEventCarriesTheImageSize(t *testing.T) {
+	e := newEnv(t)
+	pod, c := testPod("a.local/sized:1", v1.PullIfNotPresent)
+	if _, _, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range e.events() {
+		if strings.Contains(ev, "Successfully pulled") {
+			if !strings.HasSuffix(ev, "including waiting). Image size: 1048576 bytes.") {
+				t.Errorf("event %q", ev)
+			}
+			return
+		}
+	}
+	t.Error("no Pulled event")
+}
