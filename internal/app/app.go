@@ -50,6 +50,7 @@ import (
 	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/syncloop"
+	"github.com/nodelet/nodelet/internal/timeline"
 	"github.com/nodelet/nodelet/internal/version"
 )
 
@@ -85,6 +86,7 @@ type agent struct {
 	runtimePid  atomic.Int64        // the container runtime's process, for its system container
 	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log
 	shutdown    *shutdown.Manager   // nil unless graceful node shutdown is configured
+	timeline    *timeline.Recorder  // each pod's steps, for /debug/pods/{ns}/{name}/timeline
 	stop        <-chan struct{}     // closed when nodelet is asked to stop (SIGTERM)
 }
 
@@ -148,7 +150,12 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
 	}
-	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps}
+	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, timeline: timeline.New()}
+	n.pods.OnChange(func(old, updated *v1.Pod) {
+		if updated == nil {
+			n.timeline.Finish(old.UID)
+		}
+	})
 	var statusSink status.Syncer
 	if cfg.Kubeconfig != "" {
 		c, err := newCluster(ctx, cfg, n.pods, comps)
@@ -204,6 +211,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
 		Objects: objectGetter, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler, PullSecrets: pullSecrets,
+		Timeline:       n.timeline,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	}
 	if n.devices != nil {
@@ -317,7 +325,7 @@ func (n *agent) run(ctx context.Context) error {
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
 		SourcesReady: sourcesReady,
 		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
-		ProbeUpdates: n.prober.Updates(),
+		ProbeUpdates: n.prober.Updates(), Timeline: n.timeline,
 	}
 	if n.cluster != nil {
 		n.cluster.wireLoop(ctx, &loopCfg, admit)

@@ -56,6 +56,7 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		opts.ServingCertificate = serving.Current
 	}
 	handlers := n.handlers()
+	handlers.PodTimeline = n.timeline.Handler()
 	handlers.StatsSummary, handlers.Metrics = extra.StatsSummary, extra.Metrics
 	handlers.MetricsResource, handlers.MetricsProbes, handlers.MetricsCadvisor = extra.MetricsResource, extra.MetricsProbes, extra.MetricsCadvisor
 	srv, err := server.New(opts, handlers)

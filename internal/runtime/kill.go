@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 const (
@@ -42,6 +43,8 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 	if pod == nil {
 		pod = &v1.Pod{ObjectMeta: metav1ObjectMeta(running)}
 	}
+	start := time.Now()
+	m.step(pod, timeline.KillRequested, "", "", fmt.Sprintf("grace period %ds", gracePeriod), start, nil)
 	var toStop []*ContainerStatus
 	for _, c := range running.Containers {
 		if c.State == StateRunning || c.State == StateUnknown {
@@ -63,7 +66,9 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	err := errors.Join(errs...)
+	m.step(pod, timeline.Stopped, "", "StopContainer/StopPodSandbox", fmt.Sprintf("%d containers", len(toStop)), start, err)
+	if err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", running.Namespace, running.Name, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // ImageService is what SyncPod needs from the image manager (*images.Manager).
@@ -66,6 +67,8 @@ type Options struct {
 	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
 	// the runtime's default to every pod. An error fails the sandbox's creation.
 	RuntimeHandler func(pod *v1.Pod) (string, error)
+	// Timeline, when set, records the pod's steps (sandbox, images, containers, kills).
+	Timeline *timeline.Recorder
 	// SeccompDefault gives RuntimeDefault seccomp to containers and sandboxes whose pod
 	// names no profile (seccompDefault); otherwise they run unconfined, as upstream.
 	SeccompDefault bool
@@ -96,6 +99,7 @@ type manager struct {
 	podCgroup   func(pod *v1.Pod) (string, error)
 	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
+	timeline       *timeline.Recorder
 	seccompDefault bool
 	noCPUQuota     bool
 	// containerLogsDir holds the per-container log symlinks; hostEtcHosts is the node's hosts
@@ -106,6 +110,15 @@ type manager struct {
 
 	capacityOnce sync.Once
 	capacity     nodeCapacity // for oom_score_adj and resourceFieldRef defaults
+}
+
+// step records one step of pod that began at start and ends now.
+func (m *manager) step(pod *v1.Pod, name, container, call, detail string, start time.Time, err error) {
+	s := timeline.Step{Name: name, Container: container, Call: call, Detail: detail, Start: start}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	m.timeline.Record(pod, s)
 }
 
 func (m *manager) seccomp() seccompPolicy {
@@ -181,7 +194,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
 		tokens:           newTokenCache(),
-		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		devices: opts.Devices,
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // sandboxConfig builds the CRI config of pod's sandbox for attempt.
@@ -223,16 +225,20 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		return nil, fmt.Errorf("create pod log directory: %w", err)
 	}
 	metrics.StartedPod()
+	start := time.Now()
 	id, err := m.cri.runPodSandbox(ctx, cfg, handler)
 	if err != nil {
 		metrics.StartPodFailed()
+		m.step(pod, timeline.SandboxCreated, "", "RunPodSandbox", handler, start, err)
 		return nil, fmt.Errorf("run pod sandbox: %w", err)
 	}
 	st, err := m.cri.podSandboxStatus(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s status: %w", id, err)
 	}
-	return &sandboxInfo{id: id, config: cfg, ips: sandboxIPs(st)}, nil
+	ips := sandboxIPs(st)
+	m.step(pod, timeline.SandboxCreated, "", "RunPodSandbox", strings.Join(ips, ","), start, nil)
+	return &sandboxInfo{id: id, config: cfg, ips: ips}, nil
 }
 
 // sandboxIPs lists the primary IP first, then additional ones.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // Waiting reasons SyncPod reports besides the image ones.
@@ -151,13 +152,17 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		backoff.Next(key, finished)
 	}
 
+	imageStart := time.Now()
 	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))
+	m.step(pod, timeline.ImagePulled, c.Name, "ImageStatus/PullImage", c.Image, imageStart, err)
 	if err != nil {
 		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: msg}
 		res.setErr(err)
 		return
 	}
+	attempt := fmt.Sprintf("attempt %d", s.restartCount)
 	fail := func(reason string, err error) {
+		m.step(pod, timeline.StartFailed, c.Name, reason, attempt, time.Now(), err)
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
 		res.setErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
@@ -169,18 +174,24 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	}
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
+	createStart := time.Now()
 	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
+	if err == nil {
+		m.step(pod, timeline.ContainerCreated, c.Name, "CreateContainer", attempt, createStart, nil)
+	}
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	startStart := time.Now()
 	if err := m.cri.startContainer(ctx, id); err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonRunContainerError, err)
 		return
 	}
+	m.step(pod, timeline.ContainerStarted, c.Name, "StartContainer", attempt, startStart, nil)
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)

@@ -30,7 +30,7 @@ func requestAttributes(u *userInfo, r *http.Request, nodeName string) []attribut
 	path := r.URL.Path
 	var subresources []string
 	switch {
-	case isSubpath(path, "/pods"), isSubpath(path, "/runningpods"):
+	case isSubpath(path, "/pods"), isSubpath(path, "/runningpods"), isSubpath(path, "/debug/pods"):
 		subresources = append(subresources, "pods")
 	case isSubpath(path, "/healthz"):
 		subresources = append(subresources, "healthz")

@@ -9,7 +9,7 @@ import (
 // debugDisabledPaths answer 405 when debugging handlers are off, as upstream, so callers learn
 // why rather than get a 404.
 var debugDisabledPaths = []string{
-	"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", "/debug/pprof/", "/logs/",
+	"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", "/debug/pprof/", "/logs/", "/debug/pods/",
 }
 
 // secureMux is the routing of the HTTPS port; every request has passed authentication and
@@ -36,6 +36,7 @@ func (s *Server) secureMux(h Handlers) *http.ServeMux {
 		mount(mux, podListHandler(list), "GET /runningpods", "GET /runningpods/{$}")
 	}
 	mux.Handle("/configz", configzHandler(s.opts.Config))
+	mount(mux, h.PodTimeline, "GET /debug/pods/{namespace}/{name}/timeline")
 
 	if s.opts.EnableSystemLogHandler {
 		mount(mux, h.NodeLogs, "GET /logs/")

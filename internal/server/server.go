@@ -82,6 +82,7 @@ type Handlers struct {
 	MetricsResource http.Handler // /metrics/resource
 	MetricsProbes   http.Handler // /metrics/probes
 	MetricsCadvisor http.Handler // /metrics/cadvisor
+	PodTimeline     http.Handler // GET /debug/pods/{namespace}/{name}/timeline
 }
 
 // Server is the kubelet HTTP API, ready to Run.

@@ -18,6 +18,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // Workers is the part of the pod workers the loop drives.
@@ -59,6 +60,8 @@ type Config struct {
 	// DeleteMirror, in cluster mode, deletes a mirror pod whose static pod is gone. It must not
 	// block the loop.
 	DeleteMirror func(mirror *v1.Pod)
+	// Timeline, when set, records each pod's admission.
+	Timeline *timeline.Recorder
 }
 
 // Loop is the sync loop. Create with New, start with Run.
@@ -175,12 +178,14 @@ func (l *Loop) addPods(pods []*v1.Pod) {
 		if l.cfg.Admit != nil {
 			if ok, reason, msg := l.cfg.Admit.Admit(p, l.activePods()); !ok {
 				klog.InfoS("Pod rejected", "pod", klog.KObj(p), "reason", reason, "message", msg)
+				l.cfg.Timeline.Record(p, timeline.Step{Name: timeline.Refused, Detail: reason, Error: msg})
 				l.cfg.Pods.Set(p)
 				l.cfg.Admit.Reject(p, reason, msg)
 				continue
 			}
 		}
 		l.cfg.Pods.Set(p)
+		l.cfg.Timeline.Record(p, timeline.Step{Name: timeline.Admitted, Detail: p.Annotations["kubernetes.io/config.source"]})
 		metrics.PodObserved(p.UID)
 		l.dispatch(p, podworkers.Create)
 	}

@@ -1,0 +1,73 @@
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func pod(name string, uid types.UID) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid}}
+}
+
+func TestStepsAreKeptPerPodAndBounded(t *testing.T) {
+	r := New()
+	web := pod("web", "u1")
+	r.Record(web, Step{Name: Admitted})
+	r.Record(web, Step{Name: SandboxCreated, Call: "RunPodSandbox", Start: time.Now().Add(-time.Second)})
+	got, ok := r.Get("ns", "web")
+	if !ok || len(got.Steps) != 2 || got.Steps[1].Call != "RunPodSandbox" || got.Steps[1].End.Sub(got.Steps[1].Start) < time.Second {
+		t.Fatalf("timeline %+v", got)
+	}
+	for i := range maxSteps + 10 {
+		r.Record(web, Step{Name: ContainerStarted, Detail: fmt.Sprint(i)})
+	}
+	got, _ = r.Get("ns", "web")
+	if len(got.Steps) != maxSteps || got.Dropped != 12 || got.Steps[0].Name != Admitted || got.Steps[maxSteps-1].Detail != fmt.Sprint(maxSteps+9) {
+		t.Errorf("bounded timeline: %d steps, %d dropped, first %q, last %q", len(got.Steps), got.Dropped, got.Steps[0].Name, got.Steps[maxSteps-1].Detail)
+	}
+
+	// A replaced pod (same name, new UID) is the one shown; the finished one is forgotten
+	// once enough newer pods finished.
+	r.Finish("u1")
+	r.Record(pod("web", "u2"), Step{Name: Admitted})
+	if got, _ := r.Get("ns", "web"); got.UID != "u2" {
+		t.Errorf("shown %s, want the running instance", got.UID)
+	}
+	for i := range keepFinished {
+		uid := types.UID(fmt.Sprint("x", i))
+		r.Record(pod(string(uid), uid), Step{Name: Admitted})
+		r.Finish(uid)
+	}
+	r.mu.Lock()
+	_, kept := r.pods["u1"]
+	r.mu.Unlock()
+	if kept {
+		t.Error("the oldest finished timeline was kept past the limit")
+	}
+}
+
+func TestHandlerServesJSON(t *testing.T) {
+	r := New()
+	r.Record(pod("web", "u1"), Step{Name: Admitted})
+	mux := http.NewServeMux()
+	mux.Handle("GET /debug/pods/{namespace}/{name}/timeline", r.Handler())
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pods/ns/web/timeline", nil))
+	var got Timeline
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &got) != nil || got.Steps[0].Name != Admitted {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pods/ns/other/timeline", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("unknown pod: %d", rec.Code)
+	}
+}
