@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,11 +21,17 @@ const (
 )
 
 // containerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
-// the termination message file. It creates the host side of each.
-func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.Mount, error) {
+// the termination message file. It creates the host side of each. vars are the container's
+// environment, which subPathExpr expands from.
+func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
 	for _, vm := range c.VolumeMounts {
+		sub, err := subPath(vm, vars)
+		if err != nil {
+			return nil, err
+		}
+		vm.SubPath = sub
 		hostPath, readOnly, err := m.volumeHostPath(pod, vm)
 		if err != nil {
 			return nil, err
@@ -86,11 +94,13 @@ func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (path string, r
 	if vm.SubPath == "" {
 		return base, readOnly, nil
 	}
-	sub := filepath.Clean(vm.SubPath)
-	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
-		return "", false, fmt.Errorf("volume mount %q: subPath %q must be a relative path inside the volume", vm.Name, vm.SubPath)
+	if filepath.IsAbs(vm.SubPath) {
+		return "", false, fmt.Errorf("error SubPath `%s` must not be an absolute path", vm.SubPath)
 	}
-	full := filepath.Join(base, sub)
+	if slices.Contains(strings.Split(vm.SubPath, "/"), "..") {
+		return "", false, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", vm.SubPath)
+	}
+	full := filepath.Join(base, filepath.Clean(vm.SubPath))
 	if _, err := os.Stat(full); os.IsNotExist(err) {
 		if readOnly {
 			return "", false, fmt.Errorf("volume mount %q: subPath %q does not exist in the volume", vm.Name, vm.SubPath)
@@ -100,6 +110,30 @@ func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (path string, r
 		}
 	}
 	return full, readOnly, nil
+}
+
+// subPath is the mount's subPath, or its subPathExpr expanded from the container's
+// environment: as upstream, every variable it names must be set and not empty, and backticks
+// (a shell's command substitution) are refused.
+func subPath(vm v1.VolumeMount, vars map[string]string) (string, error) {
+	if vm.SubPathExpr == "" {
+		return vm.SubPath, nil
+	}
+	if strings.Contains(vm.SubPathExpr, "`") {
+		return "", fmt.Errorf("volume mount %q: subPathExpr %q must not contain backticks", vm.Name, vm.SubPathExpr)
+	}
+	missing := map[string]bool{}
+	expanded := expandVars(vm.SubPathExpr, func(name string) (string, bool) {
+		v, ok := vars[name]
+		if !ok || v == "" {
+			missing[name] = true
+		}
+		return v, ok
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("missing value for %s", strings.Join(slices.Sorted(maps.Keys(missing)), ", "))
+	}
+	return expanded, nil
 }
 
 // mkdirWorldWritable creates dir with mode 0777 regardless of umask, as emptyDir volumes are
