@@ -56,7 +56,7 @@ func (m *manager) setUpMemoryEmptyDir(pod *v1.Pod, vol *v1.Volume) error {
 	if err := m.ensureTmpfs(pod, vol.Name, dir, size); err != nil {
 		return err
 	}
-	return os.Chmod(dir, 0o777)
+	return prepareEmptyDir(dir, fsGroup(pod))
 }
 
 // ensureTmpfs creates dir and mounts a tmpfs on it unless one is there already.

@@ -78,7 +78,7 @@ func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (path string, r
 	switch plugin := objectVolumePlugin(vol); {
 	case vol.EmptyDir != nil:
 		base = filepath.Join(m.podDir(string(pod.UID)), "volumes", emptyDirPlugin, vol.Name)
-		if err := mkdirWorldWritable(base); err != nil {
+		if err := prepareEmptyDir(base, fsGroup(pod)); err != nil {
 			return "", false, fmt.Errorf("emptyDir %q: %w", vol.Name, err)
 		}
 	case vol.HostPath != nil:

@@ -1,0 +1,68 @@
+package runtime
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// fsGroup is the pod's securityContext.fsGroup, nil when unset.
+func fsGroup(pod *v1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
+}
+
+// prepareEmptyDir makes an emptyDir's directory world-writable, as containers of different
+// users share it, and with fsGroup gives it to that group as upstream does: group-owned, the
+// setgid bit so new files inherit the group, and its content handed over too when the root
+// does not carry the group yet (fsGroupChangePolicy OnRootMismatch; an emptyDir starts empty,
+// so Always changes nothing more).
+func prepareEmptyDir(dir string, group *int64) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	mode := os.ModePerm
+	if group != nil {
+		mode |= os.ModeSetgid
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&(os.ModePerm|os.ModeSetgid) != mode {
+		if err := os.Chmod(dir, mode); err != nil {
+			return err
+		}
+	}
+	if group == nil {
+		return nil
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int64(sys.Gid) == *group {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, int(*group)); err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 || path == dir {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		extra := os.FileMode(0o060) // group read/write
+		if d.IsDir() {
+			extra |= 0o010 | os.ModeSetgid
+		}
+		return os.Chmod(path, info.Mode()|extra)
+	})
+}
