@@ -122,6 +122,18 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	return err
 }
 
+// node is this node's object: the registered Node in cluster mode (nil until registered), the
+// one a standalone node would register otherwise.
+func (n *agent) node() *v1.Node {
+	if n.cluster != nil {
+		if n.cluster.node == nil {
+			return nil
+		}
+		return n.cluster.node.Node()
+	}
+	return node.Local(n.cfg.NodeName, n.cfg.NodeLabels, n.cfg.RegisterWithTaints)
+}
+
 // holdLockFile takes --lock-file and, with --exit-on-lock-contention, stops nodelet (cleanly)
 // when another process opens it.
 func holdLockFile(cfg *config.Config, comps *components) error {
@@ -211,7 +223,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
 		Objects: objectGetter, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler, PullSecrets: pullSecrets,
-		Timeline:       n.timeline,
+		Timeline: n.timeline, Node: n.node,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	}
 	if n.devices != nil {

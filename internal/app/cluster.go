@@ -192,6 +192,16 @@ type apiObjects struct {
 	api kubeclient.Interface
 }
 
+func (o apiObjects) GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error) {
+	return o.api.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (o apiObjects) GetPersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error) {
+	return o.api.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+}
+
+var _ runtime.ClaimGetter = apiObjects{}
+
 func (o apiObjects) CreateServiceAccountToken(ctx context.Context, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	return o.api.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
 }

@@ -125,6 +125,16 @@ func (c coreV1) Secrets(namespace string) SecretInterface {
 		gentype.PrefersProtobuf[*v1.Secret]())
 }
 
+func (c coreV1) PersistentVolumeClaims(namespace string) PersistentVolumeClaimInterface {
+	return gentype.NewClient[*v1.PersistentVolumeClaim]("persistentvolumeclaims", c.client, parameterCodec, namespace,
+		func() *v1.PersistentVolumeClaim { return &v1.PersistentVolumeClaim{} }, gentype.PrefersProtobuf[*v1.PersistentVolumeClaim]())
+}
+
+func (c coreV1) PersistentVolumes() PersistentVolumeInterface {
+	return gentype.NewClient[*v1.PersistentVolume]("persistentvolumes", c.client, parameterCodec, "",
+		func() *v1.PersistentVolume { return &v1.PersistentVolume{} }, gentype.PrefersProtobuf[*v1.PersistentVolume]())
+}
+
 func (c coreV1) ServiceAccounts(namespace string) ServiceAccountInterface {
 	return serviceAccounts{client: c.client, namespace: namespace}
 }

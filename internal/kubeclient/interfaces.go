@@ -62,6 +62,18 @@ type CoreV1Interface interface {
 	Secrets(namespace string) SecretInterface
 	ServiceAccounts(namespace string) ServiceAccountInterface
 	Services(namespace string) ServiceInterface
+	PersistentVolumeClaims(namespace string) PersistentVolumeClaimInterface
+	PersistentVolumes() PersistentVolumeInterface
+}
+
+// PersistentVolumeClaimInterface: the runtime resolves a pod's claims to mount them.
+type PersistentVolumeClaimInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.PersistentVolumeClaim, error)
+}
+
+// PersistentVolumeInterface: the runtime reads the volume a claim is bound to.
+type PersistentVolumeInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.PersistentVolume, error)
 }
 
 // ServiceInterface: the service lister watches Services for the containers' service

@@ -44,7 +44,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return nil, err
 	}
 	cmd, args := expandCommand(c, vars)
-	mounts, err := m.containerMounts(pod, c, sb.ips, vars)
+	mounts, err := m.containerMounts(ctx, pod, c, sb.ips, vars)
 	if err != nil {
 		return nil, err
 	}

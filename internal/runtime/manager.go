@@ -67,6 +67,9 @@ type Options struct {
 	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
 	// the runtime's default to every pod. An error fails the sandbox's creation.
 	RuntimeHandler func(pod *v1.Pod) (string, error)
+	// Node returns this node (its labels) for persistent volumes' node affinity; nil refuses
+	// volumes that have one.
+	Node func() *v1.Node
 	// Timeline, when set, records the pod's steps (sandbox, images, containers, kills).
 	Timeline *timeline.Recorder
 	// SeccompDefault gives RuntimeDefault seccomp to containers and sandboxes whose pod
@@ -100,6 +103,7 @@ type manager struct {
 	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
 	timeline       *timeline.Recorder
+	node           func() *v1.Node
 	seccompDefault bool
 	noCPUQuota     bool
 	// containerLogsDir holds the per-container log symlinks; hostEtcHosts is the node's hosts
@@ -194,7 +198,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
 		tokens:           newTokenCache(),
-		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, node: opts.Node, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		devices: opts.Devices,
 	}
 }

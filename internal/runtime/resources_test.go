@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,7 +114,7 @@ func TestHostPathVolumes(t *testing.T) {
 		{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
 	}
 	for _, vm := range []v1.VolumeMount{{Name: "d", MountPath: "/d", SubPath: "sub"}, {Name: "f", MountPath: "/f"}} {
-		path, _, err := e.mgr.volumeHostPath(pod, vm)
+		path, _, err := e.mgr.volumeHostPath(context.Background(), pod, vm)
 		if err != nil {
 			t.Fatalf("%s: %v", vm.Name, err)
 		}
@@ -122,11 +123,11 @@ func TestHostPathVolumes(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"missing", "nfs", "undeclared"} {
-		if _, _, err := e.mgr.volumeHostPath(pod, v1.VolumeMount{Name: name}); err == nil {
+		if _, _, err := e.mgr.volumeHostPath(context.Background(), pod, v1.VolumeMount{Name: name}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, _, err := e.mgr.volumeHostPath(pod, v1.VolumeMount{Name: "d", SubPath: "../escape"}); err == nil {
+	if _, _, err := e.mgr.volumeHostPath(context.Background(), pod, v1.VolumeMount{Name: "d", SubPath: "../escape"}); err == nil {
 		t.Error("subPath escaping the volume accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -23,7 +24,7 @@ const (
 // containerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
 // the termination message file. It creates the host side of each. vars are the container's
 // environment, which subPathExpr expands from.
-func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
+func (m *manager) containerMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
 	for _, vm := range c.VolumeMounts {
@@ -32,7 +33,7 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string,
 			return nil, err
 		}
 		vm.SubPath = sub
-		hostPath, readOnly, err := m.volumeHostPath(pod, vm)
+		hostPath, readOnly, err := m.volumeHostPath(ctx, pod, vm)
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +65,7 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string,
 // volumeHostPath finds the host directory behind a volume mount, creating it where the volume
 // type says so, and applies subPath. readOnly is set for volumes nodelet writes the files of
 // (configMap, secret, downwardAPI, projected): containers only read them.
-func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (path string, readOnly bool, err error) {
+func (m *manager) volumeHostPath(ctx context.Context, pod *v1.Pod, vm v1.VolumeMount) (path string, readOnly bool, err error) {
 	var vol *v1.Volume
 	for i := range pod.Spec.Volumes {
 		if pod.Spec.Volumes[i].Name == vm.Name {
@@ -88,8 +89,12 @@ func (m *manager) volumeHostPath(pod *v1.Pod, vm v1.VolumeMount) (path string, r
 		base = vol.HostPath.Path
 	case plugin != "":
 		base, readOnly = m.volumeDir(pod, plugin, vol.Name), true // written by setUpVolumes
+	case vol.PersistentVolumeClaim != nil:
+		if base, readOnly, err = m.claimPath(ctx, pod, vol); err != nil {
+			return "", false, err
+		}
 	default:
-		return "", false, fmt.Errorf("volume %q: unsupported volume type (nodelet supports emptyDir, hostPath, configMap, secret, downwardAPI and projected)", vol.Name)
+		return "", false, fmt.Errorf("volume %q: unsupported volume type (nodelet supports emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath and local volumes)", vol.Name)
 	}
 	if vm.SubPath == "" {
 		return base, readOnly, nil

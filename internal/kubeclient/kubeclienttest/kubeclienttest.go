@@ -46,6 +46,12 @@ func (c coreV1) ConfigMaps(ns string) kubeclient.ConfigMapInterface {
 }
 func (c coreV1) Secrets(ns string) kubeclient.SecretInterface   { return c.cs.CoreV1().Secrets(ns) }
 func (c coreV1) Services(ns string) kubeclient.ServiceInterface { return c.cs.CoreV1().Services(ns) }
+func (c coreV1) PersistentVolumeClaims(ns string) kubeclient.PersistentVolumeClaimInterface {
+	return c.cs.CoreV1().PersistentVolumeClaims(ns)
+}
+func (c coreV1) PersistentVolumes() kubeclient.PersistentVolumeInterface {
+	return c.cs.CoreV1().PersistentVolumes()
+}
 func (c coreV1) ServiceAccounts(ns string) kubeclient.ServiceAccountInterface {
 	return c.cs.CoreV1().ServiceAccounts(ns)
 }
