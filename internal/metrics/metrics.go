@@ -80,6 +80,13 @@ var (
 	startedPodsErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kubelet_started_pods_errors_total", Help: alpha("Cumulative number of errors when starting pods"),
 	})
+	runPodSandboxDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "kubelet_run_podsandbox_duration_seconds", Help: alpha("Seconds each RunPodSandbox call took, by the RuntimeClass handler it asked for."),
+		Buckets: prometheus.DefBuckets,
+	}, []string{"runtime_handler"})
+	runPodSandboxErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubelet_run_podsandbox_errors_total", Help: alpha("RunPodSandbox calls that failed, by the RuntimeClass handler they asked for."),
+	}, []string{"runtime_handler"})
 	startedContainers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kubelet_started_containers_total", Help: alpha("Cumulative number of containers started"),
 	}, []string{"container_type"})
@@ -107,7 +114,7 @@ func register() {
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 			nodeName, podWorkerDuration, podWorkerStartDuration, podStartDuration, podStartSLIDuration,
 			plegRelistDuration, plegRelistInterval, plegLastSeen,
-			startedPods, startedPodsErrors, startedContainers, startedContainersErrors, restartedPods, evictions,
+			startedPods, startedPodsErrors, runPodSandboxDuration, runPodSandboxErrors, startedContainers, startedContainersErrors, restartedPods, evictions,
 			runtimeOps, runtimeOpsDuration, runtimeOpsErrors,
 			httpRequests, httpRequestsDuration, httpInflight,
 			runtimeCounter,
@@ -164,6 +171,14 @@ func ObservePLEGRelist(d time.Duration) {
 // StartedPod counts a pod sandbox created; StartPodFailed one that failed.
 func StartedPod()     { startedPods.Inc() }
 func StartPodFailed() { startedPodsErrors.Inc() }
+
+// RanPodSandbox records one RunPodSandbox call for the runtime handler (empty: the default).
+func RanPodSandbox(handler string, took time.Duration, failed bool) {
+	runPodSandboxDuration.WithLabelValues(handler).Observe(took.Seconds())
+	if failed {
+		runPodSandboxErrors.WithLabelValues(handler).Inc()
+	}
+}
 
 // StartedContainer counts a container started; containerType is a ContainerType* constant.
 func StartedContainer(containerType string) { startedContainers.WithLabelValues(containerType).Inc() }

@@ -220,3 +220,19 @@ func TestObservePodStatusAndContainerType(t *testing.T) {
 
 // near compares sums of a process-wide histogram, whose float additions are not exact.
 func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
+
+func TestRunPodSandboxByHandler(t *testing.T) {
+	before := value(runPodSandboxErrors.WithLabelValues("test-handler"))
+	RanPodSandbox("test-handler", 2*time.Second, true)
+	RanPodSandbox("test-handler", time.Second, false)
+	if got := value(runPodSandboxErrors.WithLabelValues("test-handler")); got != before+1 {
+		t.Errorf("errors %v, want %v", got, before+1)
+	}
+	var m dto.Metric
+	if err := runPodSandboxDuration.WithLabelValues("test-handler").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.GetHistogram().GetSampleCount() < 2 || m.GetHistogram().GetSampleSum() < 3 {
+		t.Errorf("histogram %v", m.GetHistogram())
+	}
+}

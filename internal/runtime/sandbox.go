@@ -227,6 +227,7 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	metrics.StartedPod()
 	start := time.Now()
 	id, err := m.cri.runPodSandbox(ctx, cfg, handler)
+	metrics.RanPodSandbox(handler, time.Since(start), err != nil)
 	if err != nil {
 		metrics.StartPodFailed()
 		m.step(pod, timeline.SandboxCreated, "", "RunPodSandbox", handler, start, err)
