@@ -178,35 +178,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	}
 	n.recorder = n.newRecorder()
 	n.statuses = status.NewManager(statusSink)
-	providers, err := credentialProviders(cfg)
+	imgs, err := n.newImages()
 	if err != nil {
 		return nil, err
-	}
-	imgs, err := images.NewManager(images.Options{
-		Providers: providers,
-		Endpoint:  strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder, Serialize: boolOr(kc.SerializeImagePulls, true),
-		MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)), PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)),
-		PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var objectGetter runtime.ObjectGetter
-	var pullSecrets func(*v1.Pod) []v1.Secret
-	var serviceEnv func(*v1.Pod) ([]v1.EnvVar, error)
-	runtimeHandler := runtimeclass.Standalone
-	if n.cluster != nil {
-		objs := objects.New(n.cluster.clients.API, string(kc.ConfigMapAndSecretChangeDetectionStrategy))
-		n.pods.OnChange(objs.PodChanged)
-		comps.loop("configmaps and secrets", objs.Run)
-		objectGetter = apiObjects{Manager: objs, api: n.cluster.clients.API}
-		pullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, objs, pod) }
-		lister := services.NewLister(n.cluster.clients.API)
-		comps.loop("services", lister.Run)
-		serviceEnv = lister.EnvVars
-		classes := runtimeclass.New(n.cluster.clients.API)
-		comps.loop("runtime classes", classes.Run)
-		runtimeHandler = classes.Handler
 	}
 	if err := prepareHost(kc); err != nil {
 		return nil, err
@@ -218,21 +192,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		return nil, err
 	}
 	n.devices = startDevicePlugins(ctx, cfg.RootDir)
-	rtOpts := runtime.Options{
-		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
-		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
-		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
-		Objects: objectGetter, ServiceEnv: serviceEnv, RuntimeHandler: runtimeHandler, PullSecrets: pullSecrets,
-		Timeline: n.timeline, Node: n.node,
-		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
-	}
-	if n.devices != nil {
-		rtOpts.Devices = containerDevices(n.devices)
-	}
-	if n.cgroups != nil {
-		rtOpts.PodCgroup = n.cgroups.EnsurePod
-	}
-	rt, err := runtime.NewManager(rtOpts)
+	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +209,67 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
 		},
 	})
+	n.syncer = podsync.New(n.syncDeps(name))
+	n.startSources(ctx)
+	return n, nil
+}
+
+// newImages is the image manager: pulls by the configured policy and limits, with the pod's,
+// the node's and the credential plugins' credentials.
+func (n *agent) newImages() (*images.Manager, error) {
+	kc, cfg := n.cfg.Kubelet, n.cfg
+	providers, err := credentialProviders(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return images.NewManager(images.Options{
+		Providers: providers,
+		Endpoint:  strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder,
+		Serialize: boolOr(kc.SerializeImagePulls, true), MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)),
+		PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)), PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+	})
+}
+
+// runtimeOptions configures the CRI runtime manager; in cluster mode it reads objects,
+// pull secrets, Services and RuntimeClasses through the components it starts here.
+func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtime.Options {
+	kc, cfg := n.cfg.Kubelet, n.cfg
+	opts := runtime.Options{
+		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
+		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
+		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Node: n.node,
+		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
+	}
+	if n.cluster != nil {
+		api := n.cluster.clients.API
+		objs := objects.New(api, string(kc.ConfigMapAndSecretChangeDetectionStrategy))
+		n.pods.OnChange(objs.PodChanged)
+		n.comps.loop("configmaps and secrets", objs.Run)
+		opts.Objects = apiObjects{Manager: objs, api: api}
+		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, objs, pod) }
+		lister := services.NewLister(api)
+		n.comps.loop("services", lister.Run)
+		opts.ServiceEnv = lister.EnvVars
+		classes := runtimeclass.New(api)
+		n.comps.loop("runtime classes", classes.Run)
+		opts.RuntimeHandler = classes.Handler
+	}
+	if n.devices != nil {
+		opts.Devices = containerDevices(n.devices)
+	}
+	if n.cgroups != nil {
+		opts.PodCgroup = n.cgroups.EnsurePod
+	}
+	return opts
+}
+
+// syncDeps are what the per-pod sync needs, cluster mode and devices adding theirs.
+func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps := podsync.Deps{
 		Prober:  n.prober,
-		Runtime: rt, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
-		RootDir: cfg.RootDir, RuntimeName: name, HostIPs: hostIPs(cfg.NodeIP), Recorder: n.recorder,
+		Runtime: n.runtime, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
+		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: hostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 	}
 	if n.cgroups != nil {
 		deps.RemoveCgroup = n.cgroups.RemovePod
@@ -271,9 +288,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 			n.devices.RemovePod(uid)
 		}
 	}
-	n.syncer = podsync.New(deps)
-	n.startSources(ctx)
-	return n, nil
+	return deps
 }
 
 // startSources starts the static pod directory and URL sources feeding one merger.
