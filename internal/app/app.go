@@ -163,9 +163,11 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		}
 	}
 	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, timeline: timeline.New()}
+	probes := newProbeSteps(n.timeline)
 	n.pods.OnChange(func(old, updated *v1.Pod) {
 		if updated == nil {
 			n.timeline.Finish(old.UID)
+			probes.forget(old.UID)
 		}
 	})
 	var statusSink status.Syncer
@@ -207,6 +209,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		Status: n.statuses.Get, Recorder: n.recorder,
 		OnResult: func(probeType, result string, pod *v1.Pod, container string) {
 			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
+			probes.result(probeType, result, pod, container)
 		},
 	})
 	n.syncer = podsync.New(n.syncDeps(name))
