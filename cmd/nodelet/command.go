@@ -55,7 +55,7 @@ func newRootCommand(run runFunc, stdout, stderr io.Writer) *cobra.Command {
 		}
 		return run(cmd.Context(), cfg)
 	}
-	cmd.AddCommand(newVersionCommand(stdout))
+	cmd.AddCommand(newVersionCommand(stdout), newExplainCommand(stdout))
 	return cmd
 }
 
