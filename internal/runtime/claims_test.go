@@ -64,7 +64,9 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	zone := "a"
 	e := newTestEnv(t, func(o *Options) {
 		o.Objects = claims
-		o.Node = func() *v1.Node { return &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"zone": zone}}} }
+		o.Node = func() *v1.Node {
+			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"zone": zone}}}
+		}
 	})
 	mount := func(claim string) (string, error) {
 		pod := newPod("p", ctr("app"))
