@@ -132,6 +132,10 @@ func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *P
 func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *SyncResult) {
 	c := s.spec
 	ref := images.ContainerRef(pod, c)
+	if s.prev != nil {
+		m.timeline.RecordOnce(pod, "exited/"+s.prev.ID, timeline.Step{Name: timeline.ContainerExited, Container: c.Name,
+			Start: s.prev.StartedAt, End: s.prev.FinishedAt, Detail: fmt.Sprintf("exit code %d %s", s.prev.ExitCode, s.prev.Reason)})
+	}
 	if s.backoff && backoff != nil {
 		key := BackoffKey(pod, c)
 		finished := s.prev.FinishedAt
@@ -140,6 +144,8 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		}
 		if backoff.IsInBackOffSince(key, finished) {
 			delay := backoff.Get(key)
+			m.timeline.RecordOnce(pod, "backoff/"+s.prev.ID, timeline.Step{Name: timeline.BackOff, Container: c.Name,
+				Start: finished, End: finished.Add(delay), Detail: fmt.Sprintf("back-off %s", delay)})
 			res.Waiting[c.Name] = WaitingReason{
 				Reason:  ReasonCrashLoopBackOff,
 				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, formatPod(pod)),

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/timeline"
@@ -37,5 +38,37 @@ func TestTimelineRecordsStartAndKill(t *testing.T) {
 	}
 	if got.Steps[0].Detail == "" {
 		t.Error("the sandbox step does not give the pod IP")
+	}
+}
+
+// Each exit of a container instance and each back-off wait is one step, however many syncs
+// see them.
+func TestTimelineRecordsExitsAndBackOffOnce(t *testing.T) {
+	rec := timeline.New()
+	e := newTestEnv(t, func(o *Options) { o.Timeline = rec })
+	pod := newPod("crashy", ctr("app"))
+	pod.Spec.RestartPolicy = "Always"
+	e.sync(pod)
+	e.exit("app", 3)
+	e.sync(pod) // restarts at once
+	e.exit("app", 3)
+	for range 3 {
+		e.sync(pod) // in back-off
+	}
+	got, _ := rec.Get(pod.Namespace, pod.Name)
+	var exits, backoffs int
+	for _, s := range got.Steps {
+		switch s.Name {
+		case timeline.ContainerExited:
+			exits++
+			if !strings.HasPrefix(s.Detail, "exit code 3") {
+				t.Errorf("exit step %q", s.Detail)
+			}
+		case timeline.BackOff:
+			backoffs++
+		}
+	}
+	if exits != 2 || backoffs != 1 {
+		t.Errorf("%d exit steps and %d back-off steps, want 2 and 1", exits, backoffs)
 	}
 }

@@ -31,6 +31,8 @@ const (
 	ContainerCreated = "container created"
 	ContainerStarted = "container started"
 	StartFailed      = "container start failed"
+	ContainerExited  = "container exited"
+	BackOff          = "back-off"
 	KillRequested    = "kill requested"
 	Stopped          = "pod stopped"
 )
@@ -54,6 +56,8 @@ type Timeline struct {
 	Finished  bool      `json:"finished"`
 	Dropped   int       `json:"droppedSteps,omitempty"` // steps left out past maxSteps
 	Steps     []Step    `json:"steps"`
+
+	once map[string]bool // keys of steps recorded with RecordOnce
 }
 
 // Recorder is safe for concurrent use. The zero value is not usable; use New.
@@ -74,21 +78,49 @@ func (r *Recorder) Record(pod *v1.Pod, s Step) {
 	if r == nil || pod == nil {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.add(r.timeline(pod), s)
+}
+
+// RecordOnce records s unless a step with the same key was recorded for pod before (e.g. one
+// "container exited" per container instance, however many syncs see it).
+func (r *Recorder) RecordOnce(pod *v1.Pod, key string, s Step) {
+	if r == nil || pod == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.timeline(pod)
+	if t.once[key] {
+		return
+	}
+	if t.once == nil {
+		t.once = map[string]bool{}
+	}
+	t.once[key] = true
+	r.add(t, s)
+}
+
+// timeline is pod's timeline, made on its first step. r.mu is held.
+func (r *Recorder) timeline(pod *v1.Pod) *Timeline {
+	t := r.pods[pod.UID]
+	if t == nil {
+		t = &Timeline{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}
+		r.pods[pod.UID] = t
+	}
+	return t
+}
+
+// add appends s, keeping the first steps and the latest ones past maxSteps. r.mu is held.
+func (r *Recorder) add(t *Timeline, s Step) {
 	if s.End.IsZero() {
 		s.End = r.now()
 	}
 	if s.Start.IsZero() {
 		s.Start = s.End
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.pods[pod.UID]
-	if t == nil {
-		t = &Timeline{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}
-		r.pods[pod.UID] = t
-	}
 	if len(t.Steps) >= maxSteps {
-		// Keep how it started and how it goes now: drop the oldest of the later half.
 		half := maxSteps / 2
 		t.Steps = append(t.Steps[:half], t.Steps[half+1:]...)
 		t.Dropped++
@@ -134,7 +166,7 @@ func (r *Recorder) Get(namespace, name string) (Timeline, bool) {
 		return Timeline{}, false
 	}
 	out := *best
-	out.Steps = append([]Step(nil), best.Steps...)
+	out.Steps, out.once = append([]Step(nil), best.Steps...), nil
 	return out, true
 }
 
