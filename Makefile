@@ -25,6 +25,7 @@ build:
 # Developer tools used by the demo and benchmarks.
 tools:
 	$(GO) build -o $(OUTPUT)/bin/podps ./hack/podps
+	$(GO) build -o $(OUTPUT)/bin/registry ./hack/registry
 
 # Start containerd, nodelet standalone on examples/static-pods, and show the pods.
 demo: images build tools

@@ -106,6 +106,14 @@ disabled_plugins = [
     # registry.k8s.io as before.
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.k8s.io"]
       endpoint = ["http://$REGISTRY_ADDR"]
+
+    # The e2e tests' private registry (hack/registry with -user and -tls-dir) on loopback,
+    # its certificate signed by the CA it writes there.
+    # containerd speaks plain http to loopback hosts unless an https endpoint is named.
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:5443"]
+      endpoint = ["https://127.0.0.1:5443"]
+    [plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5443".tls]
+      ca_file = "/var/lib/nodelet/registry-tls/ca.crt"
 EOF
 }
 

@@ -54,7 +54,7 @@ func (k keyring) lookup(image string) []*runtimeapi.AuthConfig {
 				}
 			}
 			out = append(out, &runtimeapi.AuthConfig{
-				Username: user, Password: pass, ServerAddress: key,
+				Username: user, Password: pass, // no ServerAddress, as upstream: containerd parses it as a URL
 				IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken,
 			})
 		}
