@@ -87,6 +87,7 @@ type agent struct {
 	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log
 	shutdown    *shutdown.Manager   // nil unless graceful node shutdown is configured
 	timeline    *timeline.Recorder  // each pod's steps, for /debug/pods/{ns}/{name}/timeline
+	localNode   *v1.Node            // the Node a standalone node would register (node())
 	stop        <-chan struct{}     // closed when nodelet is asked to stop (SIGTERM)
 }
 
@@ -131,7 +132,7 @@ func (n *agent) node() *v1.Node {
 		}
 		return n.cluster.node.Node()
 	}
-	return node.Local(n.cfg.NodeName, n.cfg.NodeLabels, n.cfg.RegisterWithTaints)
+	return n.localNode
 }
 
 // holdLockFile takes --lock-file and, with --exit-on-lock-contention, stops nodelet (cleanly)
@@ -162,7 +163,8 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
 	}
-	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, timeline: timeline.New()}
+	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, timeline: timeline.New(),
+		localNode: node.Local(cfg.NodeName, cfg.NodeLabels, cfg.RegisterWithTaints)}
 	probes := newProbeSteps(n.timeline)
 	n.pods.OnChange(func(old, updated *v1.Pod) {
 		if updated == nil {
@@ -339,8 +341,7 @@ func (n *agent) run(ctx context.Context) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls}
-	local := node.Local(n.cfg.NodeName, n.cfg.NodeLabels, n.cfg.RegisterWithTaints)
-	admit.Node = func() *v1.Node { return local } // cluster mode: the registered Node instead
+	admit.Node = n.node
 	if n.devices != nil {
 		admit.Devices = n.devices
 	}

@@ -93,12 +93,6 @@ func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *adm
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
 	cfg.Reconciled = c.apiStatus.Reconcile
 	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.deleteMirror(ctx, mirror) }
-	admit.Node = func() *v1.Node {
-		if c.node == nil {
-			return nil
-		}
-		return c.node.Node()
-	}
 	admit.Allocatable = func() v1.ResourceList {
 		if c.node == nil {
 			return nil

@@ -7,7 +7,6 @@ package certificates
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,16 +70,4 @@ func (s Store) Update(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 		return nil, err
 	}
 	return cert, nil
-}
-
-// stillValid reports whether the pair at path exists and has not expired.
-func stillValid(path string, now time.Time) (bool, error) {
-	cert, err := loadPair(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return now.Before(cert.Leaf.NotAfter), nil
 }

@@ -205,27 +205,31 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 
 // imageSize is the runtime's size of the image, 0 when it cannot say.
 func (m *Manager) imageSize(ctx context.Context, imageRef string) uint64 {
-	ctx, cancel := context.WithTimeout(ctx, m.statusTimeout)
-	defer cancel()
-	resp, err := m.client.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
-	if err != nil || resp.Image == nil {
+	img, err := m.imageStatus(ctx, imageRef)
+	if err != nil || img == nil {
 		return 0
 	}
-	return resp.Image.Size_
+	return img.Size_
 }
 
 // imageID returns the ID of image when the runtime has it, "" when it does not.
 func (m *Manager) imageID(ctx context.Context, image string) (string, error) {
+	img, err := m.imageStatus(ctx, image)
+	if err != nil || img == nil {
+		return "", err
+	}
+	return img.Id, nil
+}
+
+// imageStatus is the runtime's record of image, nil when it has none.
+func (m *Manager) imageStatus(ctx context.Context, image string) (*runtimeapi.Image, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.statusTimeout)
 	defer cancel()
 	resp, err := m.client.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if resp.Image == nil {
-		return "", nil
-	}
-	return resp.Image.Id, nil
+	return resp.Image, nil
 }
 
 // pull pulls image, trying each matching credential and then anonymously. It returns the image
