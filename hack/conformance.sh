@@ -260,34 +260,51 @@ cleanup_subject() {
 # run_suite SUBJECT SMOKE: runs e2e_node.test through ginkgo against the running node, with
 # the skips of skips.txt and (SMOKE=1) only the specs of smoke.txt.
 run_suite() {
-	local subject=$1 smoke=$2 dir=$RUN_DIR/$1 token procs=$PROCS labels=$LABELS
-	token=$(hack/control-plane.sh admin-token)
+	local subject=$1 smoke=$2 dir=$RUN_DIR/$1 procs=$PROCS labels=$LABELS
 	local -a filter_args=()
 	mapfile -t filter_args < <(regex_args --skip "$SKIPS_FILE")
 	[[ $smoke != 1 ]] || mapfile -t -O "${#filter_args[@]}" filter_args < <(regex_args --focus "$SMOKE_FILE")
-	if [[ $SELECTION == serial ]]; then
-		# One spec at a time, each free to restart the kubelet through the systemctl shim.
-		procs=1 labels=$SERIAL_LABELS
-		# ginkgo ORs its --focus flags, so FOCUS narrows the selection by replacing its list.
-		[[ -n ${FOCUS:-} ]] || mapfile -t -O "${#filter_args[@]}" filter_args < <(regex_args --focus "$SERIAL_FILE")
-	fi
-	[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
-	say "running the $SELECTION selection against $subject ($procs processes; log $dir/e2e.log)"
+	say "running the $SELECTION selection against $subject (log $dir/e2e.log)"
 	# The suite's own working files (kubelet drop-in dir, kubelet-config) go to $dir/work: ginkgo
 	# runs a compiled suite in the binary's directory, so it runs a link to it placed there.
 	mkdir -p "$dir/work"
 	ln -sf "$CP_BIN/e2e_node.test" "$dir/work/e2e_node.test"
+	: >"$dir/e2e.log"
+	if [[ $SELECTION != serial ]]; then
+		[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
+		ginkgo_run "$dir" report.json "$procs" "$labels" "${filter_args[@]}"
+	elif [[ -n ${FOCUS:-} ]]; then
+		# ginkgo ORs its --focus flags, so FOCUS narrows the selection by replacing its list.
+		ginkgo_run "$dir" report.json 1 "$SERIAL_LABELS" "${filter_args[@]}" --focus "$FOCUS"
+	else
+		# One spec at a time, each free to restart the kubelet through the systemctl shim; the
+		# lines marked "## first" run before the others, in an invocation of their own.
+		local -a first=() rest=()
+		mapfile -t first < <(grep -E ' ## first' "$SERIAL_FILE" | regex_args --focus /dev/stdin)
+		mapfile -t rest < <(grep -vE ' ## first' "$SERIAL_FILE" | regex_args --focus /dev/stdin)
+		ginkgo_run "$dir" report-first.json 1 "$SERIAL_LABELS" "${filter_args[@]}" "${first[@]}"
+		ginkgo_run "$dir" report-rest.json 1 "$SERIAL_LABELS" "${filter_args[@]}" "${rest[@]}"
+		jq -s add "$dir/report-first.json" "$dir/report-rest.json" >"$dir/report.json" || true
+	fi
+	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
+}
+
+# ginkgo_run DIR REPORT PROCS LABELS ARGS...: one e2e_node.test invocation, its output appended
+# to DIR/e2e.log and its JSON report written to DIR/REPORT.
+ginkgo_run() {
+	local dir=$1 report=$2 procs=$3 labels=$4 token
+	shift 4
+	token=$(hack/control-plane.sh admin-token)
 	(cd "$dir/work" && PATH=$SHIM_PATH "$CP_BIN/ginkgo" --procs "$procs" --timeout "$TIMEOUT" --label-filter "$labels" \
-		"${filter_args[@]}" --no-color --output-dir "$dir" \
-		--junit-report junit.xml --json-report report.json \
+		"$@" --no-color --output-dir "$dir" \
+		--junit-report "${report%.json}.xml" --json-report "$report" \
 		"$dir/work/e2e_node.test" -- \
 		--start-services=false --stop-services=false --prepull-images=false \
 		--host "https://127.0.0.1:6443" --bearer-token "$token" --node-name "$NODE" \
 		--container-runtime-endpoint "$ENDPOINT" --container-runtime-process-name containerd \
 		--container-runtime-pid-file /run/nodelet/containerd/containerd.pid \
 		--dns-domain cluster.local --report-dir "$dir" --dump-logs-on-failure=false \
-		>"$dir/e2e.log" 2>&1) || true
-	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
+		>>"$dir/e2e.log" 2>&1) || true
 }
 
 # record_start SUBJECT writes $OUT/SUBJECT/run.json: what this column comes from.

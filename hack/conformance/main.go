@@ -121,6 +121,9 @@ func serialReport(o options, main report) (*report, []string) {
 	nodelet.explainSkips(main.skips)
 	upstream.explainSkips(main.skips)
 	focus, _ := readLines(o.serialPath)
+	for i, line := range focus {
+		focus[i], _, _ = strings.Cut(line, " ## ") // "## first" orders the run; it is not part of the regex
+	}
 	return &report{nodelet: nodelet, upstream: upstream, skips: main.skips, causes: main.causes,
 		podErrs: podErrors(filepath.Join(filepath.Dir(o.serialNodelet), "nodelet.log")), generated: main.generated}, focus
 }
