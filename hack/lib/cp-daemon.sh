@@ -31,8 +31,16 @@ daemon_start() {
 	echo "$*" >"$CP_RUN/$name.args"
 	echo "--- $(date -Is) starting $name" >>"$CP_LOG/$name.log"
 	setsid "$binary" "$@" >>"$CP_LOG/$name.log" 2>&1 </dev/null &
-	echo $! >"$CP_RUN/$name.pid"
-	echo "    started $name (pid $!, log $CP_LOG/$name.log)"
+	pid=$!
+	echo "$pid" >"$CP_RUN/$name.pid"
+	# Until the forked shell has exec'd the binary, daemon_pid would take it for dead.
+	local i
+	for ((i = 0; i < 50; i++)); do
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$binary" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "    started $name (pid $pid, log $CP_LOG/$name.log)"
 }
 
 # daemon_stop NAME: SIGTERM, wait up to 20s, then SIGKILL.
