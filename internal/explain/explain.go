@@ -36,7 +36,11 @@ func Table(w io.Writer, tl timeline.Timeline) error {
 		if s.Error != "" {
 			detail = strings.TrimSpace(detail + " error: " + s.Error)
 		}
-		fmt.Fprintf(tw, "+%s\t%s\t%s\t%s\t%s\t%s\n", round(s.Start.Sub(origin)), round(s.End.Sub(s.Start)),
+		took := round(s.End.Sub(s.Start)).String()
+		if s.InProgress {
+			took += " so far"
+		}
+		fmt.Fprintf(tw, "+%s\t%s\t%s\t%s\t%s\t%s\n", round(s.Start.Sub(origin)), took,
 			s.Name, dash(s.Container), dash(s.Call), dash(detail))
 	}
 	if tl.Dropped > 0 {
@@ -54,6 +58,9 @@ func Explain(pod *v1.Pod, tl timeline.Timeline, now time.Time) Verdict {
 	switch pod.Status.Phase {
 	case v1.PodSucceeded, v1.PodFailed:
 		return Verdict{Line: strings.TrimSpace(fmt.Sprintf("finished: %s %s %s", pod.Status.Phase, pod.Status.Reason, pod.Status.Message))}
+	}
+	if v, ok := inProgressVerdict(tl, now); ok {
+		return v
 	}
 	statuses := append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for _, cs := range statuses {
@@ -73,6 +80,31 @@ func Explain(pod *v1.Pod, tl timeline.Timeline, now time.Time) Verdict {
 		return Verdict{Waiting: true, Since: since, Line: fmt.Sprintf("waiting to start for %s", round(since))}
 	}
 	return Verdict{Waiting: true, Line: "not ready"}
+}
+
+// inProgressVerdict names the latest step that has begun and not ended: what the pod waits on
+// right now, however its status reads.
+func inProgressVerdict(tl timeline.Timeline, now time.Time) (Verdict, bool) {
+	for i := len(tl.Steps) - 1; i >= 0; i-- {
+		s := tl.Steps[i]
+		if !s.InProgress {
+			continue
+		}
+		since := now.Sub(s.Start)
+		var line string
+		switch s.Name {
+		case timeline.ImagePulled:
+			line = fmt.Sprintf("waiting on image pull of %s for %s", s.Detail, round(since))
+		case timeline.SandboxCreated:
+			line = fmt.Sprintf("waiting on the pod sandbox (RunPodSandbox) for %s", round(since))
+		case timeline.Stopped:
+			line = fmt.Sprintf("stopping %s for %s", s.Detail, round(since))
+		default:
+			line = fmt.Sprintf("waiting on %s of container %s (%s) for %s", s.Name, dash(s.Container), dash(s.Call), round(since))
+		}
+		return Verdict{Waiting: true, Since: since, Line: line}, true
+	}
+	return Verdict{}, false
 }
 
 // containerVerdict explains a container that keeps the pod from being ready.

@@ -45,6 +45,13 @@ func TestExplainSaysWhatThePodWaitsOn(t *testing.T) {
 			base, "container app in back-off after exit 1 (Error), restarted 3 times: back-off 40s", 10 * time.Second},
 		{"readiness failing", podWith(v1.ContainerStatus{Name: "app", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(at(3))}}}),
 			append(base, step("readiness probe failed", "app", 4, 4)), "readiness probe of app failing for 10s", 10 * time.Second},
+		{"pull in progress", podWith(v1.ContainerStatus{Name: "app", Image: "x.local/app:1", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}}),
+			append(base, timeline.Step{Name: timeline.ImagePulled, Container: "app", Detail: "x.local/big:2", Start: at(5), End: at(14), InProgress: true}),
+			"waiting on image pull of x.local/big:2 for 9s", 9 * time.Second},
+		{"stopping", podWith(v1.ContainerStatus{Name: "app", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(at(5))}),
+			append(base, timeline.Step{Name: timeline.Stopped, Detail: "1 containers", Start: at(10), End: at(14), InProgress: true}),
+			"stopping 1 containers for 4s", 4 * time.Second},
 		{"ready", podWith(v1.ContainerStatus{Name: "app", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
 			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(at(5))}),
 			base, "ready for 9s", 0},
@@ -65,12 +72,13 @@ func TestTableListsTheSteps(t *testing.T) {
 	tl := timeline.Timeline{Steps: []timeline.Step{
 		{Name: timeline.SandboxCreated, Call: "RunPodSandbox", Detail: "10.85.0.7", Start: at(0), End: at(1)},
 		{Name: timeline.StartFailed, Container: "app", Detail: "attempt 0", Error: "no such file", Start: at(2), End: at(2)},
+		{Name: timeline.ImagePulled, Container: "app", Detail: "x.local/big:2", Start: at(3), End: at(9), InProgress: true},
 	}}
 	if err := Table(&out, tl); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], "RunPodSandbox") || !strings.Contains(lines[1], "+0s") ||
+	if len(lines) != 4 || !strings.Contains(lines[3], "6s so far") || !strings.Contains(lines[1], "RunPodSandbox") || !strings.Contains(lines[1], "+0s") ||
 		!strings.Contains(lines[2], "+2s") || !strings.Contains(lines[2], "attempt 0 error: no such file") {
 		t.Errorf("table:\n%s", out.String())
 	}

@@ -43,14 +43,14 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 	if pod == nil {
 		pod = &v1.Pod{ObjectMeta: metav1ObjectMeta(running)}
 	}
-	start := time.Now()
-	m.step(pod, timeline.KillRequested, "", "", fmt.Sprintf("grace period %ds", gracePeriod), start, nil)
+	m.step(pod, timeline.KillRequested, "", "", fmt.Sprintf("grace period %ds", gracePeriod), time.Now(), nil)
 	var toStop []*ContainerStatus
 	for _, c := range running.Containers {
 		if c.State == StateRunning || c.State == StateUnknown {
 			toStop = append(toStop, c)
 		}
 	}
+	stopDone := m.begin(pod, timeline.Stopped, "", "StopContainer/StopPodSandbox", fmt.Sprintf("%d containers", len(toStop)))
 	errs := make([]error, len(toStop))
 	var wg sync.WaitGroup
 	for i, c := range toStop {
@@ -67,7 +67,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 		}
 	}
 	err := errors.Join(errs...)
-	m.step(pod, timeline.Stopped, "", "StopContainer/StopPodSandbox", fmt.Sprintf("%d containers", len(toStop)), start, err)
+	stopDone("", err)
 	if err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", running.Namespace, running.Name, err)
 	}

@@ -125,6 +125,12 @@ func (m *manager) step(pod *v1.Pod, name, container, call, detail string, start 
 	m.timeline.Record(pod, s)
 }
 
+// begin records a step of pod that begins now and shows as in progress until the returned
+// func ends it.
+func (m *manager) begin(pod *v1.Pod, name, container, call, detail string) func(detail string, err error) {
+	return m.timeline.Begin(pod, timeline.Step{Name: name, Container: container, Call: call, Detail: detail})
+}
+
 func (m *manager) seccomp() seccompPolicy {
 	return seccompPolicy{rootDir: m.rootDir, runtimeDefault: m.seccompDefault}
 }

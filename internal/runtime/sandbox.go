@@ -226,19 +226,21 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	}
 	metrics.StartedPod()
 	start := time.Now()
+	sandboxDone := m.begin(pod, timeline.SandboxCreated, "", "RunPodSandbox", handler)
 	id, err := m.cri.runPodSandbox(ctx, cfg, handler)
 	metrics.RanPodSandbox(handler, time.Since(start), err != nil)
 	if err != nil {
 		metrics.StartPodFailed()
-		m.step(pod, timeline.SandboxCreated, "", "RunPodSandbox", handler, start, err)
+		sandboxDone("", err)
 		return nil, fmt.Errorf("run pod sandbox: %w", err)
 	}
 	st, err := m.cri.podSandboxStatus(ctx, id)
 	if err != nil {
+		sandboxDone("", err)
 		return nil, fmt.Errorf("sandbox %s status: %w", id, err)
 	}
 	ips := sandboxIPs(st)
-	m.step(pod, timeline.SandboxCreated, "", "RunPodSandbox", strings.Join(ips, ","), start, nil)
+	sandboxDone(strings.Join(ips, ","), nil)
 	return &sandboxInfo{id: id, config: cfg, ips: ips}, nil
 }
 

@@ -158,9 +158,9 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		backoff.Next(key, finished)
 	}
 
-	imageStart := time.Now()
+	imageDone := m.begin(pod, timeline.ImagePulled, c.Name, "ImageStatus/PullImage", c.Image)
 	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))
-	m.step(pod, timeline.ImagePulled, c.Name, "ImageStatus/PullImage", c.Image, imageStart, err)
+	imageDone("", err)
 	if err != nil {
 		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: msg}
 		res.setErr(err)
@@ -180,24 +180,23 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	}
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
-	createStart := time.Now()
+	createDone := m.begin(pod, timeline.ContainerCreated, c.Name, "CreateContainer", attempt)
 	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
-	if err == nil {
-		m.step(pod, timeline.ContainerCreated, c.Name, "CreateContainer", attempt, createStart, nil)
-	}
+	createDone("", err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	startStart := time.Now()
-	if err := m.cri.startContainer(ctx, id); err != nil {
+	startDone := m.begin(pod, timeline.ContainerStarted, c.Name, "StartContainer", attempt)
+	err = m.cri.startContainer(ctx, id)
+	startDone("", err)
+	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonRunContainerError, err)
 		return
 	}
-	m.step(pod, timeline.ContainerStarted, c.Name, "StartContainer", attempt, startStart, nil)
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)

@@ -27,6 +27,9 @@ func TestTimelineRecordsStartAndKill(t *testing.T) {
 	var names, calls []string
 	for _, s := range got.Steps {
 		names, calls = append(names, s.Name), append(calls, s.Call)
+		if s.InProgress {
+			t.Errorf("step %q still in progress after the pod was killed", s.Name)
+		}
 	}
 	want := []string{timeline.SandboxCreated, timeline.ImagePulled, timeline.ContainerCreated, timeline.ContainerStarted,
 		timeline.KillRequested, timeline.Stopped}

@@ -46,6 +46,11 @@ type Step struct {
 	Call      string    `json:"call,omitempty"`   // the CRI or API call, e.g. "RunPodSandbox"
 	Detail    string    `json:"detail,omitempty"` // e.g. the image, the attempt, the IP
 	Error     string    `json:"error,omitempty"`
+	// InProgress marks a step that has begun and not ended (End is when it was last looked at):
+	// a pull or a stop still going on is what a stuck pod waits on.
+	InProgress bool `json:"inProgress,omitempty"`
+
+	seq uint64 // identifies a step begun with Begin until it ends
 }
 
 // Timeline is one pod's steps, oldest first.
@@ -66,6 +71,7 @@ type Recorder struct {
 	pods     map[types.UID]*Timeline
 	finished []types.UID // oldest first
 	now      func() time.Time
+	seq      uint64 // last sequence number given to a begun step
 }
 
 // New returns an empty recorder.
@@ -81,6 +87,49 @@ func (r *Recorder) Record(pod *v1.Pod, s Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.add(r.timeline(pod), s)
+}
+
+// Begin records s as in progress from now (or s.Start) and returns the func that ends it, with
+// the detail and error known at its end ("" keeps s.Detail). A step trimmed out meanwhile stays out.
+func (r *Recorder) Begin(pod *v1.Pod, s Step) (end func(detail string, err error)) {
+	if r == nil || pod == nil {
+		return func(string, error) {}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	s.seq, s.InProgress, s.End = r.seq, true, time.Time{}
+	if s.Start.IsZero() {
+		s.Start = r.now()
+	}
+	t := r.timeline(pod)
+	t.Steps = append(t.Steps, s)
+	r.trim(t)
+	return func(detail string, err error) { r.end(pod.UID, s.seq, detail, err) }
+}
+
+// end closes the begun step seq of the pod uid.
+func (r *Recorder) end(uid types.UID, seq uint64, detail string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.pods[uid]
+	if t == nil {
+		return
+	}
+	for i := len(t.Steps) - 1; i >= 0; i-- {
+		s := &t.Steps[i]
+		if s.seq != seq {
+			continue
+		}
+		s.End, s.InProgress, s.seq = r.now(), false, 0
+		if detail != "" {
+			s.Detail = detail
+		}
+		if err != nil {
+			s.Error = err.Error()
+		}
+		return
+	}
 }
 
 // RecordOnce records s unless a step with the same key was recorded for pod before (e.g. one
@@ -112,7 +161,7 @@ func (r *Recorder) timeline(pod *v1.Pod) *Timeline {
 	return t
 }
 
-// add appends s, keeping the first steps and the latest ones past maxSteps. r.mu is held.
+// add appends the ended step s. r.mu is held.
 func (r *Recorder) add(t *Timeline, s Step) {
 	if s.End.IsZero() {
 		s.End = r.now()
@@ -120,12 +169,17 @@ func (r *Recorder) add(t *Timeline, s Step) {
 	if s.Start.IsZero() {
 		s.Start = s.End
 	}
-	if len(t.Steps) >= maxSteps {
+	t.Steps = append(t.Steps, s)
+	r.trim(t)
+}
+
+// trim keeps the first steps and the latest ones past maxSteps. r.mu is held.
+func (r *Recorder) trim(t *Timeline) {
+	for len(t.Steps) > maxSteps {
 		half := maxSteps / 2
 		t.Steps = append(t.Steps[:half], t.Steps[half+1:]...)
 		t.Dropped++
 	}
-	t.Steps = append(t.Steps, s)
 }
 
 // Finish marks pod's timeline finished (the pod is gone); the oldest finished ones beyond
@@ -167,6 +221,13 @@ func (r *Recorder) Get(namespace, name string) (Timeline, bool) {
 	}
 	out := *best
 	out.Steps, out.once = append([]Step(nil), best.Steps...), nil
+	now := r.now()
+	for i := range out.Steps {
+		if out.Steps[i].InProgress {
+			out.Steps[i].End = now // so far
+		}
+		out.Steps[i].seq = 0
+	}
 	return out, true
 }
 

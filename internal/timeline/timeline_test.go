@@ -71,3 +71,32 @@ func TestHandlerServesJSON(t *testing.T) {
 		t.Errorf("unknown pod: %d", rec.Code)
 	}
 }
+
+func TestBegunStepShowsInProgressUntilItEnds(t *testing.T) {
+	r := New()
+	clock := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return clock }
+	web := pod("web", "u1")
+	end := r.Begin(web, Step{Name: ImagePulled, Container: "app", Detail: "x.local/app:1"})
+	r.Record(web, Step{Name: "readiness probe failed", Container: "side"}) // later steps do not end it
+
+	clock = clock.Add(12 * time.Second)
+	got, _ := r.Get("ns", "web")
+	pull := got.Steps[0]
+	if !pull.InProgress || pull.End.Sub(pull.Start) != 12*time.Second {
+		t.Fatalf("in-progress pull: %+v", pull)
+	}
+
+	clock = clock.Add(3 * time.Second)
+	end("", fmt.Errorf("401 Unauthorized"))
+	got, _ = r.Get("ns", "web")
+	pull = got.Steps[0]
+	if pull.InProgress || pull.End.Sub(pull.Start) != 15*time.Second || pull.Error != "401 Unauthorized" || pull.Detail != "x.local/app:1" {
+		t.Errorf("ended pull: %+v", pull)
+	}
+	var decoded map[string]any
+	body, _ := json.Marshal(got.Steps[0])
+	if json.Unmarshal(body, &decoded); decoded["inProgress"] != nil {
+		t.Errorf("an ended step is marshalled with inProgress: %s", body)
+	}
+}
