@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,14 +74,22 @@ func (m *Manager) LimitPods(r Reservation) error {
 	return nil
 }
 
+// reservedControllers are where a reserved cgroup must exist: the ones its limits and
+// accounting use, as upstream checks (a cgroup made without devices or freezer still counts).
+var reservedControllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids"}
+
 // LimitReserved limits an existing cgroup (systemReservedCgroup or kubeReservedCgroup) to
 // its reservation; cpuOnly is the "-compressible" enforcement. The cgroup must exist in
-// every hierarchy, as upstream requires: nodelet does not place the system's processes.
+// the hierarchies of reservedControllers, as upstream requires: nodelet does not place the
+// system's processes.
 func (m *Manager) LimitReserved(cgroup string, r Reservation, cpuOnly bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cgroup = path.Clean("/" + cgroup)
 	for _, h := range m.create {
+		if !slices.ContainsFunc(reservedControllers, h.has) {
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(h.dir, cgroup)); err != nil {
 			return fmt.Errorf("reserved cgroup %s does not exist under %s: create it (and place its processes) first", cgroup, h.dir)
 		}
