@@ -2,11 +2,15 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
+.PHONY: deps test-deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
 	hack/install-deps.sh
+
+# The packages only the end-to-end tests need: chromium, which drives the node page.
+test-deps:
+	hack/install-deps.sh --test
 
 # Start the project-owned containerd (socket /run/nodelet/containerd/containerd.sock), or
 # restart a running one whose configuration changed (its containers keep running).
@@ -111,7 +115,7 @@ real: images control-plane
 
 # End-to-end tests: a real nodelet binary on the real containerd and the local control plane.
 # Stops the demo and cluster nodelets first, since one nodelet owns the runtime's pods.
-e2e: images build tools control-plane
+e2e: test-deps images build tools control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...

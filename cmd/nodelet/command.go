@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodelet/nodelet/internal/app"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/version"
 )
@@ -55,7 +57,7 @@ func newRootCommand(run runFunc, stdout, stderr io.Writer) *cobra.Command {
 		}
 		return run(cmd.Context(), cfg)
 	}
-	cmd.AddCommand(newVersionCommand(stdout), newExplainCommand(stdout))
+	cmd.AddCommand(newVersionCommand(stdout), newExplainCommand(stdout), newRunCommand(app.RunPod, stdout, stderr))
 	return cmd
 }
 
@@ -75,6 +77,13 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 func execute(ctx context.Context, cmd *cobra.Command, args []string, stderr io.Writer) int {
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
+		var exit exitError
+		if errors.As(err, &exit) {
+			if exit.msg != "" {
+				fmt.Fprintln(stderr, exit.msg)
+			}
+			return exit.code
+		}
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/nodeui"
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
@@ -87,6 +88,7 @@ type agent struct {
 	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log
 	shutdown    *shutdown.Manager   // nil unless graceful node shutdown is configured
 	timeline    *timeline.Recorder  // each pod's steps, for /debug/pods/{ns}/{name}/timeline
+	events      *nodeui.Events      // the node's recent events, for the node page
 	localNode   *v1.Node            // the Node a standalone node would register (node())
 	stop        <-chan struct{}     // closed when nodelet is asked to stop (SIGTERM)
 }
@@ -105,7 +107,7 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	if err := holdLockFile(cfg, comps); err != nil {
 		return err
 	}
-	n, err := build(ctx, cfg, comps)
+	n, err := build(ctx, cfg, comps, asDaemon)
 	if err == nil {
 		n.stop = stop
 		daemon.NotifyReady()
@@ -156,14 +158,23 @@ func holdLockFile(cfg *config.Config, comps *components) error {
 	return nil
 }
 
-func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, error) {
+// buildMode says what build makes: the daemon, or the agent of one foreground pod (runpod.go),
+// which takes no node-wide role: no pod sources of its own and no device plugin socket.
+type buildMode int
+
+const (
+	asDaemon buildMode = iota
+	asForeground
+)
+
+func build(ctx context.Context, cfg *config.Config, comps *components, mode buildMode) (*agent, error) {
 	kc := cfg.Kubelet
 	for _, dir := range []string{cfg.RootDir, filepath.Join(cfg.RootDir, "pods"), strOr(&kc.PodLogsDir, "/var/log/pods")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
 	}
-	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, timeline: timeline.New(),
+	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, timeline: timeline.New(), events: nodeui.NewEvents(nodeui.DefaultEvents),
 		localNode: node.Local(cfg.NodeName, cfg.NodeLabels, cfg.RegisterWithTaints)}
 	probes := newProbeSteps(n.timeline)
 	n.pods.OnChange(func(old, updated *v1.Pod) {
@@ -195,7 +206,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 	if err := n.enforceAllocatable(); err != nil {
 		return nil, err
 	}
-	n.devices = startDevicePlugins(ctx, cfg.RootDir)
+	if mode == asDaemon {
+		n.devices = startDevicePlugins(ctx, cfg.RootDir)
+	}
 	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
@@ -215,7 +228,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components) (*agent, 
 		},
 	})
 	n.syncer = podsync.New(n.syncDeps(name))
-	n.startSources(ctx)
+	if mode == asDaemon {
+		n.startSources(ctx)
+	}
 	return n, nil
 }
 
@@ -372,10 +387,13 @@ func (n *agent) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := n.startLogRotation(ctx); err != nil {
+	if err := n.startLogRotation(""); err != nil {
 		return err
 	}
-	n.startServer(ctx, checks, n.observability())
+	page := n.newNodePage(checks)
+	api := n.observability()
+	api.NodeUI = page.handler
+	n.startNodePage(page, n.startServer(ctx, checks, api))
 	n.comps.loop("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
@@ -419,6 +437,9 @@ func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (s
 func (n *agent) newRecorder() record.EventRecorder {
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(2)
+	if n.events != nil {
+		b.StartEventWatcher(n.events.Add)
+	}
 	if n.cluster != nil {
 		b.StartRecordingToSink(kubeclient.NewEventSink(n.cluster.clients.Events))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -24,11 +25,11 @@ import (
 
 // startServer serves the kubelet API on port (10250) and, when set, the read-only port. In
 // standalone mode webhook authentication/authorization has no API server to ask, so the API is
-// served only when the configuration allows without one.
-func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check, extra server.Handlers) {
+// served only when the configuration allows without one. It says whether the API is served.
+func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check, extra server.Handlers) bool {
 	kc := n.cfg.Kubelet
 	if !boolOr(kc.EnableServer, true) {
-		return
+		return false
 	}
 	var client kubeclient.Interface
 	if n.cluster != nil {
@@ -51,7 +52,7 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		serving, err := n.servingCertificates(opts.HostIPs, opts.Hostnames)
 		if err != nil {
 			klog.ErrorS(err, "Kubelet API server not started (healthz on its own port still runs)")
-			return
+			return false
 		}
 		opts.ServingCertificate = serving.Current
 	}
@@ -59,10 +60,11 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 	handlers.PodTimeline = n.timeline.Handler()
 	handlers.StatsSummary, handlers.Metrics = extra.StatsSummary, extra.Metrics
 	handlers.MetricsResource, handlers.MetricsProbes, handlers.MetricsCadvisor = extra.MetricsResource, extra.MetricsProbes, extra.MetricsCadvisor
+	handlers.NodeUI = extra.NodeUI
 	srv, err := server.New(opts, handlers)
 	if err != nil {
 		klog.ErrorS(err, "Kubelet API server not started (healthz on its own port still runs)")
-		return
+		return false
 	}
 	n.comps.start("kubelet API server", func(ctx context.Context) error {
 		if err := srv.Run(ctx); err != nil {
@@ -70,6 +72,7 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		}
 		return nil
 	})
+	return true
 }
 
 // observability are the stats and metrics endpoints.
@@ -109,8 +112,10 @@ func (n *agent) handlers() server.Handlers {
 	return h
 }
 
-// startLogRotation rotates container logs by containerLogMaxSize / containerLogMaxFiles.
-func (n *agent) startLogRotation(ctx context.Context) error {
+// startLogRotation rotates the logs of containers by containerLogMaxSize /
+// containerLogMaxFiles: every container of the runtime, or those under one pod's log
+// directory (podLogDir) for a pod run in the foreground.
+func (n *agent) startLogRotation(podLogDir string) error {
 	kc := n.cfg.Kubelet
 	maxSize, err := logs.ParseMaxSize(kc.ContainerLogMaxSize)
 	if err != nil {
@@ -120,9 +125,13 @@ func (n *agent) startLogRotation(ctx context.Context) error {
 	if kc.ContainerLogMonitorInterval != nil {
 		interval = kc.ContainerLogMonitorInterval.Duration
 	}
+	var containers runtime.LogService = n.runtime.(runtime.LogService)
+	if podLogDir != "" {
+		containers = logsUnder{LogService: containers, dir: podLogDir + string(filepath.Separator)}
+	}
 	rotator, err := logs.NewRotator(logs.RotatorOptions{
 		MaxSize: maxSize, MaxFiles: int(int32Or(kc.ContainerLogMaxFiles, 5)), Interval: interval,
-		Runtime: n.runtime.(runtime.LogService),
+		Runtime: containers,
 	})
 	if err != nil {
 		return err

@@ -49,6 +49,9 @@ type Config struct {
 	// ContainerGC comes from deprecated flags only; PodInfraContainerImage is kept from image GC.
 	ContainerGC            ContainerGCPolicy
 	PodInfraContainerImage string
+	// NodeUIPort, when not 0, serves the node page on NodeUIAddress over plain HTTP.
+	NodeUIPort    int32
+	NodeUIAddress string
 }
 
 // hostname is swapped out by tests.
@@ -103,6 +106,8 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		ContainerGC:        f.ContainerGC,
 
 		PodInfraContainerImage: f.PodInfraContainerImage,
+		NodeUIPort:             f.NodeUIPort,
+		NodeUIAddress:          f.NodeUIAddress,
 	}
 	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg)); err != nil {
 		return nil, err
@@ -157,6 +162,10 @@ func validateFlagsOnly(cfg *Config) error {
 	v.checkContainerGC(cfg.ContainerGC)
 	if (cfg.CredentialProviderConfig == "") != (cfg.CredentialProviderBinDir == "") {
 		v.add("--image-credential-provider-config", "and --image-credential-provider-bin-dir go together")
+	}
+	v.between("--node-ui-port", int64(cfg.NodeUIPort), 0, 65535)
+	if cfg.NodeUIPort > 0 {
+		v.ip("--node-ui-address", cfg.NodeUIAddress)
 	}
 	if cfg.ExitOnLockContention && cfg.LockFile == "" {
 		v.add("--exit-on-lock-contention", "needs --lock-file")

@@ -13,6 +13,7 @@ import (
 const (
 	DefaultRootDir                  = "/var/lib/kubelet"
 	DefaultCertDir                  = "/var/lib/kubelet/pki"
+	DefaultNodeUIAddress            = "127.0.0.1"
 	DefaultContainerRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
 	DefaultPodLogsDir               = "/var/log/pods"
 	DefaultResolvConf               = "/etc/resolv.conf"

@@ -31,6 +31,8 @@ type Flags struct {
 	NodeLabels               map[string]string
 	PodInfraContainerImage   string
 	ContainerGC              ContainerGCPolicy // deprecated flags, see flags_gc.go
+	NodeUIPort               int32
+	NodeUIAddress            string
 
 	values    *kubeletConfig
 	overrides []override
@@ -102,6 +104,9 @@ func addNodeletFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.NodeIP, "node-ip", "", "IP address (or comma-separated IPv4,IPv6 pair) to report for the node.")
 	fs.StringToStringVar(&f.NodeLabels, "node-labels", nil, "Labels to put on the node when registering, as key=value pairs separated by commas.")
 	fs.StringVar(&f.PodInfraContainerImage, "pod-infra-container-image", "", "Image that image garbage collection never removes; the container runtime's own configuration picks the sandbox image.")
+	// nodelet's own: the upstream kubelet has no node page.
+	fs.Int32Var(&f.NodeUIPort, "node-ui-port", 0, "nodelet only (not an upstream kubelet flag): port of the node page, plain HTTP with no authentication, at /ui/ (pods, their timelines, CPU and memory graphs, events); 0 turns it off. The HTTPS API, when served, has the same page at /ui/.")
+	fs.StringVar(&f.NodeUIAddress, "node-ui-address", DefaultNodeUIAddress, "nodelet only (not an upstream kubelet flag): IP address the --node-ui-port listener binds to; anyone who can reach it sees the node's pods and events.")
 }
 
 func addServerFlags(fs *pflag.FlagSet, f *Flags) {

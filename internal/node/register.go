@@ -55,6 +55,11 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	if deps.Client == nil {
 		return nil, errors.New("node: an API client is required")
 	}
+	return newController(opts, deps)
+}
+
+// newController builds a Controller from defaulted options and dependencies.
+func newController(opts Options, deps Deps) (*Controller, error) {
 	reserved, err := reservation(v1.ResourceList{}, opts.KubeReserved, opts.SystemReserved, opts.EvictionHard)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)

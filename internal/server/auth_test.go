@@ -140,6 +140,8 @@ func TestRequestAttributes(t *testing.T) {
 		{"POST", "/checkpoint/ns/p/c", "create", []string{"checkpoint"}},
 		{"GET", "/pods", "get", []string{"pods", "proxy"}},
 		{"GET", "/runningpods/", "get", []string{"pods", "proxy"}},
+		{"GET", "/ui/api/stats", "get", []string{"pods", "proxy"}},
+		{"GET", "/uifoo", "get", []string{"proxy"}},
 		{"GET", "/healthz", "get", []string{"healthz", "proxy"}},
 		{"HEAD", "/healthz/syncloop", "get", []string{"healthz", "proxy"}},
 		{"GET", "/configz", "get", []string{"configz", "proxy"}},

@@ -26,11 +26,12 @@ type attributes struct {
 // kubelet authorization, on by default since 1.33): the verb follows the HTTP method and the
 // subresource the path. /pods, /runningpods, /healthz and /configz ask for their own
 // subresource first and fall back to proxy; the request is allowed when any answer is yes.
+// The pod timelines (/debug/pods) and the node page (/ui) are authorized as /pods.
 func requestAttributes(u *userInfo, r *http.Request, nodeName string) []attributes {
 	path := r.URL.Path
 	var subresources []string
 	switch {
-	case isSubpath(path, "/pods"), isSubpath(path, "/runningpods"), isSubpath(path, "/debug/pods"):
+	case isSubpath(path, "/pods"), isSubpath(path, "/runningpods"), isSubpath(path, "/debug/pods"), isSubpath(path, "/ui"):
 		subresources = append(subresources, "pods")
 	case isSubpath(path, "/healthz"):
 		subresources = append(subresources, "healthz")

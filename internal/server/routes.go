@@ -18,6 +18,9 @@ func (s *Server) secureMux(h Handlers) *http.ServeMux {
 	mux := http.NewServeMux()
 	s.commonRoutes(mux, h)
 	mount(mux, h.StatsSummary, "POST /stats/summary")
+	// The node page shows what /pods does, so it is served (and authorized) like /pods, not
+	// as a debugging handler; it stays off the unauthenticated read-only port.
+	mount(mux, h.NodeUI, "/ui", "/ui/")
 	if !s.opts.EnableDebuggingHandlers {
 		for _, p := range debugDisabledPaths {
 			mux.Handle(p, disabledHandler("Debug endpoints are disabled."))

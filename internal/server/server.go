@@ -83,6 +83,7 @@ type Handlers struct {
 	MetricsProbes   http.Handler // /metrics/probes
 	MetricsCadvisor http.Handler // /metrics/cadvisor
 	PodTimeline     http.Handler // GET /debug/pods/{namespace}/{name}/timeline
+	NodeUI          http.Handler // the node page: /ui and everything below it
 }
 
 // Server is the kubelet HTTP API, ready to Run.
