@@ -348,7 +348,7 @@ func (n *agent) run(ctx context.Context) error {
 		admit.Devices = n.devices
 	}
 	sourcesReady := func() bool { return n.merger.SeenAllSources(n.sources...) }
-	n.podStates.wire(workers, relister, sourcesReady)
+	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
 	if err := n.buildEviction(workers, admit); err != nil {
