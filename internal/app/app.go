@@ -274,7 +274,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 // syncDeps are what the per-pod sync needs, cluster mode and devices adding theirs.
 func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps := podsync.Deps{
-		Prober: n.prober, Volumes: n.volumes,
+		Prober: n.prober, Volumes: n.volumes, Timeline: n.timeline,
 		Runtime: n.runtime, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: hostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // Volumes is the volume manager as the pod sync uses it.
@@ -59,6 +60,8 @@ type Deps struct {
 	Forget func(uid types.UID)
 	// Prober runs the pods' liveness, readiness and startup probes; nil runs none.
 	Prober *prober.Manager
+	// Timeline, when set, shows a starting pod's wait for its volumes.
+	Timeline *timeline.Recorder
 	// Recorder receives FailedSync events; nil drops them.
 	Recorder record.EventRecorder
 	// StartConcurrency bounds how many pods are being started (sandbox + first containers) at
@@ -123,11 +126,8 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 			klog.ErrorS(err, "Mirror pod not in place; the static pod runs anyway", "pod", klog.KObj(pod))
 		}
 	}
-	if err := s.Volumes.WaitForAttachAndMount(ctx, pod); err != nil {
-		if ctx.Err() == nil && s.Recorder != nil {
-			s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedMount", "Unable to attach or mount volumes: %v", err)
-		}
-		return podworkers.Outcome{}, fmt.Errorf("unable to attach or mount volumes: %w", err)
+	if err := s.waitForVolumes(ctx, pod, needsSandbox(rs)); err != nil {
+		return podworkers.Outcome{}, err
 	}
 	if needsSandbox(rs) {
 		select {
@@ -151,6 +151,24 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		requeue = deadline
 	}
 	return podworkers.Outcome{RequeueAfter: requeue}, res.Err
+}
+
+// waitForVolumes waits until the volume manager has set up the volumes pod's containers use.
+// A pod being started shows the wait on its timeline.
+func (s *Syncer) waitForVolumes(ctx context.Context, pod *v1.Pod, starting bool) error {
+	end := func(string, error) {}
+	if starting && len(pod.Spec.Volumes) > 0 {
+		end = s.Timeline.Begin(pod, timeline.Step{Name: timeline.VolumesMounted, Call: "WaitForAttachAndMount"})
+	}
+	err := s.Volumes.WaitForAttachAndMount(ctx, pod)
+	end("", err)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && s.Recorder != nil {
+		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedMount", "Unable to attach or mount volumes: %v", err)
+	}
+	return fmt.Errorf("unable to attach or mount volumes: %w", err)
 }
 
 // SyncTerminatingPod stops the pod's containers and sandbox with the grace period.

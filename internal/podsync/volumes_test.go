@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // fakeVolumes records what the syncer asks of the volume manager, and tears a pod's volumes
@@ -48,17 +49,24 @@ func TestVolumesNotSetUpStopTheSync(t *testing.T) {
 	root := t.TempDir()
 	vols := &fakeVolumes{root: root, mountErr: errors.New("unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: timed out waiting for the condition")}
 	recorder := record.NewFakeRecorder(10)
+	steps := timeline.New()
 	s := New(Deps{
 		Runtime: rt, Statuses: status.NewManager(nil), Backoff: flowcontrol.NewBackOff(time.Second, time.Minute),
-		RootDir: root, Volumes: vols, Recorder: recorder,
+		RootDir: root, Volumes: vols, Recorder: recorder, Timeline: steps,
 	})
-	_, err := s.SyncPod(context.Background(), testPod())
+	pod := testPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	_, err := s.SyncPod(context.Background(), pod)
 	if err == nil || rt.synced != 0 {
 		t.Fatalf("SyncPod = %v with %d runtime syncs, want an error and none", err, rt.synced)
 	}
 	want := "Warning FailedMount Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: timed out waiting for the condition"
 	if got := <-recorder.Events; got != want {
 		t.Errorf("event %q, want %q", got, want)
+	}
+	tl, _ := steps.Get(pod.Namespace, pod.Name)
+	if n := len(tl.Steps); n == 0 || tl.Steps[n-1].Name != timeline.VolumesMounted || tl.Steps[n-1].Error == "" {
+		t.Errorf("timeline %+v, want the failed wait for volumes last", tl.Steps)
 	}
 	vols.mountErr = nil
 	if _, err := s.SyncPod(context.Background(), testPod()); err != nil || rt.synced != 1 {
