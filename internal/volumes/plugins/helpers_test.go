@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -64,11 +65,7 @@ func (f *fakeMounter) Unmount(dir string) error {
 func (f *fakeMounter) snapshot() map[string]int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[string]int64{}
-	for k, v := range f.mounted {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(f.mounted)
 }
 
 // keepAll never lets a volume go.
