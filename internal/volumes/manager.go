@@ -28,7 +28,8 @@ type Options struct {
 	RootDir string
 	// Plugins set up the volume types nodelet supports, the first that can wins.
 	Plugins []Plugin
-	// Pods says when a pod's containers are gone, so its volumes may go.
+	// Pods says when a pod's containers are gone, so its volumes may go; nil keeps every
+	// volume.
 	Pods PodStates
 	// Claims reads PersistentVolumeClaims and PersistentVolumes; nil (standalone) refuses
 	// persistentVolumeClaim volumes.
@@ -70,6 +71,9 @@ func New(opts Options) *Manager {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.Pods == nil {
+		opts.Pods = neverGone{}
+	}
 	m := &Manager{
 		rootDir: opts.RootDir, plugins: opts.Plugins, claims: opts.Claims, node: opts.Node,
 		mounter: opts.Mounter, clock: opts.Clock, mountTimeout: podAttachAndMountTimeout,
@@ -82,6 +86,11 @@ func New(opts Options) *Manager {
 	m.reconstruct()
 	return m
 }
+
+// neverGone keeps every volume: nothing says when containers are gone.
+type neverGone struct{}
+
+func (neverGone) ContainersGone(types.UID) bool { return false }
 
 // Run runs the reconciler until ctx ends.
 func (m *Manager) Run(ctx context.Context) error {

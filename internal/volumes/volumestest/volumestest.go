@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/plugins"
@@ -20,14 +19,10 @@ type OnDemand struct {
 	*volumes.Manager
 }
 
-// neverGone keeps every volume for the test's lifetime.
-type neverGone struct{}
-
-func (neverGone) ContainersGone(types.UID) bool { return false }
-
 // Start runs a volume manager with every plugin, standalone, until t ends.
 func Start(t *testing.T, rootDir string) OnDemand {
-	m := volumes.New(volumes.Options{RootDir: rootDir, Plugins: plugins.All(plugins.Deps{}), Pods: neverGone{}})
+	// No Pods: every volume stays for the test's lifetime.
+	m := volumes.New(volumes.Options{RootDir: rootDir, Plugins: plugins.All(plugins.Deps{})})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
