@@ -68,11 +68,6 @@ func (f *fakeMounter) snapshot() map[string]int64 {
 	return maps.Clone(f.mounted)
 }
 
-// keepAll never lets a volume go.
-type keepAll struct{}
-
-func (keepAll) ContainersGone(types.UID) bool { return false }
-
 // env is every plugin behind a running volume manager over a temp root dir.
 type env struct {
 	t        *testing.T
@@ -90,7 +85,7 @@ func newEnv(t *testing.T, mutate ...func(*Deps, *volumes.Options)) *env {
 		recorder: record.NewFakeRecorder(100)}
 	deps := Deps{Objects: e.objs, Mounter: e.mounter, NodeName: "node-1", NodeIP: "192.168.1.10",
 		Capacity: func() downward.Capacity { return downward.Capacity{MilliCPU: 2000, MemoryBytes: 1 << 30} }}
-	opts := volumes.Options{RootDir: e.root, Pods: keepAll{}, Recorder: e.recorder, Mounter: e.mounter}
+	opts := volumes.Options{RootDir: e.root, Recorder: e.recorder, Mounter: e.mounter} // no Pods: volumes stay
 	for _, f := range mutate {
 		f(&deps, &opts)
 	}
