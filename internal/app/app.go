@@ -37,7 +37,6 @@ import (
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/nodeui"
-	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
@@ -53,6 +52,7 @@ import (
 	"github.com/nodelet/nodelet/internal/syncloop"
 	"github.com/nodelet/nodelet/internal/timeline"
 	"github.com/nodelet/nodelet/internal/version"
+	"github.com/nodelet/nodelet/internal/volumes"
 )
 
 // Crash-loop back-off bounds, as upstream: 10s doubling to 5 minutes.
@@ -68,6 +68,7 @@ type agent struct {
 	cfg      *config.Config
 	recorder record.EventRecorder
 	runtime  runtime.Manager
+	volumes  *volumes.Manager
 	images   *images.Manager
 	merger   *source.Merger
 	sources  []string
@@ -80,6 +81,8 @@ type agent struct {
 	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
 	comps    *components           // every long-running part, joined when nodelet stops
 
+	podStates   *podStates          // tells the volume manager when a pod's containers are gone
+	objects     *apiObjects         // what pods reference, read through the API; nil standalone
 	containerGC *gc.ContainerGC     // nil until run() starts it (internal/app/gc.go)
 	imageGC     *imagegc.ImageGC    // nil until run() starts it (internal/app/gc.go)
 	eviction    *eviction.Manager   // built by run() (internal/app/eviction.go)
@@ -190,6 +193,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 			return nil, err
 		}
 		n.cluster, statusSink = c, c.apiStatus
+		n.objects = c.newAPIObjects(n.pods, comps)
 	}
 	n.recorder = n.newRecorder()
 	n.statuses = status.NewManager(statusSink)
@@ -209,6 +213,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if mode == asDaemon {
 		n.devices = startDevicePlugins(ctx, cfg.RootDir)
 	}
+	n.volumes = n.newVolumes()
 	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
@@ -258,16 +263,13 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
-		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Node: n.node,
+		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API
-		objs := objects.New(api, string(kc.ConfigMapAndSecretChangeDetectionStrategy))
-		n.pods.OnChange(objs.PodChanged)
-		n.comps.loop("configmaps and secrets", objs.Run)
-		opts.Objects = apiObjects{Manager: objs, api: api}
-		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, objs, pod) }
+		opts.Objects = n.objects
+		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, n.objects.Manager, pod) }
 		lister := services.NewLister(api)
 		n.comps.loop("services", lister.Run)
 		opts.ServiceEnv = lister.EnvVars
@@ -287,7 +289,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 // syncDeps are what the per-pod sync needs, cluster mode and devices adding theirs.
 func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps := podsync.Deps{
-		Prober:  n.prober,
+		Prober: n.prober, Volumes: n.volumes, Timeline: n.timeline,
 		Runtime: n.runtime, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: hostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 	}
@@ -361,6 +363,8 @@ func (n *agent) run(ctx context.Context) error {
 		admit.Devices = n.devices
 	}
 	sourcesReady := func() bool { return n.merger.SeenAllSources(n.sources...) }
+	n.podStates.wire(n, workers, relister, sourcesReady)
+	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
 	if err := n.buildEviction(workers, admit); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 )
 
@@ -235,4 +236,38 @@ func TestGracefulNodeShutdownStopsPods(t *testing.T) {
 	if len(stops) == 0 || stops[0] != 3 {
 		t.Errorf("stop timeouts %v, want the 3s shutdown budget (less than the pod's 30s)", stops)
 	}
+}
+
+// A static pod's emptyDir is set up by the volume manager before its container is created and
+// given to it; once the manifest goes, the volume and then the pod's directory are removed.
+func TestStaticPodVolumeLifecycle(t *testing.T) {
+	fake, dir := startNode(t)
+	manifest := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"vol"},
+"spec":{"terminationGracePeriodSeconds":1,"volumes":[{"name":"data","emptyDir":{}}],
+"containers":[{"name":"c","image":"busybox:1.36","command":["sleep","3600"],"volumeMounts":[{"name":"data","mountPath":"/data"}]}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "vol.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "vol running", func() bool { return running(fake, "vol") != nil })
+	c := running(fake, "vol")
+	podDir := filepath.Join(filepath.Dir(dir), "root", "pods", c.Config.Labels[runtime.LabelPodUID])
+	var host string
+	for _, m := range c.Config.Mounts {
+		if m.ContainerPath == "/data" {
+			host = m.HostPath
+		}
+	}
+	if want := filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "data"); host != want {
+		t.Fatalf("/data is mounted from %q, want %q", host, want)
+	}
+	if err := os.WriteFile(filepath.Join(host, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatalf("the volume is not there: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "vol.json")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod's directory removed", func() bool {
+		_, err := os.Stat(podDir)
+		return os.IsNotExist(err)
+	})
 }

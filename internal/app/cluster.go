@@ -21,10 +21,11 @@ import (
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/syncloop"
 	"github.com/nodelet/nodelet/internal/version"
+	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/plugins"
 )
 
 // cluster holds what cluster mode adds: API clients, pod status and mirror pods in the API,
@@ -180,10 +181,19 @@ func splitNonEmpty(s string) []string {
 }
 
 // apiObjects serves the ConfigMaps and Secrets pods reference through the object manager
-// (configMapAndSecretChangeDetectionStrategy) and requests service account tokens.
+// (configMapAndSecretChangeDetectionStrategy), reads claims and requests service account
+// tokens.
 type apiObjects struct {
 	*objects.Manager
 	api kubeclient.Interface
+}
+
+// newAPIObjects starts the object manager, told of every pod change.
+func (c *cluster) newAPIObjects(pods *pod.Manager, comps *components) *apiObjects {
+	objs := objects.New(c.clients.API, string(c.cfg.Kubelet.ConfigMapAndSecretChangeDetectionStrategy))
+	pods.OnChange(objs.PodChanged)
+	comps.loop("configmaps and secrets", objs.Run)
+	return &apiObjects{Manager: objs, api: c.clients.API}
 }
 
 func (o apiObjects) GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error) {
@@ -194,13 +204,13 @@ func (o apiObjects) GetPersistentVolume(ctx context.Context, name string) (*v1.P
 	return o.api.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }
 
-var _ runtime.ClaimGetter = apiObjects{}
+var _ volumes.ClaimGetter = apiObjects{}
 
 func (o apiObjects) CreateServiceAccountToken(ctx context.Context, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	return o.api.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
 }
 
-var _ runtime.TokenGetter = apiObjects{}
+var _ plugins.TokenGetter = apiObjects{}
 
 // podPullSecrets reads the pod's imagePullSecrets; one that cannot be read is logged and
 // skipped, as upstream does, and the pull goes on with the others.

@@ -24,6 +24,7 @@ const (
 // runOnce starts the pods the static sources name, waits until each is running or finished,
 // prints their status, and returns. The pods are left running, as upstream's --runonce does.
 func (n *agent) runOnce(ctx context.Context) error {
+	n.comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
 	pods, err := n.firstSnapshot(ctx)
 	if err != nil {
 		return err

@@ -79,14 +79,18 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(n.comps.ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node}
+	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
+	// the volume manager their volumes.
+	sourcesReady := func() bool { return false }
 	loop := syncloop.New(syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
-		// Never ready: housekeeping would remove every other pod of this node in the runtime.
-		SourcesReady: func() bool { return false },
+		SourcesReady: sourcesReady,
 		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
 		ProbeUpdates: n.prober.Updates(), Timeline: n.timeline,
 	})
+	n.podStates.wire(n, workers, relister, sourcesReady)
+	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.loop("pleg", relister.Run)
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })

@@ -97,6 +97,8 @@ func inProgressVerdict(tl timeline.Timeline, now time.Time) (Verdict, bool) {
 			line = fmt.Sprintf("waiting on image pull of %s for %s", s.Detail, round(since))
 		case timeline.SandboxCreated:
 			line = fmt.Sprintf("waiting on the pod sandbox (RunPodSandbox) for %s", round(since))
+		case timeline.VolumesMounted:
+			line = fmt.Sprintf("waiting on the pod's volumes to be set up for %s", round(since))
 		case timeline.Stopped:
 			line = fmt.Sprintf("stopping %s for %s", s.Detail, round(since))
 		default:

@@ -1,13 +1,11 @@
 package gc
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
 // unclaimedGrace is how long a pod log directory no runtime object refers to must have been
@@ -83,13 +82,13 @@ func (p *pass) evictPodDirs() {
 			continue
 		}
 		if mounts == nil {
-			if mounts, err = readMountPoints(p.g.opts.Mountinfo); err != nil {
+			if mounts, err = mount.ReadPoints(p.g.opts.Mountinfo); err != nil {
 				klog.ErrorS(err, "Cannot read the mount table; keeping orphaned pod directories")
 				return
 			}
 		}
 		dir := filepath.Join(p.g.podsDir(), e.Name())
-		if under := mountsUnder(mounts, dir); len(under) > 0 {
+		if under := mount.Under(mounts, dir); len(under) > 0 {
 			klog.InfoS("Orphaned pod directory still has mounts; keeping it", "podUID", uid, "path", dir, "mounts", under)
 			continue
 		}
@@ -99,51 +98,6 @@ func (p *pass) evictPodDirs() {
 		}
 		klog.V(2).InfoS("Removed orphaned pod directory", "podUID", uid, "path", dir)
 	}
-}
-
-// readMountPoints returns every mount point in a mountinfo file.
-func readMountPoints(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	points := []string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) >= 5 {
-			points = append(points, unescapeOctal(fields[4]))
-		}
-	}
-	return points, sc.Err()
-}
-
-// mountsUnder returns the mount points at or below dir.
-func mountsUnder(points []string, dir string) []string {
-	dir = filepath.Clean(dir)
-	var out []string
-	for _, p := range points {
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// unescapeOctal undoes mountinfo's \ooo escapes (\040 is a space).
-func unescapeOctal(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // removeDanglingLogLinks removes /var/log/containers symlinks whose log file is gone, unless

@@ -147,14 +147,3 @@ func TestOrphanedPodDirs(t *testing.T) {
 		t.Error("pod dir removed before the sources were ready")
 	}
 }
-
-func TestMountsUnder(t *testing.T) {
-	points := []string{"/", "/var/lib/kubelet/pods/a/volumes/x", "/var/lib/kubelet/pods/ab", "/var/lib/kubelet/pods/a"}
-	got := mountsUnder(points, "/var/lib/kubelet/pods/a/")
-	if len(got) != 2 || got[0] != "/var/lib/kubelet/pods/a/volumes/x" || got[1] != "/var/lib/kubelet/pods/a" {
-		t.Errorf("mountsUnder = %v", got)
-	}
-	if s := unescapeOctal(`/mnt/with\040space`); s != "/mnt/with space" {
-		t.Errorf("unescapeOctal = %q", s)
-	}
-}

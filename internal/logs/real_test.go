@@ -30,6 +30,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
 // realEnv is a pod on the real runtime whose container "main" prints "line N" on stdout and
@@ -50,8 +51,10 @@ func newRealEnv(t *testing.T) *realEnv {
 	if endpoint == "" {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
+	root := t.TempDir()
 	rt, err := runtime.NewManager(runtime.Options{
-		Endpoint: endpoint, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods", NodeName: "logs-e2e",
+		Endpoint: endpoint, RootDir: root, PodLogsDir: "/var/log/pods", NodeName: "logs-e2e",
+		Volumes: volumestest.Start(t, root),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func TestTerminatedPodRemovalRemovesTheCgroupAndRetriesOnError(t *testing.T) {
 	root := t.TempDir()
 	s := New(Deps{
 		Runtime: removingRuntime{calls: &calls}, Statuses: status.NewManager(nil),
-		Backoff: flowcontrol.NewBackOff(time.Second, time.Minute), RootDir: root,
+		Backoff: flowcontrol.NewBackOff(time.Second, time.Minute), RootDir: root, Volumes: &fakeVolumes{root: root},
 		RemoveCgroup: func(uid types.UID) error {
 			calls = append(calls, "cgroup "+string(uid))
 			return cgroupErr

@@ -25,11 +25,25 @@ import (
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/timeline"
 )
+
+// Volumes is the volume manager as the pod sync uses it.
+type Volumes interface {
+	// WaitForAttachAndMount puts the pod in the volume manager's desired state and waits
+	// until the volumes its containers use are set up.
+	WaitForAttachAndMount(ctx context.Context, pod *v1.Pod) error
+	// TearDownPod hands back a pod whose containers are gone and waits until its volumes
+	// are torn down.
+	TearDownPod(ctx context.Context, uid types.UID) error
+	// RemovePodDir removes the pod's directory once nothing of it is mounted there.
+	RemovePodDir(uid types.UID) error
+}
 
 // Deps are what a Syncer works with.
 type Deps struct {
 	Runtime     runtime.Manager
+	Volumes     Volumes
 	Statuses    *status.Manager
 	Backoff     *flowcontrol.Backoff
 	RootDir     string
@@ -46,6 +60,8 @@ type Deps struct {
 	Forget func(uid types.UID)
 	// Prober runs the pods' liveness, readiness and startup probes; nil runs none.
 	Prober *prober.Manager
+	// Timeline, when set, shows a starting pod's wait for its volumes.
+	Timeline *timeline.Recorder
 	// Recorder receives FailedSync events; nil drops them.
 	Recorder record.EventRecorder
 	// StartConcurrency bounds how many pods are being started (sandbox + first containers) at
@@ -110,6 +126,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 			klog.ErrorS(err, "Mirror pod not in place; the static pod runs anyway", "pod", klog.KObj(pod))
 		}
 	}
+	if err := s.waitForVolumes(ctx, pod, needsSandbox(rs)); err != nil {
+		return podworkers.Outcome{}, err
+	}
 	if needsSandbox(rs) {
 		select {
 		case s.starts <- struct{}{}:
@@ -132,6 +151,24 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		requeue = deadline
 	}
 	return podworkers.Outcome{RequeueAfter: requeue}, res.Err
+}
+
+// waitForVolumes waits until the volume manager has set up the volumes pod's containers use.
+// A pod being started shows the wait on its timeline.
+func (s *Syncer) waitForVolumes(ctx context.Context, pod *v1.Pod, starting bool) error {
+	end := func(string, error) {}
+	if starting && len(pod.Spec.Volumes) > 0 {
+		end = s.Timeline.Begin(pod, timeline.Step{Name: timeline.VolumesMounted, Call: "WaitForAttachAndMount"})
+	}
+	err := s.Volumes.WaitForAttachAndMount(ctx, pod)
+	end("", err)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && s.Recorder != nil {
+		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedMount", "Unable to attach or mount volumes: %v", err)
+	}
+	return fmt.Errorf("unable to attach or mount volumes: %w", err)
 }
 
 // SyncTerminatingPod stops the pod's containers and sandbox with the grace period.
@@ -159,12 +196,12 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *r
 // SyncTerminatedPod removes the pod from the runtime and forgets it when remove is set; a
 // finished pod that is still wanted keeps its stopped containers (for their logs and status).
 func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.UID, remove bool) error {
+	// Its containers will not run again: its volumes go now, not only once the pod object
+	// is gone.
+	if err := s.Volumes.TearDownPod(ctx, uid); err != nil {
+		return fmt.Errorf("tearing down the volumes of a terminated pod: %w", err)
+	}
 	if !remove {
-		// Its containers will not run again: give back memory-backed volumes now, not only
-		// once the pod object is gone.
-		if err := s.tearDownVolumes(uid); err != nil {
-			return err
-		}
 		if s.Terminated != nil && pod != nil {
 			s.Terminated(pod)
 		}
@@ -183,12 +220,8 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 			return fmt.Errorf("removing pod cgroup: %w", err)
 		}
 	}
-	podDir := filepath.Join(s.RootDir, "pods", string(uid))
-	if err := runtime.UnmountPodVolumes(podDir); err != nil { // memory-backed emptyDirs
-		return fmt.Errorf("unmounting pod volumes: %w", err)
-	}
-	if err := os.RemoveAll(podDir); err != nil {
-		return err
+	if err := s.Volumes.RemovePodDir(uid); err != nil {
+		return fmt.Errorf("removing the pod directory: %w", err)
 	}
 	s.Statuses.Delete(uid)
 	metrics.ForgetPod(uid)
@@ -201,19 +234,6 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 		for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 			s.Backoff.DeleteEntry(BackoffKey(pod, &c))
 		}
-	}
-	return nil
-}
-
-// tearDownVolumes unmounts and deletes the volumes of a pod whose containers have stopped
-// for good.
-func (s *Syncer) tearDownVolumes(uid types.UID) error {
-	dir := filepath.Join(s.RootDir, "pods", string(uid), "volumes")
-	if err := runtime.UnmountPodVolumes(dir); err != nil {
-		return fmt.Errorf("unmounting volumes of a terminated pod: %w", err)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("removing volumes of a terminated pod: %w", err)
 	}
 	return nil
 }

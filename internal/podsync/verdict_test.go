@@ -50,9 +50,10 @@ func (f *fakeRuntime) Status(context.Context) error                             
 func (f *fakeRuntime) Version(context.Context) (string, string, error)              { return "fake", "0", nil }
 
 func newTestSyncer(t *testing.T, rt runtime.Manager) *Syncer {
+	root := t.TempDir()
 	return New(Deps{
 		Runtime: rt, Statuses: status.NewManager(nil), Backoff: flowcontrol.NewBackOff(time.Second, time.Minute),
-		RootDir: t.TempDir(),
+		RootDir: root, Volumes: &fakeVolumes{root: root},
 	})
 }
 

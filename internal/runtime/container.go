@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/objects"
 )
 
 // managedBy marks containers nodelet created.
@@ -28,7 +30,7 @@ func containerHash(c *v1.Container) uint64 {
 // containerConfig builds the CRI config of one container instance. imageRef is what
 // EnsureImage returned.
 func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	ec := envContext{ctx: ctx, objects: newObjectCache(m.objects), pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
+	ec := envContext{ctx: ctx, objects: objects.NewLookups(m.objects), pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
 	if m.serviceEnv != nil {
 		services, err := m.serviceEnv(pod)
 		if err != nil {
@@ -44,7 +46,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return nil, err
 	}
 	cmd, args := expandCommand(c, vars)
-	mounts, err := m.containerMounts(ctx, pod, c, sb.ips, vars)
+	mounts, err := m.containerMounts(pod, c, sb.ips, vars)
 	if err != nil {
 		return nil, err
 	}

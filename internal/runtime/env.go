@@ -3,16 +3,16 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/downward"
+	"github.com/nodelet/nodelet/internal/objects"
 )
 
 // expandVars replaces $(NAME) in s with lookup(NAME). "$$" is an escaped "$", references that
@@ -58,16 +58,16 @@ type envContext struct {
 	podIPs   []string
 	nodeName string
 	hostIP   string
-	capacity nodeCapacity
-	objects  *objectCache // nil: configMap/secret references fail as in standalone mode
-	services []v1.EnvVar  // service link variables, overridden by the container's own
+	capacity downward.Capacity
+	objects  *objects.Lookups // nil: configMap/secret references fail as in standalone mode
+	services []v1.EnvVar      // service link variables, overridden by the container's own
 }
 
 // containerEnv resolves the container's env: service variables first, then envFrom sources,
 // then env entries, each overriding what came before. Each value may refer to variables defined before it with $(NAME).
 func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[string]string, error) {
 	if ec.objects == nil {
-		ec.objects = newObjectCache(nil)
+		ec.objects = objects.NewLookups(nil)
 	}
 	if ec.ctx == nil {
 		ec.ctx = context.Background()
@@ -117,7 +117,7 @@ func (ec envContext) envFrom(from v1.EnvFromSource, set func(k, v string)) error
 	switch {
 	case from.ConfigMapRef != nil:
 		kind, name = "configMap", from.ConfigMapRef.Name
-		cm, err := ec.objects.configMap(ec.ctx, ec.pod.Namespace, name, isTrue(from.ConfigMapRef.Optional))
+		cm, err := ec.objects.ConfigMap(ec.ctx, ec.pod.Namespace, name, isTrue(from.ConfigMapRef.Optional))
 		if err != nil || cm == nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (ec envContext) envFrom(from v1.EnvFromSource, set func(k, v string)) error
 		}
 	case from.SecretRef != nil:
 		kind, name = "secret", from.SecretRef.Name
-		s, err := ec.objects.secret(ec.ctx, ec.pod.Namespace, name, isTrue(from.SecretRef.Optional))
+		s, err := ec.objects.Secret(ec.ctx, ec.pod.Namespace, name, isTrue(from.SecretRef.Optional))
 		if err != nil || s == nil {
 			return err
 		}
@@ -159,14 +159,14 @@ func (ec envContext) envFrom(from v1.EnvFromSource, set func(k, v string)) error
 func (ec envContext) valueFrom(src *v1.EnvVarSource, c *v1.Container) (string, bool, error) {
 	switch {
 	case src.FieldRef != nil:
-		v, err := ec.fieldValue(src.FieldRef.FieldPath)
+		v, err := ec.fields().FieldValue(src.FieldRef.FieldPath)
 		return v, err == nil, err
 	case src.ResourceFieldRef != nil:
-		v, err := ec.resourceValue(src.ResourceFieldRef, c)
+		v, err := ec.fields().ResourceValue(src.ResourceFieldRef, c)
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
-		cm, err := ec.objects.configMap(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
+		cm, err := ec.objects.ConfigMap(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
 		if err != nil || cm == nil {
 			return "", false, err
 		}
@@ -179,7 +179,7 @@ func (ec envContext) valueFrom(src *v1.EnvVarSource, c *v1.Container) (string, b
 		return "", false, missingKey(isTrue(ref.Optional), ref.Key, "ConfigMap", ec.pod.Namespace, ref.Name)
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
-		s, err := ec.objects.secret(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
+		s, err := ec.objects.Secret(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
 		if err != nil || s == nil {
 			return "", false, err
 		}
@@ -198,119 +198,9 @@ func missingKey(optional bool, key, kind, ns, name string) error {
 	return fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, ns, name)
 }
 
-// fieldValue resolves a downward-API field path.
-func (ec envContext) fieldValue(path string) (string, error) {
-	pod := ec.pod
-	if key, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[key], nil
-	}
-	if key, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[key], nil
-	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	case "spec.nodeName":
-		if pod.Spec.NodeName != "" {
-			return pod.Spec.NodeName, nil
-		}
-		return ec.nodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP":
-		if len(ec.podIPs) > 0 {
-			return ec.podIPs[0], nil
-		}
-		return "", nil
-	case "status.podIPs":
-		return strings.Join(ec.podIPs, ","), nil
-	case "status.hostIP", "status.hostIPs":
-		return ec.hostIP, nil
-	}
-	return "", fmt.Errorf("unsupported fieldRef %q", path)
-}
-
-// subscript parses `prefix['key']`.
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok || !strings.HasSuffix(rest, "']") {
-		return "", false
-	}
-	return strings.TrimSuffix(rest, "']"), true
-}
-
-// formatMap renders labels/annotations as the downward API does: sorted key="value" lines.
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	lines := make([]string, len(keys))
-	for i, k := range keys {
-		lines[i] = fmt.Sprintf("%s=%q", k, m[k])
-	}
-	return strings.Join(lines, "\n")
-}
-
-// resourceValue resolves limits/requests of cpu, memory or ephemeral-storage, divided by the
-// divisor and rounded up. An unset limit reads as node capacity, as upstream does.
-func (ec envContext) resourceValue(ref *v1.ResourceFieldSelector, c *v1.Container) (string, error) {
-	target := c
-	if ref.ContainerName != "" && ref.ContainerName != c.Name {
-		target = findContainer(ec.pod, ref.ContainerName)
-		if target == nil {
-			return "", fmt.Errorf("container %q not found", ref.ContainerName)
-		}
-	}
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok || (kind != "limits" && kind != "requests") {
-		return "", fmt.Errorf("unsupported resource %q", ref.Resource)
-	}
-	resName := v1.ResourceName(name)
-	var q resource.Quantity
-	var set bool
-	if kind == "limits" {
-		q, set = target.Resources.Limits[resName]
-	} else {
-		q, set = target.Resources.Requests[resName]
-	}
-	if !set && kind == "limits" {
-		q, set = ec.capacity.quantity(resName)
-	}
-	if !set {
-		q = resource.Quantity{}
-	}
-	divisor := ref.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	switch resName {
-	case v1.ResourceCPU:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	return "", fmt.Errorf("unsupported resource %q", ref.Resource)
-}
-
-func findContainer(pod *v1.Pod, name string) *v1.Container {
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
+// fields is the downward API view of ec.
+func (ec envContext) fields() downward.Fields {
+	return downward.Fields{Pod: ec.pod, PodIPs: ec.podIPs, NodeName: ec.nodeName, HostIP: ec.hostIP, Capacity: ec.capacity}
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -7,6 +7,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/downward"
+	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/objects/objectstest"
 )
 
 func TestExpandVars(t *testing.T) {
@@ -85,7 +89,7 @@ func TestContainerEnvSources(t *testing.T) {
 	}
 	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "other-missing-limit"})
 	ec := envContext{pod: pod, podIPs: []string{"10.85.0.9", "fd00::9"}, nodeName: "node-1", hostIP: "192.168.1.10",
-		capacity: nodeCapacity{milliCPU: 2000, memoryBytes: 4 << 30}, objects: newObjectCache(&fakeObjects{})}
+		capacity: downward.Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30}, objects: objects.NewLookups(&objectstest.Fake{})}
 	_, vars, err := containerEnv(ec, c)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -53,6 +54,7 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 		Endpoint: endpoint, RootDir: e.rootDir, PodLogsDir: e.logsDir, Recorder: e.recorder,
 		ContainerLogsDir: filepath.Join(dir, "containers"),
 		ResolvConf:       resolv, NodeName: "node-1", NodeIP: "192.168.1.10",
+		Volumes: fakeVolumes{root: e.rootDir},
 	}
 	for _, f := range mutate {
 		f(&opts)
@@ -63,7 +65,6 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	}
 	t.Cleanup(func() { m.(io.Closer).Close() })
 	e.mgr = m.(*manager)
-	e.mgr.mounter = &fakeMounter{mounted: map[string]int64{}} // tests never mount tmpfs
 	return e
 }
 
@@ -152,3 +153,16 @@ func ctr(name string, cmd ...string) v1.Container {
 }
 
 func int64Ptr(v int64) *int64 { return &v }
+
+// fakeVolumes stands for the volume manager: every volume is where an emptyDir would be,
+// with subPath inside; the runtime only hands the paths to CRI.
+type fakeVolumes struct{ root string }
+
+func (f fakeVolumes) HostPath(pod *v1.Pod, name, subPath string) (string, bool, error) {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name {
+			return filepath.Join(f.root, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", name, subPath), false, nil
+		}
+	}
+	return "", false, fmt.Errorf("volume mount %q: no such volume", name)
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -77,7 +80,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 // killContainer runs the container's preStop hook and stops it within the grace period.
 // message, when set, replaces the default Killing event text.
 func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, gracePeriod int64, message string) error {
-	spec := findContainer(pod, c.Name)
+	spec := downward.FindContainer(pod, c.Name)
 	var preStop *v1.LifecycleHandler
 	if spec != nil && spec.Lifecycle != nil {
 		preStop = spec.Lifecycle.PreStop
@@ -137,7 +140,9 @@ func metav1ObjectMeta(p *RunningPod) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
 }
 
-// RemovePod deletes all of the pod's containers and sandboxes and then its directories.
+// RemovePod deletes all of the pod's containers and sandboxes and then the files the runtime
+// keeps for it. The pod's directory goes too when nothing else is left in it; its volumes are
+// the volume manager's to remove.
 func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 	selector := map[string]string{LabelPodUID: string(uid)}
 	var errs []error
@@ -168,13 +173,7 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 		// Keep the pod's files while the runtime may still use them.
 		return fmt.Errorf("remove pod %s: %w", uid, errors.Join(errs...))
 	}
-	m.tokens.forget(uid)
-	if err := UnmountPodVolumes(m.podDir(string(uid))); err != nil { // tmpfs volumes
-		return fmt.Errorf("remove pod %s: %w", uid, err)
-	}
-	if err := os.RemoveAll(m.podDir(string(uid))); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, m.removePodFiles(uid))
 	logDirs, _ := filepath.Glob(filepath.Join(m.podLogsDir, "*_"+string(uid)))
 	for _, dir := range logDirs {
 		if err := os.RemoveAll(dir); err != nil {
@@ -185,5 +184,22 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("remove pod %s files: %w", uid, err)
 	}
 	m.removeDanglingLogLinks()
+	return nil
+}
+
+// removePodFiles removes the hosts file and termination message files of pod uid, and its
+// directory if that leaves it empty. It never descends into what else is there: a volume may
+// still be mounted below.
+func (m *manager) removePodFiles(uid types.UID) error {
+	dir := m.podDir(string(uid))
+	if err := os.Remove(filepath.Join(dir, "etc-hosts")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "containers")); err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+		return err
+	}
 	return nil
 }

@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -57,19 +59,18 @@ type Options struct {
 	// NodeName and NodeIP fill spec.nodeName and status.hostIP env references.
 	NodeName string
 	NodeIP   string
-	// Objects reads ConfigMaps and Secrets for env and volumes; nil (standalone) makes every
-	// such reference fail with an error naming the object. If it also implements
-	// TokenGetter, projected serviceAccountToken sources work.
-	Objects ObjectGetter
+	// Objects reads the ConfigMaps and Secrets containers' env references; nil (standalone)
+	// makes every such reference fail with an error naming the object.
+	Objects objects.Getter
+	// Volumes is the volume manager: where each of a pod's volumes is on the host, once set
+	// up. nil refuses every volume mount.
+	Volumes Volumes
 	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
 	// nil means none. An error fails the container's creation, which is retried.
 	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
 	// the runtime's default to every pod. An error fails the sandbox's creation.
 	RuntimeHandler func(pod *v1.Pod) (string, error)
-	// Node returns this node (its labels) for persistent volumes' node affinity; nil refuses
-	// volumes that have one.
-	Node func() *v1.Node
 	// Timeline, when set, records the pod's steps (sandbox, images, containers, kills).
 	Timeline *timeline.Recorder
 	// SeccompDefault gives RuntimeDefault seccomp to containers and sandboxes whose pod
@@ -93,9 +94,8 @@ type manager struct {
 	dns         *dnsConfigurer
 	nodeName    string
 	nodeIP      string
-	objects     ObjectGetter
-	mounter     volumeMounter
-	tokens      *tokenCache
+	objects     objects.Getter
+	volumes     Volumes
 	conn        *grpc.ClientConn // nil when the caller owns the connection
 	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
@@ -103,7 +103,6 @@ type manager struct {
 	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
 	timeline       *timeline.Recorder
-	node           func() *v1.Node
 	seccompDefault bool
 	noCPUQuota     bool
 	// containerLogsDir holds the per-container log symlinks; hostEtcHosts is the node's hosts
@@ -113,7 +112,7 @@ type manager struct {
 	serviceEnv       func(pod *v1.Pod) ([]v1.EnvVar, error)
 
 	capacityOnce sync.Once
-	capacity     nodeCapacity // for oom_score_adj and resourceFieldRef defaults
+	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
 }
 
 // step records one step of pod that began at start and ends now.
@@ -199,12 +198,11 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		nodeName:         opts.NodeName,
 		nodeIP:           opts.NodeIP,
 		objects:          opts.Objects,
-		mounter:          hostMounter{},
+		volumes:          opts.Volumes,
 		containerLogsDir: opts.ContainerLogsDir,
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
-		tokens:           newTokenCache(),
-		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, node: opts.Node, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		devices: opts.Devices,
 	}
 }

@@ -1,71 +1,23 @@
 package runtime
 
 import (
-	"context"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/objects/objectstest"
 )
-
-// fakeObjects is an in-memory ObjectGetter keyed by "namespace/name".
-type fakeObjects struct {
-	mu         sync.Mutex
-	configMaps map[string]*v1.ConfigMap
-	secrets    map[string]*v1.Secret
-}
-
-func (f *fakeObjects) addConfigMap(ns, name string, data map[string]string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.configMaps == nil {
-		f.configMaps = map[string]*v1.ConfigMap{}
-	}
-	f.configMaps[ns+"/"+name] = &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: data}
-}
-
-func (f *fakeObjects) addSecret(ns, name string, data map[string]string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.secrets == nil {
-		f.secrets = map[string]*v1.Secret{}
-	}
-	s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	f.secrets[ns+"/"+name] = s
-}
-
-func (f *fakeObjects) GetConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if cm, ok := f.configMaps[ns+"/"+name]; ok {
-		return cm.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
-}
-
-func (f *fakeObjects) GetSecret(_ context.Context, ns, name string) (*v1.Secret, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s, ok := f.secrets[ns+"/"+name]; ok {
-		return s.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
-}
 
 func boolPtr(b bool) *bool { return &b }
 
 func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
-	objs := &fakeObjects{}
-	objs.addConfigMap("prod", "cfg", map[string]string{"mode": "fast", "LEVEL": "3", "has space": "x", "1digit": "y"})
-	objs.addSecret("prod", "creds", map[string]string{"user": "admin", "pass": "s3cret"})
+	objs := &objectstest.Fake{}
+	objs.AddConfigMap("prod", "cfg", map[string]string{"mode": "fast", "LEVEL": "3", "has space": "x", "1digit": "y"})
+	objs.AddSecret("prod", "creds", map[string]string{"user": "admin", "pass": "s3cret"})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}}
 	cmKey := func(name, key string, optional *bool) *v1.EnvVarSource {
 		return &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
@@ -90,7 +42,7 @@ func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 			{Name: "REF", Value: "$(S_user)@$(mode)"},
 		},
 	}
-	envs, vars, err := containerEnv(envContext{pod: pod, objects: newObjectCache(objs)}, c)
+	envs, vars, err := containerEnv(envContext{pod: pod, objects: objects.NewLookups(objs)}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +62,13 @@ func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 		"missing key":       {Name: "X", ValueFrom: cmKey("cfg", "nokey", boolPtr(false))},
 		"missing secret":    {Name: "X", ValueFrom: secKey("nope", "k", nil)},
 	} {
-		_, _, err := containerEnv(envContext{pod: pod, objects: newObjectCache(objs)}, &v1.Container{Env: []v1.EnvVar{env}})
+		_, _, err := containerEnv(envContext{pod: pod, objects: objects.NewLookups(objs)}, &v1.Container{Env: []v1.EnvVar{env}})
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
 	required := &v1.Container{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}}}}
-	if _, _, err := containerEnv(envContext{pod: pod, objects: newObjectCache(objs)}, required); err == nil {
+	if _, _, err := containerEnv(envContext{pod: pod, objects: objects.NewLookups(objs)}, required); err == nil {
 		t.Error("required envFrom secret that is missing: no error")
 	}
 }
@@ -132,7 +84,7 @@ func TestStandaloneObjectErrorNamesTheObject(t *testing.T) {
 }
 
 func TestSyncPodEnvFromMissingConfigMapIsConfigError(t *testing.T) {
-	objs := &fakeObjects{}
+	objs := &objectstest.Fake{}
 	e := newTestEnv(t, func(o *Options) { o.Objects = objs })
 	c := ctr("app", "sleep", "3600")
 	c.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
@@ -142,7 +94,7 @@ func TestSyncPodEnvFromMissingConfigMapIsConfigError(t *testing.T) {
 	if w := res.Waiting["app"]; w.Reason != ReasonCreateContainerConfigError {
 		t.Fatalf("waiting = %+v, want %s", w, ReasonCreateContainerConfigError)
 	}
-	objs.addConfigMap("default", "cfg", map[string]string{"k": "v"})
+	objs.AddConfigMap("default", "cfg", map[string]string{"k": "v"})
 	if res := e.sync(pod); res.Err != nil {
 		t.Fatal(res.Err)
 	}

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
 const realPodLogsDir = "/var/log/pods"
@@ -33,9 +35,10 @@ func realManager(t *testing.T) Manager {
 	if endpoint == "" {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
+	root := t.TempDir()
 	m, err := NewManager(Options{
-		Endpoint: endpoint, RootDir: t.TempDir(), PodLogsDir: realPodLogsDir,
-		Recorder: record.NewFakeRecorder(1000), NodeName: "e2e-node",
+		Endpoint: endpoint, RootDir: root, PodLogsDir: realPodLogsDir,
+		Recorder: record.NewFakeRecorder(1000), NodeName: "e2e-node", Volumes: volumestest.Start(t, root),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,11 @@
 package runtime
 
 import (
-	"bufio"
-	"os"
-	goruntime "runtime"
-	"strconv"
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/downward"
 )
 
 const (
@@ -22,45 +18,10 @@ const (
 	oomScoreBestEffort = 1000
 )
 
-// nodeCapacity is the machine's size, for limits that are not set.
-type nodeCapacity struct {
-	milliCPU    int64
-	memoryBytes int64
-}
-
-func (n nodeCapacity) quantity(name v1.ResourceName) (resource.Quantity, bool) {
-	switch name {
-	case v1.ResourceCPU:
-		return *resource.NewMilliQuantity(n.milliCPU, resource.DecimalSI), true
-	case v1.ResourceMemory:
-		return *resource.NewQuantity(n.memoryBytes, resource.BinarySI), true
-	}
-	return resource.Quantity{}, false
-}
-
 // nodeCapacity reads the CPU count and MemTotal once.
-func (m *manager) nodeCapacity() nodeCapacity {
-	m.capacityOnce.Do(func() {
-		m.capacity = nodeCapacity{milliCPU: int64(goruntime.NumCPU()) * 1000, memoryBytes: memTotal()}
-	})
+func (m *manager) nodeCapacity() downward.Capacity {
+	m.capacityOnce.Do(func() { m.capacity = downward.MachineCapacity() })
 	return m.capacity
-}
-
-func memTotal() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, _ := strconv.ParseInt(fields[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // request returns the container's request for name, defaulting to its limit as the API
@@ -123,7 +84,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 
 // linuxResources maps requests and limits to cgroup settings: cpu shares from the request,
 // cpu quota (when enforced) and memory limit from the limits.
-func linuxResources(pod *v1.Pod, c *v1.Container, capacity nodeCapacity, cpuQuota bool) *runtimeapi.LinuxContainerResources {
+func linuxResources(pod *v1.Pod, c *v1.Container, capacity downward.Capacity, cpuQuota bool) *runtimeapi.LinuxContainerResources {
 	res := &runtimeapi.LinuxContainerResources{CpuShares: minCPUShares}
 	if cpuReq, ok := request(c, v1.ResourceCPU); ok {
 		res.CpuShares = max(minCPUShares, cpuReq.MilliValue()*sharesPerCPU/1000)
@@ -135,6 +96,6 @@ func linuxResources(pod *v1.Pod, c *v1.Container, capacity nodeCapacity, cpuQuot
 	if memLimit, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		res.MemoryLimitInBytes = memLimit.Value()
 	}
-	res.OomScoreAdj = oomScoreAdj(pod, c, capacity.memoryBytes)
+	res.OomScoreAdj = oomScoreAdj(pod, c, capacity.MemoryBytes)
 	return res
 }

@@ -1,15 +1,14 @@
 package runtime
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/downward"
 )
 
 func resources(req, lim map[v1.ResourceName]string) v1.ResourceRequirements {
@@ -24,7 +23,7 @@ func resources(req, lim map[v1.ResourceName]string) v1.ResourceRequirements {
 }
 
 func TestLinuxResourcesByQoS(t *testing.T) {
-	capacity := nodeCapacity{milliCPU: 2000, memoryBytes: 4 << 30}
+	capacity := downward.Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30}
 	tests := []struct {
 		name    string
 		res     v1.ResourceRequirements
@@ -99,35 +98,5 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 	pod.Spec.Hostname = ""
 	if name, _ := podHostname(pod); len(name) != 63 {
 		t.Errorf("hostname %q not cut to 63", name)
-	}
-}
-
-func TestHostPathVolumes(t *testing.T) {
-	e := newTestEnv(t)
-	dir := t.TempDir()
-	dirOrCreate, fileOrCreate, mustExist := v1.HostPathDirectoryOrCreate, v1.HostPathFileOrCreate, v1.HostPathDirectory
-	pod := newPod("hp", ctr("app"))
-	pod.Spec.Volumes = []v1.Volume{
-		{Name: "d", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "new/dir"), Type: &dirOrCreate}}},
-		{Name: "f", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "new/file"), Type: &fileOrCreate}}},
-		{Name: "missing", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "nope"), Type: &mustExist}}},
-		{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
-	}
-	for _, vm := range []v1.VolumeMount{{Name: "d", MountPath: "/d", SubPath: "sub"}, {Name: "f", MountPath: "/f"}} {
-		path, _, err := e.mgr.volumeHostPath(context.Background(), pod, vm)
-		if err != nil {
-			t.Fatalf("%s: %v", vm.Name, err)
-		}
-		if _, err := os.Stat(path); err != nil {
-			t.Errorf("%s: %v", vm.Name, err)
-		}
-	}
-	for _, name := range []string{"missing", "nfs", "undeclared"} {
-		if _, _, err := e.mgr.volumeHostPath(context.Background(), pod, v1.VolumeMount{Name: name}); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
-	if _, _, err := e.mgr.volumeHostPath(context.Background(), pod, v1.VolumeMount{Name: "d", SubPath: "../escape"}); err == nil {
-		t.Error("subPath escaping the volume accepted")
 	}
 }

@@ -36,13 +36,6 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	klog.V(4).InfoS("SyncPod actions", "pod", klog.KObj(pod), "createSandbox", acts.createSandbox,
 		"attempt", acts.attempt, "kill", len(acts.kill), "start", len(acts.start))
 
-	if err := m.setUpVolumes(ctx, pod); err != nil {
-		m.recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedMount",
-			"MountVolume.SetUp failed: %v", err)
-		res.Err = fmt.Errorf("unable to set up volumes: %w", err)
-		return res
-	}
-
 	var sb *sandboxInfo
 	if acts.createSandbox {
 		if err := m.replaceSandboxPrep(ctx, pod, status); err != nil {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
 const (
@@ -55,6 +56,7 @@ func newRealEnv(t *testing.T) *realEnv {
 	e := &realEnv{t: t, rootDir: t.TempDir(), statuses: map[types.UID]*runtime.PodStatus{}}
 	mgr, err := runtime.NewManager(runtime.Options{
 		Endpoint: endpoint, RootDir: e.rootDir, PodLogsDir: realLogsDir, Recorder: record.NewFakeRecorder(10000), NodeName: realNode,
+		Volumes: volumestest.Start(t, e.rootDir),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ const (
 const (
 	Admitted         = "admitted"
 	Refused          = "refused"
+	VolumesMounted   = "volumes mounted"
 	SandboxCreated   = "sandbox created"
 	ImagePulled      = "image ready"
 	ContainerCreated = "container created"

@@ -1,4 +1,4 @@
-package runtime
+package plugins
 
 import (
 	"context"
@@ -6,16 +6,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/volumes"
 )
 
-// fakeClaims adds PersistentVolumeClaims and PersistentVolumes to fakeObjects.
+// fakeClaims holds PersistentVolumeClaims and PersistentVolumes.
 type fakeClaims struct {
-	fakeObjects
 	claims  map[string]*v1.PersistentVolumeClaim
 	volumes map[string]*v1.PersistentVolume
 }
@@ -48,8 +50,14 @@ func (f *fakeClaims) bind(ns, claim string, source v1.PersistentVolumeSource, zo
 	f.claims[ns+"/"+claim], f.volumes[pv.Name] = pvc, pv
 }
 
-// A bound claim mounts its hostPath or local volume; an unbound claim, a volume for other
-// nodes or a claim standalone fail the container with upstream's words.
+func claiming(claim string, readOnly bool) *v1.Pod {
+	return mounting("p-"+claim, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}})
+}
+
+// A bound claim mounts its hostPath or local volume (read-only when the claim reference says
+// so); an unbound claim or a claim standalone fails the pod's volumes at once, a volume for
+// other nodes fails its mount, with upstream's words.
 func TestPersistentVolumeClaims(t *testing.T) {
 	dir := t.TempDir()
 	claims := &fakeClaims{claims: map[string]*v1.PersistentVolumeClaim{}, volumes: map[string]*v1.PersistentVolume{}}
@@ -61,38 +69,38 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	claims.bind("default", "elsewhere", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: filepath.Join(dir, "disk")}}, true)
 	claims.claims["default/pending"] = &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: "default"},
 		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}}
-	zone := "a"
-	e := newTestEnv(t, func(o *Options) {
-		o.Objects = claims
+	e := newEnv(t, func(_ *Deps, o *volumes.Options) {
+		o.Claims = claims
 		o.Node = func() *v1.Node {
-			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"zone": zone}}}
+			return &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"zone": "a"}}}
 		}
 	})
-	mount := func(claim string) (string, error) {
-		pod := newPod("p", ctr("app"))
-		pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
-			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
-		path, _, err := e.mgr.volumeHostPath(context.Background(), pod, v1.VolumeMount{Name: "data", MountPath: "/data"})
-		return path, err
+	mount := func(pod *v1.Pod) (string, bool, error) {
+		if err := e.mount(pod); err != nil {
+			return "", false, err
+		}
+		return e.vm.HostPath(pod, "data", "")
 	}
-	if path, err := mount("host"); err != nil || path != filepath.Join(dir, "host") {
-		t.Errorf("hostPath claim: %q, %v", path, err)
+	if path, ro, err := mount(claiming("host", false)); err != nil || ro || path != filepath.Join(dir, "host") {
+		t.Errorf("hostPath claim: %q %v, %v", path, ro, err)
 	}
-	if path, err := mount("local"); err != nil || path != filepath.Join(dir, "disk") {
-		t.Errorf("local claim: %q, %v", path, err)
+	if path, ro, err := mount(claiming("local", true)); err != nil || !ro || path != filepath.Join(dir, "disk") {
+		t.Errorf("read-only local claim: %q %v, %v", path, ro, err)
 	}
-	if _, err := mount("pending"); err == nil || !strings.Contains(err.Error(), "has non-bound phase") {
+	if _, _, err := mount(claiming("pending", false)); err == nil || !strings.Contains(err.Error(), "failed to process volumes=[data]: PVC default/pending has non-bound phase") {
 		t.Errorf("pending claim: %v", err)
 	}
-	zone = "b"
-	if _, err := mount("elsewhere"); err == nil || !strings.Contains(err.Error(), "NodeAffinity check failed") {
-		t.Errorf("volume for other nodes: %v", err)
+
+	claims.volumes["pv-elsewhere"].Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"b"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	go func() { _ = e.vm.WaitForAttachAndMount(ctx, claiming("elsewhere", false)) }()
+	if ev := waitEvent(t, e); !strings.Contains(ev, `MountVolume.NodeAffinity check failed for volume "pv-elsewhere"`) {
+		t.Errorf("volume for other nodes: %s", ev)
 	}
-	standalone := newTestEnv(t)
-	pod := newPod("p", ctr("app"))
-	pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
-		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "host"}}}}
-	if _, _, err := standalone.mgr.volumeHostPath(context.Background(), pod, v1.VolumeMount{Name: "data"}); err == nil || !strings.Contains(err.Error(), "needs the API server") {
+
+	standalone := newEnv(t)
+	if err := standalone.mount(claiming("host", false)); err == nil || !strings.Contains(err.Error(), "needs the API server") {
 		t.Errorf("standalone: %v", err)
 	}
 }

@@ -1,10 +1,14 @@
-package runtime
+package plugins
 
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"syscall"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func gidOf(t *testing.T, path string) (uint32, os.FileMode) {
@@ -48,5 +52,37 @@ func TestEmptyDirTakesTheFSGroup(t *testing.T) {
 	}
 	if _, mode := gidOf(t, plain); mode.Perm() != 0o777 || mode&os.ModeSetgid != 0 {
 		t.Errorf("without fsGroup: mode %v, want 0777", mode)
+	}
+}
+
+// A medium: Memory emptyDir gets a tmpfs of its size limit once; setting it up again (a
+// restart) does not mount over what it holds; tearing it down unmounts and removes it.
+func TestMemoryEmptyDirGetsTmpfsOnce(t *testing.T) {
+	e := newEnv(t)
+	limit := resource.MustParse("64Mi")
+	pod := mounting("tmpfs",
+		v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}},
+		v1.Volume{Name: "disk", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	)
+	for range 2 {
+		for _, name := range []string{"mem", "disk"} {
+			if _, err := e.setUp(pod, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := filepath.Join(e.root, "pods", "uid-tmpfs", "volumes", emptyDirPlugin, "mem")
+	if want := map[string]int64{dir: 64 << 20}; !reflect.DeepEqual(e.mounter.snapshot(), want) {
+		t.Errorf("tmpfs mounts = %v, want %v", e.mounter.snapshot(), want)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o777 {
+		t.Errorf("emptyDir %s: %v, want world-writable", dir, err)
+	}
+	empty := &EmptyDir{mounter: e.mounter}
+	if err := empty.TearDown(pod.UID, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || len(e.mounter.snapshot()) != 0 {
+		t.Errorf("after TearDown: %v, mounts %v", err, e.mounter.snapshot())
 	}
 }

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -17,14 +16,21 @@ import (
 
 const (
 	defaultTermMessagePath = "/dev/termination-log"
-	emptyDirPlugin         = "kubernetes.io~empty-dir"
 	etcHostsPath           = "/etc/hosts"
 )
 
+// Volumes is what the runtime needs of the volume manager, which sets a pod's volumes up
+// before its sync creates containers: where each volume is on the host.
+type Volumes interface {
+	// HostPath returns where pod's volume name is on the host, with subPath (relative,
+	// without '..') inside it, and whether containers may only read it.
+	HostPath(pod *v1.Pod, name, subPath string) (path string, readOnly bool, err error)
+}
+
 // containerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
-// the termination message file. It creates the host side of each. vars are the container's
-// environment, which subPathExpr expands from.
-func (m *manager) containerMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
+// the termination message file. vars are the container's environment, which subPathExpr
+// expands from.
+func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
 	for _, vm := range c.VolumeMounts {
@@ -32,8 +38,10 @@ func (m *manager) containerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		if err != nil {
 			return nil, err
 		}
-		vm.SubPath = sub
-		hostPath, readOnly, err := m.volumeHostPath(ctx, pod, vm)
+		if m.volumes == nil {
+			return nil, fmt.Errorf("volume mount %q: nodelet runs without a volume manager", vm.Name)
+		}
+		hostPath, readOnly, err := m.volumes.HostPath(pod, vm.Name, sub)
 		if err != nil {
 			return nil, err
 		}
@@ -62,68 +70,27 @@ func (m *manager) containerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	return mounts, nil
 }
 
-// volumeHostPath finds the host directory behind a volume mount, creating it where the volume
-// type says so, and applies subPath. readOnly is set for volumes nodelet writes the files of
-// (configMap, secret, downwardAPI, projected): containers only read them.
-func (m *manager) volumeHostPath(ctx context.Context, pod *v1.Pod, vm v1.VolumeMount) (path string, readOnly bool, err error) {
-	var vol *v1.Volume
-	for i := range pod.Spec.Volumes {
-		if pod.Spec.Volumes[i].Name == vm.Name {
-			vol = &pod.Spec.Volumes[i]
-		}
-	}
-	if vol == nil {
-		return "", false, fmt.Errorf("volume mount %q: no such volume", vm.Name)
-	}
-	var base string
-	switch plugin := objectVolumePlugin(vol); {
-	case vol.EmptyDir != nil:
-		base = filepath.Join(m.podDir(string(pod.UID)), "volumes", emptyDirPlugin, vol.Name)
-		if err := prepareEmptyDir(base, fsGroup(pod)); err != nil {
-			return "", false, fmt.Errorf("emptyDir %q: %w", vol.Name, err)
-		}
-	case vol.HostPath != nil:
-		if err := prepareHostPath(vol.HostPath); err != nil {
-			return "", false, fmt.Errorf("hostPath %q: %w", vol.Name, err)
-		}
-		base = vol.HostPath.Path
-	case plugin != "":
-		base, readOnly = m.volumeDir(pod, plugin, vol.Name), true // written by setUpVolumes
-	case vol.PersistentVolumeClaim != nil:
-		if base, readOnly, err = m.claimPath(ctx, pod, vol); err != nil {
-			return "", false, err
-		}
-	default:
-		return "", false, fmt.Errorf("volume %q: unsupported volume type (nodelet supports emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath and local volumes)", vol.Name)
-	}
-	if vm.SubPath == "" {
-		return base, readOnly, nil
-	}
-	if filepath.IsAbs(vm.SubPath) {
-		return "", false, fmt.Errorf("error SubPath `%s` must not be an absolute path", vm.SubPath)
-	}
-	if slices.Contains(strings.Split(vm.SubPath, "/"), "..") {
-		return "", false, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", vm.SubPath)
-	}
-	full := filepath.Join(base, filepath.Clean(vm.SubPath))
-	if _, err := os.Stat(full); os.IsNotExist(err) {
-		if readOnly {
-			return "", false, fmt.Errorf("volume mount %q: subPath %q does not exist in the volume", vm.Name, vm.SubPath)
-		}
-		if err := mkdirWorldWritable(full); err != nil {
-			return "", false, fmt.Errorf("volume mount %q subPath: %w", vm.Name, err)
-		}
-	}
-	return full, readOnly, nil
-}
-
 // subPath is the mount's subPath, or its subPathExpr expanded from the container's
 // environment: as upstream, every variable it names must be set and not empty, and backticks
-// (a shell's command substitution) are refused.
+// (a shell's command substitution) are refused. Either must stay inside the volume.
 func subPath(vm v1.VolumeMount, vars map[string]string) (string, error) {
-	if vm.SubPathExpr == "" {
-		return vm.SubPath, nil
+	sub := vm.SubPath
+	if vm.SubPathExpr != "" {
+		var err error
+		if sub, err = expandSubPath(vm, vars); err != nil {
+			return "", err
+		}
 	}
+	if filepath.IsAbs(sub) {
+		return "", fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
+	}
+	if slices.Contains(strings.Split(sub, "/"), "..") {
+		return "", fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
+	}
+	return sub, nil
+}
+
+func expandSubPath(vm v1.VolumeMount, vars map[string]string) (string, error) {
 	if strings.Contains(vm.SubPathExpr, "`") {
 		return "", fmt.Errorf("volume mount %q: subPathExpr %q must not contain backticks", vm.Name, vm.SubPathExpr)
 	}
@@ -139,54 +106,6 @@ func subPath(vm v1.VolumeMount, vars map[string]string) (string, error) {
 		return "", fmt.Errorf("missing value for %s", strings.Join(slices.Sorted(maps.Keys(missing)), ", "))
 	}
 	return expanded, nil
-}
-
-// mkdirWorldWritable creates dir with mode 0777 regardless of umask, as emptyDir volumes are
-// shared by containers running as different users.
-func mkdirWorldWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
-	}
-	return os.Chmod(dir, 0o777)
-}
-
-// prepareHostPath creates or checks the host path as its type asks.
-func prepareHostPath(hp *v1.HostPathVolumeSource) error {
-	typ := v1.HostPathUnset
-	if hp.Type != nil {
-		typ = *hp.Type
-	}
-	switch typ {
-	case v1.HostPathDirectoryOrCreate:
-		return os.MkdirAll(hp.Path, 0o755)
-	case v1.HostPathFileOrCreate:
-		if err := os.MkdirAll(filepath.Dir(hp.Path), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_RDONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	case v1.HostPathUnset:
-		return nil
-	}
-	fi, err := os.Stat(hp.Path)
-	if err != nil {
-		return err
-	}
-	mode := fi.Mode()
-	ok := map[v1.HostPathType]bool{
-		v1.HostPathDirectory: mode.IsDir(),
-		v1.HostPathFile:      mode.IsRegular(),
-		v1.HostPathSocket:    mode&os.ModeSocket != 0,
-		v1.HostPathCharDev:   mode&os.ModeCharDevice != 0,
-		v1.HostPathBlockDev:  mode&os.ModeDevice != 0 && mode&os.ModeCharDevice == 0,
-	}[typ]
-	if !ok {
-		return fmt.Errorf("%s is not a %s", hp.Path, typ)
-	}
-	return nil
 }
 
 func propagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {

@@ -1,13 +1,46 @@
-package runtime
+package plugins
 
 import (
+	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
+
+const emptyDirPlugin = "kubernetes.io~empty-dir"
+
+// EmptyDir sets up emptyDir volumes in the pod's directory, on a tmpfs for medium Memory.
+type EmptyDir struct{ mounter mount.Mounter }
+
+func (*EmptyDir) Name() string { return emptyDirPlugin }
+
+func (*EmptyDir) CanSetUp(s *volumes.Spec) bool { return s.Volume.EmptyDir != nil }
+
+func (e *EmptyDir) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, dir string) (volumes.Mount, error) {
+	if src := s.Volume.EmptyDir; src.Medium == v1.StorageMediumMemory {
+		var size int64
+		if src.SizeLimit != nil {
+			size = src.SizeLimit.Value()
+		}
+		if err := ensureTmpfs(e.mounter, pod, dir, size); err != nil {
+			return volumes.Mount{}, fmt.Errorf("emptyDir %q: %w", s.Volume.Name, err)
+		}
+	}
+	if err := prepareEmptyDir(dir, fsGroup(pod)); err != nil {
+		return volumes.Mount{}, fmt.Errorf("emptyDir %q: %w", s.Volume.Name, err)
+	}
+	return volumes.Mount{Path: dir}, nil
+}
+
+func (e *EmptyDir) TearDown(_ types.UID, dir string) error { return removeVolumeDir(e.mounter, dir) }
 
 // fsGroup is the pod's securityContext.fsGroup, nil when unset.
 func fsGroup(pod *v1.Pod) *int64 {

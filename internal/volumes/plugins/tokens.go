@@ -1,4 +1,4 @@
-package runtime
+package plugins
 
 import (
 	"context"
@@ -10,12 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// TokenGetter requests bound service account tokens for projected volumes. The ObjectGetter
-// given in Options may implement it; without it serviceAccountToken sources fail.
-type TokenGetter interface {
-	CreateServiceAccountToken(ctx context.Context, namespace, serviceAccount string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error)
-}
 
 const (
 	defaultTokenExpiration = 3600 // seconds, the API default for projected tokens
@@ -37,18 +31,18 @@ type cachedToken struct {
 // tokenCache keeps each pod's tokens until they are due for refresh: at 80% of their
 // lifetime or after a day, as kubelet refreshes them, so every sync does not mint a new one.
 type tokenCache struct {
+	getter  TokenGetter // nil: no API server to ask
 	mu      sync.Mutex
 	entries map[tokenKey]cachedToken
 	now     func() time.Time
 }
 
-func newTokenCache() *tokenCache {
-	return &tokenCache{entries: map[tokenKey]cachedToken{}, now: time.Now}
+func newTokenCache(g TokenGetter) *tokenCache {
+	return &tokenCache{getter: g, entries: map[tokenKey]cachedToken{}, now: time.Now}
 }
 
-func (tc *tokenCache) get(ctx context.Context, getter ObjectGetter, pod *v1.Pod, proj *v1.ServiceAccountTokenProjection) (string, error) {
-	tg, ok := getter.(TokenGetter)
-	if !ok {
+func (tc *tokenCache) get(ctx context.Context, pod *v1.Pod, proj *v1.ServiceAccountTokenProjection) (string, error) {
+	if tc.getter == nil {
 		return "", fmt.Errorf("serviceAccountToken %q: no API server to request tokens from", proj.Path)
 	}
 	sa := pod.Spec.ServiceAccountName
@@ -73,7 +67,7 @@ func (tc *tokenCache) get(ctx context.Context, getter ObjectGetter, pod *v1.Pod,
 	if proj.Audience != "" {
 		req.Spec.Audiences = []string{proj.Audience}
 	}
-	resp, err := tg.CreateServiceAccountToken(ctx, pod.Namespace, sa, req)
+	resp, err := tc.getter.CreateServiceAccountToken(ctx, pod.Namespace, sa, req)
 	if err != nil {
 		return "", fmt.Errorf("request token for service account %s/%s: %w", pod.Namespace, sa, err)
 	}

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/plugins"
+)
+
+// newVolumes builds the volume manager over every plugin; in cluster mode they read objects
+// and claims and request tokens through the API. run() wires its pod states and starts it.
+func (n *agent) newVolumes() *volumes.Manager {
+	n.podStates = &podStates{}
+	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: firstOr(hostIPs(n.cfg.NodeIP))}
+	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates, Node: n.node, Recorder: n.recorder}
+	if n.objects != nil {
+		deps.Objects, deps.Tokens = n.objects, n.objects
+		opts.Claims = n.objects
+	}
+	opts.Plugins = plugins.All(deps)
+	return volumes.New(opts)
+}
+
+// podStates answers the volume manager from the pod workers, the pod manager and the PLEG's
+// view of the runtime. Until wired (run-once mode never is) no pod's containers are gone.
+type podStates struct {
+	worker       func(uid types.UID) (podworkers.State, bool)
+	wanted       func(uid types.UID) bool
+	running      func() ([]*runtime.RunningPod, time.Time)
+	sourcesReady func() bool
+}
+
+// wire hands over what run() builds; the volume manager starts after it.
+func (p *podStates) wire(n *agent, w *podworkers.PodWorkers, r *pleg.PLEG, sourcesReady func() bool) {
+	p.wanted = func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }
+	p.worker, p.running, p.sourcesReady = w.State, r.RunningPods, sourcesReady
+}
+
+// ContainersGone: a pod with a worker is gone once the worker has terminated it. A pod
+// without one is gone once every source has been seen, no source wants it and the runtime
+// runs nothing of it (a pod left from before a restart).
+func (p *podStates) ContainersGone(uid types.UID) bool {
+	if p.worker == nil {
+		return false
+	}
+	if state, ok := p.worker(uid); ok {
+		return state == podworkers.Terminated
+	}
+	if !p.sourcesReady() || p.wanted(uid) {
+		return false
+	}
+	listed, at := p.running()
+	if at.IsZero() {
+		return false
+	}
+	for _, rp := range listed {
+		if rp.UID == uid {
+			return !runs(rp)
+		}
+	}
+	return true
+}
+
+// runs reports whether any container of rp runs or is about to, or its sandbox is ready.
+func runs(rp *runtime.RunningPod) bool {
+	for _, sb := range rp.Sandboxes {
+		if sb.Ready {
+			return true
+		}
+	}
+	for _, c := range rp.Containers {
+		if c.State == runtime.StateRunning || c.State == runtime.StateCreated {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,150 @@
+// Package volumes is the volume manager: it keeps the volumes of the pods that should run
+// here (the desired state) and what is set up (the actual state), and a reconciler sets up
+// and tears down volumes outside the pod workers, through one plugin per volume type. The pod
+// sync waits for a pod's volumes before it creates containers, and hands the pod back once
+// its containers are gone; the runtime asks where each volume is. At start the actual state
+// is rebuilt from what is under the root dir, so a restart neither sets up live volumes again
+// nor leaks those of pods that went away meanwhile.
+package volumes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/volumes/mount"
+)
+
+// Options configure the volume manager.
+type Options struct {
+	// RootDir holds the pods' volumes under RootDir/pods/<uid>/volumes/<plugin>/<name>.
+	RootDir string
+	// Plugins set up the volume types nodelet supports, the first that can wins.
+	Plugins []Plugin
+	// Pods says when a pod's containers are gone, so its volumes may go; nil keeps every
+	// volume.
+	Pods PodStates
+	// Claims reads PersistentVolumeClaims and PersistentVolumes; nil (standalone) refuses
+	// persistentVolumeClaim volumes.
+	Claims ClaimGetter
+	// Node returns this node, for PersistentVolumes' node affinity; nil refuses volumes that
+	// have one.
+	Node func() *v1.Node
+	// Recorder receives FailedMount events; nil drops them.
+	Recorder record.EventRecorder
+	// Mounter is the host's mount table (default mount.Host{}).
+	Mounter mount.Mounter
+	// Clock drives back-off and timeouts (default the real clock).
+	Clock clock.Clock
+}
+
+// Manager is the volume manager. Start it with Run.
+type Manager struct {
+	rootDir string
+	plugins []Plugin
+	claims  ClaimGetter
+	node    func() *v1.Node
+	mounter mount.Mounter
+	clock   clock.Clock
+	desired *desiredState
+	actual  *actualState
+	rec     *reconciler
+	// mountTimeout bounds WaitForAttachAndMount and TearDownPod.
+	mountTimeout time.Duration
+}
+
+// New returns a manager whose actual state holds the volumes found under opts.RootDir.
+func New(opts Options) *Manager {
+	if opts.Recorder == nil {
+		opts.Recorder = &record.FakeRecorder{} // nil channel: events are dropped
+	}
+	if opts.Mounter == nil {
+		opts.Mounter = mount.Host{}
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Pods == nil {
+		opts.Pods = neverGone{}
+	}
+	m := &Manager{
+		rootDir: opts.RootDir, plugins: opts.Plugins, claims: opts.Claims, node: opts.Node,
+		mounter: opts.Mounter, clock: opts.Clock, mountTimeout: podAttachAndMountTimeout,
+		desired: newDesiredState(), actual: newActualState(),
+	}
+	m.rec = &reconciler{
+		m: m, pods: opts.Pods, recorder: opts.Recorder, clock: opts.Clock, wake: make(chan struct{}, 1),
+		busy: map[volumeKey]bool{}, retries: map[volumeKey]*retry{},
+	}
+	m.reconstruct()
+	return m
+}
+
+// neverGone keeps every volume: nothing says when containers are gone.
+type neverGone struct{}
+
+func (neverGone) ContainersGone(types.UID) bool { return false }
+
+// Run runs the reconciler until ctx ends.
+func (m *Manager) Run(ctx context.Context) error {
+	m.rec.run(ctx)
+	return nil
+}
+
+func (m *Manager) podDir(uid types.UID) string {
+	return filepath.Join(m.rootDir, "pods", string(uid))
+}
+
+func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.podDir(uid), "volumes", plugin, name)
+}
+
+// HostPath returns where pod's volume name is on the host, with subPath inside it (made
+// when missing, unless containers only read the volume), and whether containers may only
+// read it. The volume must be set up: the pod sync waited for it.
+func (m *Manager) HostPath(pod *v1.Pod, name, subPath string) (string, bool, error) {
+	mnt, ok := m.actual.mount(volumeKey{pod.UID, name})
+	if !ok {
+		if !hasVolume(pod, name) {
+			return "", false, fmt.Errorf("volume mount %q: no such volume", name)
+		}
+		return "", false, fmt.Errorf("volume %q is not set up", name)
+	}
+	if subPath == "" {
+		return mnt.Path, mnt.ReadOnly, nil
+	}
+	path, err := subPathIn(mnt, name, subPath)
+	return path, mnt.ReadOnly, err
+}
+
+func hasVolume(pod *v1.Pod, name string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RemovePodDir removes pods/<uid> once nothing of the pod is set up or mounted below it.
+func (m *Manager) RemovePodDir(uid types.UID) error {
+	if vols := m.actual.volumes(uid); len(vols) > 0 {
+		return fmt.Errorf("pod %s still has %d volumes set up", uid, len(vols))
+	}
+	dir := m.podDir(uid)
+	points, err := m.mounter.MountsUnder(dir)
+	if err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	}
+	if len(points) > 0 {
+		return fmt.Errorf("pod %s: still mounted below its directory: %v", uid, points)
+	}
+	return os.RemoveAll(dir)
+}

@@ -1,0 +1,89 @@
+// Package plugins holds the volume types nodelet sets up: emptyDir, hostPath, configMap,
+// secret, downwardAPI, projected (with service account tokens) and the hostPath and local
+// PersistentVolumes behind persistentVolumeClaims.
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/downward"
+	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
+)
+
+// TokenGetter requests bound service account tokens for projected volumes.
+type TokenGetter interface {
+	CreateServiceAccountToken(ctx context.Context, namespace, serviceAccount string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error)
+}
+
+// Deps are what the plugins read and mount with.
+type Deps struct {
+	// Objects reads ConfigMaps and Secrets; nil (standalone) makes every such volume fail
+	// with an error naming the object.
+	Objects objects.Getter
+	// Tokens requests service account tokens; nil makes serviceAccountToken sources fail.
+	Tokens TokenGetter
+	// Mounter mounts tmpfs for memory-backed emptyDirs, secrets and projected volumes
+	// (default mount.Host{}).
+	Mounter mount.Mounter
+	// NodeName and NodeIP answer spec.nodeName and status.hostIP in downwardAPI volumes.
+	NodeName, NodeIP string
+	// Capacity is what an unset limit reads as in downwardAPI volumes (default the machine's).
+	Capacity func() downward.Capacity
+}
+
+// All returns every plugin, in the order the volume manager tries them.
+func All(d Deps) []volumes.Plugin {
+	if d.Mounter == nil {
+		d.Mounter = mount.Host{}
+	}
+	if d.Capacity == nil {
+		d.Capacity = downward.MachineCapacity
+	}
+	tokens := newTokenCache(d.Tokens)
+	return []volumes.Plugin{
+		&EmptyDir{mounter: d.Mounter},
+		HostPath{},
+		Local{},
+		newObjectPlugin(configMapPlugin, d, tokens),
+		newObjectPlugin(secretPlugin, d, tokens),
+		newObjectPlugin(downwardAPIPlugin, d, tokens),
+		newObjectPlugin(projectedPlugin, d, tokens),
+	}
+}
+
+// removeVolumeDir unmounts what is at or below dir (a tmpfs, or what a container mounted
+// there with bidirectional propagation) and then removes it.
+func removeVolumeDir(m mount.Mounter, dir string) error {
+	if err := mount.UnmountAll(m, dir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove volume directory: %w", err)
+	}
+	return nil
+}
+
+// ensureTmpfs creates dir and mounts a tmpfs of at most size bytes on it, unless one is
+// there already: a restart must not hide what a volume holds.
+func ensureTmpfs(m mount.Mounter, pod *v1.Pod, dir string, size int64) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	mounted, err := m.IsMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	if err := m.MountTmpfs(dir, size); err != nil {
+		return fmt.Errorf("mount tmpfs: %w", err)
+	}
+	klog.V(2).InfoS("Mounted tmpfs for volume", "pod", klog.KObj(pod), "path", dir, "sizeBytes", size)
+	return nil
+}
