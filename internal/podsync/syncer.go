@@ -165,7 +165,10 @@ func (s *Syncer) waitForVolumes(ctx context.Context, pod *v1.Pod, starting bool)
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() == nil && s.Recorder != nil {
+	// As upstream: a wait that timed out posts nothing (the reconciler's FailedMount events
+	// for each failed set-up say why); one that failed otherwise (volumes that cannot be
+	// resolved) posts FailedMount.
+	if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) && s.Recorder != nil {
 		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedMount", "Unable to attach or mount volumes: %v", err)
 	}
 	return fmt.Errorf("unable to attach or mount volumes: %w", err)

@@ -3,6 +3,7 @@ package podsync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,7 @@ func (f *fakeVolumes) RemovePodDir(uid types.UID) error {
 func TestVolumesNotSetUpStopTheSync(t *testing.T) {
 	rt := &fakeRuntime{}
 	root := t.TempDir()
-	vols := &fakeVolumes{root: root, mountErr: errors.New("unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: timed out waiting for the condition")}
+	vols := &fakeVolumes{root: root, mountErr: errors.New("unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: PVC ns/x has non-bound phase (\"Pending\")")}
 	recorder := record.NewFakeRecorder(10)
 	steps := timeline.New()
 	s := New(Deps{
@@ -60,9 +61,19 @@ func TestVolumesNotSetUpStopTheSync(t *testing.T) {
 	if err == nil || rt.synced != 0 {
 		t.Fatalf("SyncPod = %v with %d runtime syncs, want an error and none", err, rt.synced)
 	}
-	want := "Warning FailedMount Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: timed out waiting for the condition"
+	want := "Warning FailedMount Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: PVC ns/x has non-bound phase (\"Pending\")"
 	if got := <-recorder.Events; got != want {
 		t.Errorf("event %q, want %q", got, want)
+	}
+	// A wait that timed out posts nothing, as upstream: the set-up failures had their events.
+	vols.mountErr = fmt.Errorf("unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: %w", context.DeadlineExceeded)
+	if _, err := s.SyncPod(context.Background(), pod); err == nil {
+		t.Fatal("SyncPod succeeded with volumes not set up")
+	}
+	select {
+	case got := <-recorder.Events:
+		t.Errorf("a timed-out wait posted %q", got)
+	default:
 	}
 	tl, _ := steps.Get(pod.Namespace, pod.Name)
 	if n := len(tl.Steps); n == 0 || tl.Steps[n-1].Name != timeline.VolumesMounted || tl.Steps[n-1].Error == "" {

@@ -17,8 +17,9 @@ import (
 // podAttachAndMountTimeout is how long a pod sync waits for the pod's volumes, upstream's.
 const podAttachAndMountTimeout = 2*time.Minute + 3*time.Second
 
-// ErrTimeout ends a wait that ran out of time, in the words upstream's users know.
-var ErrTimeout = errors.New("timed out waiting for the condition")
+// ErrTimeout ends a wait that ran out of time. It is the context's deadline error, as
+// upstream's wait returns it ("... failed to process volumes=[]: context deadline exceeded").
+var ErrTimeout = context.DeadlineExceeded
 
 // WaitForAttachAndMount puts pod (this version of it) in the desired state, asks for its
 // Refresher volumes to be set up again, and waits until every volume its containers use is

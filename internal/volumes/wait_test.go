@@ -26,7 +26,7 @@ func TestWaitForAttachAndMountTimesOut(t *testing.T) {
 	}
 	e.clock.Step(time.Second)
 	err := <-done
-	want := "unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: timed out waiting for the condition"
+	want := "unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: context deadline exceeded"
 	if err == nil || err.Error() != want || !errors.Is(err, ErrTimeout) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
