@@ -254,11 +254,13 @@ status() {
 
 # own_shims prints pids of runc shims serving this containerd (not the distro one).
 own_shims() {
-	local cmdline_file pid
+	local cmdline_file pid cmdline
 	for cmdline_file in /proc/[0-9]*/cmdline; do
 		pid=${cmdline_file#/proc/}
 		pid=${pid%/cmdline}
-		tr '\0' ' ' 2>/dev/null <"$cmdline_file" | grep -q "containerd-shim[^ ]* .*-address $SOCKET " && echo "$pid"
+		# Read whole, not piped into grep -q: under pipefail its early exit can fail the pipe.
+		cmdline=$(tr '\0' ' ' 2>/dev/null <"$cmdline_file") || continue
+		[[ $cmdline =~ containerd-shim[^\ ]*\ .*-address\ $SOCKET\  ]] && echo "$pid"
 	done
 	return 0
 }

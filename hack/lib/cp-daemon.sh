@@ -8,8 +8,11 @@ daemon_pid() {
 	[[ -f $pidfile ]] || return 1
 	pid=$(<"$pidfile")
 	[[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
-	# Guard against pid reuse: the command line must still name the program's binary.
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$(<"$CP_RUN/$name.cmd")" || return 1
+	# Guard against pid reuse: the command line must still name the program's binary. (No
+	# pipe into grep -q: under pipefail its early exit can fail the pipeline with SIGPIPE.)
+	local cmdline
+	cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	[[ $cmdline == *"$(<"$CP_RUN/$name.cmd")"* ]] || return 1
 	echo "$pid"
 }
 
@@ -36,7 +39,7 @@ daemon_start() {
 	# Until the forked shell has exec'd the binary, daemon_pid would take it for dead.
 	local i
 	for ((i = 0; i < 50; i++)); do
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$binary" && break
+		daemon_pid "$name" >/dev/null && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
