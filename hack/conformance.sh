@@ -47,6 +47,9 @@ ROOT_DIR=/var/lib/kubelet
 BUSY_PATTERN='go test -tags e2e|e2e.test|hack/bench|make test'
 KUBELETS_PATTERN='bin/nodelet |cp/bin/kubelet '
 LABELS='NodeConformance && !Serial && !Flaky && !Feature && !Disruptive'
+# As the node suite's own harness sets up a kubelet on a host without systemd: the kubelet in
+# /kubelet, the host's processes in /system (the Summary API spec expects a "misc" container).
+SYSTEM_CGROUPS=$'cgroupRoot: /\nkubeletCgroups: /kubelet\nsystemCgroups: /system'
 
 # One id per invocation, kept across the re-exec under the lock: columns of one id come from one run.
 export CONFORMANCE_INVOCATION=${CONFORMANCE_INVOCATION:-$(date -u +%Y%m%dT%H%M%SZ)-$$}
@@ -117,7 +120,7 @@ start_nodelet() {
 	local dir=$RUN_DIR/nodelet
 	mkdir -p "$dir/manifests" "$dir/work"
 	# The serial specs rewrite this file (from /configz) and restart nodelet on it.
-	printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n' >"$dir/work/kubelet-config"
+	printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n%s\n' "$SYSTEM_CGROUPS" >"$dir/work/kubelet-config"
 	save_tunables
 	launch "$dir" nodelet.log "$REPO_ROOT/_output/bin/nodelet" --config "$dir/work/kubelet-config" \
 		--kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
@@ -197,6 +200,7 @@ authentication:
 authorization: {mode: Webhook}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+$SYSTEM_CGROUPS
 EOF
 	launch "$dir" kubelet.log "$CP_BIN/kubelet" --config "$dir/work/kubelet-config" --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" \
 		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2

@@ -101,6 +101,13 @@ func (m *Manager) Start() error {
 		if err := m.ensure(m.qosPath(class)); err != nil {
 			return err
 		}
+		// As upstream makes them in every v1 hierarchy, name=systemd included (where its
+		// existence check looks); runc makes the pods' own paths there.
+		for _, h := range m.named() {
+			if _, err := m.ensurePath(h, m.qosPath(class)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := m.apply(m.qosPath(v1.PodQOSGuaranteed), limits{cpuShares: m.nodeShares}); err != nil {
 		return err
@@ -215,6 +222,17 @@ func (m *Manager) updateBurstableShares() error {
 		total += shares
 	}
 	return m.apply(m.qosPath(v1.PodQOSBurstable), limits{cpuShares: min(maxShares, max(minShares, total))})
+}
+
+// named are the v1 hierarchies with no controller (name=systemd): only directories go there.
+func (m *Manager) named() []hierarchy {
+	var out []hierarchy
+	for _, h := range m.all {
+		if !h.v2 && len(h.controllers) == 0 {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func (m *Manager) cpuHierarchy() (hierarchy, bool) {

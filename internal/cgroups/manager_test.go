@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,14 +77,15 @@ func exists(path string) bool {
 func TestStartCreatesQoSCgroupsInEveryV1Controller(t *testing.T) {
 	f := newFakeV1(t)
 	m := startManager(t, f, Options{NodeMilliCPU: 2000})
-	for _, mount := range v1Mounts {
+	// In the name=systemd tree too, where upstream's existence check looks (directories only).
+	for _, mount := range append(slices.Clone(v1Mounts), "systemd") {
 		for _, p := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
 			if !exists(filepath.Join(f.root, mount, p)) {
 				t.Errorf("%s/%s missing", mount, p)
 			}
 		}
 	}
-	for _, mount := range []string{"systemd", "unified", "not-a-mount"} {
+	for _, mount := range []string{"unified", "not-a-mount"} {
 		if exists(filepath.Join(f.root, mount, "kubepods")) {
 			t.Errorf("kubepods made in %s", mount)
 		}

@@ -122,8 +122,10 @@ func (h HostPaths) cgroupMemory(paths map[string]string) (nodeMemory, bool) {
 		stat, serr := readKeyValues(filepath.Join(dir, "memory.stat"))
 		if err == nil && serr == nil {
 			usage, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+			// Faults are the cgroup's own (v1 "pgfault", not the subtree's "total_"), as
+			// cAdvisor reports them: the pods cgroup itself runs nothing and reports few.
 			return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["total_inactive_file"]), rss: stat["total_rss"],
-				pageFaults: stat["total_pgfault"], majorPageFaults: stat["total_pgmajfault"],
+				pageFaults: stat["pgfault"], majorPageFaults: stat["pgmajfault"],
 				capacity: memoryLimit(filepath.Join(dir, "memory.limit_in_bytes"))}, true
 		}
 	}

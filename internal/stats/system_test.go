@@ -11,10 +11,10 @@ func TestSystemContainersAndPodProcessCount(t *testing.T) {
 		"proc/42/cgroup": "4:memory:/system.slice/containerd.service\n3:pids:/kubepods/pod1/sb\n2:cpu,cpuacct:/system.slice/containerd.service\n0::/\n",
 		"cgroup/cpu,cpuacct/system.slice/containerd.service/cpuacct.usage":    "5000000000\n",
 		"cgroup/memory/system.slice/containerd.service/memory.usage_in_bytes": "1000\n",
-		"cgroup/memory/system.slice/containerd.service/memory.stat":           "total_inactive_file 300\ntotal_rss 600\ntotal_pgfault 7\ntotal_pgmajfault 1\n",
+		"cgroup/memory/system.slice/containerd.service/memory.stat":           "total_inactive_file 300\ntotal_rss 600\npgfault 7\npgmajfault 1\ntotal_pgfault 70000\ntotal_pgmajfault 10\n",
 		"cgroup/cpuacct/kubepods/cpuacct.usage":                               "9\n",
 		"cgroup/memory/kubepods/memory.usage_in_bytes":                        "2000\n",
-		"cgroup/memory/kubepods/memory.stat":                                  "total_inactive_file 500\n",
+		"cgroup/memory/kubepods/memory.stat":                                  "total_inactive_file 500\npgfault 0\ntotal_pgfault 2049692\n",
 		"cgroup/memory/kubepods/memory.limit_in_bytes":                        "4000\n",
 		"cgroup/memory/system.slice/containerd.service/memory.limit_in_bytes": "9223372036854771712\n",
 		"cgroup/pids/kubepods/pod1/pids.current":                              "3\n",
@@ -29,10 +29,12 @@ func TestSystemContainersAndPodProcessCount(t *testing.T) {
 		t.Fatalf("got %d system containers, want runtime and pods (pid 99 has no cgroup file): %+v", len(got), got)
 	}
 	rt, pods := got[0], got[1]
-	if rt.Name != "runtime" || *rt.CPU.UsageCoreNanoSeconds != 5e9 || *rt.Memory.WorkingSetBytes != 700 || *rt.Memory.RSSBytes != 600 {
+	if rt.Name != "runtime" || *rt.CPU.UsageCoreNanoSeconds != 5e9 || *rt.Memory.WorkingSetBytes != 700 || *rt.Memory.RSSBytes != 600 ||
+		*rt.Memory.PageFaults != 7 || *rt.Memory.MajorPageFaults != 1 {
 		t.Errorf("runtime: %+v cpu %+v memory %+v", rt, rt.CPU, rt.Memory)
 	}
-	if pods.Name != "pods" || *pods.Memory.WorkingSetBytes != 1500 || *pods.CPU.UsageCoreNanoSeconds != 9 {
+	// The pods cgroup's own faults, not its subtree's (the summary spec bounds them by 1e6 on v1).
+	if pods.Name != "pods" || *pods.Memory.WorkingSetBytes != 1500 || *pods.CPU.UsageCoreNanoSeconds != 9 || *pods.Memory.PageFaults != 0 {
 		t.Errorf("pods: cpu %+v memory %+v", pods.CPU, pods.Memory)
 	}
 	// What the limit leaves is available; a cgroup without a limit reports no availableBytes.
