@@ -97,10 +97,25 @@ ensure_token_file() {
 	(umask 077 && echo "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'),e2e-admin,e2e-admin,system:masters" >"$TOKEN_FILE")
 }
 
+# ensure_audit_policy: the API server records one event per request of the bench's node
+# (make bench counts a kubelet's API requests from it) and nothing else.
+ensure_audit_policy() {
+	cat >"$CP_DIR/audit-policy.yaml" <<'EOF_POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [ResponseStarted, ResponseComplete, Panic]
+rules:
+- level: Metadata
+  users: ["system:node:bench-node"]
+- level: None
+EOF_POLICY
+}
+
 start_apiserver() {
 	local client
 	read -r client _ <"$CP_RUN/etcd.ports"
 	ensure_token_file
+	ensure_audit_policy
 	# No --kubelet-certificate-authority: nodelet serves :10250 with a self-signed cert.
 	# ServiceAccount/TaintNodesByCondition admission are off as in the node e2e suite's own
 	# services, so pods never race the "default" ServiceAccount.
@@ -132,6 +147,9 @@ start_apiserver() {
 		--allow-privileged=true \
 		--enable-admission-plugins NodeRestriction \
 		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
+		--audit-policy-file "$CP_DIR/audit-policy.yaml" \
+		--audit-log-path "$CP_LOG/audit.log" --audit-log-format json \
+		--audit-log-maxsize 100 --audit-log-maxbackup 1 \
 		--profiling=false
 	wait_until "$READY_TIMEOUT" kube-apiserver admin_kubectl get --raw /readyz
 }

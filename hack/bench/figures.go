@@ -21,6 +21,7 @@ func renderFigures(w writer, r *results) {
 			ratioCell(f.nodelet, f.upstream), ratioCell(f.nodelet, f.floor))
 	}
 	renderDensity(w, r)
+	renderAPIVerbs(w, r)
 }
 
 // secs turns a duration getter into a sample getter.
@@ -62,7 +63,9 @@ func figures(r *results) []figure {
 		both("first restart: finishedAt → new startedAt (runtime clock)", fmtSec, secs(func(s *subjectResult) time.Duration { return s.restart.runtime })),
 		both("first restart: the same from the API status (1 s resolution)", fmtSec, func(s *subjectResult) (float64, bool) { return s.restart.api.Seconds(), true }),
 		both("first restart: death → Running again seen by a watch", fmtSec, secs(func(s *subjectResult) time.Duration { return s.restart.watch })))
-	return append(out, footprintFigures(r)...)
+	out = append(out, footprintFigures(r)...)
+	return append(out, both(fmt.Sprintf("API requests a minute, %d pods with a ConfigMap and a Secret each (last round)", p.footprintPods), fmtPerMin,
+		func(s *subjectResult) (float64, bool) { return s.api.perMin, s.api.measured }))
 }
 
 // footprintFigures are RSS and CPU at 0 pods and at plan.footprintPods, for the upstream
@@ -91,6 +94,13 @@ func footprintFigures(r *results) []figure {
 					closest.upstream = sample{v}
 				}
 				out = append(out, closest)
+			}
+			if r.untimed != nil {
+				untimed := figure{name: "  " + strings.TrimSpace(m.name) + ", nodelet with --pod-timeline=false", unit: m.unit}
+				if v, ok := get(r.untimed); ok {
+					untimed.nodelet = sample{v}
+				}
+				out = append(out, untimed)
 			}
 		}
 	}

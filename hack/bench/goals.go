@@ -60,17 +60,28 @@ func goals(r *results) []goal {
 	}
 	rss := goal{name: "RSS at 110 running pods", target: "≤ 40 MiB", measured: "–"}
 	cpu := goal{name: "CPU at 110 idle pods, both kubelets running their eviction managers", target: "≤ 0.5× upstream", measured: "–"}
+	tlRSS := goal{name: "RSS at 110 running pods with the pod timeline", target: "≤ 1.05× without it", measured: "–"}
+	tlCPU := goal{name: "CPU at 110 running pods with the pod timeline", target: "≤ 1.05× without it", measured: "–"}
 	if p.footprintPods == 110 {
-		rssFig := byName[fmt.Sprintf("RSS at 110 running pods (mean over %v)", p.footprintWindow)]
-		cpuFig := byName[fmt.Sprintf("CPU at 110 running pods (%% of one core over %v)", p.footprintWindow)]
+		rssName := fmt.Sprintf("RSS at 110 running pods (mean over %v)", p.footprintWindow)
+		cpuName := fmt.Sprintf("CPU at 110 running pods (%% of one core over %v)", p.footprintWindow)
+		rssFig, cpuFig := byName[rssName], byName[cpuName]
 		rss = atMost(rss.name, rss.target, rssFig.nodelet, 40, fmtMiB)
 		cpu = versus(cpu.name, cpu.target, cpuFig.nodelet, cpuFig.upstream, 0.5, fmtPct)
+		// The same round's figure with the timeline on, against its run without it.
+		last := func(s sample) sample { return s[max(len(s)-1, 0):] }
+		offRSS := byName["  "+rssName+", nodelet with --pod-timeline=false"].nodelet
+		offCPU := byName["  "+cpuName+", nodelet with --pod-timeline=false"].nodelet
+		tlRSS = versus(tlRSS.name, tlRSS.target, last(rssFig.nodelet), offRSS, 1.05, fmtMiB)
+		tlCPU = versus(tlCPU.name, tlCPU.target, last(cpuFig.nodelet), offCPU, 1.05, fmtPct)
 	}
+	api := byName[fmt.Sprintf("API requests a minute, %d pods with a ConfigMap and a Secret each (last round)", p.footprintPods)]
+	gs = append(gs, versus("API requests a minute, pods with a ConfigMap and a Secret each", "≤ upstream", api.nodelet, api.upstream, 1, fmtPerMin))
 	dens := goal{name: fmt.Sprintf("%d pods Running with the node Ready", p.densityPods), target: "all Running, Ready throughout", measured: "–"}
 	if n := r.last().nodelet; n != nil && n.density != nil {
 		d := n.density
 		dens.measured = fmt.Sprintf("%d/%d Running, Ready throughout: %s", d.running, d.pods, densityReady(d))
 		dens.met = d.running == d.pods && d.ready
 	}
-	return append(gs, rss, cpu, dens)
+	return append(gs, rss, cpu, tlRSS, tlCPU, dens)
 }

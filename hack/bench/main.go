@@ -56,6 +56,7 @@ type plan struct {
 	footprintPods   int
 	footprintWindow time.Duration
 	settle          time.Duration // quiet time before a footprint window
+	apiWindow       time.Duration // API requests are counted over it (last round, footprintPods pods)
 	densityPods     int           // 0: no density run (taken in the last round only)
 	upstream        bool          // run the upstream kubelet too
 	floorParallels  []int         // the floor's burst parallelism search; the best one is reported
@@ -66,11 +67,11 @@ type plan struct {
 func newPlan(smoke bool) plan {
 	if smoke {
 		return plan{rounds: 1, singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
-			footprintWindow: 10 * time.Second, settle: 3 * time.Second, floorParallels: []int{4},
+			footprintWindow: 10 * time.Second, settle: 3 * time.Second, apiWindow: 10 * time.Second, floorParallels: []int{4},
 			breakdownBurst: 10, minIdlePct: 80}
 	}
 	return plan{rounds: 3, singles: 5, restarts: 2, bursts: []int{30, 100}, footprintPods: 110,
-		footprintWindow: 60 * time.Second, settle: 10 * time.Second, densityPods: 250,
+		footprintWindow: 60 * time.Second, settle: 10 * time.Second, apiWindow: 2 * time.Minute, densityPods: 250,
 		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, minIdlePct: 85}
 }
 

@@ -145,6 +145,14 @@ type runRecord struct {
 // as the watch saw it; what names the run in progress lines. The pods stay; on a timeout the
 // latencies cover those that made it.
 func (b *bench) launch(ctx context.Context, subject, ns, run, what string, n int, timeout time.Duration) (latencies, *runRecord, error) {
+	build := func(i int) *v1.Pod {
+		return benchPod(fmt.Sprintf("%s-%03d", run, i), run, v1.RestartPolicyAlways, "sleep")
+	}
+	return b.launchPods(ctx, subject, ns, run, what, n, build, timeout)
+}
+
+// launchPods is launch with the pods build makes.
+func (b *bench) launchPods(ctx context.Context, subject, ns, run, what string, n int, build func(i int) *v1.Pod, timeout time.Duration) (latencies, *runRecord, error) {
 	w, err := b.watchRun(ctx, ns, run, isRunning)
 	if err != nil {
 		return latencies{}, nil, err
@@ -152,7 +160,7 @@ func (b *bench) launch(ctx context.Context, subject, ns, run, what string, n int
 	defer w.stop()
 	pods := make([]*v1.Pod, n)
 	for i := range pods {
-		pods[i] = benchPod(fmt.Sprintf("%s-%03d", run, i), run, v1.RestartPolicyAlways, "sleep")
+		pods[i] = build(i)
 	}
 	start := time.Now()
 	created, err := b.createPods(ctx, ns, pods)

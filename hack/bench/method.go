@@ -9,7 +9,9 @@ func renderMethod(w writer, r *results) {
 	p := r.plan
 	w("- Rounds: %d; in each, the floor, nodelet and the upstream kubelet run one after the other, the order", p.rounds)
 	w("  rotated so each subject runs first, second and last once. Density and the upstream kubelet with")
-	w("  PodAndContainerStatsFromCRI run in the last round only (marked \"last round\" / \"1 run\").")
+	w("  PodAndContainerStatsFromCRI run in the last round only (marked \"last round\" / \"1 run\"); so does nodelet")
+	w("  with `--pod-timeline=false` (footprint only), against which the last round's nodelet figures show what")
+	w("  recording the pod timelines costs.")
 	w("- Guards, the same for every subject: before it starts, the machine's idle CPU is sampled (/proc/stat) and")
 	w("  the load average read; while it runs, the runtime's sandboxes are listed every 500 ms and any the bench")
 	w("  did not create flags the run (and kills the upstream kubelet before it removes them).")
@@ -25,6 +27,11 @@ func renderMethod(w writer, r *results) {
 	w("  row uses the runtime's nanosecond timestamps of the dead and the new container; the API row the same")
 	w("  fields as the pod status reports them (whole seconds).")
 	w("- Footprint: VmRSS sampled every second and utime+stime from /proc/<pid>/stat over %v, after %v of quiet.", p.footprintWindow, p.settle)
+	if p.apiWindow > 0 {
+		w("- API requests (last round): %d pods, each mounting a ConfigMap and a Secret of its own, run for %v after", p.footprintPods, p.apiWindow+p.settle)
+		w("  %v of quiet; the API server's audit log (one event per request of `system:node:%s`, stage", p.settle, nodeName)
+		w("  RequestReceived) is counted over the last %v. A watch counts once, when it is opened.", p.apiWindow)
+	}
 	if p.densityPods > 0 {
 		w("- Density: %d pods at once (maxPods 260); a watch on the Node flags any non-Ready condition; the relist", p.densityPods)
 		w("  p99 is interpolated from the kubelet's own histogram, the difference between scrapes before and after.")

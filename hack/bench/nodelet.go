@@ -8,13 +8,19 @@ import (
 	"strings"
 )
 
-// nodeletSubject runs _output/bin/nodelet as the bench node.
-func (b *bench) nodeletSubject() *subject {
-	root := filepath.Join(b.o.workDir, "nodelet")
+// nodeletSubject runs _output/bin/nodelet as the bench node; untimed is its second
+// configuration, --pod-timeline=false, measured for the timeline's cost.
+func (b *bench) nodeletSubject(untimed bool) *subject {
+	name, short := "nodelet", "nodelet"
+	var extra []string
+	if untimed {
+		name, short, extra = "nodelet --pod-timeline=false", "nodelet-untimed", []string{"--pod-timeline=false"}
+	}
+	root := filepath.Join(b.o.workDir, short)
 	return &subject{
-		name: "nodelet", short: "nodelet", bin: b.o.nodeletBin, root: root,
+		name: name, short: short, bin: b.o.nodeletBin, root: root,
 		args: func(kubeconfig string) []string {
-			return []string{
+			return append([]string{
 				"--kubeconfig=" + kubeconfig,
 				"--hostname-override=" + nodeName,
 				"--root-dir=" + root,
@@ -26,7 +32,7 @@ func (b *bench) nodeletSubject() *subject {
 				"--max-pods=260",
 				"--image-gc-high-threshold=100", "--image-gc-low-threshold=99", // as the upstream kubelet's config
 				"-v=1",
-			}
+			}, extra...)
 		},
 	}
 }

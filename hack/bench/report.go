@@ -23,6 +23,7 @@ type results struct {
 	env     environment
 	rounds  []round
 	closest *subjectResult // the upstream kubelet with PodAndContainerStatsFromCRI: footprint, last round
+	untimed *subjectResult // nodelet with --pod-timeline=false: footprint, last round
 }
 
 // last is the last round, where density ran.
@@ -192,8 +193,9 @@ func fmtSec(s float64) string {
 	return fmt.Sprintf("%.2f s", s)
 }
 
-func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
-func fmtPct(v float64) string { return fmt.Sprintf("%.2f %%", v) }
+func fmtMiB(v float64) string    { return fmt.Sprintf("%.1f MiB", v) }
+func fmtPct(v float64) string    { return fmt.Sprintf("%.2f %%", v) }
+func fmtPerMin(v float64) string { return fmt.Sprintf("%.1f /min", v) }
 
 // renderConditions lists the machine's state before every subject of every round; a flagged
 // row had other work running (idle CPU below the plan's minimum, or foreign pods on the runtime).

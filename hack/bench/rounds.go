@@ -49,7 +49,7 @@ func (b *bench) runRounds(ctx context.Context, res *results) error {
 			return fmt.Errorf("upstream kubelet: %w", err)
 		}
 	}
-	nodelet := b.nodeletSubject()
+	nodelet := b.nodeletSubject(false)
 	for r := 0; r < b.p.rounds; r++ {
 		last := r == b.p.rounds-1
 		rd := round{}
@@ -79,6 +79,11 @@ func (b *bench) runRounds(ctx context.Context, res *results) error {
 		if res.closest, err = b.runSubject(ctx, rd, b.p.rounds-1, closest, scope{footprintOnly: true}); err != nil {
 			return fmt.Errorf("%s: %w", closest.name, err)
 		}
+	}
+	untimed := b.nodeletSubject(true)
+	var err error
+	if res.untimed, err = b.runSubject(ctx, &res.rounds[len(res.rounds)-1], b.p.rounds-1, untimed, scope{footprintOnly: true}); err != nil {
+		return fmt.Errorf("%s: %w", untimed.name, err)
 	}
 	return nil
 }

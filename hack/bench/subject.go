@@ -33,11 +33,12 @@ type subjectResult struct {
 	idle      footprint
 	loaded    footprint
 	density   *densityResult
+	api       apiLoad // last round
 }
 
 // scope says which figures a run takes.
 type scope struct {
-	density       bool // the long density run (last round)
+	density       bool // the long density run and the API request count (last round)
 	footprintOnly bool // only the idle and loaded footprint (the upstream kubelet's second configuration)
 }
 
@@ -113,6 +114,11 @@ func (b *bench) measure(ctx context.Context, subject, ns string, p *process, sta
 	}
 	if r.loaded, err = b.loadedFootprint(ctx, subject, ns, p.pid()); err != nil {
 		return nil, err
+	}
+	if sc.density && b.p.apiWindow > 0 {
+		if r.api, err = b.apiRequests(ctx, subject, ns); err != nil {
+			return nil, err
+		}
 	}
 	if sc.density && b.p.densityPods > 0 {
 		if r.density, err = b.density(ctx, subject, ns); err != nil {

@@ -177,8 +177,11 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
 	}
-	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, timeline: timeline.New(), events: nodeui.NewEvents(nodeui.DefaultEvents),
+	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, events: nodeui.NewEvents(nodeui.DefaultEvents),
 		localNode: node.Local(cfg.NodeName, cfg.NodeLabels, cfg.RegisterWithTaints)}
+	if !cfg.NoPodTimeline || mode == asForeground { // a foreground run prints its pod's steps
+		n.timeline = timeline.New()
+	}
 	probes := newProbeSteps(n.timeline)
 	n.pods.OnChange(func(old, updated *v1.Pod) {
 		if updated == nil {

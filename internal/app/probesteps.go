@@ -24,6 +24,9 @@ func newProbeSteps(rec *timeline.Recorder) *probeSteps {
 }
 
 func (p *probeSteps) result(probeType, result string, pod *v1.Pod, container string) {
+	if p.rec == nil {
+		return // no timelines recorded
+	}
 	key := probeType + "/" + container
 	p.mu.Lock()
 	seen := p.last[pod.UID]

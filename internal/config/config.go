@@ -52,6 +52,8 @@ type Config struct {
 	// NodeUIPort, when not 0, serves the node page on NodeUIAddress over plain HTTP.
 	NodeUIPort    int32
 	NodeUIAddress string
+	// NoPodTimeline turns off recording each pod's lifecycle steps (--pod-timeline=false).
+	NoPodTimeline bool
 }
 
 // hostname is swapped out by tests.
@@ -108,6 +110,7 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		PodInfraContainerImage: f.PodInfraContainerImage,
 		NodeUIPort:             f.NodeUIPort,
 		NodeUIAddress:          f.NodeUIAddress,
+		NoPodTimeline:          !f.PodTimeline,
 	}
 	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg)); err != nil {
 		return nil, err

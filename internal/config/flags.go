@@ -33,6 +33,7 @@ type Flags struct {
 	ContainerGC              ContainerGCPolicy // deprecated flags, see flags_gc.go
 	NodeUIPort               int32
 	NodeUIAddress            string
+	PodTimeline              bool
 
 	values    *kubeletConfig
 	overrides []override
@@ -106,6 +107,7 @@ func addNodeletFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.StringVar(&f.PodInfraContainerImage, "pod-infra-container-image", "", "Image that image garbage collection never removes; the container runtime's own configuration picks the sandbox image.")
 	// nodelet's own: the upstream kubelet has no node page.
 	fs.Int32Var(&f.NodeUIPort, "node-ui-port", 0, "nodelet only (not an upstream kubelet flag): port of the node page, plain HTTP with no authentication, at /ui/ (pods, their timelines, CPU and memory graphs, events); 0 turns it off. The HTTPS API, when served, has the same page at /ui/.")
+	fs.BoolVar(&f.PodTimeline, "pod-timeline", true, "nodelet only (not an upstream kubelet flag): record each pod's lifecycle steps in memory (/debug/pods/{namespace}/{name}/timeline, nodelet explain, the node page's waterfall); false records none.")
 	fs.StringVar(&f.NodeUIAddress, "node-ui-address", DefaultNodeUIAddress, "nodelet only (not an upstream kubelet flag): IP address the --node-ui-port listener binds to; anyone who can reach it sees the node's pods and events.")
 }
 

@@ -66,7 +66,8 @@ type Timeline struct {
 	once map[string]bool // keys of steps recorded with RecordOnce
 }
 
-// Recorder is safe for concurrent use. The zero value is not usable; use New.
+// Recorder is safe for concurrent use. The zero value is not usable; use New. A nil
+// Recorder records nothing (--pod-timeline=false).
 type Recorder struct {
 	mu       sync.Mutex
 	pods     map[types.UID]*Timeline
@@ -206,6 +207,9 @@ func (r *Recorder) Finish(uid types.UID) {
 // Get returns a copy of the timeline of the pod with this namespace and name: the running
 // one, else the most recently finished.
 func (r *Recorder) Get(namespace, name string) (Timeline, bool) {
+	if r == nil {
+		return Timeline{}, false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var best *Timeline
@@ -243,6 +247,10 @@ func lastStart(t *Timeline) time.Time {
 func (r *Recorder) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ns, name := req.PathValue("namespace"), req.PathValue("name")
+		if r == nil {
+			http.Error(w, "pod timelines are not recorded on this node (--pod-timeline=false)", http.StatusNotFound)
+			return
+		}
 		t, ok := r.Get(ns, name)
 		if !ok {
 			http.Error(w, fmt.Sprintf("no timeline for pod %s/%s on this node", ns, name), http.StatusNotFound)

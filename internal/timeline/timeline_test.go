@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,23 @@ func TestBegunStepShowsInProgressUntilItEnds(t *testing.T) {
 	body, _ := json.Marshal(got.Steps[0])
 	if json.Unmarshal(body, &decoded); decoded["inProgress"] != nil {
 		t.Errorf("an ended step is marshalled with inProgress: %s", body)
+	}
+}
+
+// With --pod-timeline=false there is no recorder: recording is a no-op and the handler says why.
+func TestNilRecorderRecordsNothing(t *testing.T) {
+	var r *Recorder
+	r.Record(pod("web", "u1"), Step{Name: Admitted})
+	r.Begin(pod("web", "u1"), Step{Name: ImagePulled})("", nil)
+	r.Finish("u1")
+	if _, ok := r.Get("ns", "web"); ok {
+		t.Error("a nil recorder returned a timeline")
+	}
+	rec := httptest.NewRecorder()
+	mux := http.NewServeMux()
+	mux.Handle("GET /debug/pods/{namespace}/{name}/timeline", r.Handler())
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pods/ns/web/timeline", nil))
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "--pod-timeline=false") {
+		t.Errorf("%d %s", rec.Code, rec.Body)
 	}
 }
