@@ -51,3 +51,34 @@ func TestPodTimelineThroughTheNodeProxy(t *testing.T) {
 		return err == nil && strings.Contains(string(out), "Now: ready for") && strings.Contains(string(out), "container started"), string(out)
 	})
 }
+
+// nodelet explain names what each pod waits on — nothing (ready), a failing readiness probe,
+// a crash-loop back-off — and exits non-zero for a pod stuck longer than --stuck-after.
+func TestExplainNamesEachPodsBlocker(t *testing.T) {
+	c := joinCluster(t)
+	c.waitReady(t)
+	unready := podSpec("unready", "exec sleep 3600")
+	unready.Spec.Containers[0].ReadinessProbe = &v1.Probe{PeriodSeconds: 1,
+		ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "exit 1"}}}}
+	c.createPod(podSpec("fine", "exec sleep 3600"))
+	c.createPod(unready)
+	c.createPod(podSpec("crashing", "echo dying; exit 1"))
+	explain := func(pod string) (string, bool) {
+		out, err := exec.Command(nodeletBin, "explain", c.ns+"/"+pod, "--kubeconfig", adminKubeconfig, "--node", nodeName,
+			"--stuck-after", "2s").CombinedOutput()
+		return string(out), err == nil
+	}
+	for _, tc := range []struct {
+		pod, now string
+		ok       bool
+	}{
+		{"fine", "Now: ready for", true},
+		{"unready", "Now: readiness probe of main failing for", false},
+		{"crashing", "Now: container main in back-off after exit 1", false},
+	} {
+		waitFor(t, 90*time.Second, "explain naming "+tc.pod+"'s blocker", func() (bool, string) {
+			out, ok := explain(tc.pod)
+			return strings.Contains(out, tc.now) && ok == tc.ok, out
+		})
+	}
+}
