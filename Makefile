@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images build tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
+.PHONY: deps test-deps containerd images build csidriver tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -25,6 +25,10 @@ images: containerd
 # GOFLAGS turns stamping off; `make bench` refuses a binary without it.
 build:
 	$(GO) build -buildvcs=true -o $(OUTPUT)/bin/nodelet ./cmd/nodelet
+
+# The hostpath-style CSI driver the tests and the bench use (test/csidriver).
+csidriver:
+	$(GO) build -o $(OUTPUT)/bin/csidriver ./test/csidriver
 
 # Developer tools used by the demo and benchmarks.
 tools:
@@ -62,13 +66,13 @@ bench-standalone: images build
 # Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
 # plane, three interleaved rounds (~1 h); prints the table and writes BENCHMARKS.md. Stops the
 # demo/cluster nodelets.
-bench: images build control-plane
+bench: images build csidriver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench
 
 # The bench driver on 10 pods, nodelet and floor only (~2 min): keeps it working; asserts no timings.
-bench-smoke: images build control-plane
+bench-smoke: images build csidriver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench -smoke

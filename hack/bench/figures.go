@@ -59,6 +59,14 @@ func figures(r *results) []figure {
 			out = append(out, f)
 		}
 	}
+	for _, q := range []struct {
+		name string
+		get  func(latencies) time.Duration
+	}{{"p50", func(l latencies) time.Duration { return l.pct(50) }}, {"p99", func(l latencies) time.Duration { return l.pct(99) }},
+		{"all Running (from the first create call)", func(l latencies) time.Duration { return l.all }}} {
+		out = append(out, both(fmt.Sprintf("%d pods with a CSI volume each (test driver, attach required, claims bound beforehand): %s", p.csiPods, q.name),
+			fmtSec, secs(func(s *subjectResult) time.Duration { return q.get(s.csi) })))
+	}
 	out = append(out,
 		both("first restart: finishedAt → new startedAt (runtime clock)", fmtSec, secs(func(s *subjectResult) time.Duration { return s.restart.runtime })),
 		both("first restart: the same from the API status (1 s resolution)", fmtSec, func(s *subjectResult) (float64, bool) { return s.restart.api.Seconds(), true }),

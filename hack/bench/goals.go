@@ -76,6 +76,8 @@ func goals(r *results) []goal {
 		tlCPU = versus(tlCPU.name, tlCPU.target, last(cpuFig.nodelet), offCPU, 1.05, fmtPct)
 	}
 	api := byName[fmt.Sprintf("API requests a minute, %d pods with a ConfigMap and a Secret each (last round)", p.footprintPods)]
+	csiAll := byName[fmt.Sprintf("%d pods with a CSI volume each (test driver, attach required, claims bound beforehand): all Running (from the first create call)", p.csiPods)]
+	gs = append(gs, versus(fmt.Sprintf("%d pods with a CSI volume each, all Running", p.csiPods), "≤ upstream", csiAll.nodelet, csiAll.upstream, 1, fmtSec))
 	gs = append(gs, versus("API requests a minute, pods with a ConfigMap and a Secret each", "≤ upstream", api.nodelet, api.upstream, 1, fmtPerMin))
 	dens := goal{name: fmt.Sprintf("%d pods Running with the node Ready", p.densityPods), target: "all Running, Ready throughout", measured: "–"}
 	if n := r.last().nodelet; n != nil && n.density != nil {

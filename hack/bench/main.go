@@ -34,17 +34,18 @@ const (
 )
 
 type options struct {
-	smoke      bool
-	allowDirty bool
-	force      bool
-	waitFree   time.Duration
-	out        string
-	nodeletBin string
-	kubeletBin string
-	kubeconfig string
-	endpoint   string
-	workDir    string
-	pki        string
+	smoke        bool
+	allowDirty   bool
+	force        bool
+	waitFree     time.Duration
+	out          string
+	nodeletBin   string
+	kubeletBin   string
+	csiDriverBin string
+	kubeconfig   string
+	endpoint     string
+	workDir      string
+	pki          string
 }
 
 // plan is what one invocation measures; -smoke shrinks it.
@@ -61,6 +62,7 @@ type plan struct {
 	upstream        bool          // run the upstream kubelet too
 	floorParallels  []int         // the floor's burst parallelism search; the best one is reported
 	breakdownBurst  int           // the burst whose per-pod timeline is broken down (0: none)
+	csiPods         int           // pods with a volume of the test CSI driver each, started at once
 	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
 }
 
@@ -68,11 +70,11 @@ func newPlan(smoke bool) plan {
 	if smoke {
 		return plan{rounds: 1, singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
 			footprintWindow: 10 * time.Second, settle: 3 * time.Second, apiWindow: 10 * time.Second, floorParallels: []int{4},
-			breakdownBurst: 10, minIdlePct: 80}
+			breakdownBurst: 10, csiPods: 5, minIdlePct: 80}
 	}
 	return plan{rounds: 3, singles: 5, restarts: 2, bursts: []int{30, 100}, footprintPods: 110,
 		footprintWindow: 60 * time.Second, settle: 10 * time.Second, apiWindow: 2 * time.Minute, densityPods: 250,
-		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, minIdlePct: 85}
+		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, csiPods: 30, minIdlePct: 85}
 }
 
 func main() {
@@ -83,6 +85,7 @@ func main() {
 	flag.DurationVar(&o.waitFree, "wait-free", 0, "how long to wait for other pods to leave the runtime before refusing to run the upstream kubelet")
 	flag.StringVar(&o.nodeletBin, "nodelet", "_output/bin/nodelet", "nodelet binary")
 	flag.StringVar(&o.kubeletBin, "kubelet", "_output/cp/bin/kubelet", "upstream kubelet binary (hack/control-plane.sh build)")
+	flag.StringVar(&o.csiDriverBin, "csidriver", "_output/bin/csidriver", "test CSI driver binary (make csidriver)")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "/var/lib/nodelet-cp/admin.kubeconfig", "admin kubeconfig of the local control plane")
 	flag.StringVar(&o.endpoint, "endpoint", "unix:///run/nodelet/containerd/containerd.sock", "CRI endpoint")
 	flag.StringVar(&o.workDir, "work-dir", "/tmp/nodelet-bench", "root dirs, config and logs of the kubelets under test")

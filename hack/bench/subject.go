@@ -28,6 +28,7 @@ type subject struct {
 type subjectResult struct {
 	single    time.Duration // median creation → Running of one pod on an idle node
 	bursts    map[int]latencies
+	csi       latencies     // plan.csiPods pods with a CSI volume each
 	breakdown []podTimeline // plan.breakdownBurst's pods, where each one's time went
 	restart   restartResult
 	idle      footprint
@@ -88,14 +89,14 @@ func (b *bench) runSubject(ctx context.Context, rd *round, r int, s *subject, sc
 		running.Store(p)
 		b.cur = p
 		defer b.finish(ctx, s, p, ns)
-		res, err = b.measure(ctx, s.name, ns, p, started, sc)
+		res, err = b.measure(ctx, s.name, s.root, ns, p, started, sc)
 		return err
 	})
 	return res, err
 }
 
 // measure takes the figures in an order that keeps each one's starting state clean.
-func (b *bench) measure(ctx context.Context, subject, ns string, p *process, started time.Time, sc scope) (*subjectResult, error) {
+func (b *bench) measure(ctx context.Context, subject, root, ns string, p *process, started time.Time, sc scope) (*subjectResult, error) {
 	if err := b.waitNodeReady(ctx, subject, started, 2*time.Minute); err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func (b *bench) measure(ctx context.Context, subject, ns string, p *process, sta
 		return nil, err
 	}
 	if !sc.footprintOnly {
-		if err := b.latencies(ctx, subject, ns, r); err != nil {
+		if err := b.latencies(ctx, subject, root, ns, r); err != nil {
 			return nil, err
 		}
 	}
@@ -128,8 +129,8 @@ func (b *bench) measure(ctx context.Context, subject, ns string, p *process, sta
 	return r, nil
 }
 
-// latencies takes the one-pod, restart and burst figures.
-func (b *bench) latencies(ctx context.Context, subject, ns string, r *subjectResult) error {
+// latencies takes the one-pod, restart, burst and CSI burst figures.
+func (b *bench) latencies(ctx context.Context, subject, root, ns string, r *subjectResult) error {
 	var err error
 	if r.single, err = b.singles(ctx, subject, ns); err != nil {
 		return err
@@ -142,7 +143,10 @@ func (b *bench) latencies(ctx context.Context, subject, ns string, r *subjectRes
 			return err
 		}
 	}
-	return nil
+	if b.p.csiPods > 0 {
+		r.csi, err = b.csiBurst(ctx, subject, ns, root)
+	}
+	return err
 }
 
 // finish lets the kubelet remove what is left, stops it, then clears the node, the namespace

@@ -26,6 +26,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/credprovider"
+	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/daemon"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
 	"github.com/nodelet/nodelet/internal/eviction"
@@ -69,6 +70,8 @@ type agent struct {
 	recorder record.EventRecorder
 	runtime  runtime.Manager
 	volumes  *volumes.Manager
+	csi      *csi.Drivers // the CSI drivers registered through plugins_registry
+	csiStats *csi.Stats   // the CSI volumes' figures, asked of their drivers
 	images   *images.Manager
 	merger   *source.Merger
 	sources  []string
@@ -387,6 +390,7 @@ func (n *agent) run(ctx context.Context) error {
 	if n.cluster != nil {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
+	n.startCSIRegistrar() // after the node controller: it is told of the registrar's Node patches
 	checks := map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy}
 	if port := int32Or(kc.HealthzPort, 10248); port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/certificates"
+	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/logs"
@@ -85,6 +86,14 @@ func (n *agent) observability() server.Handlers {
 	}
 }
 
+// volumeStatter keeps a missing CSI stats source a nil interface.
+func volumeStatter(s *csi.Stats) stats.VolumeStatter {
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
 // summaryProvider is the one stats provider (built on first use).
 func (n *agent) summaryProvider() *stats.Provider {
 	if n.summary == nil {
@@ -92,8 +101,9 @@ func (n *agent) summaryProvider() *stats.Provider {
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
 			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
 			PodLogsDir:       strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
-			SystemContainers: n.systemContainers,
+			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
 		})
+		metrics.SetClaimVolumeStats(n.summary.ClaimVolumeStats)
 	}
 	return n.summary
 }

@@ -1,10 +1,13 @@
 package app
 
 import (
+	"path/filepath"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -22,8 +25,31 @@ func (n *agent) newVolumes() *volumes.Manager {
 		deps.Objects, deps.Tokens = n.objects, n.objects
 		opts.Claims = n.objects
 	}
-	opts.Plugins = plugins.All(deps)
+	n.csi = csi.NewDrivers()
+	var csiAPI csi.API
+	if n.cluster != nil {
+		csiAPI = csi.NewAPI(n.cluster.clients.API)
+	}
+	csiPlugin := csi.NewPlugin(n.cfg.RootDir, n.cfg.NodeName, n.csi, csiAPI, nil)
+	n.csiStats = csi.NewStats(csiPlugin)
+	opts.Plugins = append(plugins.All(deps), csiPlugin)
 	return volumes.New(opts)
+}
+
+// startCSIRegistrar registers the CSI drivers that announce themselves in
+// <root-dir>/plugins_registry (as node-driver-registrar does); in cluster mode it keeps the
+// node's CSINode listing them.
+func (n *agent) startCSIRegistrar() {
+	var objs csi.NodeObjects
+	if n.cluster != nil {
+		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, func(node *v1.Node) {
+			if n.cluster.node != nil {
+				n.cluster.node.ObserveNode(node)
+			}
+		})
+	}
+	r := csi.NewRegistrar(filepath.Join(n.cfg.RootDir, "plugins_registry"), n.csi, objs)
+	n.comps.start("CSI plugin registration", r.Run)
 }
 
 // podStates answers the volume manager from the pod workers, the pod manager and the PLEG's

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/gentype"
@@ -28,6 +29,7 @@ type clientset struct {
 	authz        authorizationV1
 	node         nodeV1
 	certificates certificatesV1
+	storage      storageV1
 }
 
 // NewInterface builds an Interface on cfg as it is (no rate limits or user agent added).
@@ -63,6 +65,7 @@ func newForConfig(c *rest.Config) (Interface, error) {
 		{authzv1.SchemeGroupVersion, "/apis", &cs.authz.client},
 		{nodev1.SchemeGroupVersion, "/apis", &cs.node.client},
 		{certificatesv1.SchemeGroupVersion, "/apis", &cs.certificates.client},
+		{storagev1.SchemeGroupVersion, "/apis", &cs.storage.client},
 	} {
 		if *g.out, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, err
@@ -85,6 +88,7 @@ func (c *clientset) AuthenticationV1() AuthenticationV1Interface { return c.auth
 func (c *clientset) AuthorizationV1() AuthorizationV1Interface   { return c.authz }
 func (c *clientset) NodeV1() NodeV1Interface                     { return c.node }
 func (c *clientset) CertificatesV1() CertificatesV1Interface     { return c.certificates }
+func (c *clientset) StorageV1() StorageV1Interface               { return c.storage }
 
 // All resources below prefer protobuf, as their generated clients do: without an explicit
 // content type on the config, requests send protobuf and accept protobuf or JSON.
@@ -190,4 +194,22 @@ func (c certificatesV1) CertificateSigningRequests() CertificateSigningRequestIn
 	return gentype.NewClient[*certificatesv1.CertificateSigningRequest]("certificatesigningrequests", c.client, parameterCodec, "",
 		func() *certificatesv1.CertificateSigningRequest { return &certificatesv1.CertificateSigningRequest{} },
 		gentype.PrefersProtobuf[*certificatesv1.CertificateSigningRequest]())
+}
+
+type storageV1 struct{ client rest.Interface }
+
+func (c storageV1) CSINodes() CSINodeInterface {
+	return gentype.NewClient[*storagev1.CSINode]("csinodes", c.client, parameterCodec, "",
+		func() *storagev1.CSINode { return &storagev1.CSINode{} }, gentype.PrefersProtobuf[*storagev1.CSINode]())
+}
+
+func (c storageV1) CSIDrivers() CSIDriverInterface {
+	return gentype.NewClient[*storagev1.CSIDriver]("csidrivers", c.client, parameterCodec, "",
+		func() *storagev1.CSIDriver { return &storagev1.CSIDriver{} }, gentype.PrefersProtobuf[*storagev1.CSIDriver]())
+}
+
+func (c storageV1) VolumeAttachments() VolumeAttachmentInterface {
+	return gentype.NewClient[*storagev1.VolumeAttachment]("volumeattachments", c.client, parameterCodec, "",
+		func() *storagev1.VolumeAttachment { return &storagev1.VolumeAttachment{} },
+		gentype.PrefersProtobuf[*storagev1.VolumeAttachment]())
 }

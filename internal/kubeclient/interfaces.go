@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -27,6 +28,33 @@ type Interface interface {
 	AuthorizationV1() AuthorizationV1Interface
 	NodeV1() NodeV1Interface
 	CertificatesV1() CertificatesV1Interface
+	StorageV1() StorageV1Interface
+}
+
+// StorageV1Interface holds the storage.k8s.io/v1 resources the CSI volume code uses.
+type StorageV1Interface interface {
+	CSINodes() CSINodeInterface
+	CSIDrivers() CSIDriverInterface
+	VolumeAttachments() VolumeAttachmentInterface
+}
+
+// CSINodeInterface: the CSI driver registry keeps this node's CSINode listing its drivers.
+type CSINodeInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.CSINode, error)
+	Create(ctx context.Context, csiNode *storagev1.CSINode, opts metav1.CreateOptions) (*storagev1.CSINode, error)
+	Update(ctx context.Context, csiNode *storagev1.CSINode, opts metav1.UpdateOptions) (*storagev1.CSINode, error)
+}
+
+// CSIDriverInterface: a CSI volume's set-up reads its driver's options (attachRequired,
+// podInfoOnMount, fsGroupPolicy).
+type CSIDriverInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.CSIDriver, error)
+}
+
+// VolumeAttachmentInterface: a CSI volume whose driver needs attaching waits for its
+// VolumeAttachment to be attached.
+type VolumeAttachmentInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*storagev1.VolumeAttachment, error)
 }
 
 // CertificatesV1Interface holds the certificates.k8s.io/v1 resources nodelet uses.

@@ -117,7 +117,7 @@ func register() {
 			startedPods, startedPodsErrors, runPodSandboxDuration, runPodSandboxErrors, startedContainers, startedContainersErrors, restartedPods, evictions,
 			runtimeOps, runtimeOpsDuration, runtimeOpsErrors,
 			httpRequests, httpRequestsDuration, httpInflight,
-			runtimeCounter,
+			runtimeCounter, claimVolumeStats,
 		)
 	})
 }

@@ -94,6 +94,9 @@ type Deps struct {
 	// DevicesChanged wakes the status loop when devices change, so the scheduler sees them
 	// without waiting for UpdateFrequency. nil never fires.
 	DevicesChanged <-chan struct{}
+	// VolumesInUse lists the attachable volumes set up on the node (the volume manager);
+	// nil reports none.
+	VolumesInUse func() []v1.UniqueVolumeName
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()

@@ -104,6 +104,14 @@ func (c *Controller) Registered() bool {
 	return c.registered
 }
 
+// ObserveNode takes a Node another component just wrote (the CSI registrar's labels), so
+// checks that read Node() see the change before the next status update.
+func (c *Controller) ObserveNode(n *v1.Node) {
+	if c.Registered() {
+		c.setNode(n)
+	}
+}
+
 func (c *Controller) setNode(n *v1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -90,6 +90,9 @@ func (c *Controller) setStatus(ctx context.Context, n *v1.Node, now time.Time) {
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = c.opts.Port
 	c.setNodeInfo(ctx, &n.Status.NodeInfo)
 	c.setImages(ctx, n)
+	if c.deps.VolumesInUse != nil {
+		n.Status.VolumesInUse = c.deps.VolumesInUse()
+	}
 	c.setConditions(n, now)
 }
 

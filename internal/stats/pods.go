@@ -56,7 +56,7 @@ func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.
 					ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(n)}
 				}
 			}
-			ps.VolumeStats = p.volumeStats(pod, now)
+			ps.VolumeStats = p.volumeStats(ctx, pod, now)
 			ps.EphemeralStorage = ephemeralStorage(fsys, &ps, now)
 		}
 		pods = append(pods, ps)
@@ -241,11 +241,16 @@ func (p *Provider) logStats(pod *v1.Pod, container string, fsys *filesystems, no
 	return fsys.logs.partStats(now, u.bytes, u.inodes)
 }
 
-// volumeStats measures the pod's emptyDir volumes (the only local volumes with figures).
-func (p *Provider) volumeStats(pod *v1.Pod, now time.Time) []statsapi.VolumeStats {
+// volumeStats measures the pod's emptyDir volumes by walking them, and asks d.Volumes for
+// those it cannot walk (CSI volumes, through their driver); a claim's volume carries its
+// PVCRef, which kubelet_volume_stats_* are labelled by.
+func (p *Provider) volumeStats(ctx context.Context, pod *v1.Pod, now time.Time) []statsapi.VolumeStats {
 	var out []statsapi.VolumeStats
 	for _, vol := range pod.Spec.Volumes {
 		if vol.EmptyDir == nil {
+			if vs, ok := p.externalVolumeStats(ctx, pod, &vol); ok {
+				out = append(out, vs)
+			}
 			continue
 		}
 		dir := filepath.Join(p.d.RootDir, "pods", string(pod.UID), "volumes", emptyDirPlugin, vol.Name)
@@ -258,6 +263,37 @@ func (p *Provider) volumeStats(pod *v1.Pod, now time.Time) []statsapi.VolumeStat
 		out = append(out, statsapi.VolumeStats{Name: vol.Name, FsStats: *fs.partStats(now, u.bytes, u.inodes)})
 	}
 	return out
+}
+
+// ClaimVolumeStats returns the figures of the pods' claim-backed volumes that have them, each
+// with its PVCRef, for the kubelet_volume_stats_* metrics.
+func (p *Provider) ClaimVolumeStats(ctx context.Context) []statsapi.VolumeStats {
+	var out []statsapi.VolumeStats
+	for _, pod := range p.d.Pods() {
+		for i := range pod.Spec.Volumes {
+			if vol := &pod.Spec.Volumes[i]; vol.PersistentVolumeClaim != nil {
+				if vs, ok := p.externalVolumeStats(ctx, pod, vol); ok {
+					out = append(out, vs)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (p *Provider) externalVolumeStats(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (statsapi.VolumeStats, bool) {
+	if p.d.Volumes == nil || (vol.CSI == nil && vol.PersistentVolumeClaim == nil) {
+		return statsapi.VolumeStats{}, false
+	}
+	fs, ok := p.d.Volumes.VolumeStats(ctx, pod, vol.Name)
+	if !ok {
+		return statsapi.VolumeStats{}, false
+	}
+	vs := statsapi.VolumeStats{Name: vol.Name, FsStats: fs}
+	if vol.PersistentVolumeClaim != nil {
+		vs.PVCRef = &statsapi.PVCReference{Name: vol.PersistentVolumeClaim.ClaimName, Namespace: pod.Namespace}
+	}
+	return vs, true
 }
 
 // ephemeralStorage is what the pod uses of the node's disk: writable layers, logs and

@@ -49,9 +49,18 @@ type Deps struct {
 	VolumeStatsAge time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Volumes measures the volumes the provider cannot walk (CSI volumes); nil reports
+	// emptyDirs only.
+	Volumes VolumeStatter
 	// SystemContainers names the cgroups reported as node.systemContainers (kubelet,
 	// runtime, pods, misc); nil reports none.
 	SystemContainers func() []SystemContainer
+}
+
+// VolumeStatter measures one of a pod's volumes; false when it has no figures (not set up,
+// or not a volume it knows).
+type VolumeStatter interface {
+	VolumeStats(ctx context.Context, pod *v1.Pod, volume string) (statsapi.FsStats, bool)
 }
 
 // Provider builds summaries. It is safe for concurrent use.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -122,6 +123,23 @@ func (m *Manager) HostPath(pod *v1.Pod, name, subPath string) (string, bool, err
 	}
 	path, err := subPathIn(mnt, name, subPath)
 	return path, mnt.ReadOnly, err
+}
+
+// VolumesInUse lists, sorted, the attachable volumes set up for pods: the node reports them
+// so the attach/detach controller leaves them attached until they are torn down.
+func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
+	seen := map[v1.UniqueVolumeName]bool{}
+	for _, mv := range m.actual.all() {
+		if mv.mount.InUse != "" {
+			seen[mv.mount.InUse] = true
+		}
+	}
+	out := make([]v1.UniqueVolumeName, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func hasVolume(pod *v1.Pod, name string) bool {

@@ -23,6 +23,10 @@ type Mount struct {
 	Path string
 	// ReadOnly: containers only read it (nodelet writes its files, or the claim says so).
 	ReadOnly bool
+	// InUse names the volume in the node's volumesInUse while it is set up (upstream's
+	// unique volume name), for volumes the attach/detach controller attaches; empty for
+	// the others.
+	InUse v1.UniqueVolumeName
 }
 
 // Plugin sets up and tears down one type of volume.

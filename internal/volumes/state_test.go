@@ -60,3 +60,22 @@ func TestDesiredStateWantsWhatContainersMount(t *testing.T) {
 		t.Error("a removed pod is still wanted")
 	}
 }
+
+// Volumes in use are those set up whose plugin named them, once each, sorted, until they are
+// torn down.
+func TestVolumesInUseListsNamedVolumesSetUp(t *testing.T) {
+	m := New(Options{RootDir: t.TempDir()})
+	p := newFakePlugin()
+	m.actual.markSetUp(volumeKey{"u1", "a"}, p, "/a", Mount{Path: "/a", InUse: "kubernetes.io/csi/d^v2"}, 0)
+	m.actual.markSetUp(volumeKey{"u2", "a"}, p, "/b", Mount{Path: "/b", InUse: "kubernetes.io/csi/d^v2"}, 0)
+	m.actual.markSetUp(volumeKey{"u2", "b"}, p, "/c", Mount{Path: "/c", InUse: "kubernetes.io/csi/d^v1"}, 0)
+	m.actual.markSetUp(volumeKey{"u2", "c"}, p, "/e", Mount{Path: "/e"}, 0)
+	got := m.VolumesInUse()
+	if len(got) != 2 || got[0] != "kubernetes.io/csi/d^v1" || got[1] != "kubernetes.io/csi/d^v2" {
+		t.Fatalf("in use = %v", got)
+	}
+	m.actual.markTornDown(volumeKey{"u2", "b"})
+	if got := m.VolumesInUse(); len(got) != 1 || got[0] != "kubernetes.io/csi/d^v2" {
+		t.Fatalf("after a tear-down: %v", got)
+	}
+}

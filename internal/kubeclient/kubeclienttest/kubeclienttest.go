@@ -35,6 +35,7 @@ func (c *clientset) NodeV1() kubeclient.NodeV1Interface { return nodeV1{c.cs} }
 func (c *clientset) CertificatesV1() kubeclient.CertificatesV1Interface {
 	return certificatesV1{c.cs}
 }
+func (c *clientset) StorageV1() kubeclient.StorageV1Interface { return storageV1{c.cs} }
 
 type coreV1 struct{ cs kubernetes.Interface }
 
@@ -84,4 +85,14 @@ type certificatesV1 struct{ cs kubernetes.Interface }
 
 func (c certificatesV1) CertificateSigningRequests() kubeclient.CertificateSigningRequestInterface {
 	return c.cs.CertificatesV1().CertificateSigningRequests()
+}
+
+type storageV1 struct{ cs kubernetes.Interface }
+
+func (c storageV1) CSINodes() kubeclient.CSINodeInterface { return c.cs.StorageV1().CSINodes() }
+func (c storageV1) CSIDrivers() kubeclient.CSIDriverInterface {
+	return c.cs.StorageV1().CSIDrivers()
+}
+func (c storageV1) VolumeAttachments() kubeclient.VolumeAttachmentInterface {
+	return c.cs.StorageV1().VolumeAttachments()
 }

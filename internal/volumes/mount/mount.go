@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,7 +35,9 @@ const Mountinfo = "/proc/self/mountinfo"
 // Host mounts on this machine.
 type Host struct{}
 
-// IsMountPoint compares dir's device with its parent's, which differs at a mount root.
+// IsMountPoint compares dir's device with its parent's, which differs at a mount root. A bind
+// mount of a directory of the same filesystem (what many CSI drivers publish) keeps the
+// device, so when they match the mount table decides.
 func (Host) IsMountPoint(dir string) (bool, error) {
 	var st, parent unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
@@ -43,7 +46,14 @@ func (Host) IsMountPoint(dir string) (bool, error) {
 	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
 		return false, err
 	}
-	return st.Dev != parent.Dev, nil
+	if st.Dev != parent.Dev {
+		return true, nil
+	}
+	points, err := ReadPoints(Mountinfo)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(points, filepath.Clean(dir)), nil
 }
 
 // MountTmpfs mounts a tmpfs without devices or setuid binaries, as upstream does.

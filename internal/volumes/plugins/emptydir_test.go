@@ -72,8 +72,8 @@ func TestMemoryEmptyDirGetsTmpfsOnce(t *testing.T) {
 		}
 	}
 	dir := filepath.Join(e.root, "pods", "uid-tmpfs", "volumes", emptyDirPlugin, "mem")
-	if want := map[string]int64{dir: 64 << 20}; !reflect.DeepEqual(e.mounter.snapshot(), want) {
-		t.Errorf("tmpfs mounts = %v, want %v", e.mounter.snapshot(), want)
+	if want := map[string]int64{dir: 64 << 20}; !reflect.DeepEqual(e.mounter.Snapshot(), want) {
+		t.Errorf("tmpfs mounts = %v, want %v", e.mounter.Snapshot(), want)
 	}
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o777 {
 		t.Errorf("emptyDir %s: %v, want world-writable", dir, err)
@@ -82,7 +82,7 @@ func TestMemoryEmptyDirGetsTmpfsOnce(t *testing.T) {
 	if err := empty.TearDown(pod.UID, dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) || len(e.mounter.snapshot()) != 0 {
-		t.Errorf("after TearDown: %v, mounts %v", err, e.mounter.snapshot())
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || len(e.mounter.Snapshot()) != 0 {
+		t.Errorf("after TearDown: %v, mounts %v", err, e.mounter.Snapshot())
 	}
 }

@@ -2,11 +2,7 @@ package plugins
 
 import (
 	"context"
-	"errors"
-	"maps"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,62 +14,15 @@ import (
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/objects/objectstest"
 	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/mount/mounttest"
 )
-
-// fakeMounter records tmpfs mounts instead of mounting, and unmounts them.
-type fakeMounter struct {
-	mu      sync.Mutex
-	mounted map[string]int64
-}
-
-func (f *fakeMounter) IsMountPoint(dir string) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.mounted[dir]
-	return ok, nil
-}
-
-func (f *fakeMounter) MountTmpfs(dir string, size int64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.mounted[dir] = size
-	return nil
-}
-
-func (f *fakeMounter) MountsUnder(dir string) ([]string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for p := range f.mounted {
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeMounter) Unmount(dir string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.mounted[dir]; !ok {
-		return errors.New("not mounted")
-	}
-	delete(f.mounted, dir)
-	return nil
-}
-
-func (f *fakeMounter) snapshot() map[string]int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return maps.Clone(f.mounted)
-}
 
 // env is every plugin behind a running volume manager over a temp root dir.
 type env struct {
 	t        *testing.T
 	root     string
 	objs     *objectstest.Fake
-	mounter  *fakeMounter
+	mounter  *mounttest.Fake
 	plugins  []volumes.Plugin
 	vm       *volumes.Manager
 	recorder *record.FakeRecorder
@@ -81,7 +30,7 @@ type env struct {
 
 // newEnv builds the env; mutate may change the plugins' deps and the manager's options.
 func newEnv(t *testing.T, mutate ...func(*Deps, *volumes.Options)) *env {
-	e := &env{t: t, root: t.TempDir(), objs: &objectstest.Fake{}, mounter: &fakeMounter{mounted: map[string]int64{}},
+	e := &env{t: t, root: t.TempDir(), objs: &objectstest.Fake{}, mounter: mounttest.New(),
 		recorder: record.NewFakeRecorder(100)}
 	deps := Deps{Objects: e.objs, Mounter: e.mounter, NodeName: "node-1", NodeIP: "192.168.1.10",
 		Capacity: func() downward.Capacity { return downward.Capacity{MilliCPU: 2000, MemoryBytes: 1 << 30} }}

@@ -95,7 +95,7 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 	if got, want := readVolume(t, secDir), map[string]string{"user": "-rw-r--r-- admin", "pass": "-rw-r--r-- pw"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("secret volume = %v, want %v", got, want)
 	}
-	mounted := e.mounter.snapshot()
+	mounted := e.mounter.Snapshot()
 	if _, ok := mounted[secDir]; !ok || len(mounted) != 1 {
 		t.Errorf("tmpfs mounts %v, want only the secret volume %s", mounted, secDir)
 	}

@@ -104,8 +104,8 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	if err := projected.TearDown(pod.UID, dir); err != nil {
 		t.Fatal(err)
 	}
-	if len(projected.tokens.entries) != 0 || len(e.mounter.snapshot()) != 0 {
-		t.Errorf("after TearDown: tokens %v, mounts %v", projected.tokens.entries, e.mounter.snapshot())
+	if len(projected.tokens.entries) != 0 || len(e.mounter.Snapshot()) != 0 {
+		t.Errorf("after TearDown: tokens %v, mounts %v", projected.tokens.entries, e.mounter.Snapshot())
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("volume directory left: %v", err)

@@ -1,0 +1,318 @@
+package csi
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
+)
+
+// PluginName is the CSI plugin's directory under a pod's volumes, as upstream names it.
+const PluginName = "kubernetes.io~csi"
+
+// API reads what setting up a CSI volume needs from the API server.
+type API interface {
+	// CSIDriver returns the driver's CSIDriver object, nil when there is none.
+	CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error)
+	VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
+// Plugin sets up CSI volumes through the registered drivers.
+type Plugin struct {
+	rootDir, nodeName string
+	drivers           *Drivers
+	api               API // nil in standalone mode
+	mounter           mount.Mounter
+	// attachTimeout bounds the wait for a VolumeAttachment to be attached.
+	attachTimeout time.Duration
+	// locks holds a mutex per driver and volume handle: pods sharing a volume stage, publish,
+	// unpublish and unstage it one at a time, so an unstage never races a new publish.
+	locks sync.Map
+}
+
+func (p *Plugin) lock(driver, handle string) func() {
+	m, _ := p.locks.LoadOrStore(driver+"\x00"+handle, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// NewPlugin sets up volumes under rootDir through drivers; api is nil in standalone mode,
+// where only drivers that need no attaching and no CSIDriver object can be used.
+func NewPlugin(rootDir, nodeName string, drivers *Drivers, api API, mounter mount.Mounter) *Plugin {
+	if mounter == nil {
+		mounter = mount.Host{}
+	}
+	return &Plugin{rootDir: rootDir, nodeName: nodeName, drivers: drivers, api: api, mounter: mounter, attachTimeout: 2 * time.Minute}
+}
+
+func (p *Plugin) Name() string { return PluginName }
+
+func (p *Plugin) CanSetUp(s *volumes.Spec) bool {
+	return s.Volume.CSI != nil || (s.PV != nil && s.PV.Spec.CSI != nil)
+}
+
+// stagingPath is where a driver stages a volume once for the node, as upstream lays it out.
+func (p *Plugin) stagingPath(driver, handle string) string {
+	return filepath.Join(p.rootDir, "plugins", "kubernetes.io", "csi", driver, fmt.Sprintf("%x", sha256.Sum256([]byte(handle))), "globalmount")
+}
+
+// SetUp stages the volume (when the driver stages) and publishes it at dir/mount. A volume
+// whose target is mounted already (found after a restart) is left as it is.
+func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir string) (volumes.Mount, error) {
+	src := sourceOf(pod, s)
+	target := filepath.Join(dir, "mount")
+	if mounted, _ := p.mounter.IsMountPoint(target); mounted {
+		return volumes.Mount{Path: target, ReadOnly: src.readOnly, InUse: src.inUseName()}, nil
+	}
+	defer p.lock(src.driver, src.handle)()
+	d, err := p.drivers.get(src.driver)
+	if err != nil {
+		return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %w", err)
+	}
+	drv, err := p.csiDriver(ctx, src)
+	if err != nil {
+		return volumes.Mount{}, err
+	}
+	publishContext, attachmentID, err := p.attached(ctx, src, drv)
+	if err != nil {
+		return volumes.Mount{}, err
+	}
+	data := volData{SpecVolID: src.specName, VolumeHandle: src.handle, DriverName: src.driver, NodeName: p.nodeName,
+		AttachmentID: attachmentID, VolumeLifecycleMode: lifecycleMode(src.ephemeral)}
+	if err := writeVolData(dir, data); err != nil {
+		return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: failed to save volume info data: %w", err)
+	}
+	staging := ""
+	if d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && !src.ephemeral {
+		if staging, err = p.stage(ctx, d, src, data, publishContext); err != nil {
+			return volumes.Mount{}, err
+		}
+	}
+	req := &csipb.NodePublishVolumeRequest{
+		VolumeId: src.handle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
+		VolumeCapability: src.capability(), Readonly: src.readOnly, VolumeContext: volumeContext(pod, src, drv),
+	}
+	if req.Secrets, err = p.secrets(ctx, src.publishSecret); err != nil {
+		return volumes.Mount{}, err
+	}
+	if err := d.client.publish(ctx, req); err != nil {
+		return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed: %w", err)
+	}
+	if group := fsGroupOf(pod); group != nil && !src.readOnly && src.appliesFSGroup(drv) {
+		if err := volumes.SetOwnership(target, *group, pod.Spec.SecurityContext.FSGroupChangePolicy, false); err != nil {
+			return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed to set fsGroup ownership: %w", err)
+		}
+	}
+	klog.V(2).InfoS("Published CSI volume", "pod", klog.KObj(pod), "driver", src.driver, "volumeHandle", src.handle, "target", target)
+	return volumes.Mount{Path: target, ReadOnly: src.readOnly, InUse: src.inUseName()}, nil
+}
+
+// csiDriver reads the driver's CSIDriver object and checks the volume's lifecycle mode is
+// one it supports (a driver without one supports persistent volumes only).
+func (p *Plugin) csiDriver(ctx context.Context, src source) (*storagev1.CSIDriver, error) {
+	var drv *storagev1.CSIDriver
+	if p.api != nil {
+		var err error
+		if drv, err = p.api.CSIDriver(ctx, src.driver); err != nil {
+			return nil, fmt.Errorf("kubernetes.io/csi: reading CSIDriver %s: %w", src.driver, err)
+		}
+	}
+	modes := []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+	if drv != nil && len(drv.Spec.VolumeLifecycleModes) > 0 {
+		modes = drv.Spec.VolumeLifecycleModes
+	}
+	want := storagev1.VolumeLifecycleMode(lifecycleMode(src.ephemeral))
+	if !slices.Contains(modes, want) {
+		return nil, fmt.Errorf("volume mode %q not supported by driver %s (only supports %q)", want, src.driver, modes)
+	}
+	return drv, nil
+}
+
+// attached waits, for a persistent volume whose driver needs attaching, until its
+// VolumeAttachment is attached, and returns the attachment's metadata for the node calls.
+func (p *Plugin) attached(ctx context.Context, src source, drv *storagev1.CSIDriver) (map[string]string, string, error) {
+	if src.ephemeral || (drv != nil && drv.Spec.AttachRequired != nil && !*drv.Spec.AttachRequired) {
+		return nil, "", nil
+	}
+	if p.api == nil {
+		return nil, "", fmt.Errorf("kubernetes.io/csi: driver %s needs attaching, which needs the API server; nodelet runs standalone", src.driver)
+	}
+	name := attachmentName(src.handle, src.driver, p.nodeName)
+	ctx, cancel := context.WithTimeout(ctx, p.attachTimeout)
+	defer cancel()
+	// The attacher marks it within a second or so: look often at first.
+	poll := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
+	for {
+		va, err := p.api.VolumeAttachment(ctx, name)
+		switch {
+		case err == nil && va.DeletionTimestamp != nil:
+			return nil, "", fmt.Errorf("volume attachment %s is being deleted", name)
+		case err == nil && va.Status.Attached:
+			return va.Status.AttachmentMetadata, name, nil
+		case err == nil && va.Status.AttachError != nil:
+			err = fmt.Errorf("attachment %s failed: %s", name, va.Status.AttachError.Message)
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("not attached yet")
+			}
+			return nil, "", fmt.Errorf("kubernetes.io/csi: attacher.WaitForAttach failed for volume %s (VolumeAttachment %s): %w", src.handle, name, err)
+		case <-time.After(poll.Step()):
+		}
+	}
+}
+
+// stage stages the volume once for the node (NodeStageVolume is idempotent), keeping a
+// vol_data.json next to the staging path as upstream does.
+func (p *Plugin) stage(ctx context.Context, d *driver, src source, data volData, publishContext map[string]string) (string, error) {
+	staging := p.stagingPath(src.driver, src.handle)
+	if err := writeVolData(filepath.Dir(staging), data); err != nil {
+		return "", fmt.Errorf("kubernetes.io/csi: failed to save volume info data: %w", err)
+	}
+	req := &csipb.NodeStageVolumeRequest{
+		VolumeId: src.handle, PublishContext: publishContext, StagingTargetPath: staging,
+		VolumeCapability: src.capability(), VolumeContext: src.attributes,
+	}
+	var err error
+	if req.Secrets, err = p.secrets(ctx, src.stageSecret); err != nil {
+		return "", err
+	}
+	if err := d.client.stage(ctx, req); err != nil {
+		return "", fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed: %w", err)
+	}
+	return staging, nil
+}
+
+// volumeContext is the volume's attributes plus, when the driver asks (podInfoOnMount) or
+// the volume is inline, the pod's identity under upstream's keys.
+func volumeContext(pod *v1.Pod, src source, drv *storagev1.CSIDriver) map[string]string {
+	podInfo := drv != nil && drv.Spec.PodInfoOnMount != nil && *drv.Spec.PodInfoOnMount
+	if !podInfo && !src.ephemeral {
+		return src.attributes
+	}
+	ctx := map[string]string{}
+	for k, v := range src.attributes {
+		ctx[k] = v
+	}
+	if podInfo {
+		ctx["csi.storage.k8s.io/pod.name"] = pod.Name
+		ctx["csi.storage.k8s.io/pod.namespace"] = pod.Namespace
+		ctx["csi.storage.k8s.io/pod.uid"] = string(pod.UID)
+		ctx["csi.storage.k8s.io/serviceAccount.name"] = pod.Spec.ServiceAccountName
+	}
+	ctx["csi.storage.k8s.io/ephemeral"] = fmt.Sprint(src.ephemeral)
+	return ctx
+}
+
+func (p *Plugin) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	if p.api == nil {
+		return nil, fmt.Errorf("kubernetes.io/csi: secret %s/%s needs the API server; nodelet runs standalone", ref.Namespace, ref.Name)
+	}
+	s, err := p.api.Secret(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes.io/csi: failed to find the secret %s in the namespace %s with error: %w", ref.Name, ref.Namespace, err)
+	}
+	out := map[string]string{}
+	for k, v := range s.Data {
+		out[k] = string(v)
+	}
+	return out, nil
+}
+
+func fsGroupOf(pod *v1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
+}
+
+// TearDown unpublishes the volume at dir/mount and, when no other pod's volume uses its
+// staging path, unstages it. What to call comes from vol_data.json, so it works for pods
+// long gone and after a restart.
+func (p *Plugin) TearDown(uid types.UID, dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
+	defer cancel()
+	data, err := readVolData(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		// Set-up never reached the driver: nothing is published.
+		return p.removeDir(dir)
+	}
+	if err != nil {
+		return err
+	}
+	defer p.lock(data.DriverName, data.VolumeHandle)()
+	d, err := p.drivers.get(data.DriverName)
+	if err != nil {
+		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed to get CSI client: %w", err)
+	}
+	target := filepath.Join(dir, "mount")
+	if err := d.client.unpublish(ctx, data.VolumeHandle, target); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed: %w", err)
+	}
+	if err := p.removeDir(dir); err != nil {
+		return err
+	}
+	klog.V(2).InfoS("Unpublished CSI volume", "podUID", uid, "driver", data.DriverName, "volumeHandle", data.VolumeHandle)
+	if data.VolumeLifecycleMode == string(storagev1.VolumeLifecycleEphemeral) || !d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
+		return nil
+	}
+	return p.unstageUnused(ctx, d, data)
+}
+
+// removeDir removes a volume's directory once nothing is mounted at or below it: removing a
+// live mount's content would lose data.
+func (p *Plugin) removeDir(dir string) error {
+	points, err := p.mounter.MountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	if len(points) > 0 {
+		return fmt.Errorf("kubernetes.io/csi: %s is still mounted; not removing it", points[0])
+	}
+	return os.RemoveAll(dir)
+}
+
+// unstageUnused unstages the volume unless another pod's volume still uses it.
+func (p *Plugin) unstageUnused(ctx context.Context, d *driver, data volData) error {
+	users, err := filepath.Glob(filepath.Join(p.rootDir, "pods", "*", "volumes", PluginName, "*", volDataFile))
+	if err != nil {
+		return err
+	}
+	for _, f := range users {
+		other, err := readVolData(filepath.Dir(f))
+		if err == nil && other.DriverName == data.DriverName && other.VolumeHandle == data.VolumeHandle {
+			return nil
+		}
+	}
+	staging := p.stagingPath(data.DriverName, data.VolumeHandle)
+	if _, err := os.Stat(filepath.Dir(staging)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := d.client.unstage(ctx, data.VolumeHandle, staging); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: attacher.UnmountDevice failed: %w", err)
+	}
+	klog.V(2).InfoS("Unstaged CSI volume", "driver", data.DriverName, "volumeHandle", data.VolumeHandle)
+	return p.removeDir(filepath.Dir(staging))
+}
