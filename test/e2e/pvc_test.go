@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 )
 
 // A pod's persistentVolumeClaim, bound by the controller manager to a local PersistentVolume
@@ -58,10 +60,29 @@ func TestPersistentVolumeClaimOfALocalVolume(t *testing.T) {
 	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
 		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](3000)}
 	c.createPod(p)
 	c.waitPodPhase("writer", v1.PodRunning, 90*time.Second)
 	waitFor(t, 20*time.Second, "the pod's file on the volume", func() (bool, string) {
 		raw, err := os.ReadFile(filepath.Join(dir, "proof"))
+		return err == nil && strings.TrimSpace(string(raw)) == "persisted", string(raw)
+	})
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gid := st.Sys().(*syscall.Stat_t).Gid; gid != 3000 || st.Mode()&os.ModeSetgid == 0 {
+		t.Errorf("local volume: group %d, mode %v; want the pod's fsGroup 3000 and setgid", gid, st.Mode())
+	}
+
+	// A second pod on the same claim shares the volume with the first.
+	reader := podSpec("reader", "cat /data/proof > /data/seen && exec sleep 3600")
+	reader.Spec.Volumes = p.Spec.Volumes
+	reader.Spec.Containers[0].VolumeMounts = p.Spec.Containers[0].VolumeMounts
+	c.createPod(reader)
+	c.waitPodPhase("reader", v1.PodRunning, 90*time.Second)
+	waitFor(t, 20*time.Second, "the second pod read the first one's file", func() (bool, string) {
+		raw, err := os.ReadFile(filepath.Join(dir, "seen"))
 		return err == nil && strings.TrimSpace(string(raw)) == "persisted", string(raw)
 	})
 }

@@ -84,7 +84,9 @@ func (Local) Name() string { return "kubernetes.io~local-volume" }
 
 func (Local) CanSetUp(s *volumes.Spec) bool { return s.PV != nil && s.PV.Spec.Local != nil }
 
-func (Local) SetUp(_ context.Context, _ *v1.Pod, s *volumes.Spec, _ string) (volumes.Mount, error) {
+// SetUp checks the local path and, with a pod fsGroup, gives the volume to that group as
+// upstream's local plugin does (unless the claim is read-only).
+func (Local) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, _ string) (volumes.Mount, error) {
 	path := s.PV.Spec.Local.Path
 	st, err := os.Stat(path)
 	if err != nil {
@@ -92,6 +94,11 @@ func (Local) SetUp(_ context.Context, _ *v1.Pod, s *volumes.Spec, _ string) (vol
 	}
 	if !st.IsDir() {
 		return volumes.Mount{}, fmt.Errorf("PV %s: local path %s is not a directory (block volumes are not supported by nodelet)", s.PV.Name, path)
+	}
+	if group := fsGroup(pod); group != nil && !s.ReadOnly {
+		if err := volumes.SetOwnership(path, *group, pod.Spec.SecurityContext.FSGroupChangePolicy, false); err != nil {
+			return volumes.Mount{}, fmt.Errorf("PV %s: applying fsGroup %d: %w", s.PV.Name, *group, err)
+		}
 	}
 	return volumes.Mount{Path: path, ReadOnly: s.ReadOnly}, nil
 }
