@@ -2,12 +2,14 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -205,6 +207,36 @@ func (o apiObjects) GetPersistentVolume(ctx context.Context, name string) (*v1.P
 }
 
 var _ volumes.ClaimGetter = apiObjects{}
+
+// MarkClaimResized records a volume grown on the node in its claim's status, as upstream's
+// kubelet does: the new capacity, no FileSystemResizePending or Resizing condition, and no
+// storage entry in allocatedResourceStatuses.
+func (o apiObjects) MarkClaimResized(ctx context.Context, pvc *v1.PersistentVolumeClaim, capacity int64) error {
+	conditions := []v1.PersistentVolumeClaimCondition{}
+	for _, c := range pvc.Status.Conditions {
+		if c.Type != v1.PersistentVolumeClaimFileSystemResizePending && c.Type != v1.PersistentVolumeClaimResizing {
+			conditions = append(conditions, c)
+		}
+	}
+	status := map[string]any{
+		"capacity":   map[string]string{string(v1.ResourceStorage): resource.NewQuantity(capacity, resource.BinarySI).String()},
+		"conditions": conditions,
+	}
+	if _, ok := pvc.Status.AllocatedResourceStatuses[v1.ResourceStorage]; ok {
+		status["allocatedResourceStatuses"] = map[string]any{string(v1.ResourceStorage): nil}
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	_, err = o.api.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("recording the new size in claim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	return nil
+}
+
+var _ volumes.ClaimResizer = apiObjects{}
 
 func (o apiObjects) CreateServiceAccountToken(ctx context.Context, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	return o.api.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})

@@ -23,7 +23,7 @@ func (n *agent) newVolumes() *volumes.Manager {
 	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates, Node: n.node, Recorder: n.recorder}
 	if n.objects != nil {
 		deps.Objects, deps.Tokens = n.objects, n.objects
-		opts.Claims = n.objects
+		opts.Claims, opts.Resizer = n.objects, n.objects
 	}
 	n.csi = csi.NewDrivers()
 	var csiAPI csi.API

@@ -138,3 +138,10 @@ func (c *nodeClient) volumeStats(ctx context.Context, volumeID, volumePath, stag
 	}
 	return u, nil
 }
+
+func (c *nodeClient) expand(ctx context.Context, req *csipb.NodeExpandVolumeRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := c.node.NodeExpandVolume(ctx, req)
+	return err
+}

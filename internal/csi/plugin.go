@@ -316,3 +316,29 @@ func (p *Plugin) unstageUnused(ctx context.Context, d *driver, data volData) err
 	klog.V(2).InfoS("Unstaged CSI volume", "driver", data.DriverName, "volumeHandle", data.VolumeHandle)
 	return p.removeDir(filepath.Dir(staging))
 }
+
+// ExpandMounted grows a published volume to its PersistentVolume's capacity with
+// NodeExpandVolume; a driver without the node's EXPAND_VOLUME capability needs no node step.
+func (p *Plugin) ExpandMounted(ctx context.Context, s *volumes.Spec, dir string) error {
+	src := sourceOf(nil, s)
+	defer p.lock(src.driver, src.handle)()
+	d, err := p.drivers.get(src.driver)
+	if err != nil {
+		return fmt.Errorf("kubernetes.io/csi: NodeExpandVolume failed to get CSI client: %w", err)
+	}
+	if !d.caps[csipb.NodeServiceCapability_RPC_EXPAND_VOLUME] {
+		return nil
+	}
+	size := s.PV.Spec.Capacity[v1.ResourceStorage]
+	req := &csipb.NodeExpandVolumeRequest{
+		VolumeId: src.handle, VolumePath: filepath.Join(dir, "mount"),
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}, VolumeCapability: src.capability(),
+	}
+	if d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
+		req.StagingTargetPath = p.stagingPath(src.driver, src.handle)
+	}
+	if err := d.client.expand(ctx, req); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: NodeExpandVolume failed: %w", err)
+	}
+	return nil
+}

@@ -97,6 +97,8 @@ type CoreV1Interface interface {
 // PersistentVolumeClaimInterface: the runtime resolves a pod's claims to mount them.
 type PersistentVolumeClaimInterface interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.PersistentVolumeClaim, error)
+	// Patch of the status subresource records a volume grown on the node.
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.PersistentVolumeClaim, error)
 }
 
 // PersistentVolumeInterface: the runtime reads the volume a claim is bound to.

@@ -24,6 +24,8 @@ type mountedVolume struct {
 	// refreshed is the count the last SetUp served.
 	refreshWanted, refreshed int
 	tearingDown              bool
+	// expandedTo is the size the volume was last grown to on the node (Expander).
+	expandedTo int64
 }
 
 // usable: set up, and not on its way out.

@@ -17,30 +17,30 @@ type ClaimGetter interface {
 
 // claimedVolume resolves a persistentVolumeClaim volume to its PersistentVolume: the claim
 // must be bound (and not being deleted) and the volume bound back to it.
-func (m *Manager) claimedVolume(ctx context.Context, ns string, vol *v1.Volume) (*v1.PersistentVolume, error) {
+func (m *Manager) claimedVolume(ctx context.Context, ns string, vol *v1.Volume) (*v1.PersistentVolumeClaim, *v1.PersistentVolume, error) {
 	ref := vol.PersistentVolumeClaim
 	if m.claims == nil {
-		return nil, fmt.Errorf("volume %q: persistentVolumeClaim %q needs the API server; nodelet runs standalone", vol.Name, ref.ClaimName)
+		return nil, nil, fmt.Errorf("volume %q: persistentVolumeClaim %q needs the API server; nodelet runs standalone", vol.Name, ref.ClaimName)
 	}
 	pvc, err := m.claims.GetPersistentVolumeClaim(ctx, ns, ref.ClaimName)
 	if err != nil {
-		return nil, fmt.Errorf("error processing PVC %s/%s: %w", ns, ref.ClaimName, err)
+		return nil, nil, fmt.Errorf("error processing PVC %s/%s: %w", ns, ref.ClaimName, err)
 	}
 	if pvc.DeletionTimestamp != nil {
-		return nil, fmt.Errorf("can't start pod because PVC %s/%s is being deleted", ns, ref.ClaimName)
+		return nil, nil, fmt.Errorf("can't start pod because PVC %s/%s is being deleted", ns, ref.ClaimName)
 	}
 	if pvc.Status.Phase != v1.ClaimBound || pvc.Spec.VolumeName == "" {
-		return nil, fmt.Errorf("PVC %s/%s has non-bound phase (%q) or empty pvc.Spec.VolumeName (%q)",
+		return nil, nil, fmt.Errorf("PVC %s/%s has non-bound phase (%q) or empty pvc.Spec.VolumeName (%q)",
 			ns, ref.ClaimName, pvc.Status.Phase, pvc.Spec.VolumeName)
 	}
 	pv, err := m.claims.GetPersistentVolume(ctx, pvc.Spec.VolumeName)
 	if err != nil {
-		return nil, fmt.Errorf("error processing PV %s of PVC %s/%s: %w", pvc.Spec.VolumeName, ns, ref.ClaimName, err)
+		return nil, nil, fmt.Errorf("error processing PV %s of PVC %s/%s: %w", pvc.Spec.VolumeName, ns, ref.ClaimName, err)
 	}
 	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
-		return nil, fmt.Errorf("PV %s is not bound to PVC %s/%s (pvc.UID != pv.Spec.ClaimRef.UID)", pv.Name, ns, ref.ClaimName)
+		return nil, nil, fmt.Errorf("PV %s is not bound to PVC %s/%s (pvc.UID != pv.Spec.ClaimRef.UID)", pv.Name, ns, ref.ClaimName)
 	}
-	return pv, nil
+	return pvc, pv, nil
 }
 
 // checkNodeAffinity refuses a PersistentVolume whose required node affinity this node does

@@ -35,6 +35,9 @@ type Options struct {
 	// Claims reads PersistentVolumeClaims and PersistentVolumes; nil (standalone) refuses
 	// persistentVolumeClaim volumes.
 	Claims ClaimGetter
+	// Resizer records in a claim's status that its volume grew on the node; nil: mounted
+	// volumes are never grown.
+	Resizer ClaimResizer
 	// Node returns this node, for PersistentVolumes' node affinity; nil refuses volumes that
 	// have one.
 	Node func() *v1.Node
@@ -51,6 +54,7 @@ type Manager struct {
 	rootDir string
 	plugins []Plugin
 	claims  ClaimGetter
+	resizer ClaimResizer
 	node    func() *v1.Node
 	mounter mount.Mounter
 	clock   clock.Clock
@@ -76,7 +80,7 @@ func New(opts Options) *Manager {
 		opts.Pods = neverGone{}
 	}
 	m := &Manager{
-		rootDir: opts.RootDir, plugins: opts.Plugins, claims: opts.Claims, node: opts.Node,
+		rootDir: opts.RootDir, plugins: opts.Plugins, claims: opts.Claims, resizer: opts.Resizer, node: opts.Node,
 		mounter: opts.Mounter, clock: opts.Clock, mountTimeout: podAttachAndMountTimeout,
 		desired: newDesiredState(), actual: newActualState(),
 	}

@@ -14,6 +14,8 @@ type Spec struct {
 	// PV is the PersistentVolume bound to a persistentVolumeClaim volume's claim; nil for
 	// every other volume.
 	PV *v1.PersistentVolume
+	// Claim is the persistentVolumeClaim volume's claim, as read at the pod's last sync.
+	Claim *v1.PersistentVolumeClaim
 	// ReadOnly is the claim reference's readOnly.
 	ReadOnly bool
 }
@@ -43,6 +45,13 @@ type Plugin interface {
 	SetUp(ctx context.Context, pod *v1.Pod, spec *Spec, dir string) (Mount, error)
 	// TearDown undoes SetUp knowing only the pod's UID and dir: the pod may be long gone.
 	TearDown(uid types.UID, dir string) error
+}
+
+// Expander is a Plugin whose volumes grow while mounted: once a claim's PersistentVolume is
+// larger than the claim's status says, the reconciler asks it to grow what is on the node
+// (NodeExpandVolume) and then records the new size in the claim's status.
+type Expander interface {
+	ExpandMounted(ctx context.Context, spec *Spec, dir string) error
 }
 
 // Refresher is a Plugin whose volumes carry API objects or pod fields into running

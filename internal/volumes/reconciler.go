@@ -93,10 +93,13 @@ func (r *reconciler) setUpWanted(ctx context.Context, now time.Time, next *time.
 		current := r.m.actual.volumes(dp.pod.UID)
 		for name, dv := range dp.volumes {
 			mv, ok := current[name]
+			k := volumeKey{dp.pod.UID, name}
 			if ok && !mv.uncertain && mv.refreshed >= mv.refreshWanted {
+				if size := r.m.expansionWanted(dv, mv); size > 0 && !mv.tearingDown && r.start(k, now, next) {
+					go r.expand(ctx, dp.pod, k, dv, mv.dir, size)
+				}
 				continue
 			}
-			k := volumeKey{dp.pod.UID, name}
 			if r.start(k, now, next) {
 				go r.setUp(ctx, dp.pod, k, dv, mv.refreshWanted)
 			}

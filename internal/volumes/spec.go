@@ -70,11 +70,11 @@ func (m *Manager) spec(ctx context.Context, pod *v1.Pod, name string) (*Spec, er
 		if vol.PersistentVolumeClaim == nil {
 			return &Spec{Volume: vol}, nil
 		}
-		pv, err := m.claimedVolume(ctx, pod.Namespace, vol)
+		pvc, pv, err := m.claimedVolume(ctx, pod.Namespace, vol)
 		if err != nil {
 			return nil, err
 		}
-		return &Spec{Volume: vol, PV: pv, ReadOnly: vol.PersistentVolumeClaim.ReadOnly}, nil
+		return &Spec{Volume: vol, PV: pv, Claim: pvc, ReadOnly: vol.PersistentVolumeClaim.ReadOnly}, nil
 	}
 	return nil, fmt.Errorf("volume mount %q: no such volume", name)
 }

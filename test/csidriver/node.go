@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ func (n *node) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*csipb.N
 func topologyKey(driver string) string { return "topology." + driver + "/node" }
 
 func (n *node) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
-	types := []csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS}
+	types := []csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS, csipb.NodeServiceCapability_RPC_EXPAND_VOLUME}
 	if n.o.stage {
 		types = append(types, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	}
@@ -113,6 +114,17 @@ func (n *node) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublishVo
 		_ = os.Remove(marker)
 	}
 	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}
+
+// NodeExpandVolume has nothing to grow (a volume is a directory); it checks the volume is
+// published where the kubelet says and logs the size asked for.
+func (n *node) NodeExpandVolume(_ context.Context, req *csipb.NodeExpandVolumeRequest) (*csipb.NodeExpandVolumeResponse, error) {
+	n.calls.record("NodeExpandVolume", req.GetVolumeId(), req.GetVolumePath(), map[string]string{
+		"requiredBytes": strconv.FormatInt(req.GetCapacityRange().GetRequiredBytes(), 10)})
+	if !mounted(req.GetVolumePath()) {
+		return nil, status.Errorf(codes.NotFound, "volume %s is not published at %s", req.GetVolumeId(), req.GetVolumePath())
+	}
+	return &csipb.NodeExpandVolumeResponse{CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}, nil
 }
 
 func ephemeralMarker(dataDir, id string) string { return filepath.Join(dataDir, "."+id+".ephemeral") }

@@ -39,6 +39,7 @@ func runSidecars(ctx context.Context, o options) {
 	defer tick.Stop()
 	for {
 		provision(ctx, cs, o)
+		resize(ctx, cs, o)
 		reclaim(ctx, cs, o)
 		attach(ctx, cs, o)
 		select {
@@ -107,6 +108,55 @@ func volumeFor(pvc *v1.PersistentVolumeClaim, class *storagev1.StorageClass, o o
 				MatchExpressions: []v1.NodeSelectorRequirement{{Key: topologyKey(o.name), Operator: v1.NodeSelectorOpIn, Values: []string{o.nodeID}}},
 			}}}},
 		},
+	}
+}
+
+// resize grows the PV of a claim that asks for more (what external-resizer does after
+// ControllerExpandVolume) and leaves the node step to the kubelet: FileSystemResizePending and
+// allocatedResourceStatuses NodeResizePending on the claim.
+func resize(ctx context.Context, cs kubernetes.Interface, o options) {
+	claims, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		klog.ErrorS(err, "Listing claims")
+		return
+	}
+	pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		klog.ErrorS(err, "Listing PVs")
+		return
+	}
+	byName := map[string]*v1.PersistentVolume{}
+	for i := range pvs.Items {
+		if pv := &pvs.Items[i]; pv.Spec.CSI != nil && pv.Spec.CSI.Driver == o.name {
+			byName[pv.Name] = pv
+		}
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		want, has := pvc.Spec.Resources.Requests[v1.ResourceStorage]
+		pv := byName[pvc.Spec.VolumeName]
+		if pvc.Status.Phase != v1.ClaimBound || !has || pv == nil {
+			continue
+		}
+		if size := pv.Spec.Capacity[v1.ResourceStorage]; size.Cmp(want) >= 0 {
+			continue
+		}
+		pv.Spec.Capacity[v1.ResourceStorage] = want
+		if _, err := cs.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			klog.ErrorS(err, "Growing the PV", "pv", pv.Name)
+			continue
+		}
+		pvc.Status.AllocatedResources = v1.ResourceList{v1.ResourceStorage: want}
+		pvc.Status.AllocatedResourceStatuses = map[v1.ResourceName]v1.ClaimResourceStatus{v1.ResourceStorage: v1.PersistentVolumeClaimNodeResizePending}
+		pvc.Status.Conditions = append(pvc.Status.Conditions, v1.PersistentVolumeClaimCondition{
+			Type: v1.PersistentVolumeClaimFileSystemResizePending, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now(),
+			Message: "Waiting for user to (re-)start a pod to finish file system resize of volume on node.",
+		})
+		if _, err := cs.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+			klog.ErrorS(err, "Marking the claim's node resize pending", "claim", klog.KObj(pvc))
+			continue
+		}
+		klog.InfoS("Resized", "pv", pv.Name, "size", want.String())
 	}
 }
 

@@ -124,14 +124,14 @@ func (d *csiDriver) callsOf(method string, since time.Time) []csiCall {
 
 // joinClusterForCSI is joinCluster with a root dir short enough for the driver's sockets below
 // it (a unix socket path has at most 107 bytes; the test's temporary directories are long).
-func joinClusterForCSI(t *testing.T) *cluster {
+func joinClusterForCSI(t *testing.T, extraArgs ...string) *cluster {
 	t.Helper()
 	root, err := os.MkdirTemp("/tmp", "nlcsi")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(root) }) // runs last, once everything is unmounted
-	c := joinCluster(t, "--root-dir="+root)
+	c := joinCluster(t, append(extraArgs, "--root-dir="+root)...)
 	c.rootDir = root
 	return c
 }

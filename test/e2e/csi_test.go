@@ -202,14 +202,63 @@ func (c *cluster) checkCSIVolumeReports(d *csiDriver) {
 	}
 }
 
+// A claim grown while its pod runs: the driver's resizer grows the PV and leaves the node step
+// pending; nodelet calls NodeExpandVolume at the pod's next sync and records the new size in
+// the claim's status, with upstream's event.
+func TestCSIVolumeGrowsWhileMounted(t *testing.T) {
+	c := joinClusterForCSI(t, "--sync-frequency=10s")
+	c.waitReady(t)
+	d := startCSIDriver(t, c.rootDir, "--kubeconfig="+adminKubeconfig)
+	c.createCSIDriverObject(d, false)
+	c.waitDriverRegistered(d)
+	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	ctx := context.Background()
+	class := c.createStorageClass(d)
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := podSpec("grower", "exec sleep 3600")
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	c.createPod(p)
+	c.waitPodPhase("grower", v1.PodRunning, 2*time.Minute)
+
+	grow := []byte(`{"spec":{"resources":{"requests":{"storage":"128Mi"}}}}`)
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Patch(ctx, "data", types.MergePatchType, grow, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := resource.MustParse("128Mi")
+	waitFor(t, 90*time.Second, "the claim's status at 128Mi with no resize pending", func() (bool, string) {
+		got, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Get(ctx, "data", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		size := got.Status.Capacity[v1.ResourceStorage]
+		_, pending := got.Status.AllocatedResourceStatuses[v1.ResourceStorage]
+		return size.Cmp(want) == 0 && len(got.Status.Conditions) == 0 && !pending, fmt.Sprintf("%s %+v %v", size.String(), got.Status.Conditions, got.Status.AllocatedResourceStatuses)
+	})
+	expanded := d.callsOf("NodeExpandVolume", time.Time{})
+	if len(expanded) != 1 || expanded[0].Context["requiredBytes"] != fmt.Sprint(want.Value()) {
+		t.Fatalf("NodeExpandVolume calls: %+v", expanded)
+	}
+	c.waitEvent("grower", "FileSystemResizeSuccessful", "MountVolume.NodeExpandVolume succeeded", 10*time.Second)
+}
+
 func (c *cluster) createStorageClass(d *csiDriver) string {
 	c.t.Helper()
 	bind := storagev1.VolumeBindingImmediate
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: "e2e-" + strings.SplitN(d.name, ".", 2)[0]},
 		Provisioner:       d.name,
-		VolumeBindingMode: &bind,
-		Parameters:        map[string]string{"csi.storage.k8s.io/fstype": "ext4"},
+		VolumeBindingMode: &bind, AllowVolumeExpansion: ptr.To(true),
+		Parameters: map[string]string{"csi.storage.k8s.io/fstype": "ext4"},
 	}
 	if _, err := c.admin.StorageV1().StorageClasses().Create(context.Background(), sc, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
