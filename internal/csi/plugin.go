@@ -78,9 +78,9 @@ func (p *Plugin) stagingPath(driver, handle string) string {
 // whose target is mounted already (found after a restart) is left as it is.
 func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir string) (volumes.Mount, error) {
 	src := sourceOf(pod, s)
-	target := filepath.Join(dir, "mount")
+	target := targetIn(dir, src.block)
 	if mounted, _ := p.mounter.IsMountPoint(target); mounted {
-		return volumes.Mount{Path: target, ReadOnly: src.readOnly, InUse: src.inUseName()}, nil
+		return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: src.inUseName()}, nil
 	}
 	defer p.lock(src.driver, src.handle)()
 	d, err := p.drivers.get(src.driver)
@@ -97,6 +97,9 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 	}
 	data := volData{SpecVolID: src.specName, VolumeHandle: src.handle, DriverName: src.driver, NodeName: p.nodeName,
 		AttachmentID: attachmentID, VolumeLifecycleMode: lifecycleMode(src.ephemeral)}
+	if src.block {
+		data.VolumeMode = string(v1.PersistentVolumeBlock)
+	}
 	if err := writeVolData(dir, data); err != nil {
 		return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: failed to save volume info data: %w", err)
 	}
@@ -116,13 +119,13 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 	if err := d.client.publish(ctx, req); err != nil {
 		return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed: %w", err)
 	}
-	if group := fsGroupOf(pod); group != nil && !src.readOnly && src.appliesFSGroup(drv) {
+	if group := fsGroupOf(pod); group != nil && !src.readOnly && !src.block && src.appliesFSGroup(drv) {
 		if err := volumes.SetOwnership(target, *group, pod.Spec.SecurityContext.FSGroupChangePolicy, false); err != nil {
 			return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed to set fsGroup ownership: %w", err)
 		}
 	}
 	klog.V(2).InfoS("Published CSI volume", "pod", klog.KObj(pod), "driver", src.driver, "volumeHandle", src.handle, "target", target)
-	return volumes.Mount{Path: target, ReadOnly: src.readOnly, InUse: src.inUseName()}, nil
+	return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: src.inUseName()}, nil
 }
 
 // csiDriver reads the driver's CSIDriver object and checks the volume's lifecycle mode is
@@ -267,7 +270,7 @@ func (p *Plugin) TearDown(uid types.UID, dir string) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed to get CSI client: %w", err)
 	}
-	target := filepath.Join(dir, "mount")
+	target := targetIn(dir, data.VolumeMode == string(v1.PersistentVolumeBlock))
 	if err := d.client.unpublish(ctx, data.VolumeHandle, target); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed: %w", err)
 	}
@@ -331,7 +334,7 @@ func (p *Plugin) ExpandMounted(ctx context.Context, s *volumes.Spec, dir string)
 	}
 	size := s.PV.Spec.Capacity[v1.ResourceStorage]
 	req := &csipb.NodeExpandVolumeRequest{
-		VolumeId: src.handle, VolumePath: filepath.Join(dir, "mount"),
+		VolumeId: src.handle, VolumePath: targetIn(dir, src.block),
 		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}, VolumeCapability: src.capability(),
 	}
 	if d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {

@@ -256,3 +256,35 @@ func TestAppliesFSGroupFollowsThePolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestBlockVolumeIsPublishedAsADevice(t *testing.T) {
+	p, fn, root := newTestPlugin(t, true, noAttach(nil))
+	spec := pvSpec("vol1")
+	spec.PV.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock)
+	dir := volumeDir(root, "a", "pv-vol1")
+	m, err := p.SetUp(context.Background(), testPod("a"), spec, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Block || m.Path != filepath.Join(dir, "dev") {
+		t.Fatalf("mount = %+v, want the device file dir/dev", m)
+	}
+	for _, req := range fn.reqs {
+		var c *csipb.VolumeCapability
+		switch r := req.(type) {
+		case *csipb.NodeStageVolumeRequest:
+			c = r.VolumeCapability
+		case *csipb.NodePublishVolumeRequest:
+			c = r.VolumeCapability
+		}
+		if c.GetBlock() == nil || c.GetMount() != nil {
+			t.Fatalf("%T capability = %v, want block access", req, c)
+		}
+	}
+	if err := p.TearDown("a", dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := fn.called(); len(got) != 4 || got[2] != "Unpublish vol1 "+filepath.Join(dir, "dev") {
+		t.Fatalf("calls = %q", got)
+	}
+}

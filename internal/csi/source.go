@@ -32,6 +32,8 @@ type source struct {
 	publishSecret, stageSecret *v1.SecretReference
 	accessModes                []v1.PersistentVolumeAccessMode
 	ephemeral                  bool
+	// block: the PV's volumeMode is Block; the driver publishes a device, not a filesystem.
+	block bool
 }
 
 func sourceOf(pod *v1.Pod, s *volumes.Spec) source {
@@ -42,6 +44,7 @@ func sourceOf(pod *v1.Pod, s *volumes.Spec) source {
 			readOnly: c.ReadOnly || s.ReadOnly, fsType: c.FSType, mountOptions: s.PV.Spec.MountOptions,
 			attributes: c.VolumeAttributes, publishSecret: c.NodePublishSecretRef, stageSecret: c.NodeStageSecretRef,
 			accessModes: s.PV.Spec.AccessModes,
+			block:       s.PV.Spec.VolumeMode != nil && *s.PV.Spec.VolumeMode == v1.PersistentVolumeBlock,
 		}
 	}
 	c := s.Volume.CSI
@@ -87,10 +90,23 @@ func (s source) capability() *csipb.VolumeCapability {
 	case slices.Contains(s.accessModes, v1.ReadOnlyMany) && !slices.Contains(s.accessModes, v1.ReadWriteOnce):
 		mode = csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 	}
-	return &csipb.VolumeCapability{
+	c := &csipb.VolumeCapability{
 		AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{FsType: s.fsType, MountFlags: s.mountOptions}},
 		AccessMode: &csipb.VolumeCapability_AccessMode{Mode: mode},
 	}
+	if s.block {
+		c.AccessType = &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}}
+	}
+	return c
+}
+
+// targetIn is where the driver publishes the volume in its directory: a mount point, or for
+// a block volume the device file.
+func targetIn(dir string, block bool) string {
+	if block {
+		return filepath.Join(dir, "dev")
+	}
+	return filepath.Join(dir, "mount")
 }
 
 // appliesFSGroup reports whether the pod's fsGroup is applied to the volume under the
@@ -107,7 +123,7 @@ func (s source) appliesFSGroup(drv *storagev1.CSIDriver) bool {
 	case storagev1.NoneFSGroupPolicy:
 		return false
 	}
-	if s.fsType == "" {
+	if s.fsType == "" || s.block {
 		return false
 	}
 	if s.ephemeral {
@@ -131,6 +147,8 @@ type volData struct {
 	NodeName            string `json:"nodeName"`
 	AttachmentID        string `json:"attachmentID,omitempty"`
 	VolumeLifecycleMode string `json:"volumeLifecycleMode"`
+	// VolumeMode is nodelet's own: "Block" when the volume was published as a device.
+	VolumeMode string `json:"volumeMode,omitempty"`
 }
 
 const volDataFile = "vol_data.json"

@@ -70,7 +70,7 @@ func (s *Stats) measure(ctx context.Context, dir string, now time.Time) (statsap
 	if d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && data.VolumeLifecycleMode != lifecycleMode(true) {
 		staging = s.plugin.stagingPath(data.DriverName, data.VolumeHandle)
 	}
-	u, err := d.client.volumeStats(ctx, data.VolumeHandle, filepath.Join(dir, "mount"), staging)
+	u, err := d.client.volumeStats(ctx, data.VolumeHandle, targetIn(dir, data.VolumeMode == string(v1.PersistentVolumeBlock)), staging)
 	if err != nil {
 		klog.V(4).InfoS("NodeGetVolumeStats failed", "driver", data.DriverName, "volumeHandle", data.VolumeHandle, "err", err)
 		return statsapi.FsStats{}, false

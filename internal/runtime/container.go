@@ -50,6 +50,10 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	devices, err := m.volumeDevices(pod, c)
+	if err != nil {
+		return nil, err
+	}
 	logPath := filepath.Join(c.Name, strconv.Itoa(restartCount)+".log")
 	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("create container log directory: %w", err)
@@ -70,6 +74,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		WorkingDir:  c.WorkingDir,
 		Envs:        envs,
 		Mounts:      mounts,
+		Devices:     devices,
 		Labels:      containerLabels(pod, c),
 		Annotations: annotations,
 		LogPath:     logPath,

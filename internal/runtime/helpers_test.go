@@ -158,6 +158,10 @@ func int64Ptr(v int64) *int64 { return &v }
 // with subPath inside; the runtime only hands the paths to CRI.
 type fakeVolumes struct{ root string }
 
+func (f fakeVolumes) DevicePath(_ *v1.Pod, name string) (string, error) {
+	return "", fmt.Errorf("volume %s has volumeMode Filesystem, but is specified in volumeDevices", name)
+}
+
 func (f fakeVolumes) HostPath(pod *v1.Pod, name, subPath string) (string, bool, error) {
 	for _, v := range pod.Spec.Volumes {
 		if v.Name == name {

@@ -25,6 +25,24 @@ type Volumes interface {
 	// HostPath returns where pod's volume name is on the host, with subPath (relative,
 	// without '..') inside it, and whether containers may only read it.
 	HostPath(pod *v1.Pod, name, subPath string) (path string, readOnly bool, err error)
+	// DevicePath returns the block device of pod's volume name (volumeMode Block).
+	DevicePath(pod *v1.Pod, name string) (string, error)
+}
+
+// volumeDevices are the block volumes the container maps (volumeDevices), as CRI devices.
+func (m *manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Device, error) {
+	var out []*runtimeapi.Device
+	for _, vd := range c.VolumeDevices {
+		if m.volumes == nil {
+			return nil, fmt.Errorf("volume device %q: nodelet runs without a volume manager", vd.Name)
+		}
+		path, err := m.volumes.DevicePath(pod, vd.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &runtimeapi.Device{ContainerPath: vd.DevicePath, HostPath: path, Permissions: "mrw"})
+	}
+	return out, nil
 }
 
 // containerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and

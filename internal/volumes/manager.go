@@ -122,11 +122,29 @@ func (m *Manager) HostPath(pod *v1.Pod, name, subPath string) (string, bool, err
 		}
 		return "", false, fmt.Errorf("volume %q is not set up", name)
 	}
+	if mnt.Block {
+		return "", false, fmt.Errorf("volume %s has volumeMode Block, but is specified in volumeMounts", name)
+	}
 	if subPath == "" {
 		return mnt.Path, mnt.ReadOnly, nil
 	}
 	path, err := subPathIn(mnt, name, subPath)
 	return path, mnt.ReadOnly, err
+}
+
+// DevicePath returns the block device of pod's volume name, for a container's volumeDevices.
+// The volume must be set up: the pod sync waited for it.
+func (m *Manager) DevicePath(pod *v1.Pod, name string) (string, error) {
+	mnt, ok := m.actual.mount(volumeKey{pod.UID, name})
+	switch {
+	case !ok && !hasVolume(pod, name):
+		return "", fmt.Errorf("volume device %q: no such volume", name)
+	case !ok:
+		return "", fmt.Errorf("volume %q is not set up", name)
+	case !mnt.Block:
+		return "", fmt.Errorf("volume %s has volumeMode Filesystem, but is specified in volumeDevices", name)
+	}
+	return mnt.Path, nil
 }
 
 // VolumesInUse lists, sorted, the attachable volumes set up for pods: the node reports them

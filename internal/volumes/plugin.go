@@ -25,6 +25,9 @@ type Mount struct {
 	Path string
 	// ReadOnly: containers only read it (nodelet writes its files, or the claim says so).
 	ReadOnly bool
+	// Block: Path is a block device (a PersistentVolume of volumeMode Block), handed to
+	// containers through volumeDevices, never mounted.
+	Block bool
 	// InUse names the volume in the node's volumesInUse while it is set up (upstream's
 	// unique volume name), for volumes the attach/detach controller attaches; empty for
 	// the others.

@@ -79,3 +79,21 @@ func TestVolumesInUseListsNamedVolumesSetUp(t *testing.T) {
 		t.Fatalf("after a tear-down: %v", got)
 	}
 }
+
+// A block volume is handed out only as a device, a filesystem volume only as a path.
+func TestBlockVolumesAreDevicesOnly(t *testing.T) {
+	m := New(Options{RootDir: t.TempDir()})
+	p := newFakePlugin()
+	pod := podWith("u1", "fs", "disk")
+	m.actual.markSetUp(volumeKey{"u1", "fs"}, p, "/fs", Mount{Path: "/fs"}, 0)
+	m.actual.markSetUp(volumeKey{"u1", "disk"}, p, "/d", Mount{Path: "/dev/loop7", Block: true}, 0)
+	if dev, err := m.DevicePath(pod, "disk"); err != nil || dev != "/dev/loop7" {
+		t.Fatalf("DevicePath(disk) = %q, %v", dev, err)
+	}
+	if _, _, err := m.HostPath(pod, "disk", ""); err == nil || err.Error() != "volume disk has volumeMode Block, but is specified in volumeMounts" {
+		t.Fatalf("HostPath(disk): %v", err)
+	}
+	if _, err := m.DevicePath(pod, "fs"); err == nil || err.Error() != "volume fs has volumeMode Filesystem, but is specified in volumeDevices" {
+		t.Fatalf("DevicePath(fs): %v", err)
+	}
+}

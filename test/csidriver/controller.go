@@ -54,5 +54,11 @@ func deleteVolume(dataDir, id string) error {
 	if id == "" || filepath.Base(id) != id {
 		return status.Errorf(codes.InvalidArgument, "bad volume id %q", id)
 	}
+	if _, err := os.Stat(imagePath(dataDir, id)); err == nil {
+		_ = detachLoop(dataDir, id) // an unstaged driver attaches at publish
+	}
+	if err := os.Remove(imagePath(dataDir, id)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	return os.RemoveAll(filepath.Join(dataDir, id))
 }

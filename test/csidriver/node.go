@@ -52,6 +52,12 @@ func (n *node) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequ
 	if req.GetVolumeId() == "" || req.GetStagingTargetPath() == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume id and staging path are required")
 	}
+	if isBlock(req.GetVolumeCapability()) {
+		if err := stageBlock(n.o.dataDir, req.GetVolumeId(), req.GetStagingTargetPath()); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csipb.NodeStageVolumeResponse{}, nil
+	}
 	src := filepath.Join(n.o.dataDir, req.GetVolumeId())
 	if _, err := os.Stat(src); err != nil {
 		return nil, status.Errorf(codes.NotFound, "volume %s: %v", req.GetVolumeId(), err)
@@ -67,6 +73,9 @@ func (n *node) NodeUnstageVolume(_ context.Context, req *csipb.NodeUnstageVolume
 	if err := unmount(req.GetStagingTargetPath()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	if err := unstageBlock(n.o.dataDir, req.GetVolumeId(), req.GetStagingTargetPath()); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
 	return &csipb.NodeUnstageVolumeResponse{}, nil
 }
 
@@ -74,6 +83,16 @@ func (n *node) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolume
 	n.calls.record("NodePublishVolume", req.GetVolumeId(), req.GetTargetPath(), req.GetVolumeContext())
 	if req.GetVolumeId() == "" || req.GetTargetPath() == "" || req.GetVolumeCapability() == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume id, target path and capability are required")
+	}
+	if isBlock(req.GetVolumeCapability()) {
+		staging := ""
+		if n.o.stage {
+			staging = req.GetStagingTargetPath()
+		}
+		if err := publishBlock(n.o.dataDir, req.GetVolumeId(), staging, req.GetTargetPath(), req.GetReadonly()); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csipb.NodePublishVolumeResponse{}, nil
 	}
 	src := filepath.Join(n.o.dataDir, req.GetVolumeId())
 	switch {

@@ -68,7 +68,12 @@ func provision(ctx context.Context, cs kubernetes.Interface, o options) {
 			continue
 		}
 		pv := volumeFor(pvc, class, o)
-		if err := createVolume(o.dataDir, pv.Name); err != nil {
+		create := func() error { return createVolume(o.dataDir, pv.Name) }
+		if pvc.Spec.VolumeMode != nil && *pvc.Spec.VolumeMode == v1.PersistentVolumeBlock {
+			size := pvc.Spec.Resources.Requests[v1.ResourceStorage]
+			create = func() error { return createBlockVolume(o.dataDir, pv.Name, size.Value()) }
+		}
+		if err := create(); err != nil {
 			klog.ErrorS(err, "Creating the volume", "claim", klog.KObj(pvc))
 			continue
 		}

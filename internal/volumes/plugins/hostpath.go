@@ -76,8 +76,8 @@ func prepareHostPath(hp *v1.HostPathVolumeSource) error {
 	return nil
 }
 
-// Local gives containers the directory of a local PersistentVolume. Block volumes are not
-// supported yet.
+// Local gives containers the directory of a local PersistentVolume, or its device when the
+// volume's mode is Block.
 type Local struct{}
 
 func (Local) Name() string { return "kubernetes.io~local-volume" }
@@ -92,8 +92,14 @@ func (Local) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, _ string) (v
 	if err != nil {
 		return volumes.Mount{}, fmt.Errorf("PV %s local path: %w", s.PV.Name, err)
 	}
+	if isBlock(s.PV) {
+		if st.Mode()&os.ModeDevice == 0 || st.Mode()&os.ModeCharDevice != 0 {
+			return volumes.Mount{}, fmt.Errorf("PV %s has volumeMode Block but its local path %s is not a block device", s.PV.Name, path)
+		}
+		return volumes.Mount{Path: path, ReadOnly: s.ReadOnly, Block: true}, nil
+	}
 	if !st.IsDir() {
-		return volumes.Mount{}, fmt.Errorf("PV %s: local path %s is not a directory (block volumes are not supported by nodelet)", s.PV.Name, path)
+		return volumes.Mount{}, fmt.Errorf("PV %s: local path %s is not a directory", s.PV.Name, path)
 	}
 	if group := fsGroup(pod); group != nil && !s.ReadOnly {
 		if err := volumes.SetOwnership(path, *group, pod.Spec.SecurityContext.FSGroupChangePolicy, false); err != nil {
@@ -104,3 +110,7 @@ func (Local) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, _ string) (v
 }
 
 func (Local) TearDown(types.UID, string) error { return nil }
+
+func isBlock(pv *v1.PersistentVolume) bool {
+	return pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock
+}

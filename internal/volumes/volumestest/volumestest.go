@@ -39,3 +39,13 @@ func (o OnDemand) HostPath(pod *v1.Pod, name, subPath string) (string, bool, err
 	}
 	return o.Manager.HostPath(pod, name, subPath)
 }
+
+// DevicePath sets pod's volumes up, then answers as the volume manager does.
+func (o OnDemand) DevicePath(pod *v1.Pod, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := o.WaitForAttachAndMount(ctx, pod); err != nil {
+		return "", err
+	}
+	return o.Manager.DevicePath(pod, name)
+}

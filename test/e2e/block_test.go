@@ -1,0 +1,142 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+)
+
+const blockMark = "nodelet-block"
+
+// blockWriter is a pod that writes blockMark at the start of the device its claim maps at
+// /dev/xvda, flushes it, and sleeps.
+func blockWriter(name, claim string) *v1.Pod {
+	p := podSpec(name, "printf "+blockMark+" > /dev/xvda && sync && exec sleep 3600")
+	p.Spec.Volumes = []v1.Volume{{Name: "disk", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+	p.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvda"}}
+	return p
+}
+
+// waitMarked waits until the image file behind a block volume starts with blockMark.
+func waitMarked(t *testing.T, image string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the pod's bytes at the start of "+image, func() (bool, string) {
+		f, err := os.Open(image)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer f.Close()
+		head := make([]byte, len(blockMark))
+		_, err = f.Read(head)
+		return bytes.Equal(head, []byte(blockMark)), fmt.Sprintf("%q %v", head, err)
+	})
+}
+
+// A claim of volumeMode Block on the test CSI driver is staged and published as a device, and
+// the container's volumeDevices entry maps it: what the pod writes to /dev/xvda is in the
+// volume's image. Deleting the pod unpublishes and unstages it.
+func TestCSIBlockVolumeIsMappedIntoTheContainer(t *testing.T) {
+	c := joinClusterForCSI(t)
+	c.waitReady(t)
+	d := startCSIDriver(t, c.rootDir, "--kubeconfig="+adminKubeconfig)
+	c.createCSIDriverObject(d, false)
+	c.waitDriverRegistered(d)
+	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	ctx := context.Background()
+	class := c.createStorageClass(d)
+	block := v1.PersistentVolumeBlock
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "disk"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class, VolumeMode: &block,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("16Mi")}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.createPod(blockWriter("blk", "disk"))
+	c.waitPodPhase("blk", v1.PodRunning, 2*time.Minute)
+	bound, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Get(ctx, "disk", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMarked(t, filepath.Join(d.dataDir, bound.Spec.VolumeName+".img"))
+	staged := d.callsOf("NodeStageVolume", time.Time{})
+	if len(staged) != 1 || len(d.callsOf("NodePublishVolume", time.Time{})) != 1 {
+		t.Fatalf("stage %d, publish %d calls; want one each", len(staged), len(d.callsOf("NodePublishVolume", time.Time{})))
+	}
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, "blk", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the block volume unpublished and unstaged", func() (bool, string) {
+		left := csiMounts(t, c.rootDir)
+		return len(left) == 0 && len(d.callsOf("NodeUnstageVolume", time.Time{})) == 1, fmt.Sprint(left)
+	})
+}
+
+// A local PersistentVolume of volumeMode Block (a loop device here) is mapped into the
+// container by its volumeDevices entry.
+func TestLocalBlockVolumeIsMappedIntoTheContainer(t *testing.T) {
+	c := joinCluster(t)
+	c.waitReady(t)
+	image := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(image, make([]byte, 8<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "-f", "--show", image).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+	ctx := context.Background()
+	block := v1.PersistentVolumeBlock
+	pvName := "e2e-block-" + rand.String(5)
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("8Mi")},
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeMode: &block,
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: "e2e-manual",
+			PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dev}},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{nodeName}}},
+			}}}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.admin.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+	})
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "disk"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: ptr.To("e2e-manual"),
+			VolumeName: pvName, VolumeMode: &block,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("8Mi")}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.createPod(blockWriter("blk", "disk"))
+	c.waitPodPhase("blk", v1.PodRunning, 90*time.Second)
+	waitMarked(t, image)
+}
