@@ -36,11 +36,12 @@ daemon_start() {
 	setsid "$binary" "$@" >>"$CP_LOG/$name.log" 2>&1 </dev/null &
 	pid=$!
 	echo "$pid" >"$CP_RUN/$name.pid"
-	# Until the forked shell has exec'd the binary, daemon_pid would take it for dead.
-	local i
+	# Until the forked shell has exec'd setsid and setsid the binary, daemon_pid would take it
+	# for dead: wait for the binary's own command line.
+	local i cmdline
 	for ((i = 0; i < 50; i++)); do
-		daemon_pid "$name" >/dev/null && break
-		kill -0 "$pid" 2>/dev/null || break
+		cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || break
+		[[ $cmdline == "$binary "* ]] && break
 		sleep 0.1
 	done
 	echo "    started $name (pid $pid, log $CP_LOG/$name.log)"
@@ -66,6 +67,10 @@ daemon_stop() {
 # daemon_expect_alive NAME: fail with the log's tail if NAME died.
 daemon_expect_alive() {
 	local name=$1
+	daemon_pid "$name" >/dev/null && return 0
+	# setsid execs the binary under the same pid: in the middle of that exec the command line
+	# reads empty for an instant. Look again before calling it dead.
+	sleep 0.5
 	daemon_pid "$name" >/dev/null && return 0
 	echo "error: $name exited; last lines of $CP_LOG/$name.log:" >&2
 	tail -n 20 "$CP_LOG/$name.log" >&2

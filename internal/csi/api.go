@@ -3,6 +3,7 @@ package csi
 import (
 	"context"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,4 +33,8 @@ func (a clientAPI) VolumeAttachment(ctx context.Context, name string) (*storagev
 
 func (a clientAPI) Secret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
 	return a.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a clientAPI) CreateServiceAccountToken(ctx context.Context, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+	return a.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
 }

@@ -11,11 +11,13 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/nodelet/nodelet/internal/volumes/mount/mounttest"
 	"google.golang.org/grpc"
+	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"strings"
 )
 
 // fakeNode is a CSI node service that records its calls and "mounts" in a fakeMounter.
@@ -158,4 +160,10 @@ func (f *fakeAPI) Secret(_ context.Context, ns, name string) (*v1.Secret, error)
 		return s, nil
 	}
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+}
+
+func (f *fakeAPI) CreateServiceAccountToken(_ context.Context, ns, sa string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+	out := req.DeepCopy()
+	out.Status.Token = "token-for-" + ns + "/" + sa + "@" + strings.Join(req.Spec.Audiences, ",")
+	return out, nil
 }

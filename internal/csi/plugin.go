@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
+	"github.com/nodelet/nodelet/internal/volumes/tokens"
 )
 
 // PluginName is the CSI plugin's directory under a pod's volumes, as upstream names it.
@@ -32,6 +35,8 @@ type API interface {
 	CSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error)
 	VolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error)
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	// CreateServiceAccountToken serves CSIDrivers' tokenRequests.
+	CreateServiceAccountToken(ctx context.Context, namespace, serviceAccount string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error)
 }
 
 // Plugin sets up CSI volumes through the registered drivers.
@@ -42,6 +47,12 @@ type Plugin struct {
 	mounter           mount.Mounter
 	// attachTimeout bounds the wait for a VolumeAttachment to be attached.
 	attachTimeout time.Duration
+	// tokens are the service account tokens drivers ask for (tokenRequests).
+	tokens *tokens.Cache
+	// csiDrivers caches the CSIDriver objects for csiDriverTTL: every pod sync asks
+	// whether a mounted volume is to be published again.
+	csiDriversMu sync.Mutex
+	csiDrivers   map[string]cachedCSIDriver
 	// locks holds a mutex per driver and volume handle: pods sharing a volume stage, publish,
 	// unpublish and unstage it one at a time, so an unstage never races a new publish.
 	locks sync.Map
@@ -60,8 +71,17 @@ func NewPlugin(rootDir, nodeName string, drivers *Drivers, api API, mounter moun
 	if mounter == nil {
 		mounter = mount.Host{}
 	}
-	return &Plugin{rootDir: rootDir, nodeName: nodeName, drivers: drivers, api: api, mounter: mounter, attachTimeout: 2 * time.Minute}
+	p := &Plugin{rootDir: rootDir, nodeName: nodeName, drivers: drivers, api: api, mounter: mounter,
+		attachTimeout: 2 * time.Minute, csiDrivers: map[string]cachedCSIDriver{}, tokens: tokens.NewCache(nil)}
+	if api != nil {
+		p.tokens = tokens.NewCache(api)
+	}
+	return p
 }
+
+// RefreshOnSync: every sync of a pod sets its CSI volumes up again, so the volumes of drivers
+// that ask for it (requiresRepublish) are published again; the others stay as they are.
+func (p *Plugin) RefreshOnSync() bool { return true }
 
 func (p *Plugin) Name() string { return PluginName }
 
@@ -79,8 +99,12 @@ func (p *Plugin) stagingPath(driver, handle string) string {
 func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir string) (volumes.Mount, error) {
 	src := sourceOf(pod, s)
 	target := targetIn(dir, src.block)
+	republish := false
 	if mounted, _ := p.mounter.IsMountPoint(target); mounted {
-		return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: src.inUseName()}, nil
+		if !p.requiresRepublish(ctx, src.driver) {
+			return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: src.inUseName()}, nil
+		}
+		republish = true
 	}
 	defer p.lock(src.driver, src.handle)()
 	d, err := p.drivers.get(src.driver)
@@ -105,13 +129,19 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 	}
 	staging := ""
 	if d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && !src.ephemeral {
-		if staging, err = p.stage(ctx, d, src, data, publishContext); err != nil {
-			return volumes.Mount{}, err
+		staging = p.stagingPath(src.driver, src.handle)
+		if !republish {
+			if err := p.stage(ctx, d, src, data, publishContext); err != nil {
+				return volumes.Mount{}, err
+			}
 		}
 	}
 	req := &csipb.NodePublishVolumeRequest{
 		VolumeId: src.handle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: src.capability(), Readonly: src.readOnly, VolumeContext: volumeContext(pod, src, drv),
+	}
+	if err := p.addTokens(ctx, pod, drv, req.VolumeContext); err != nil {
+		return volumes.Mount{}, err
 	}
 	if req.Secrets, err = p.secrets(ctx, src.publishSecret); err != nil {
 		return volumes.Mount{}, err
@@ -131,12 +161,9 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 // csiDriver reads the driver's CSIDriver object and checks the volume's lifecycle mode is
 // one it supports (a driver without one supports persistent volumes only).
 func (p *Plugin) csiDriver(ctx context.Context, src source) (*storagev1.CSIDriver, error) {
-	var drv *storagev1.CSIDriver
-	if p.api != nil {
-		var err error
-		if drv, err = p.api.CSIDriver(ctx, src.driver); err != nil {
-			return nil, fmt.Errorf("kubernetes.io/csi: reading CSIDriver %s: %w", src.driver, err)
-		}
+	drv, err := p.cachedCSIDriver(ctx, src.driver)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes.io/csi: reading CSIDriver %s: %w", src.driver, err)
 	}
 	modes := []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
 	if drv != nil && len(drv.Spec.VolumeLifecycleModes) > 0 {
@@ -186,10 +213,10 @@ func (p *Plugin) attached(ctx context.Context, src source, drv *storagev1.CSIDri
 
 // stage stages the volume once for the node (NodeStageVolume is idempotent), keeping a
 // vol_data.json next to the staging path as upstream does.
-func (p *Plugin) stage(ctx context.Context, d *driver, src source, data volData, publishContext map[string]string) (string, error) {
+func (p *Plugin) stage(ctx context.Context, d *driver, src source, data volData, publishContext map[string]string) error {
 	staging := p.stagingPath(src.driver, src.handle)
 	if err := writeVolData(filepath.Dir(staging), data); err != nil {
-		return "", fmt.Errorf("kubernetes.io/csi: failed to save volume info data: %w", err)
+		return fmt.Errorf("kubernetes.io/csi: failed to save volume info data: %w", err)
 	}
 	req := &csipb.NodeStageVolumeRequest{
 		VolumeId: src.handle, PublishContext: publishContext, StagingTargetPath: staging,
@@ -197,24 +224,24 @@ func (p *Plugin) stage(ctx context.Context, d *driver, src source, data volData,
 	}
 	var err error
 	if req.Secrets, err = p.secrets(ctx, src.stageSecret); err != nil {
-		return "", err
+		return err
 	}
 	if err := d.client.stage(ctx, req); err != nil {
-		return "", fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed: %w", err)
+		return fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed: %w", err)
 	}
-	return staging, nil
+	return nil
 }
 
 // volumeContext is the volume's attributes plus, when the driver asks (podInfoOnMount) or
 // the volume is inline, the pod's identity under upstream's keys.
 func volumeContext(pod *v1.Pod, src source, drv *storagev1.CSIDriver) map[string]string {
 	podInfo := drv != nil && drv.Spec.PodInfoOnMount != nil && *drv.Spec.PodInfoOnMount
-	if !podInfo && !src.ephemeral {
-		return src.attributes
+	ctx := maps.Clone(src.attributes) // the PV's own map must not change
+	if ctx == nil {
+		ctx = map[string]string{}
 	}
-	ctx := map[string]string{}
-	for k, v := range src.attributes {
-		ctx[k] = v
+	if !podInfo && !src.ephemeral {
+		return ctx
 	}
 	if podInfo {
 		ctx["csi.storage.k8s.io/pod.name"] = pod.Name
@@ -277,6 +304,7 @@ func (p *Plugin) TearDown(uid types.UID, dir string) error {
 	if err := p.removeDir(dir); err != nil {
 		return err
 	}
+	p.tokens.Forget(uid)
 	klog.V(2).InfoS("Unpublished CSI volume", "podUID", uid, "driver", data.DriverName, "volumeHandle", data.VolumeHandle)
 	if data.VolumeLifecycleMode == string(storagev1.VolumeLifecycleEphemeral) || !d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
 		return nil

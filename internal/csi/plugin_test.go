@@ -288,3 +288,33 @@ func TestBlockVolumeIsPublishedAsADevice(t *testing.T) {
 		t.Fatalf("calls = %q", got)
 	}
 }
+
+// A driver that asks for tokens gets them in the volume context; one that requires
+// republishing is published again at every sync of a mounted volume, the others are not.
+func TestTokensAndRepublish(t *testing.T) {
+	api := noAttach(func(s *storagev1.CSIDriverSpec) {
+		s.RequiresRepublish = ptr.To(true)
+		s.TokenRequests = []storagev1.TokenRequest{{Audience: "vault"}}
+	})
+	p, fn, root := newTestPlugin(t, true, api)
+	pod := testPod("a")
+	pod.Spec.ServiceAccountName = "builder"
+	dir := volumeDir(root, "a", "pv-vol1")
+	spec := pvSpec("vol1")
+	for range 2 {
+		if _, err := p.SetUp(context.Background(), pod, spec, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"Stage vol1 " + p.stagingPath(fakeDriver, "vol1"), "Publish vol1 " + filepath.Join(dir, "mount"), "Publish vol1 " + filepath.Join(dir, "mount")}
+	if got := fn.called(); !slices.Equal(got, want) {
+		t.Fatalf("calls = %q, want %q (published again, not staged again)", got, want)
+	}
+	vc := fn.reqs[1].(*csipb.NodePublishVolumeRequest).VolumeContext
+	if !strings.Contains(vc[tokensKey], `"vault":{"token":"token-for-ns/builder@vault"`) {
+		t.Fatalf("tokens = %q", vc[tokensKey])
+	}
+	if attrs := spec.PV.Spec.CSI.VolumeAttributes; len(attrs) != 1 {
+		t.Fatalf("the PV's attributes were changed: %v", attrs)
+	}
+}

@@ -139,14 +139,15 @@ func joinClusterForCSI(t *testing.T, extraArgs ...string) *cluster {
 // createCSIDriverObject makes the driver's CSIDriver, removed at cleanup.
 func (c *cluster) createCSIDriverObject(d *csiDriver, attach bool, modes ...storagev1.VolumeLifecycleMode) {
 	c.t.Helper()
-	policy := storagev1.FileFSGroupPolicy
-	obj := &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: d.name},
-		Spec: storagev1.CSIDriverSpec{
-			AttachRequired: ptr.To(attach), PodInfoOnMount: ptr.To(true), FSGroupPolicy: &policy,
-			VolumeLifecycleModes: modes,
-		},
-	}
+	c.createCSIDriverSpec(d, storagev1.CSIDriverSpec{AttachRequired: ptr.To(attach), VolumeLifecycleModes: modes})
+}
+
+// createCSIDriverSpec makes the driver's CSIDriver from spec, with podInfoOnMount and the
+// File fsGroupPolicy; removed at cleanup.
+func (c *cluster) createCSIDriverSpec(d *csiDriver, spec storagev1.CSIDriverSpec) {
+	c.t.Helper()
+	spec.PodInfoOnMount, spec.FSGroupPolicy = ptr.To(true), ptr.To(storagev1.FileFSGroupPolicy)
+	obj := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: d.name}, Spec: spec}
 	if _, err := c.admin.StorageV1().CSIDrivers().Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}

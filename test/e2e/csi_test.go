@@ -251,6 +251,47 @@ func TestCSIVolumeGrowsWhileMounted(t *testing.T) {
 	c.waitEvent("grower", "FileSystemResizeSuccessful", "MountVolume.NodeExpandVolume succeeded", 10*time.Second)
 }
 
+// A CSIDriver with tokenRequests gets the pod's service account token for its audience in
+// the volume context; with requiresRepublish its mounted volume is published again at the
+// pod's syncs.
+func TestCSIDriverGetsTokensAndIsRepublished(t *testing.T) {
+	c := joinClusterForCSI(t, "--sync-frequency=5s")
+	c.waitReady(t)
+	d := startCSIDriver(t, c.rootDir, "--stage=false")
+	c.createCSIDriverSpec(d, storagev1.CSIDriverSpec{
+		AttachRequired: ptr.To(false), RequiresRepublish: ptr.To(true),
+		TokenRequests:        []storagev1.TokenRequest{{Audience: "nodelet-e2e"}},
+		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
+	})
+	c.waitDriverRegistered(d)
+	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	p := podSpec("tokens", "exec sleep 3600")
+	// The node may only ask for tokens of a service account its pods name (this control
+	// plane's admission does not fill in "default").
+	p.Spec.ServiceAccountName = "default"
+	p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: d.name}}}}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	c.createPod(p)
+	c.waitPodPhase("tokens", v1.PodRunning, 2*time.Minute)
+	waitFor(t, time.Minute, "the volume published again", func() (bool, string) {
+		n := len(d.callsOf("NodePublishVolume", time.Time{}))
+		return n >= 2, fmt.Sprintf("%d publish calls", n)
+	})
+	published := d.callsOf("NodePublishVolume", time.Time{})
+	if published[0].Path != published[1].Path {
+		t.Fatalf("published at %s, then at %s", published[0].Path, published[1].Path)
+	}
+	var tokens map[string]struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(published[0].Context["csi.storage.k8s.io/serviceAccount.tokens"]), &tokens); err != nil {
+		t.Fatalf("tokens in the volume context: %v (%q)", err, published[0].Context)
+	}
+	if tokens["nodelet-e2e"].Token == "" {
+		t.Fatalf("no token for the driver's audience: %v", tokens)
+	}
+}
+
 func (c *cluster) createStorageClass(d *csiDriver) string {
 	c.t.Helper()
 	bind := storagev1.VolumeBindingImmediate

@@ -13,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
+	"github.com/nodelet/nodelet/internal/volumes/tokens"
 )
 
 // Volume plugin directory names under <podDir>/volumes, as upstream names them.
@@ -31,14 +32,14 @@ const (
 type objectPlugin struct {
 	name     string
 	objects  objects.Getter
-	tokens   *tokenCache
+	tokens   *tokens.Cache
 	mounter  mount.Mounter
 	nodeName string
 	nodeIP   string
 	capacity func() downward.Capacity
 }
 
-func newObjectPlugin(name string, d Deps, tokens *tokenCache) *objectPlugin {
+func newObjectPlugin(name string, d Deps, tokens *tokens.Cache) *objectPlugin {
 	return &objectPlugin{name: name, objects: d.Objects, tokens: tokens, mounter: d.Mounter,
 		nodeName: d.NodeName, nodeIP: d.NodeIP, capacity: d.Capacity}
 }
@@ -66,7 +67,7 @@ func objectVolumePlugin(vol *v1.Volume) string {
 
 func (p *objectPlugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir string) (volumes.Mount, error) {
 	token := func(proj *v1.ServiceAccountTokenProjection) (string, error) {
-		return p.tokens.get(ctx, pod, proj)
+		return serviceAccountToken(ctx, p.tokens, pod, proj)
 	}
 	fields := downward.Fields{Pod: pod, NodeName: p.nodeName, HostIP: p.nodeIP, Capacity: p.capacity()}
 	files, err := volumeFiles(ctx, objects.NewLookups(p.objects), fields, token, s.Volume)
@@ -96,7 +97,7 @@ func (p *objectPlugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, 
 
 func (p *objectPlugin) TearDown(uid types.UID, dir string) error {
 	if p.name == projectedPlugin {
-		p.tokens.forget(uid)
+		p.tokens.Forget(uid)
 	}
 	return removeVolumeDir(p.mounter, dir)
 }

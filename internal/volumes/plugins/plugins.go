@@ -4,11 +4,9 @@
 package plugins
 
 import (
-	"context"
 	"fmt"
 	"os"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -16,12 +14,11 @@ import (
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
+	"github.com/nodelet/nodelet/internal/volumes/tokens"
 )
 
 // TokenGetter requests bound service account tokens for projected volumes.
-type TokenGetter interface {
-	CreateServiceAccountToken(ctx context.Context, namespace, serviceAccount string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error)
-}
+type TokenGetter = tokens.Getter
 
 // Deps are what the plugins read and mount with.
 type Deps struct {
@@ -47,7 +44,7 @@ func All(d Deps) []volumes.Plugin {
 	if d.Capacity == nil {
 		d.Capacity = downward.MachineCapacity
 	}
-	tokens := newTokenCache(d.Tokens)
+	tokens := tokens.NewCache(d.Tokens)
 	return []volumes.Plugin{
 		&EmptyDir{mounter: d.Mounter},
 		HostPath{},

@@ -63,7 +63,7 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	e.objs.AddConfigMap("default", "kube-root-ca.crt", map[string]string{"ca.crt": "CA"})
 	projected := e.plugin(projectedPlugin).(*objectPlugin)
 	now := time.Now()
-	projected.tokens.now = func() time.Time { return now }
+	projected.tokens.Now = func() time.Time { return now }
 	pod := mounting("sa", v1.Volume{Name: "api", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
 		Sources: []v1.VolumeProjection{
 			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", Audience: "vault", ExpirationSeconds: int64Ptr(600)}},
@@ -104,8 +104,8 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	if err := projected.TearDown(pod.UID, dir); err != nil {
 		t.Fatal(err)
 	}
-	if len(projected.tokens.entries) != 0 || len(e.mounter.Snapshot()) != 0 {
-		t.Errorf("after TearDown: tokens %v, mounts %v", projected.tokens.entries, e.mounter.Snapshot())
+	if projected.tokens.Len() != 0 || len(e.mounter.Snapshot()) != 0 {
+		t.Errorf("after TearDown: tokens %v, mounts %v", projected.tokens.Len(), e.mounter.Snapshot())
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("volume directory left: %v", err)
