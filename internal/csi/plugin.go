@@ -140,22 +140,32 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 		VolumeId: src.handle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: src.capability(), Readonly: src.readOnly, VolumeContext: volumeContext(pod, src, drv),
 	}
-	if err := p.addTokens(ctx, pod, drv, req.VolumeContext); err != nil {
+	if err := p.publish(ctx, pod, d, drv, src, req); err != nil {
 		return volumes.Mount{}, err
-	}
-	if req.Secrets, err = p.secrets(ctx, src.publishSecret); err != nil {
-		return volumes.Mount{}, err
-	}
-	if err := d.client.publish(ctx, req); err != nil {
-		return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed: %w", err)
-	}
-	if group := fsGroupOf(pod); group != nil && !src.readOnly && !src.block && src.appliesFSGroup(drv) {
-		if err := volumes.SetOwnership(target, *group, pod.Spec.SecurityContext.FSGroupChangePolicy, false); err != nil {
-			return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed to set fsGroup ownership: %w", err)
-		}
 	}
 	klog.V(2).InfoS("Published CSI volume", "pod", klog.KObj(pod), "driver", src.driver, "volumeHandle", src.handle, "target", target)
 	return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: src.inUseName()}, nil
+}
+
+// publish completes req with the tokens and secrets the driver asks for, publishes, and
+// applies the pod's fsGroup when the driver's policy says so.
+func (p *Plugin) publish(ctx context.Context, pod *v1.Pod, d *driver, drv *storagev1.CSIDriver, src source, req *csipb.NodePublishVolumeRequest) error {
+	if err := p.addTokens(ctx, pod, drv, req.VolumeContext); err != nil {
+		return err
+	}
+	var err error
+	if req.Secrets, err = p.secrets(ctx, src.publishSecret); err != nil {
+		return err
+	}
+	if err := d.client.publish(ctx, req); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed: %w", err)
+	}
+	if group := fsGroupOf(pod); group != nil && !src.readOnly && !src.block && src.appliesFSGroup(drv) {
+		if err := volumes.SetOwnership(req.TargetPath, *group, pod.Spec.SecurityContext.FSGroupChangePolicy, false); err != nil {
+			return fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed to set fsGroup ownership: %w", err)
+		}
+	}
+	return nil
 }
 
 // csiDriver reads the driver's CSIDriver object and checks the volume's lifecycle mode is

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -50,25 +51,9 @@ func waitMarked(t *testing.T, image string) {
 // the container's volumeDevices entry maps it: what the pod writes to /dev/xvda is in the
 // volume's image. Deleting the pod unpublishes and unstages it.
 func TestCSIBlockVolumeIsMappedIntoTheContainer(t *testing.T) {
-	c := joinClusterForCSI(t)
-	c.waitReady(t)
-	d := startCSIDriver(t, c.rootDir, "--kubeconfig="+adminKubeconfig)
-	c.createCSIDriverObject(d, false)
-	c.waitDriverRegistered(d)
-	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	c, d := csiCluster(t, nil, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}, "--kubeconfig="+adminKubeconfig)
 	ctx := context.Background()
-	class := c.createStorageClass(d)
-	block := v1.PersistentVolumeBlock
-	pvc := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "disk"},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class, VolumeMode: &block,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("16Mi")}},
-		},
-	}
-	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.createClaim("disk", c.createStorageClass(d), "16Mi", ptr.To(v1.PersistentVolumeBlock))
 	c.createPod(blockWriter("blk", "disk"))
 	c.waitPodPhase("blk", v1.PodRunning, 2*time.Minute)
 	bound, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Get(ctx, "disk", metav1.GetOptions{})

@@ -21,6 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/volumes/mount"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 var (
@@ -136,10 +138,33 @@ func joinClusterForCSI(t *testing.T, extraArgs ...string) *cluster {
 	return c
 }
 
-// createCSIDriverObject makes the driver's CSIDriver, removed at cleanup.
-func (c *cluster) createCSIDriverObject(d *csiDriver, attach bool, modes ...storagev1.VolumeLifecycleMode) {
+// csiCluster joins the cluster (root dir short enough for sockets), starts the test driver
+// with driverArgs and its CSIDriver from spec, and waits until nodelet has registered it.
+// Cleanup drains the test's pods and mounts before the driver stops.
+func csiCluster(t *testing.T, joinArgs []string, spec storagev1.CSIDriverSpec, driverArgs ...string) (*cluster, *csiDriver) {
+	t.Helper()
+	c := joinClusterForCSI(t, joinArgs...)
+	c.waitReady(t)
+	d := startCSIDriver(t, c.rootDir, driverArgs...)
+	c.createCSIDriverSpec(d, spec)
+	c.waitDriverRegistered(d)
+	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	return c, d
+}
+
+// createClaim makes claim name of class asking for size; mode nil is Filesystem.
+func (c *cluster) createClaim(name, class, size string, mode *v1.PersistentVolumeMode) {
 	c.t.Helper()
-	c.createCSIDriverSpec(d, storagev1.CSIDriverSpec{AttachRequired: ptr.To(attach), VolumeLifecycleModes: modes})
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class, VolumeMode: mode,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(context.Background(), pvc, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // createCSIDriverSpec makes the driver's CSIDriver from spec, with podInfoOnMount and the

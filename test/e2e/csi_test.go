@@ -30,12 +30,7 @@ import (
 // nodelet neither publishes again nor unmounts; deleted pods come back to their data; scaled
 // to zero, every volume is unpublished and unstaged and the attachments can go.
 func TestCSIStatefulSetKeepsItsData(t *testing.T) {
-	c := joinClusterForCSI(t)
-	c.waitReady(t)
-	d := startCSIDriver(t, c.rootDir, "--kubeconfig="+adminKubeconfig)
-	c.createCSIDriverObject(d, true)
-	c.waitDriverRegistered(d)
-	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	c, d := csiCluster(t, nil, storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}, "--kubeconfig="+adminKubeconfig)
 	node := c.node()
 	if got := node.Labels["topology."+d.name+"/node"]; got != nodeName {
 		t.Fatalf("topology label = %q, want %q", got, nodeName)
@@ -122,12 +117,9 @@ func TestCSIStatefulSetKeepsItsData(t *testing.T) {
 // registers again when it comes back, and the pod starts. An inline ephemeral volume of the
 // same driver lives and dies with its pod.
 func TestCSIDriverThatGoesAwayAndComesBack(t *testing.T) {
-	c := joinClusterForCSI(t)
-	c.waitReady(t)
-	d := startCSIDriver(t, c.rootDir, "--stage=false")
-	c.createCSIDriverObject(d, false, storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral)
-	c.waitDriverRegistered(d)
-	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	c, d := csiCluster(t, nil, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false),
+		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}},
+		"--stage=false")
 	d.stop()
 	waitFor(t, 30*time.Second, "driver removed from the CSINode", func() (bool, string) {
 		cn, err := c.admin.StorageV1().CSINodes().Get(context.Background(), nodeName, metav1.GetOptions{})
@@ -206,24 +198,9 @@ func (c *cluster) checkCSIVolumeReports(d *csiDriver) {
 // pending; nodelet calls NodeExpandVolume at the pod's next sync and records the new size in
 // the claim's status, with upstream's event.
 func TestCSIVolumeGrowsWhileMounted(t *testing.T) {
-	c := joinClusterForCSI(t, "--sync-frequency=10s")
-	c.waitReady(t)
-	d := startCSIDriver(t, c.rootDir, "--kubeconfig="+adminKubeconfig)
-	c.createCSIDriverObject(d, false)
-	c.waitDriverRegistered(d)
-	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	c, d := csiCluster(t, []string{"--sync-frequency=10s"}, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}, "--kubeconfig="+adminKubeconfig)
 	ctx := context.Background()
-	class := c.createStorageClass(d)
-	pvc := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}},
-		},
-	}
-	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.createClaim("data", c.createStorageClass(d), "64Mi", nil)
 	p := podSpec("grower", "exec sleep 3600")
 	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
@@ -255,16 +232,11 @@ func TestCSIVolumeGrowsWhileMounted(t *testing.T) {
 // the volume context; with requiresRepublish its mounted volume is published again at the
 // pod's syncs.
 func TestCSIDriverGetsTokensAndIsRepublished(t *testing.T) {
-	c := joinClusterForCSI(t, "--sync-frequency=5s")
-	c.waitReady(t)
-	d := startCSIDriver(t, c.rootDir, "--stage=false")
-	c.createCSIDriverSpec(d, storagev1.CSIDriverSpec{
+	c, d := csiCluster(t, []string{"--sync-frequency=5s"}, storagev1.CSIDriverSpec{
 		AttachRequired: ptr.To(false), RequiresRepublish: ptr.To(true),
 		TokenRequests:        []storagev1.TokenRequest{{Audience: "nodelet-e2e"}},
 		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
-	})
-	c.waitDriverRegistered(d)
-	t.Cleanup(func() { c.drainCSI(c.rootDir) })
+	}, "--stage=false")
 	p := podSpec("tokens", "exec sleep 3600")
 	// The node may only ask for tokens of a service account its pods name (this control
 	// plane's admission does not fill in "default").
