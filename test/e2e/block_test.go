@@ -15,9 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 )
 
@@ -89,38 +87,7 @@ func TestLocalBlockVolumeIsMappedIntoTheContainer(t *testing.T) {
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
-	ctx := context.Background()
-	block := v1.PersistentVolumeBlock
-	pvName := "e2e-block-" + rand.String(5)
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("8Mi")},
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeMode: &block,
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: "e2e-manual",
-			PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dev}},
-			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{nodeName}}},
-			}}}},
-		},
-	}
-	if _, err := c.admin.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.admin.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
-	})
-	pvc := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "disk"},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: ptr.To("e2e-manual"),
-			VolumeName: pvName, VolumeMode: &block,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("8Mi")}},
-		},
-	}
-	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.claimLocalVolume("disk", dev, "8Mi", ptr.To(v1.PersistentVolumeBlock))
 	c.createPod(blockWriter("blk", "disk"))
 	c.waitPodPhase("blk", v1.PodRunning, 90*time.Second)
 	waitMarked(t, image)

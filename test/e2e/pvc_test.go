@@ -24,38 +24,7 @@ func TestPersistentVolumeClaimOfALocalVolume(t *testing.T) {
 	c := joinCluster(t)
 	c.waitReady(t)
 	dir := t.TempDir()
-	ctx := context.Background()
-	pvName := "e2e-local-" + rand.String(5)
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
-			StorageClassName:              "e2e-manual",
-			PersistentVolumeSource:        v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: dir}},
-			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{nodeName}}},
-			}}}},
-		},
-	}
-	if _, err := c.admin.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.admin.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
-	})
-	class := "e2e-manual"
-	pvc := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class, VolumeName: pvName,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.claimLocalVolume("data", dir, "1Gi", nil)
 	p := podSpec("writer", "echo persisted > /data/proof; exec sleep 3600")
 	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
 		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
@@ -85,4 +54,43 @@ func TestPersistentVolumeClaimOfALocalVolume(t *testing.T) {
 		raw, err := os.ReadFile(filepath.Join(dir, "seen"))
 		return err == nil && strings.TrimSpace(string(raw)) == "persisted", string(raw)
 	})
+}
+
+// claimLocalVolume makes a local PersistentVolume of path for this node (removed at cleanup)
+// and claim bound to it, of size and mode (nil: Filesystem).
+func (c *cluster) claimLocalVolume(claim, path, size string, mode *v1.PersistentVolumeMode) {
+	c.t.Helper()
+	ctx := context.Background()
+	pvName := "e2e-local-" + rand.String(5)
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			VolumeMode:                    mode,
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "e2e-manual",
+			PersistentVolumeSource:        v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: path}},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{nodeName}}},
+			}}}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		_ = c.admin.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+	})
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claim},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: ptr.To("e2e-manual"),
+			VolumeName: pvName, VolumeMode: mode,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
 }
