@@ -25,6 +25,8 @@ type fakeNode struct {
 	csipb.UnimplementedNodeServer
 	mounter *mounttest.Fake
 	stage   bool
+	// mountGroup advertises VOLUME_MOUNT_GROUP: the driver applies fsGroup itself.
+	mountGroup bool
 
 	mu    sync.Mutex
 	calls []string // "Method volumeID path"
@@ -51,9 +53,15 @@ func (n *fakeNode) NodeGetInfo(context.Context, *csipb.NodeGetInfoRequest) (*csi
 
 func (n *fakeNode) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest) (*csipb.NodeGetCapabilitiesResponse, error) {
 	resp := &csipb.NodeGetCapabilitiesResponse{}
-	if n.stage {
+	add := func(t csipb.NodeServiceCapability_RPC_Type) {
 		resp.Capabilities = append(resp.Capabilities, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{
-			Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}}})
+			Rpc: &csipb.NodeServiceCapability_RPC{Type: t}}})
+	}
+	if n.stage {
+		add(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	}
+	if n.mountGroup {
+		add(csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	}
 	return resp, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -127,18 +128,19 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 	if err := writeVolData(dir, data); err != nil {
 		return volumes.Mount{}, fmt.Errorf("kubernetes.io/csi: failed to save volume info data: %w", err)
 	}
+	mountGroup := delegatedGroup(pod, d, src)
 	staging := ""
 	if d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && !src.ephemeral {
 		staging = p.stagingPath(src.driver, src.handle)
 		if !republish {
-			if err := p.stage(ctx, d, src, data, publishContext); err != nil {
+			if err := p.stage(ctx, d, src, data, publishContext, mountGroup); err != nil {
 				return volumes.Mount{}, err
 			}
 		}
 	}
 	req := &csipb.NodePublishVolumeRequest{
 		VolumeId: src.handle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
-		VolumeCapability: src.capability(), Readonly: src.readOnly, VolumeContext: volumeContext(pod, src, drv),
+		VolumeCapability: src.capability(mountGroup), Readonly: src.readOnly, VolumeContext: volumeContext(pod, src, drv),
 	}
 	if err := p.publish(ctx, pod, d, drv, src, req); err != nil {
 		return volumes.Mount{}, err
@@ -148,7 +150,8 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 }
 
 // publish completes req with the tokens and secrets the driver asks for, publishes, and
-// applies the pod's fsGroup when the driver's policy says so.
+// applies the pod's fsGroup when the driver's policy says so and the driver did not take
+// it in the request (VOLUME_MOUNT_GROUP).
 func (p *Plugin) publish(ctx context.Context, pod *v1.Pod, d *driver, drv *storagev1.CSIDriver, src source, req *csipb.NodePublishVolumeRequest) error {
 	if err := p.addTokens(ctx, pod, drv, req.VolumeContext); err != nil {
 		return err
@@ -160,7 +163,8 @@ func (p *Plugin) publish(ctx context.Context, pod *v1.Pod, d *driver, drv *stora
 	if err := d.client.publish(ctx, req); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed: %w", err)
 	}
-	if group := fsGroupOf(pod); group != nil && !src.readOnly && !src.block && src.appliesFSGroup(drv) {
+	delegated := req.GetVolumeCapability().GetMount().GetVolumeMountGroup() != ""
+	if group := fsGroupOf(pod); group != nil && !delegated && !src.readOnly && !src.block && src.appliesFSGroup(drv) {
 		if err := volumes.SetOwnership(req.TargetPath, *group, pod.Spec.SecurityContext.FSGroupChangePolicy, false); err != nil {
 			return fmt.Errorf("kubernetes.io/csi: mounter.SetupAt failed to set fsGroup ownership: %w", err)
 		}
@@ -223,14 +227,14 @@ func (p *Plugin) attached(ctx context.Context, src source, drv *storagev1.CSIDri
 
 // stage stages the volume once for the node (NodeStageVolume is idempotent), keeping a
 // vol_data.json next to the staging path as upstream does.
-func (p *Plugin) stage(ctx context.Context, d *driver, src source, data volData, publishContext map[string]string) error {
+func (p *Plugin) stage(ctx context.Context, d *driver, src source, data volData, publishContext map[string]string, mountGroup string) error {
 	staging := p.stagingPath(src.driver, src.handle)
 	if err := writeVolData(filepath.Dir(staging), data); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: failed to save volume info data: %w", err)
 	}
 	req := &csipb.NodeStageVolumeRequest{
 		VolumeId: src.handle, PublishContext: publishContext, StagingTargetPath: staging,
-		VolumeCapability: src.capability(), VolumeContext: src.attributes,
+		VolumeCapability: src.capability(mountGroup), VolumeContext: src.attributes,
 	}
 	var err error
 	if req.Secrets, err = p.secrets(ctx, src.stageSecret); err != nil {
@@ -279,6 +283,17 @@ func (p *Plugin) secrets(ctx context.Context, ref *v1.SecretReference) (map[stri
 		out[k] = string(v)
 	}
 	return out, nil
+}
+
+// delegatedGroup is the pod's fsGroup for a driver that applies it itself at mount time
+// (node capability VOLUME_MOUNT_GROUP): the stage and publish calls carry it, and the
+// volume's fsGroupPolicy and the pod's fsGroupChangePolicy no longer apply, as upstream.
+func delegatedGroup(pod *v1.Pod, d *driver, src source) string {
+	group := fsGroupOf(pod)
+	if group == nil || src.block || !d.caps[csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP] {
+		return ""
+	}
+	return strconv.FormatInt(*group, 10)
 }
 
 func fsGroupOf(pod *v1.Pod) *int64 {
@@ -373,7 +388,7 @@ func (p *Plugin) ExpandMounted(ctx context.Context, s *volumes.Spec, dir string)
 	size := s.PV.Spec.Capacity[v1.ResourceStorage]
 	req := &csipb.NodeExpandVolumeRequest{
 		VolumeId: src.handle, VolumePath: targetIn(dir, src.block),
-		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}, VolumeCapability: src.capability(),
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}, VolumeCapability: src.capability(""),
 	}
 	if d.caps[csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
 		req.StagingTargetPath = p.stagingPath(src.driver, src.handle)

@@ -27,9 +27,15 @@ const fakeDriver = "fake.csi"
 // newTestPlugin serves a fake node service, registers it and returns the plugin over it.
 func newTestPlugin(t *testing.T, stage bool, api *fakeAPI) (*Plugin, *fakeNode, string) {
 	t.Helper()
+	return newTestPluginOver(t, &fakeNode{stage: stage}, api)
+}
+
+// newTestPluginOver is newTestPlugin over a node service with the capabilities fn has.
+func newTestPluginOver(t *testing.T, fn *fakeNode, api *fakeAPI) (*Plugin, *fakeNode, string) {
+	t.Helper()
 	root := shortDir(t)
 	m := mounttest.New()
-	fn := &fakeNode{mounter: m, stage: stage}
+	fn.mounter = m
 	sock := filepath.Join(root, "csi.sock")
 	serveUnix(t, sock, func(s *grpc.Server) { csipb.RegisterNodeServer(s, fn) })
 	drivers := NewDrivers()
@@ -229,6 +235,49 @@ func TestFSGroupIsAppliedUnderTheFilePolicy(t *testing.T) {
 	}
 	if gid := st.Sys().(*syscall.Stat_t).Gid; gid != 4242 || st.Mode()&os.ModeSetgid == 0 || st.Mode().Perm()&0o070 != 0o070 {
 		t.Fatalf("target: group %d, mode %v; want group 4242, setgid, group rwx", gid, st.Mode())
+	}
+}
+
+func TestFSGroupIsDelegatedToADriverWithVolumeMountGroup(t *testing.T) {
+	// The File policy would have nodelet change the group; the driver takes it instead.
+	api := noAttach(func(s *storagev1.CSIDriverSpec) { s.FSGroupPolicy = ptr.To(storagev1.FileFSGroupPolicy) })
+	p, fn, root := newTestPluginOver(t, &fakeNode{stage: true, mountGroup: true}, api)
+	pod := testPod("a")
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](4242)}
+	m, err := p.SetUp(context.Background(), pod, pvSpec("vol1"), volumeDir(root, "a", "pv-vol1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for _, r := range fn.reqs {
+		switch r := r.(type) {
+		case *csipb.NodeStageVolumeRequest:
+			groups = append(groups, "stage:"+r.GetVolumeCapability().GetMount().GetVolumeMountGroup())
+		case *csipb.NodePublishVolumeRequest:
+			groups = append(groups, "publish:"+r.GetVolumeCapability().GetMount().GetVolumeMountGroup())
+		}
+	}
+	if want := []string{"stage:4242", "publish:4242"}; !slices.Equal(groups, want) {
+		t.Fatalf("volume_mount_group in the calls: %v, want %v", groups, want)
+	}
+	st, err := os.Stat(m.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gid := st.Sys().(*syscall.Stat_t).Gid; gid == 4242 || st.Mode()&os.ModeSetgid != 0 {
+		t.Fatalf("nodelet changed the target's ownership (group %d, mode %v) although the driver applies fsGroup", gid, st.Mode())
+	}
+
+	// Without an fsGroup there is nothing to delegate.
+	before := len(fn.reqs)
+	other := testPod("b")
+	if _, err := p.SetUp(context.Background(), other, pvSpec("vol2"), volumeDir(root, "b", "pv-vol2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range fn.reqs[before:] {
+		if r, ok := r.(*csipb.NodePublishVolumeRequest); ok && r.GetVolumeCapability().GetMount().GetVolumeMountGroup() != "" {
+			t.Fatalf("publish without an fsGroup carried volume_mount_group %q", r.GetVolumeCapability().GetMount().GetVolumeMountGroup())
+		}
 	}
 }
 

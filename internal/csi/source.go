@@ -81,8 +81,9 @@ func attachmentName(handle, driver, nodeName string) string {
 }
 
 // capability is the volume capability the node calls carry: a filesystem mount with the
-// PV's fsType and mount options, and the access mode its access modes map to.
-func (s source) capability() *csipb.VolumeCapability {
+// PV's fsType and mount options, and the access mode its access modes map to. mountGroup,
+// when set, is the pod's fsGroup delegated to a driver with VOLUME_MOUNT_GROUP.
+func (s source) capability(mountGroup string) *csipb.VolumeCapability {
 	mode := csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 	switch {
 	case slices.Contains(s.accessModes, v1.ReadWriteMany):
@@ -91,7 +92,9 @@ func (s source) capability() *csipb.VolumeCapability {
 		mode = csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 	}
 	c := &csipb.VolumeCapability{
-		AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{FsType: s.fsType, MountFlags: s.mountOptions}},
+		AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
+			FsType: s.fsType, MountFlags: s.mountOptions, VolumeMountGroup: mountGroup,
+		}},
 		AccessMode: &csipb.VolumeCapability_AccessMode{Mode: mode},
 	}
 	if s.block {

@@ -27,7 +27,7 @@ import (
 
 type options struct {
 	name, kubeletDir, dataDir, nodeID, kubeconfig, calls string
-	stage                                                bool
+	stage, mountGroup                                    bool
 	maxVolumes                                           int64
 }
 
@@ -41,6 +41,7 @@ func main() {
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "when set, provision claims and attach VolumeAttachments through this API server")
 	flag.StringVar(&o.calls, "calls", "", "append every node call as a JSON line to this file")
 	flag.BoolVar(&o.stage, "stage", true, "advertise STAGE_UNSTAGE_VOLUME")
+	flag.BoolVar(&o.mountGroup, "mount-group", false, "advertise VOLUME_MOUNT_GROUP: apply a pod's fsGroup to the volume at stage and publish")
 	flag.Int64Var(&o.maxVolumes, "max-volumes", 0, "MaxVolumesPerNode reported by NodeGetInfo (0: no limit)")
 	klog.InitFlags(nil)
 	flag.Parse()

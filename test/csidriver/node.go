@@ -40,6 +40,9 @@ func (n *node) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRe
 	if n.o.stage {
 		types = append(types, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	}
+	if n.o.mountGroup {
+		types = append(types, csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	}
 	var caps []*csipb.NodeServiceCapability
 	for _, t := range types {
 		caps = append(caps, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: t}}})
@@ -48,7 +51,7 @@ func (n *node) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRe
 }
 
 func (n *node) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequest) (*csipb.NodeStageVolumeResponse, error) {
-	n.calls.record("NodeStageVolume", req.GetVolumeId(), req.GetStagingTargetPath(), req.GetVolumeContext())
+	n.calls.record("NodeStageVolume", req.GetVolumeId(), req.GetStagingTargetPath(), req.GetVolumeContext(), mountGroup(req.GetVolumeCapability()))
 	if req.GetVolumeId() == "" || req.GetStagingTargetPath() == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume id and staging path are required")
 	}
@@ -65,11 +68,14 @@ func (n *node) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequ
 	if err := bindMount(src, req.GetStagingTargetPath(), false); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	if err := n.applyMountGroup(req.GetStagingTargetPath(), req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
 	return &csipb.NodeStageVolumeResponse{}, nil
 }
 
 func (n *node) NodeUnstageVolume(_ context.Context, req *csipb.NodeUnstageVolumeRequest) (*csipb.NodeUnstageVolumeResponse, error) {
-	n.calls.record("NodeUnstageVolume", req.GetVolumeId(), req.GetStagingTargetPath(), nil)
+	n.calls.record("NodeUnstageVolume", req.GetVolumeId(), req.GetStagingTargetPath(), nil, "")
 	if err := unmount(req.GetStagingTargetPath()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -80,7 +86,7 @@ func (n *node) NodeUnstageVolume(_ context.Context, req *csipb.NodeUnstageVolume
 }
 
 func (n *node) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolumeRequest) (*csipb.NodePublishVolumeResponse, error) {
-	n.calls.record("NodePublishVolume", req.GetVolumeId(), req.GetTargetPath(), req.GetVolumeContext())
+	n.calls.record("NodePublishVolume", req.GetVolumeId(), req.GetTargetPath(), req.GetVolumeContext(), mountGroup(req.GetVolumeCapability()))
 	if req.GetVolumeId() == "" || req.GetTargetPath() == "" || req.GetVolumeCapability() == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume id, target path and capability are required")
 	}
@@ -116,11 +122,16 @@ func (n *node) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolume
 	if err := bindMount(src, req.GetTargetPath(), req.GetReadonly()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	if !req.GetReadonly() {
+		if err := n.applyMountGroup(req.GetTargetPath(), req.GetVolumeCapability()); err != nil {
+			return nil, err
+		}
+	}
 	return &csipb.NodePublishVolumeResponse{}, nil
 }
 
 func (n *node) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublishVolumeRequest) (*csipb.NodeUnpublishVolumeResponse, error) {
-	n.calls.record("NodeUnpublishVolume", req.GetVolumeId(), req.GetTargetPath(), nil)
+	n.calls.record("NodeUnpublishVolume", req.GetVolumeId(), req.GetTargetPath(), nil, "")
 	if err := unmount(req.GetTargetPath()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -135,11 +146,51 @@ func (n *node) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublishVo
 	return &csipb.NodeUnpublishVolumeResponse{}, nil
 }
 
+func mountGroup(c *csipb.VolumeCapability) string { return c.GetMount().GetVolumeMountGroup() }
+
+// applyMountGroup gives dir's files the group a VOLUME_MOUNT_GROUP request names (group
+// writable, directories setgid), as a filesystem's gid= mount option would; a driver without
+// the capability refuses such a request, as the CSI spec asks.
+func (n *node) applyMountGroup(dir string, c *csipb.VolumeCapability) error {
+	group := mountGroup(c)
+	if group == "" {
+		return nil
+	}
+	if !n.o.mountGroup {
+		return status.Error(codes.InvalidArgument, "volume_mount_group given but VOLUME_MOUNT_GROUP is not advertised")
+	}
+	gid, err := strconv.Atoi(group)
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "volume_mount_group %q: %v", group, err)
+	}
+	err = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, gid); err != nil || e.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		mode := info.Mode().Perm() | 0o060
+		if e.IsDir() {
+			mode |= 0o010 | os.ModeSetgid
+		}
+		return os.Chmod(path, mode)
+	})
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return nil
+}
+
 // NodeExpandVolume has nothing to grow (a volume is a directory); it checks the volume is
 // published where the kubelet says and logs the size asked for.
 func (n *node) NodeExpandVolume(_ context.Context, req *csipb.NodeExpandVolumeRequest) (*csipb.NodeExpandVolumeResponse, error) {
 	n.calls.record("NodeExpandVolume", req.GetVolumeId(), req.GetVolumePath(), map[string]string{
-		"requiredBytes": strconv.FormatInt(req.GetCapacityRange().GetRequiredBytes(), 10)})
+		"requiredBytes": strconv.FormatInt(req.GetCapacityRange().GetRequiredBytes(), 10)}, "")
 	if !mounted(req.GetVolumePath()) {
 		return nil, status.Errorf(codes.NotFound, "volume %s is not published at %s", req.GetVolumeId(), req.GetVolumePath())
 	}
@@ -234,12 +285,12 @@ func openCalls(path string) (*callLog, error) {
 	return &callLog{f: f}, nil
 }
 
-func (c *callLog) record(method, volumeID, path string, volumeContext map[string]string) {
+func (c *callLog) record(method, volumeID, path string, volumeContext map[string]string, mountGroup string) {
 	klog.V(2).InfoS(method, "volume", volumeID, "path", path)
 	if c.f == nil {
 		return
 	}
-	b, _ := json.Marshal(map[string]any{"time": time.Now().Format(time.RFC3339Nano), "method": method, "volumeID": volumeID, "path": path, "context": volumeContext})
+	b, _ := json.Marshal(map[string]any{"time": time.Now().Format(time.RFC3339Nano), "method": method, "volumeID": volumeID, "path": path, "context": volumeContext, "mountGroup": mountGroup})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, _ = c.f.Write(append(b, '\n'))

@@ -104,6 +104,8 @@ type csiCall struct {
 	VolumeID string            `json:"volumeID"`
 	Path     string            `json:"path"`
 	Context  map[string]string `json:"context"`
+	// MountGroup is the volume_mount_group of a stage or publish call.
+	MountGroup string `json:"mountGroup"`
 }
 
 // callsOf returns the logged calls of method made after since.

@@ -228,6 +228,35 @@ func TestCSIVolumeGrowsWhileMounted(t *testing.T) {
 	c.waitEvent("grower", "FileSystemResizeSuccessful", "MountVolume.NodeExpandVolume succeeded", 10*time.Second)
 }
 
+// A driver with VOLUME_MOUNT_GROUP is handed the pod's fsGroup in its stage and publish
+// calls and applies it itself; nodelet leaves ownership alone (the CSIDriver's fsGroupPolicy
+// None would otherwise keep the volume as it is).
+func TestCSIDriverAppliesTheFSGroupItself(t *testing.T) {
+	c, d := csiCluster(t, nil, storagev1.CSIDriverSpec{
+		AttachRequired: ptr.To(false), FSGroupPolicy: ptr.To(storagev1.NoneFSGroupPolicy),
+	}, "--kubeconfig="+adminKubeconfig, "--mount-group")
+	c.createClaim("data-owner", c.createStorageClass(d), "16Mi", nil)
+	p := podSpec("owner", "touch /data/made-by-pod && exec sleep 3600")
+	p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](3000)}
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-owner"}}}}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	c.createPod(p)
+	c.waitPodPhase("owner", v1.PodRunning, 2*time.Minute)
+	for _, method := range []string{"NodeStageVolume", "NodePublishVolume"} {
+		if calls := d.callsOf(method, time.Time{}); len(calls) != 1 || calls[0].MountGroup != "3000" {
+			t.Fatalf("%s calls: %+v; want one with volume_mount_group 3000", method, calls)
+		}
+	}
+	dir := c.claimDirs(d, []string{"owner"})[0]
+	waitFor(t, 20*time.Second, "the pod's file on its volume, in group 3000", func() (bool, string) {
+		st, err := os.Stat(filepath.Join(dir, "made-by-pod"))
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Sys().(*syscall.Stat_t).Gid == 3000, fmt.Sprintf("group %d", st.Sys().(*syscall.Stat_t).Gid)
+	})
+}
+
 // A CSIDriver with tokenRequests gets the pod's service account token for its audience in
 // the volume context; with requiresRepublish its mounted volume is published again at the
 // pod's syncs.
