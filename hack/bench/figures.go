@@ -67,6 +67,7 @@ func figures(r *results) []figure {
 		out = append(out, both(fmt.Sprintf("%d pods with a CSI volume each (test driver, attach required, claims bound beforehand): %s", p.csiPods, q.name),
 			fmtSec, secs(func(s *subjectResult) time.Duration { return q.get(s.csi) })))
 	}
+	out = append(out, pullFigures(r)...)
 	out = append(out,
 		both("first restart: finishedAt → new startedAt (runtime clock)", fmtSec, secs(func(s *subjectResult) time.Duration { return s.restart.runtime })),
 		both("first restart: the same from the API status (1 s resolution)", fmtSec, func(s *subjectResult) (float64, bool) { return s.restart.api.Seconds(), true }),
@@ -74,6 +75,39 @@ func figures(r *results) []figure {
 	out = append(out, footprintFigures(r)...)
 	return append(out, both(fmt.Sprintf("API requests a minute, %d pods with a ConfigMap and a Secret each (last round)", p.footprintPods), fmtPerMin,
 		func(s *subjectResult) (float64, bool) { return s.api.perMin, s.api.measured }))
+}
+
+// pullFiguresName names the pull rows; the goal reads the "all" one.
+func pullFiguresName(p plan, q string) string {
+	return fmt.Sprintf("%d pods pulling an image of their own each (%d MiB, local registry; nodelet and the closest upstream pull in parallel): %s",
+		p.pullPods, pullLayerMiB, q)
+}
+
+// pullFigures are the pull burst's rows: nodelet (parallel pulls) against the upstream kubelet
+// with its default serial pulls, and in extra rows with serializeImagePulls=false.
+func pullFigures(r *results) []figure {
+	if r.plan.pullPods == 0 {
+		return nil
+	}
+	var out []figure
+	for _, q := range []struct {
+		name string
+		get  func(latencies) time.Duration
+	}{{"p50", func(l latencies) time.Duration { return l.pct(50) }}, {"p99", func(l latencies) time.Duration { return l.pct(99) }},
+		{"all Running (from the first create call)", func(l latencies) time.Duration { return l.all }}} {
+		get := secs(func(s *subjectResult) time.Duration { return q.get(s.pulls) })
+		f := figure{name: pullFiguresName(r.plan, q.name), unit: fmtSec,
+			nodelet: fromSubjects(r.rounds, nodeletOf, get), upstream: fromSubjects(r.rounds, upstreamOf, get)}
+		out = append(out, f)
+		if r.closest != nil {
+			parallel := figure{name: "  the same, " + q.name + ", upstream with serializeImagePulls=false", unit: fmtSec, nodelet: f.nodelet}
+			if v, ok := get(r.closest); ok {
+				parallel.upstream = sample{v}
+			}
+			out = append(out, parallel)
+		}
+	}
+	return out
 }
 
 // footprintFigures are RSS and CPU at 0 pods and at plan.footprintPods, for the upstream

@@ -78,6 +78,11 @@ func goals(r *results) []goal {
 	api := byName[fmt.Sprintf("API requests a minute, %d pods with a ConfigMap and a Secret each (last round)", p.footprintPods)]
 	csiAll := byName[fmt.Sprintf("%d pods with a CSI volume each (test driver, attach required, claims bound beforehand): all Running (from the first create call)", p.csiPods)]
 	gs = append(gs, versus(fmt.Sprintf("%d pods with a CSI volume each, all Running", p.csiPods), "≤ upstream", csiAll.nodelet, csiAll.upstream, 1, fmtSec))
+	if p.pullPods > 0 {
+		pulls := byName[pullFiguresName(p, "all Running (from the first create call)")]
+		gs = append(gs, versus(fmt.Sprintf("%d pods with an image of their own each pulled, all Running", p.pullPods),
+			"≤ 0.5× upstream (its default, serial pulls)", pulls.nodelet, pulls.upstream, 0.5, fmtSec))
+	}
 	gs = append(gs, versus("API requests a minute, pods with a ConfigMap and a Secret each", "≤ upstream", api.nodelet, api.upstream, 1, fmtPerMin))
 	dens := goal{name: fmt.Sprintf("%d pods Running with the node Ready", p.densityPods), target: "all Running, Ready throughout", measured: "–"}
 	if n := r.last().nodelet; n != nil && n.density != nil {

@@ -27,7 +27,7 @@ var kernelTunables = []string{
 func (b *bench) kubeletSubject(criStats bool) (*subject, error) {
 	name, short := "upstream kubelet", "kubelet"
 	if criStats {
-		name, short = "upstream kubelet (CRI stats)", "kubelet-cri"
+		name, short = "upstream kubelet (CRI stats, parallel pulls)", "kubelet-cri"
 	}
 	root := filepath.Join(b.o.workDir, short)
 	configPath := filepath.Join(b.o.workDir, short+"-config.yaml")
@@ -80,7 +80,9 @@ func kubeletConfig(o options, criStats bool) []byte {
 		ImageGCLowThresholdPercent:  &gcLow,
 	}
 	if criStats {
+		// Closest to nodelet: stats from the runtime, and parallel pulls as the bench runs nodelet.
 		cfg.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true}
+		cfg.SerializeImagePulls = &no
 	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -63,6 +63,7 @@ type plan struct {
 	floorParallels  []int         // the floor's burst parallelism search; the best one is reported
 	breakdownBurst  int           // the burst whose per-pod timeline is broken down (0: none)
 	csiPods         int           // pods with a volume of the test CSI driver each, started at once
+	pullPods        int           // pods with an image of their own each, pulled from the local registry, started at once
 	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
 }
 
@@ -70,11 +71,11 @@ func newPlan(smoke bool) plan {
 	if smoke {
 		return plan{rounds: 1, singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
 			footprintWindow: 10 * time.Second, settle: 3 * time.Second, apiWindow: 10 * time.Second, floorParallels: []int{4},
-			breakdownBurst: 10, csiPods: 5, minIdlePct: 80}
+			breakdownBurst: 10, csiPods: 5, pullPods: 5, minIdlePct: 80}
 	}
 	return plan{rounds: 3, singles: 5, restarts: 2, bursts: []int{30, 100}, footprintPods: 110,
 		footprintWindow: 60 * time.Second, settle: 10 * time.Second, apiWindow: 2 * time.Minute, densityPods: 250,
-		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, csiPods: 30, minIdlePct: 85}
+		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, csiPods: 30, pullPods: 20, minIdlePct: 85}
 }
 
 func main() {
@@ -125,6 +126,11 @@ func run(ctx context.Context, o options) error {
 	if err := b.resetNode(ctx); err != nil {
 		return err
 	}
+	stopRegistry, err := b.preparePulls(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopRegistry()
 	b.loadStart = loadAvg()
 	res := &results{plan: p, smoke: o.smoke, date: time.Now()}
 	if err := b.runRounds(ctx, res); err != nil {

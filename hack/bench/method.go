@@ -9,7 +9,7 @@ func renderMethod(w writer, r *results) {
 	p := r.plan
 	w("- Rounds: %d; in each, the floor, nodelet and the upstream kubelet run one after the other, the order", p.rounds)
 	w("  rotated so each subject runs first, second and last once. Density and the upstream kubelet with")
-	w("  PodAndContainerStatsFromCRI run in the last round only (marked \"last round\" / \"1 run\"); so does nodelet")
+	w("  PodAndContainerStatsFromCRI and serializeImagePulls=false run in the last round only (marked \"last round\" / \"1 run\"); so does nodelet")
 	w("  with `--pod-timeline=false` (footprint only), against which the last round's nodelet figures show what")
 	w("  recording the pod timelines costs.")
 	w("- Guards, the same for every subject: before it starts, the machine's idle CPU is sampled (/proc/stat) and")
@@ -31,6 +31,13 @@ func renderMethod(w writer, r *results) {
 		w("- API requests (last round): %d pods, each mounting a ConfigMap and a Secret of its own, run for %v after", p.footprintPods, p.apiWindow+p.settle)
 		w("  %v of quiet; the API server's audit log (one event per request of `system:node:%s`, stage", p.settle, nodeName)
 		w("  RequestReceived) is counted over the last %v. A watch counts once, when it is opened.", p.apiWindow)
+	}
+	if p.pullPods > 0 {
+		w("- Pulls: %d pods at once, each with an image of its own (busybox plus %d MiB of random bytes, no layer", p.pullPods, pullLayerMiB)
+		w("  shared) that the runtime does not hold: it is removed before each run and pulled over HTTP from the local")
+		w("  registry (hack/registry on %s, the project containerd's mirror of registry.k8s.io). Both kubelets keep", registryAddr)
+		w("  registryPullQPS 5 / burst 10. nodelet runs with serializeImagePulls=false (no limit on parallel pulls), the")
+		w("  upstream kubelet with its default (one pull at a time) and, in the last round, with serializeImagePulls=false.")
 	}
 	if p.densityPods > 0 {
 		w("- Density: %d pods at once (maxPods 260); a watch on the Node flags any non-Ready condition; the relist", p.densityPods)

@@ -30,6 +30,7 @@ func (b *bench) nodeletSubject(untimed bool) *subject {
 				"--healthz-port=" + strconv.Itoa(healthzPort),
 				"--read-only-port=0", "--fail-swap-on=false", // as the upstream kubelet's config
 				"--max-pods=260",
+				"--serialize-image-pulls=false",                                // the pull figure: nodelet's parallel pulls
 				"--image-gc-high-threshold=100", "--image-gc-low-threshold=99", // as the upstream kubelet's config
 				"-v=1",
 			}, extra...)

@@ -76,7 +76,7 @@ func (b *bench) runRounds(ctx context.Context, res *results) error {
 	if closest != nil {
 		rd := &res.rounds[len(res.rounds)-1]
 		var err error
-		if res.closest, err = b.runSubject(ctx, rd, b.p.rounds-1, closest, scope{footprintOnly: true}); err != nil {
+		if res.closest, err = b.runSubject(ctx, rd, b.p.rounds-1, closest, scope{footprintOnly: true, pulls: true}); err != nil {
 			return fmt.Errorf("%s: %w", closest.name, err)
 		}
 	}

@@ -29,6 +29,7 @@ type subjectResult struct {
 	single    time.Duration // median creation → Running of one pod on an idle node
 	bursts    map[int]latencies
 	csi       latencies     // plan.csiPods pods with a CSI volume each
+	pulls     latencies     // plan.pullPods pods pulling an image of their own each
 	breakdown []podTimeline // plan.breakdownBurst's pods, where each one's time went
 	restart   restartResult
 	idle      footprint
@@ -41,6 +42,7 @@ type subjectResult struct {
 type scope struct {
 	density       bool // the long density run and the API request count (last round)
 	footprintOnly bool // only the idle and loaded footprint (the upstream kubelet's second configuration)
+	pulls         bool // with footprintOnly: the pull figure too, after the footprint
 }
 
 // runSubject starts the kubelet as a freshly registered bench node, takes the figures of
@@ -116,6 +118,11 @@ func (b *bench) measure(ctx context.Context, subject, root, ns string, p *proces
 	if r.loaded, err = b.loadedFootprint(ctx, subject, ns, p.pid()); err != nil {
 		return nil, err
 	}
+	if sc.footprintOnly && sc.pulls && b.p.pullPods > 0 {
+		if r.pulls, err = b.pullBurst(ctx, subject, ns); err != nil {
+			return nil, err
+		}
+	}
 	if sc.density && b.p.apiWindow > 0 {
 		if r.api, err = b.apiRequests(ctx, subject, ns); err != nil {
 			return nil, err
@@ -144,7 +151,12 @@ func (b *bench) latencies(ctx context.Context, subject, root, ns string, r *subj
 		}
 	}
 	if b.p.csiPods > 0 {
-		r.csi, err = b.csiBurst(ctx, subject, ns, root)
+		if r.csi, err = b.csiBurst(ctx, subject, ns, root); err != nil {
+			return err
+		}
+	}
+	if b.p.pullPods > 0 {
+		r.pulls, err = b.pullBurst(ctx, subject, ns)
 	}
 	return err
 }

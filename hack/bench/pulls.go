@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	pullRun = "pull"
+	// The images live under registry.k8s.io, whose mirror in the project containerd is the
+	// local registry (hack/registry): the pulls cross a real HTTP registry on loopback.
+	pullRepo     = "registry.k8s.io/nlbench/pull"
+	registryAddr = "127.0.0.1:5000"
+	pullLayerMiB = 4 // random bytes per image, so no two images share a layer
+)
+
+func pullImage(i int) string { return fmt.Sprintf("%s-%02d:v1", pullRepo, i) }
+
+// pullBurst creates plan.pullPods pods at once, each with an image of its own the runtime does
+// not hold, and times each from its create call to Running: the pulls (with the kubelet's own
+// serialisation and registry QPS) dominate. The images are removed again when it returns.
+func (b *bench) pullBurst(ctx context.Context, subject, ns string) (latencies, error) {
+	n := b.p.pullPods
+	if err := b.removePullImages(ctx); err != nil {
+		return latencies{}, err
+	}
+	build := func(i int) *v1.Pod {
+		p := benchPod(fmt.Sprintf("%s-%03d", pullRun, i), pullRun, v1.RestartPolicyAlways)
+		p.Spec.Containers[0].Image = pullImage(i)
+		return p
+	}
+	what := fmt.Sprintf("%d pods pulling an image each", n)
+	l, _, err := b.launchPods(ctx, subject, ns, pullRun, what, n, build, 2*time.Minute+time.Duration(n)*5*time.Second)
+	if err != nil {
+		return l, err
+	}
+	progress(subject, "%s: p50 %v, p99 %v, all %v", what, ms(l.pct(50)), ms(l.pct(99)), ms(l.all))
+	if err := b.deleteRun(ctx, subject, ns, pullRun, n); err != nil {
+		return l, err
+	}
+	return l, b.removePullImages(ctx)
+}
+
+// removePullImages removes the bench's pull images from the runtime (containerd deletes their
+// content with them), so the next pull has to fetch every layer.
+func (b *bench) removePullImages(ctx context.Context) error {
+	images := cri.NewImageServiceClient(b.conn)
+	for i := range b.p.pullPods {
+		spec := &cri.ImageSpec{Image: pullImage(i)}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		st, err := images.ImageStatus(cctx, &cri.ImageStatusRequest{Image: spec})
+		if err == nil && st.Image != nil {
+			_, err = images.RemoveImage(cctx, &cri.RemoveImageRequest{Image: &cri.ImageSpec{Image: st.Image.Id}})
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("remove %s from the runtime: %w", pullImage(i), err)
+		}
+	}
+	return nil
+}
+
+// preparePulls builds plan.pullPods images (busybox plus pullLayerMiB of random bytes each),
+// imports them into the runtime, has the local registry serve them (starting hack/registry
+// when nothing answers on its address) and removes them from the runtime again. The returned
+// stop ends the registry it started.
+func (b *bench) preparePulls(ctx context.Context) (stop func(), err error) {
+	stop = func() {}
+	if b.p.pullPods == 0 {
+		return stop, nil
+	}
+	dir := filepath.Join(b.o.workDir, "pull-images")
+	bin := filepath.Dir(b.o.nodeletBin)
+	progress("bench", "building and importing %d images of %d MiB each for the pull figure", b.p.pullPods, pullLayerMiB)
+	for i := range b.p.pullPods {
+		tar, err := buildPullImage(filepath.Join(bin, "mkimage"), dir, i)
+		if err != nil {
+			return stop, err
+		}
+		out, err := exec.CommandContext(ctx, "ctr", "--address", socketPath(b.o.endpoint), "--namespace", "k8s.io", "images", "import", tar).CombinedOutput()
+		if err != nil {
+			return stop, fmt.Errorf("ctr images import %s: %w: %s", tar, err, out)
+		}
+	}
+	if !registryServes(ctx, "nlbench/pull-00", "v1") {
+		if registryServes(ctx, "", "") {
+			return stop, fmt.Errorf("the registry on %s does not serve the bench's images; stop it (it may be another one than hack/registry)", registryAddr)
+		}
+		p, err := startProcess("registry", filepath.Join(bin, "registry"), []string{"-addr", registryAddr}, filepath.Join(b.o.workDir, "registry.log"))
+		if err != nil {
+			return stop, fmt.Errorf("start the local registry (make tools): %w", err)
+		}
+		stop = p.stop
+	}
+	for i := range b.p.pullPods {
+		name := fmt.Sprintf("nlbench/pull-%02d", i)
+		deadline := time.Now().Add(30 * time.Second)
+		for !registryServes(ctx, name, "v1") {
+			if time.Now().After(deadline) {
+				stop()
+				return func() {}, fmt.Errorf("the local registry on %s does not serve %s (log %s)", registryAddr, pullImage(i), filepath.Join(b.o.workDir, "registry.log"))
+			}
+			if err := sleep(ctx, 200*time.Millisecond); err != nil {
+				stop()
+				return func() {}, err
+			}
+		}
+	}
+	return stop, b.removePullImages(ctx)
+}
+
+// buildPullImage writes image i's root filesystem (busybox, random bytes seeded by i) and
+// packs it with hack/mkimage; it returns the archive.
+func buildPullImage(mkimage, dir string, i int) (string, error) {
+	rootfs := filepath.Join(dir, fmt.Sprintf("rootfs-%02d", i))
+	if err := os.MkdirAll(filepath.Join(rootfs, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	busybox, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		return "", fmt.Errorf("the pull images are built on busybox (make deps installs busybox-static): %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "bin", "busybox"), busybox, 0o755); err != nil {
+		return "", err
+	}
+	filler := make([]byte, pullLayerMiB<<20)
+	rng := rand.New(rand.NewPCG(uint64(i), 0x6e6c62656e6368)) // "nlbench"
+	for j := 0; j+8 <= len(filler); j += 8 {
+		v := rng.Uint64()
+		for k := range 8 {
+			filler[j+k] = byte(v >> (8 * k))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, "filler"), filler, 0o644); err != nil {
+		return "", err
+	}
+	tar := filepath.Join(dir, fmt.Sprintf("pull-%02d.tar", i))
+	out, err := exec.Command(mkimage, "-name", pullImage(i), "-entrypoint", "/bin/busybox", "-cmd", "sleep", "-cmd", "3600",
+		"-out", tar, rootfs).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s (make images builds it): %w: %s", mkimage, err, out)
+	}
+	return tar, nil
+}
+
+// registryServes reports whether the local registry answers for repository name's tag (or,
+// with an empty name, answers at all).
+func registryServes(ctx context.Context, name, tag string) bool {
+	url := "http://" + registryAddr + "/v2/"
+	if name != "" {
+		url += name + "/manifests/" + tag
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodHead, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// socketPath is the filesystem path of a unix:// CRI endpoint.
+func socketPath(endpoint string) string {
+	const scheme = "unix://"
+	if len(endpoint) > len(scheme) && endpoint[:len(scheme)] == scheme {
+		return endpoint[len(scheme):]
+	}
+	return endpoint
+}
