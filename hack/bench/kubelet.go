@@ -83,6 +83,7 @@ func kubeletConfig(o options, criStats bool) []byte {
 		// Closest to nodelet: stats from the runtime, and parallel pulls as the bench runs nodelet.
 		cfg.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true}
 		cfg.SerializeImagePulls = &no
+		cfg.RegistryBurst = pullBurstLimit
 	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {

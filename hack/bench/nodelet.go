@@ -30,7 +30,9 @@ func (b *bench) nodeletSubject(untimed bool) *subject {
 				"--healthz-port=" + strconv.Itoa(healthzPort),
 				"--read-only-port=0", "--fail-swap-on=false", // as the upstream kubelet's config
 				"--max-pods=260",
-				"--serialize-image-pulls=false",                                // the pull figure: nodelet's parallel pulls
+				// The pull figure: parallel pulls, and a registry burst that lets the burst's pulls all
+				// start (both kubelets refuse a pull over the limit with "pull QPS exceeded").
+				"--serialize-image-pulls=false", "--registry-burst=" + strconv.Itoa(pullBurstLimit),
 				"--image-gc-high-threshold=100", "--image-gc-low-threshold=99", // as the upstream kubelet's config
 				"-v=1",
 			}, extra...)

@@ -21,6 +21,9 @@ const (
 	pullRepo     = "registry.k8s.io/nlbench/pull"
 	registryAddr = "127.0.0.1:5000"
 	pullLayerMiB = 4 // random bytes per image, so no two images share a layer
+	// pullBurstLimit is registryBurst for the subjects that pull in parallel: the default (10)
+	// would refuse half of the 20 pulls started at once ("pull QPS exceeded", then back-off).
+	pullBurstLimit = 20
 )
 
 func pullImage(i int) string { return fmt.Sprintf("%s-%02d:v1", pullRepo, i) }
