@@ -275,7 +275,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.cluster != nil {
 		api := n.cluster.clients.API
 		opts.Objects = n.objects
-		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, n.objects.Manager, pod) }
+		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, n.objects.Manager, n.recorder, pod) }
 		lister := services.NewLister(api)
 		n.comps.loop("services", lister.Run)
 		opts.ServiceEnv = lister.EnvVars

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
@@ -244,17 +245,24 @@ func (o apiObjects) CreateServiceAccountToken(ctx context.Context, namespace, na
 
 var _ plugins.TokenGetter = apiObjects{}
 
-// podPullSecrets reads the pod's imagePullSecrets; one that cannot be read is logged and
-// skipped, as upstream does, and the pull goes on with the others.
-func podPullSecrets(ctx context.Context, objs *objects.Manager, pod *v1.Pod) []v1.Secret {
+// podPullSecrets reads the pod's imagePullSecrets; one that cannot be read is logged, named in
+// a FailedToRetrieveImagePullSecret event and skipped, as upstream does, and the pull goes on
+// with the others.
+func podPullSecrets(ctx context.Context, objs *objects.Manager, recorder record.EventRecorder, pod *v1.Pod) []v1.Secret {
 	var out []v1.Secret
+	var missing []string
 	for _, ref := range pod.Spec.ImagePullSecrets {
 		s, err := objs.GetSecret(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			klog.InfoS("Unable to retrieve pull secret, the image pull may not succeed.", "pod", klog.KObj(pod), "secret", ref.Name, "err", err)
+			missing = append(missing, ref.Name)
 			continue
 		}
 		out = append(out, *s)
+	}
+	if len(missing) > 0 {
+		recorder.Eventf(pod, v1.EventTypeWarning, "FailedToRetrieveImagePullSecret",
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
 	}
 	return out
 }

@@ -113,7 +113,7 @@ func inProgressVerdict(tl timeline.Timeline, now time.Time) (Verdict, bool) {
 func containerVerdict(pod *v1.Pod, cs v1.ContainerStatus, tl timeline.Timeline, now time.Time) (Verdict, bool) {
 	if w := cs.State.Waiting; w != nil {
 		switch w.Reason {
-		case "ErrImagePull", "ImagePullBackOff":
+		case "ErrImagePull", "ImagePullBackOff", "RegistryUnavailable", "SignatureValidationFailed":
 			since := sinceStep(tl, cs.Name, timeline.ImagePulled, now, pod)
 			return Verdict{true, since, fmt.Sprintf("waiting on image pull of %s for %s: %s %s", cs.Image, round(since), w.Reason, w.Message)}, true
 		case "CrashLoopBackOff":

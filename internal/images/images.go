@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -24,14 +26,18 @@ import (
 
 // Waiting reasons EnsureImage returns; the pod status shows them on the container.
 const (
-	ReasonErrImagePull       = "ErrImagePull"
-	ReasonImagePullBackOff   = "ImagePullBackOff"
-	ReasonErrImageNeverPull  = "ErrImageNeverPull"
-	ReasonInvalidImageName   = "InvalidImageName"
-	pullBackOffInitial       = 10 * time.Second
-	pullBackOffMax           = 300 * time.Second
-	defaultPullTimeout       = 2 * time.Minute
-	defaultImageStatusTimout = 10 * time.Second
+	ReasonErrImagePull      = "ErrImagePull"
+	ReasonImagePullBackOff  = "ImagePullBackOff"
+	ReasonErrImageNeverPull = "ErrImageNeverPull"
+	ReasonInvalidImageName  = "InvalidImageName"
+	// A runtime error starting with one of these names (the CRI's own error names) gives the
+	// waiting reason of that name and upstream's wording.
+	ReasonRegistryUnavailable       = "RegistryUnavailable"
+	ReasonSignatureValidationFailed = "SignatureValidationFailed"
+	pullBackOffInitial              = 10 * time.Second
+	pullBackOffMax                  = 300 * time.Second
+	defaultPullTimeout              = 2 * time.Minute
+	defaultImageStatusTimout        = 10 * time.Second
 )
 
 // Errors EnsureImage wraps; test with errors.Is.
@@ -83,7 +89,10 @@ type Manager struct {
 	pullLock      sync.Locker             // serializes pulls, caps them, or a no-op lock
 	pullLimiter   flowcontrol.RateLimiter // nil: no rate limit
 	node          *nodeConfig             // the node's own credentials; nil for none
-	providers     func(ctx context.Context, image string) map[string]credprovider.Credential
+	// lastPullErr holds, per back-off key, "reason: message" of the pull that failed last: the
+	// back-off message repeats it, as upstream's does.
+	lastPullErr sync.Map
+	providers   func(ctx context.Context, image string) map[string]credprovider.Credential
 }
 
 // NewManager returns an image manager for opts, dialling opts.Endpoint unless opts.Client is
@@ -184,23 +193,44 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 	if m.backoff.IsInBackOffSinceUpdate(backoffKey, m.backoff.Clock.Now()) {
 		msg = fmt.Sprintf("Back-off pulling image %q", image)
 		m.recorder.Event(ref, v1.EventTypeNormal, "BackOff", msg)
+		if last, ok := m.lastPullErr.Load(backoffKey); ok {
+			msg += ": " + last.(string)
+		}
 		return "", ReasonImagePullBackOff, msg, fmt.Errorf("%w: %s", ErrImagePullBackOff, msg)
 	}
+	m.lastPullErr.Delete(backoffKey)
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulling", "Pulling image %q", image)
 	metrics.ImagePullStarted(pod.UID)
 	imageRef, pulled, total, err := m.pull(ctx, image, pullSecrets)
 	metrics.ImagePullFinished(pod.UID)
 	if err != nil {
 		m.backoff.Next(backoffKey, m.backoff.Clock.Now())
-		msg = fmt.Sprintf("Failed to pull image %q: %v", image, err)
-		m.recorder.Event(ref, v1.EventTypeWarning, "Failed", msg)
+		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", image, err)
 		klog.InfoS("Image pull failed", "pod", klog.KObj(pod), "container", container.Name, "image", image, "err", err)
-		return "", ReasonErrImagePull, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
+		reason, msg := pullFailure(image, err)
+		m.lastPullErr.Store(backoffKey, reason+": "+msg)
+		return "", reason, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
 	}
 	m.backoff.Reset(backoffKey)
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
 		image, pulled.Round(time.Millisecond), total.Round(time.Millisecond), m.imageSize(ctx, imageRef))
 	return imageRef, "", "", nil
+}
+
+// pullFailure is the waiting reason and message of a failed pull: the runtime's error as it
+// is, unless it names the CRI's RegistryUnavailable or SignatureValidationFailed, which upstream
+// words for the user.
+func pullFailure(image string, err error) (reason, msg string) {
+	text := err.Error()
+	for _, known := range []struct{ reason, because string }{
+		{ReasonRegistryUnavailable, "the registry is unavailable"},
+		{ReasonSignatureValidationFailed, "the signature validation failed"},
+	} {
+		if rest, ok := strings.CutPrefix(text, known.reason); ok {
+			return known.reason, fmt.Sprintf("image pull failed for %s because %s%s", image, known.because, rest)
+		}
+	}
+	return ReasonErrImagePull, text
 }
 
 // imageSize is the runtime's size of the image, 0 when it cannot say.
@@ -267,6 +297,11 @@ func (m *Manager) pullOnce(ctx context.Context, image string, auth *runtimeapi.A
 	defer cancel()
 	resp, err := m.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth})
 	if err != nil {
+		// As upstream's CRI client: an Unknown code says nothing, so the runtime's own text is
+		// the error (and a RegistryUnavailable / SignatureValidationFailed prefix stays first).
+		if st, ok := status.FromError(err); ok && st.Code() == codes.Unknown {
+			return "", errors.New(st.Message())
+		}
 		return "", err
 	}
 	if resp.ImageRef == "" {

@@ -150,8 +150,8 @@ func TestPullFailureBacksOff(t *testing.T) {
 	ctx := context.Background()
 
 	_, reason, msg, err := e.mgr.EnsureImage(ctx, pod, c, nil)
-	if !errors.Is(err, ErrImagePull) || reason != ReasonErrImagePull || !strings.Contains(msg, "registry unreachable") {
-		t.Fatalf("first failure: reason %q msg %q err %v", reason, msg, err)
+	if !errors.Is(err, ErrImagePull) || reason != ReasonErrImagePull || msg != "registry unreachable" {
+		t.Fatalf("first failure: reason %q msg %q err %v; want the runtime's error as the message", reason, msg, err)
 	}
 	if evs := e.events(); !hasEvent(evs, `Warning Failed Failed to pull image "`+img+`"`) {
 		t.Errorf("events %q lack Failed", evs)
@@ -159,7 +159,7 @@ func TestPullFailureBacksOff(t *testing.T) {
 
 	e.clock.Step(5 * time.Second)
 	_, reason, msg, err = e.mgr.EnsureImage(ctx, pod, c, nil)
-	if !errors.Is(err, ErrImagePullBackOff) || reason != ReasonImagePullBackOff || msg != `Back-off pulling image "`+img+`"` {
+	if !errors.Is(err, ErrImagePullBackOff) || reason != ReasonImagePullBackOff || msg != `Back-off pulling image "`+img+`": ErrImagePull: registry unreachable` {
 		t.Fatalf("during back-off: reason %q msg %q err %v", reason, msg, err)
 	}
 	if got := e.fake.CountCalls("PullImage"); got != 1 {
@@ -186,6 +186,26 @@ func TestPullFailureBacksOff(t *testing.T) {
 	}
 	if got := e.fake.CountCalls("PullImage"); got != 3 {
 		t.Errorf("PullImage calls = %d, want 3", got)
+	}
+}
+
+func TestPullFailureNamedByTheRuntime(t *testing.T) {
+	const img = "nodelet.local/signed:1"
+	e := newEnv(t)
+	e.fake.SetPullError(img, errors.New("SignatureValidationFailed: no signature from a trusted key"))
+	pod, c := testPod(img, v1.PullIfNotPresent)
+	_, reason, msg, err := e.mgr.EnsureImage(context.Background(), pod, c, nil)
+	want := "image pull failed for " + img + " because the signature validation failed: no signature from a trusted key"
+	if !errors.Is(err, ErrImagePull) || reason != ReasonSignatureValidationFailed || msg != want {
+		t.Fatalf("reason %q msg %q err %v; want %s %q", reason, msg, err, ReasonSignatureValidationFailed, want)
+	}
+	e.clock.Step(time.Second)
+	if _, _, msg, _ = e.mgr.EnsureImage(context.Background(), pod, c, nil); !strings.HasSuffix(msg, ": SignatureValidationFailed: "+want) {
+		t.Fatalf("back-off message %q does not repeat the failure", msg)
+	}
+	if reason, msg := pullFailure(img, errors.New("RegistryUnavailable")); reason != ReasonRegistryUnavailable ||
+		msg != "image pull failed for "+img+" because the registry is unavailable" {
+		t.Errorf("RegistryUnavailable: reason %q msg %q", reason, msg)
 	}
 }
 

@@ -223,6 +223,7 @@ func findPod(pods []v1.Pod, want *v1.Pod) *v1.Pod {
 // notStarting are the waiting reasons of a container that will not start without a change.
 var notStarting = map[string]bool{
 	"CrashLoopBackOff": true, "ImagePullBackOff": true, "ErrImagePull": true, "ErrImageNeverPull": true,
+	"RegistryUnavailable": true, "SignatureValidationFailed": true,
 	"InvalidImageName": true, "CreateContainerConfigError": true, "CreateContainerError": true,
 	"RunContainerError": true, "PreStartHookError": true, "PostStartHookError": true,
 }

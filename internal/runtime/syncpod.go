@@ -155,6 +155,8 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))
 	imageDone("", err)
 	if err != nil {
+		// As upstream: the image manager's own events, then one naming the waiting reason.
+		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %s", reason)
 		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: msg}
 		res.setErr(err)
 		return

@@ -337,7 +337,7 @@ func TestImagePullErrors(t *testing.T) {
 		t.Error("sandbox not created before the pull")
 	}
 	res = e.sync(pod)
-	if w := res.Waiting["app"]; w.Reason != "ImagePullBackOff" || w.Message != `Back-off pulling image "`+img+`"` {
+	if w := res.Waiting["app"]; w.Reason != "ImagePullBackOff" || w.Message != `Back-off pulling image "`+img+`": ErrImagePull: not found` {
 		t.Fatalf("second sync: %+v", w)
 	}
 	if len(e.fake.Containers()) != 0 {
