@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images build csidriver tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
+.PHONY: deps test-deps containerd images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -29,6 +29,12 @@ build:
 # The hostpath-style CSI driver the tests and the bench use (test/csidriver).
 csidriver:
 	$(GO) build -o $(OUTPUT)/bin/csidriver ./test/csidriver
+
+# The e2e tests' registries: the CNCF distribution registry and regtool (TLS pair, htpasswd,
+# pushes), from the test-only module test/registry.
+registries:
+	cd test/registry && $(GO) build -o $(CURDIR)/$(OUTPUT)/bin/distribution-registry github.com/distribution/distribution/v3/cmd/registry
+	cd test/registry && $(GO) build -o $(CURDIR)/$(OUTPUT)/bin/regtool ./cmd/regtool
 
 # Developer tools used by the demo and benchmarks.
 tools:
@@ -109,6 +115,7 @@ test: unit real e2e bench-smoke conformance-smoke
 unit:
 	hack/check-deps.sh
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
+	cd test/registry && $(GO) test -race ./...
 
 # The package tests that talk to the real containerd or API server (gated on NODELET_E2E_*
 # variables, which this sets); a skipped test fails the run.
@@ -119,7 +126,7 @@ real: images control-plane
 
 # End-to-end tests: a real nodelet binary on the real containerd and the local control plane.
 # Stops the demo and cluster nodelets first, since one nodelet owns the runtime's pods.
-e2e: test-deps images build tools control-plane
+e2e: test-deps images build tools registries control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...

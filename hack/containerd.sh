@@ -107,8 +107,8 @@ disabled_plugins = [
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.k8s.io"]
       endpoint = ["http://$REGISTRY_ADDR"]
 
-    # The e2e tests' private registry (hack/registry with -user and -tls-dir) on loopback,
-    # its certificate signed by the CA it writes there.
+    # The e2e tests' private registry (the distribution registry with TLS and htpasswd) on
+    # loopback, its certificate signed by the CA regtool writes there.
     # containerd speaks plain http to loopback hosts unless an https endpoint is named.
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:5443"]
       endpoint = ["https://127.0.0.1:5443"]

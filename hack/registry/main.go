@@ -20,10 +20,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 type server struct {
 	socket, namespace, contentDir, dataDir, defaultHost string
+	// delay holds every manifest and blob request this long (tests of a pull that is cancelled).
+	delay time.Duration
 
 	list  func() (map[string]image, error) // the runtime's images; tests replace it
 	mu    sync.Mutex
@@ -38,27 +41,14 @@ func main() {
 	flag.StringVar(&s.contentDir, "content", "/var/lib/nodelet/containerd/io.containerd.content.v1.content/blobs/sha256", "containerd's content store")
 	flag.StringVar(&s.dataDir, "data", "/var/lib/nodelet/registry", "where the served blobs are linked (same filesystem as -content)")
 	flag.StringVar(&s.defaultHost, "host", "registry.k8s.io", "registry a request without containerd's ns parameter is for")
-	user := flag.String("user", "", "user:password every request must authenticate as (HTTP basic); empty: anonymous")
-	tlsDir := flag.String("tls-dir", "", "serve https with DIR/tls.crt and tls.key, made with a CA (DIR/ca.crt) the first time; empty: http")
+	flag.DurationVar(&s.delay, "delay", 0, "hold every manifest and blob request this long before answering (a slow registry, for tests)")
 	flag.Parse()
 	s.list = s.runtimeImages
 	if err := s.refresh(); err != nil {
 		log.Fatal(err)
 	}
-	handler := s.routes()
-	if *user != "" {
-		handler = requireUser(*user, handler)
-	}
-	if *tlsDir == "" {
-		log.Printf("registry: serving the images of %s (namespace %s) on http://%s", s.socket, s.namespace, *addr)
-		log.Fatal(http.ListenAndServe(*addr, handler))
-	}
-	cert, key, err := ensureTLS(*tlsDir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	log.Printf("registry: serving the images of %s (namespace %s) on https://%s (CA %s/ca.crt)", s.socket, s.namespace, *addr, *tlsDir)
-	log.Fatal(http.ListenAndServeTLS(*addr, cert, key, handler))
+	log.Printf("registry: serving the images of %s (namespace %s) on http://%s", s.socket, s.namespace, *addr)
+	log.Fatal(http.ListenAndServe(*addr, s.routes()))
 }
 
 var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -76,6 +66,9 @@ func (s *server) routes() http.Handler {
 			fmt.Fprint(w, "{}")
 			return
 		}
+		if !s.hold(r) {
+			return
+		}
 		if i := strings.LastIndex(path, "/manifests/"); i > 0 {
 			s.manifest(w, r, path[:i], path[i+len("/manifests/"):])
 			return
@@ -87,6 +80,22 @@ func (s *server) routes() http.Handler {
 		http.NotFound(w, r)
 	})
 	return mux
+}
+
+// hold waits s.delay before a request is answered; it reports false, and logs it, when the
+// client gave up first.
+func (s *server) hold(r *http.Request) bool {
+	if s.delay <= 0 {
+		return true
+	}
+	start := time.Now()
+	select {
+	case <-time.After(s.delay):
+		return true
+	case <-r.Context().Done():
+		log.Printf("registry: %s %s: the client went away after %v", r.Method, r.URL.Path, time.Since(start).Round(10*time.Millisecond))
+		return false
+	}
 }
 
 // manifest answers a manifest by tag (looked up among the runtime's images) or by digest.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,55 +81,5 @@ func TestServesManifestsAndBlobsEvenAfterTheRuntimeDeletesThem(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("upload: %d, want 405", resp.StatusCode)
-	}
-}
-
-// With -user every request needs the credentials, the ping included; with -tls-dir the pair
-// is signed by a CA written next to it, which clients can trust.
-func TestBasicAuthAndTLS(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "{}") })
-	srv := httptest.NewServer(requireUser("e2e:s3cret", ok))
-	defer srv.Close()
-	code, _, hdr := get(t, srv.URL+"/v2/")
-	if code != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != `Basic realm="nodelet-registry"` {
-		t.Errorf("anonymous: %d %q, want 401 with a basic challenge", code, hdr.Get("WWW-Authenticate"))
-	}
-	for pass, want := range map[string]int{"s3cret": http.StatusOK, "wrong": http.StatusUnauthorized} {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v2/", nil)
-		req.SetBasicAuth("e2e", pass)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("password %q: %d, want %d", pass, resp.StatusCode, want)
-		}
-	}
-
-	dir := t.TempDir()
-	certFile, keyFile, err := ensureTLS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, _ := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		t.Fatal("no CA")
-	}
-	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "127.0.0.1"}); err != nil {
-		t.Errorf("serving certificate does not verify for 127.0.0.1 against ca.crt: %v", err)
-	}
-	before, _ := os.ReadFile(certFile)
-	if _, _, err := ensureTLS(dir); err != nil {
-		t.Fatal(err)
-	}
-	if after, _ := os.ReadFile(certFile); string(after) != string(before) {
-		t.Error("a second start made a new pair")
 	}
 }

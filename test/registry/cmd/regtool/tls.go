@@ -4,34 +4,16 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/subtle"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 )
-
-// requireUser puts HTTP basic authentication in front of next: every request, the /v2/ ping
-// included, must carry user:password, else 401 with the challenge clients answer.
-func requireUser(userPassword string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, pass, ok := r.BasicAuth()
-		given := []byte(user + ":" + pass)
-		if !ok || subtle.ConstantTimeCompare(given, []byte(userPassword)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="nodelet-registry"`)
-			w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // ensureTLS returns the serving pair in dir, making a CA (ca.crt, which clients are told to
 // trust) and a loopback serving certificate signed by it the first time.
