@@ -336,8 +336,30 @@ run_subject() {
 	record_start "$subject"
 	run_suite "$subject" "$smoke"
 	"$REPORTER" -record-end "$RUN_DIR/$subject/run.json" -socket "$SOCKET" || true
+	if [[ $smoke != 1 ]]; then
+		"$REPORTER" -keep "$RUN_DIR/$subject" -keep-to "$(kept_dir "$subject")" ||
+			echo "conformance: could not keep the $subject column in $(kept_dir "$subject")" >&2
+	fi
 	say "stopping $subject and removing its pods"
 	cleanup_subject "$subject"
+}
+
+# kept_dir SUBJECT is where the repository keeps the current selection's column of SUBJECT.
+kept_dir() {
+	echo "hack/conformance/results/${SELECTION:-parallel}/$1"
+}
+
+# column SELECTION SUBJECT is the directory of the column's latest results: this machine's run
+# directory when it holds a report, else the kept copy.
+column() {
+	local dir=$OUT/$2
+	[[ $1 == parallel ]] || dir=$OUT/$1/$2
+	if [[ -f $dir/report.json ]]; then
+		echo "$dir"
+	else
+		[[ ! -f hack/conformance/results/$1/$2/report.json ]] || say "the $1 $2 column comes from hack/conformance/results/$1/$2 (see its provenance)" >&2
+		echo "hack/conformance/results/$1/$2"
+	fi
 }
 
 # start_registry serves the runtime's images on 127.0.0.1:5000, containerd's mirror of
@@ -379,11 +401,12 @@ locked_main() {
 			run_subject "$subject" || echo "conformance: $subject run of the $SELECTION selection failed" >&2
 		done
 	done
-	[[ " $SUBJECTS " == *" kubelet "* ]] || say "re-using the upstream kubelet columns of an earlier run ($OUT/kubelet, $OUT/serial/kubelet)"
-	"$REPORTER" -nodelet "$OUT/nodelet/report.json" -kubelet "$OUT/kubelet/report.json" \
-		-serial-nodelet "$OUT/serial/nodelet/report.json" -serial-kubelet "$OUT/serial/kubelet/report.json" \
+	# A column this invocation did not run comes from the last one kept (its provenance says
+	# which commit and run): this machine's _output, else hack/conformance/results.
+	"$REPORTER" -nodelet "$(column parallel nodelet)/report.json" -kubelet "$(column parallel kubelet)/report.json" \
+		-serial-nodelet "$(column serial nodelet)/report.json" -serial-kubelet "$(column serial kubelet)/report.json" \
 		-serial "$SERIAL_FILE" -skips "$SKIPS_FILE" -causes hack/conformance/causes.txt \
-		-nodelet-log "$OUT/nodelet/nodelet.log" -out CONFORMANCE.md
+		-nodelet-log "$(column parallel nodelet)/nodelet.log" -out CONFORMANCE.md
 }
 
 case $MODE in

@@ -6,6 +6,7 @@
 //	go run ./hack/conformance -smoke -nodelet N/report.json
 //	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
 //	go run ./hack/conformance -record-end DIR/run.json
+//	go run ./hack/conformance -keep DIR -keep-to hack/conformance/results/SELECTION/SUBJECT
 //
 // Each report's provenance is read from run.json in the report's directory.
 package main
@@ -25,6 +26,7 @@ type options struct {
 	serialNodelet, serialKubelet, serialPath                         string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
+	keep, keepTo                                                     string
 	prov                                                             provenance
 }
 
@@ -43,6 +45,8 @@ func main() {
 	flag.StringVar(&o.record, "record", "", "write the provenance of a run about to start to this file")
 	flag.StringVar(&o.recordEnd, "record-end", "", "add the images at the end of a run to this provenance file")
 	flag.StringVar(&o.socket, "socket", "/run/nodelet/containerd/containerd.sock", "containerd socket (for -record)")
+	flag.StringVar(&o.keep, "keep", "", "copy what the report needs of the run in this directory to -keep-to")
+	flag.StringVar(&o.keepTo, "keep-to", "", "-keep: the repository directory that keeps the column")
 	flag.StringVar(&o.prov.Subject, "subject", "", "-record: nodelet or kubelet")
 	flag.StringVar(&o.prov.Invocation, "invocation", "", "-record: id of the make conformance invocation")
 	flag.StringVar(&o.prov.Binary, "binary", "", "-record: the kubelet binary under test")
@@ -63,6 +67,11 @@ func execute(o options) error {
 		return recordStart(o.record, o.prov, o.socket)
 	case o.recordEnd != "":
 		return recordEnd(o.recordEnd, o.socket)
+	case o.keep != "":
+		if o.keepTo == "" {
+			return fmt.Errorf("-keep needs -keep-to")
+		}
+		return keepColumn(o.keep, o.keepTo)
 	}
 	nodelet, err := loadColumn(o.nodeletPath, parallelSelection)
 	if err != nil {
