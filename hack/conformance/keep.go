@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
+
+// userInterrupt is how ginkgo names a run stopped by a signal (not by its --timeout).
+const userInterrupt = "Interrupted by User"
 
 // keepColumn copies what the report needs of one column's run from dir to the repository
 // directory to (hack/conformance/results/SELECTION/SUBJECT), so a column measured in one
@@ -22,6 +26,12 @@ func keepColumn(dir, to string) error {
 	var reports []ginkgoReport
 	if err := json.Unmarshal(data, &reports); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, "report.json"), err)
+	}
+	for _, rep := range reports {
+		if slices.Contains(rep.SpecialSuiteFailureReasons, userInterrupt) {
+			// Someone stopped the run: it is not a result, and the kept column stays as it was.
+			return fmt.Errorf("%s: the run was interrupted (%s); the column in %s is left as it was", dir, userInterrupt, to)
+		}
 	}
 	if err := os.MkdirAll(to, 0o755); err != nil {
 		return err

@@ -46,6 +46,22 @@ func TestKeptColumnReadsBackAsTheRun(t *testing.T) {
 	}
 }
 
+// A run someone stopped is not kept: the column kept before stays.
+func TestAnInterruptedRunIsNotKept(t *testing.T) {
+	run := t.TempDir()
+	report := `[{"SuiteDescription":"E2eNode Suite","SpecialSuiteFailureReasons":["Interrupted by User"],"SpecReports":[]}]`
+	if err := os.WriteFile(filepath.Join(run, "report.json"), []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(t.TempDir(), "kept")
+	if err := keepColumn(run, kept); err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("keepColumn of an interrupted run: %v", err)
+	}
+	if _, err := os.Stat(kept); !os.IsNotExist(err) {
+		t.Errorf("something was kept: %v", err)
+	}
+}
+
 func mustFile(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
