@@ -109,16 +109,20 @@ func execute(o options) error {
 	return nil
 }
 
-// serialReport is the serial selection's part of the page, or nil when nodelet has no results
-// for it (the selection was not run).
+// serialReport is the serial selection's part of the page and its focus list; the part is nil
+// when nodelet has no results for it (the selection was not run).
 func serialReport(o options, main report) (*report, []string) {
 	if o.serialNodelet == "" {
 		return nil, nil
 	}
+	focus, _ := readLines(o.serialPath)
+	for i, line := range focus {
+		focus[i], _, _ = strings.Cut(line, " ## ") // "## first" orders the run; it is not part of the regex
+	}
 	nodelet, err := loadColumn(o.serialNodelet, serialSelection)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: no serial selection results: %v\n", err)
-		return nil, nil
+		return nil, focus // the page says the selection has not run
 	}
 	upstream := emptyRun()
 	if o.serialKubelet != "" {
@@ -129,10 +133,6 @@ func serialReport(o options, main report) (*report, []string) {
 	}
 	nodelet.explainSkips(main.skips)
 	upstream.explainSkips(main.skips)
-	focus, _ := readLines(o.serialPath)
-	for i, line := range focus {
-		focus[i], _, _ = strings.Cut(line, " ## ") // "## first" orders the run; it is not part of the regex
-	}
 	return &report{nodelet: nodelet, upstream: upstream, skips: main.skips, causes: main.causes,
 		podErrs: podErrors(filepath.Join(filepath.Dir(o.serialNodelet), "nodelet.log")), generated: main.generated}, focus
 }

@@ -140,3 +140,18 @@ func TestSerialSelectionSection(t *testing.T) {
 		}
 	}
 }
+
+// A serial selection with no results is said to be not run, not left out silently.
+func TestSerialSelectionNotRunIsSaid(t *testing.T) {
+	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
+	rp := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		serialFocus: []string{`\[sig-node\] GarbageCollect`}}
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	rp.write(w)
+	w.Flush()
+	_, serial, ok := strings.Cut(b.String(), "# Serial selection")
+	if !ok || !strings.Contains(serial, "Not run yet") || strings.Contains(serial, "## All specs") {
+		t.Errorf("serial section of a selection that has not run:\n%s", serial)
+	}
+}
