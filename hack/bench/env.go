@@ -220,17 +220,22 @@ func ownSandbox(sb *cri.PodSandbox) bool {
 
 // removeOwnSandboxes stops and removes every sandbox the bench made (and nothing else).
 func (b *bench) removeOwnSandboxes(ctx context.Context) error {
+	return b.removeSandboxesWhere(ctx, ownSandbox)
+}
+
+// removeSandboxesWhere stops and removes the sandboxes match picks.
+func (b *bench) removeSandboxesWhere(ctx context.Context, match func(*cri.PodSandbox) bool) error {
 	sbs, err := b.listSandboxes(ctx)
 	if err != nil {
 		return err
 	}
-	var own []string
+	var ids []string
 	for _, sb := range sbs {
-		if ownSandbox(sb) {
-			own = append(own, sb.Id)
+		if match(sb) {
+			ids = append(ids, sb.Id)
 		}
 	}
-	return b.removeSandboxes(ctx, own)
+	return b.removeSandboxes(ctx, ids)
 }
 
 func (b *bench) removeSandboxes(ctx context.Context, ids []string) error {

@@ -92,8 +92,9 @@ func kubeletConfig(o options, criStats bool) []byte {
 	return out
 }
 
-// ensureRuntimeFree refuses (unless -force) while the runtime holds sandboxes the bench did not
-// create: the upstream kubelet removes every pod it does not know, other nodelets' included.
+// ensureRuntimeFree refuses while the runtime holds sandboxes the bench did not create (with
+// -force it removes them): the upstream kubelet removes every pod it does not know, other
+// nodelets' included.
 // With -wait-free it waits for them to go first.
 func (b *bench) ensureRuntimeFree(ctx context.Context) error {
 	deadline := time.Now().Add(b.o.waitFree)
@@ -107,9 +108,9 @@ func (b *bench) ensureRuntimeFree(ctx context.Context) error {
 			return nil
 		}
 		if b.o.force {
-			fmt.Printf("==> -force: the upstream kubelet will remove %d pods the bench did not create: %s\n",
-				len(foreign), summarize(foreign))
-			return nil
+			// Removed now, not left to the upstream kubelet: the guard would count them as other work.
+			fmt.Printf("==> -force: removing %d pods the bench did not create: %s\n", len(foreign), summarize(foreign))
+			return b.removeSandboxesWhere(ctx, func(sb *cri.PodSandbox) bool { return !ownSandbox(sb) })
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("refusing to run the upstream kubelet: the runtime holds %d sandboxes the bench "+
