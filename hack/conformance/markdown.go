@@ -23,6 +23,8 @@ type report struct {
 
 const upstreamName = "upstream kubelet v1.33.4"
 
+const serialTitle = "\n# Serial selection: the managers that keep a node alive\n\n"
+
 func (rp *report) write(w *bufio.Writer) {
 	fmt.Fprintf(w, "# Node conformance\n\n")
 	fmt.Fprintf(w, "The [NodeConformance] specs of the upstream node e2e suite (`k8s.io/kubernetes v1.33.4`, "+
@@ -31,12 +33,11 @@ func (rp *report) write(w *bufio.Writer) {
 		"Generated %s.\n\n", upstreamName, rp.generated.Format("2006-01-02 15:04 MST"))
 	rp.writeBody(w)
 	if rp.serial == nil && len(rp.serialFocus) > 0 {
-		fmt.Fprintf(w, "\n# Serial selection: the managers that keep a node alive\n\n"+
-			"Not run yet: no results are kept for it (hack/conformance/results/serial). `make conformance-serial` "+
+		fmt.Fprintf(w, serialTitle+"Not run yet: no results are kept for it (hack/conformance/results/serial). `make conformance-serial` "+
 			"runs it, one spec at a time, each kubelet in turn (about 85 minutes a kubelet here).\n")
 	}
 	if s := rp.serial; s != nil {
-		fmt.Fprintf(w, "\n# Serial selection: the managers that keep a node alive\n\n")
+		fmt.Fprint(w, serialTitle)
 		fmt.Fprintf(w, "The upstream node suite's own specs for eviction, garbage collection, the OOM killer, node "+
 			"allocatable enforcement and the Summary API (label filter `!Flaky`, focus below, from "+
 			"hack/conformance/serial.txt), run one at a time after the selection above, against nodelet and the %s. "+
