@@ -23,8 +23,12 @@ func render(t *testing.T, edit func(n, u *run)) string {
 	if edit != nil {
 		edit(n, u)
 	}
-	rp := report{nodelet: n, upstream: u, causes: testCauses(t), podErrs: podErrors("testdata/nodelet.log"),
-		generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return writePage(&report{nodelet: n, upstream: u, causes: testCauses(t), podErrs: podErrors("testdata/nodelet.log"),
+		generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+}
+
+// writePage is the page rp writes.
+func writePage(rp *report) string {
 	var b strings.Builder
 	w := bufio.NewWriter(&b)
 	rp.write(w)
@@ -126,13 +130,10 @@ func TestSerialSelectionSection(t *testing.T) {
 	sn, su := mustRead(t, "testdata/nodelet/report.json"), emptyRun()
 	rp := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		serial: &report{nodelet: sn, upstream: su}, serialFocus: []string{`\[sig-node\] GarbageCollect`}}
-	var b strings.Builder
-	w := bufio.NewWriter(&b)
-	rp.write(w)
-	w.Flush()
-	_, serial, ok := strings.Cut(b.String(), "# Serial selection")
+	page := writePage(&rp)
+	_, serial, ok := strings.Cut(page, "# Serial selection")
 	if !ok {
-		t.Fatalf("no serial section:\n%s", b.String())
+		t.Fatalf("no serial section:\n%s", page)
 	}
 	for _, want := range []string{"- `\\[sig-node\\] GarbageCollect`", "There is no upstream kubelet column", "## All specs", "| nodelet |"} {
 		if !strings.Contains(serial, want) {
@@ -146,11 +147,7 @@ func TestSerialSelectionNotRunIsSaid(t *testing.T) {
 	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
 	rp := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		serialFocus: []string{`\[sig-node\] GarbageCollect`}}
-	var b strings.Builder
-	w := bufio.NewWriter(&b)
-	rp.write(w)
-	w.Flush()
-	_, serial, ok := strings.Cut(b.String(), "# Serial selection")
+	_, serial, ok := strings.Cut(writePage(&rp), "# Serial selection")
 	if !ok || !strings.Contains(serial, "Not run yet") || strings.Contains(serial, "## All specs") {
 		t.Errorf("serial section of a selection that has not run:\n%s", serial)
 	}
