@@ -18,10 +18,13 @@
 #
 # Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial"),
 #      PROCS (parallel ginkgo processes, default 5),
-#      FOCUS (ginkgo focus regex; for the serial selection it replaces serial.txt), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
+#      FOCUS (ginkgo focus regex; for the serial selection it replaces serial.txt; a FOCUS run
+#      writes $OUT/CONFORMANCE.md and keeps no column in hack/conformance/results), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
 #      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
 #      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
-# Nothing is pulled: hack/images.sh conformance imports every image the selected specs need.
+# Nothing comes from the network: hack/images.sh conformance imports every image the selected
+# specs need, a mirror of registry.k8s.io on 127.0.0.1:5000 serves them to specs that pull, and
+# a distribution registry with TLS and htpasswd on 127.0.0.1:5443 is the suite's authenticated one.
 # The control plane is shared with `make test`: the run waits until no e2e/bench run is going
 # and holds /run/nodelet-cp.lock throughout. It wipes etcd first (the suite wants exactly one
 # Node) and leaves the control plane up.
@@ -85,6 +88,7 @@ prepare() {
 	hack/control-plane.sh build
 	hack/control-plane.sh build-conformance
 	go build -o "$OUT/bin/registry" ./hack/registry
+	make --no-print-directory registries # the private registry and regtool
 	hack/containerd.sh restart-if-stale # the registry mirror is part of its config
 	hack/images.sh conformance
 }
@@ -126,7 +130,13 @@ start_nodelet() {
 		--kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
 		--root-dir "$ROOT_DIR" --pod-manifest-path "$dir/manifests" --container-runtime-endpoint "$ENDPOINT" \
 		--client-ca-file "$CP_DIR/pki/ca.crt" --cgroup-driver cgroupfs --fail-swap-on=false --cluster-domain cluster.local \
-		--read-only-port 10255 --max-pods 110 -v=2
+		--read-only-port 10255 --max-pods 110 -v=2 $(lock_args)
+}
+
+# lock_args: in the serial selection each kubelet holds the lock file the Lock contention spec
+# contends for, and exits cleanly when it does (the systemctl shim then starts it again).
+lock_args() {
+	[[ $SELECTION != serial ]] || echo "--lock-file=/var/run/kubelet.lock --exit-on-lock-contention"
 }
 
 # launch DIR LOG COMMAND...: starts the kubelet in the background. For the serial selection it
@@ -203,7 +213,7 @@ imageGCLowThresholdPercent: 99
 $SYSTEM_CGROUPS
 EOF
 	launch "$dir" kubelet.log "$CP_BIN/kubelet" --config "$dir/work/kubelet-config" --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" \
-		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2
+		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2 $(lock_args)
 }
 
 restore_tunables() {
@@ -252,6 +262,8 @@ cleanup_subject() {
 	wait_runtime_idle 60 || echo "conformance: containers still run after $1's pods were deleted" >&2
 	local pid
 	pid=$(current_pid)
+	# Under the shim, stop through it: its restart loop must not start the kubelet again.
+	[[ $SELECTION != serial ]] || "$REPO_ROOT/hack/conformance/shim/systemctl" stop kubelet-e2e.service || true
 	kill -TERM "$pid" 2>/dev/null || true
 	for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
 	kill -KILL "$pid" 2>/dev/null || true
@@ -336,12 +348,19 @@ run_subject() {
 	record_start "$subject"
 	run_suite "$subject" "$smoke"
 	"$REPORTER" -record-end "$RUN_DIR/$subject/run.json" -socket "$SOCKET" || true
-	if [[ $smoke != 1 ]]; then
+	# A smoke or FOCUS run is not a whole column: the kept results stay as they are.
+	if [[ $smoke != 1 && -z ${FOCUS:-} ]]; then
 		"$REPORTER" -keep "$RUN_DIR/$subject" -keep-to "$(kept_dir "$subject")" ||
 			echo "conformance: could not keep the $subject column in $(kept_dir "$subject")" >&2
 	fi
 	say "stopping $subject and removing its pods"
 	cleanup_subject "$subject"
+}
+
+# page_path is where the report goes: CONFORMANCE.md, or under $OUT for a FOCUS run, which
+# covers part of a selection only.
+page_path() {
+	if [[ -n ${FOCUS:-} ]]; then echo "$OUT/CONFORMANCE.md"; else echo CONFORMANCE.md; fi
 }
 
 # kept_dir SUBJECT is where the repository keeps the current selection's column of SUBJECT.
@@ -365,6 +384,7 @@ column() {
 # start_registry serves the runtime's images on 127.0.0.1:5000, containerd's mirror of
 # registry.k8s.io: specs that pull (imagePullPolicy Always, image GC) work without a network.
 REGISTRY_PID=
+PRIVATE_REGISTRY_PID=
 start_registry() {
 	"$OUT/bin/registry" -addr 127.0.0.1:5000 -socket "$SOCKET" >"$OUT/registry.log" 2>&1 &
 	REGISTRY_PID=$!
@@ -378,8 +398,58 @@ start_registry() {
 	return 1
 }
 
+# start_private_registry runs the CNCF distribution registry (make registries) on
+# 127.0.0.1:5443 with TLS (the CA the project containerd trusts for that host) and htpasswd, with
+# the busybox test image in it as the suite's authenticated image, and points the suite's
+# gcAuthenticatedRegistry there (KUBE_TEST_REPO_LIST): "should not be able to pull from private
+# registry without secret" then meets a registry that asks for credentials, not an unreachable host.
+start_private_registry() {
+	local dir=$OUT/private-registry tls=/var/lib/nodelet/registry-tls user i
+	rm -rf "$dir" && mkdir -p "$dir"
+	user="conformance:$(head -c 12 /dev/urandom | base64 | tr -dc 'a-zA-Z0-9')"
+	_output/bin/regtool tls -dir "$tls" >/dev/null
+	_output/bin/regtool htpasswd -out "$dir/htpasswd" -user "$user" >/dev/null
+	cat >"$dir/config.yml" <<-EOF
+		version: 0.1
+		log:
+		  level: info
+		storage:
+		  filesystem:
+		    rootdirectory: $dir/store
+		http:
+		  addr: 127.0.0.1:5443
+		  tls:
+		    certificate: $tls/tls.crt
+		    key: $tls/tls.key
+		auth:
+		  htpasswd:
+		    realm: nodelet-conformance
+		    path: $dir/htpasswd
+	EOF
+	_output/bin/distribution-registry serve "$dir/config.yml" >"$dir/registry.log" 2>&1 &
+	PRIVATE_REGISTRY_PID=$!
+	for ((i = 0; i < 50; i++)); do
+		[[ $(curl -sS -o /dev/null -w '%{http_code}' --cacert "$tls/ca.crt" https://127.0.0.1:5443/v2/ 2>/dev/null) == 401 ]] && break
+		kill -0 "$PRIVATE_REGISTRY_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	_output/bin/regtool push -tar _output/images/busybox.tar -src nodelet.local/busybox:1.36 \
+		-dst 127.0.0.1:5443/authenticated-image-pulling/alpine:3.7 -ca "$tls/ca.crt" -user "$user" >>"$dir/registry.log" 2>&1 || {
+		echo "conformance: the private registry did not take the authenticated image; see $dir/registry.log" >&2
+		return 1
+	}
+	printf 'gcAuthenticatedRegistry: 127.0.0.1:5443/authenticated-image-pulling\n' >"$dir/repo-list.yaml"
+	export KUBE_TEST_REPO_LIST=$dir/repo-list.yaml
+}
+
+stop_registries() {
+	[[ -z $REGISTRY_PID ]] || kill "$REGISTRY_PID" 2>/dev/null
+	[[ -z $PRIVATE_REGISTRY_PID ]] || kill "$PRIVATE_REGISTRY_PID" 2>/dev/null
+	return 0
+}
+
 locked_main() {
-	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted; [[ -z $REGISTRY_PID ]] || kill "$REGISTRY_PID" 2>/dev/null' EXIT
+	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted; stop_registries' EXIT
 	wait_no_kubelets
 	say "fresh control plane (etcd wiped: the suite expects exactly one Node)"
 	hack/control-plane.sh clean
@@ -388,6 +458,7 @@ locked_main() {
 	NODELET_CP_CONTROLLERS='*,-node-lifecycle-controller' hack/control-plane.sh up
 	hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
 	start_registry || echo "conformance: going on without it; specs that pull an image will fail" >&2
+	start_private_registry || echo "conformance: going on without it; the private-registry spec meets an unreachable host instead" >&2
 	if [[ $MODE == smoke ]]; then
 		run_subject nodelet 1
 		"$REPORTER" -smoke -nodelet "$OUT/nodelet/report.json"
@@ -406,7 +477,7 @@ locked_main() {
 	"$REPORTER" -nodelet "$(column parallel nodelet)/report.json" -kubelet "$(column parallel kubelet)/report.json" \
 		-serial-nodelet "$(column serial nodelet)/report.json" -serial-kubelet "$(column serial kubelet)/report.json" \
 		-serial "$SERIAL_FILE" -skips "$SKIPS_FILE" -causes hack/conformance/causes.txt \
-		-nodelet-log "$(column parallel nodelet)/nodelet.log" -out CONFORMANCE.md
+		-nodelet-log "$(column parallel nodelet)/nodelet.log" -out "$(page_path)"
 }
 
 case $MODE in

@@ -130,12 +130,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		return podworkers.Outcome{}, err
 	}
 	if needsSandbox(rs) {
-		select {
-		case s.starts <- struct{}{}:
-			defer func() { <-s.starts }()
-		case <-ctx.Done():
-			return podworkers.Outcome{}, ctx.Err()
+		if err := s.takeStartSlot(ctx, pod, rs); err != nil {
+			return podworkers.Outcome{}, err
 		}
+		defer func() { <-s.starts }()
 	}
 	res := s.Runtime.SyncPod(ctx, pod, rs, s.Backoff)
 	s.setWaiting(pod.UID, res.Waiting)
@@ -151,6 +149,23 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		requeue = deadline
 	}
 	return podworkers.Outcome{RequeueAfter: requeue}, res.Err
+}
+
+// takeStartSlot waits for a start slot (give it back with <-s.starts). A pod that has to wait
+// pulls its images meanwhile, so a queue of new pods pulls while the slots' pods start.
+func (s *Syncer) takeStartSlot(ctx context.Context, pod *v1.Pod, rs *runtime.PodStatus) error {
+	select {
+	case s.starts <- struct{}{}:
+		return nil
+	default:
+	}
+	s.Runtime.PullImages(ctx, pod, rs)
+	select {
+	case s.starts <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // waitForVolumes waits until the volume manager has set up the volumes pod's containers use.

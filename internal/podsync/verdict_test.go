@@ -34,7 +34,8 @@ func (f *fakeRuntime) KillPod(context.Context, *v1.Pod, *runtime.RunningPod, int
 	return nil
 }
 
-func (f *fakeRuntime) RemovePod(context.Context, types.UID) error { return nil }
+func (f *fakeRuntime) RemovePod(context.Context, types.UID) error              { return nil }
+func (f *fakeRuntime) PullImages(context.Context, *v1.Pod, *runtime.PodStatus) {}
 
 func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
 	rs := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns}

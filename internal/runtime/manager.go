@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -111,6 +112,9 @@ type manager struct {
 	hostEtcHosts     string
 	serviceEnv       func(pod *v1.Pod) ([]v1.EnvVar, error)
 
+	// prepulled holds image outcomes PullImages got ahead of a start, each used once.
+	prepulled *utilcache.LRUExpireCache
+
 	capacityOnce sync.Once
 	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
 }
@@ -203,7 +207,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
 		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
-		devices: opts.Devices,
+		devices: opts.Devices, prepulled: newPrepulled(),
 	}
 }
 

@@ -151,14 +151,12 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		backoff.Next(key, finished)
 	}
 
-	imageDone := m.begin(pod, timeline.ImagePulled, c.Name, "ImageStatus/PullImage", c.Image)
-	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))
-	imageDone("", err)
-	if err != nil {
+	img := m.image(ctx, pod, c)
+	if img.err != nil {
 		// As upstream: the image manager's own events, then one naming the waiting reason.
-		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %s", reason)
-		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: msg}
-		res.setErr(err)
+		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %s", img.reason)
+		res.Waiting[c.Name] = WaitingReason{Reason: img.reason, Message: img.msg}
+		res.setErr(img.err)
 		return
 	}
 	attempt := fmt.Sprintf("attempt %d", s.restartCount)
@@ -168,7 +166,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
 		res.setErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
 	}
-	cfg, err := m.containerConfig(ctx, pod, c, sb, s.restartCount, imageRef)
+	cfg, err := m.containerConfig(ctx, pod, c, sb, s.restartCount, img.ref)
 	if err != nil {
 		fail(ReasonCreateContainerConfigError, err)
 		return

@@ -129,6 +129,10 @@ type Manager interface {
 	// SyncPod brings the runtime in line with pod: sandbox, image pulls, init containers in
 	// order, app containers per restartPolicy with crash-loop back-off.
 	SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backoff *flowcontrol.Backoff) SyncResult
+	// PullImages ensures, ahead of the SyncPod that starts them, the images of the containers
+	// that sync would start (a pod waiting for a start slot pulls meanwhile); that SyncPod uses
+	// the outcomes instead of pulling again.
+	PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus)
 	// KillPod stops every container (honouring gracePeriod seconds, preStop first) and the sandbox.
 	KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod, gracePeriod int64) error
 	// RemovePod deletes the pod's stopped containers and sandboxes from the runtime.

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
@@ -94,32 +93,8 @@ func TestServingCertificateFromACSR(t *testing.T) {
 	certDir := t.TempDir()
 	c := joinCluster(t, "--rotate-server-certificates", "--cert-dir="+certDir)
 	c.waitReady(t)
-	var csrName string
-	waitFor(t, 30*time.Second, "the node's kubelet-serving CSR", func() (bool, string) {
-		out := kubectl(t, "get", "csr", "-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.signerName} {.spec.username} {.metadata.creationTimestamp} {.status.certificate}{"\n"}{end}`)
-		for _, line := range strings.Split(out, "\n") {
-			f := strings.Fields(line) // a pending request has no certificate: 4 fields
-			if len(f) != 4 || f[1] != "kubernetes.io/kubelet-serving" || f[2] != "system:node:"+nodeName {
-				continue
-			}
-			if created, err := time.Parse(time.RFC3339, f[3]); err == nil && !created.Before(c.started.Truncate(time.Second)) {
-				csrName = f[0]
-				return true, ""
-			}
-		}
-		return false, out
-	})
-	kubectl(t, "certificate", "approve", csrName)
-	waitFor(t, 30*time.Second, "10250 serving the issued certificate", func() (bool, string) {
-		conn, err := tls.Dial("tcp", "127.0.0.1:10250", &tls.Config{InsecureSkipVerify: true})
-		if err != nil {
-			return false, err.Error()
-		}
-		defer conn.Close()
-		leaf := conn.ConnectionState().PeerCertificates[0]
-		return leaf.Subject.CommonName == "system:node:"+nodeName && leaf.Issuer.CommonName != leaf.Subject.CommonName,
-			"subject " + leaf.Subject.String() + " issuer " + leaf.Issuer.String()
-	})
+	approveServingCSR(t, c, 30*time.Second)
+	waitServingIssued(t, nil)
 	c.createPod(podSpec("logs", "echo served-through-csr; exec sleep 3600"))
 	c.waitPodPhase("logs", v1.PodRunning, 60*time.Second)
 	waitFor(t, 20*time.Second, "kubectl logs through the API server", func() (bool, string) {

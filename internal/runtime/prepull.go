@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+
+	"github.com/nodelet/nodelet/internal/timeline"
+)
+
+// prepulledTTL is how long an image outcome waits for the start that uses it; the entry of a
+// pod deleted meanwhile just expires.
+const prepulledTTL = 5 * time.Minute
+
+// prepulledMax bounds the outcomes kept at once (far above the pods a node starts together).
+const prepulledMax = 1024
+
+// imageOutcome is what ensuring one container's image gave: the image reference, or the
+// waiting reason and message of the failure.
+type imageOutcome struct {
+	ref, reason, msg string
+	err              error
+}
+
+func newPrepulled() *utilcache.LRUExpireCache { return utilcache.NewLRUExpireCache(prepulledMax) }
+
+func prepullKey(pod *v1.Pod, c *v1.Container) string {
+	return string(pod.UID) + "/" + c.Name + "/" + c.Image
+}
+
+// PullImages ensures the images of the containers the next SyncPod of pod would start, for a
+// pod that has to wait before that sync (for a start slot): pods queued behind others pull
+// meanwhile, in parallel when pulls are not serialized, instead of one start slot at a time.
+// The start then uses each outcome as it is, events included: nothing is pulled or reported
+// twice. Restarts held by crash-loop back-off are left to the start.
+func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus) {
+	if status == nil {
+		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	for _, s := range computeActions(pod, status).start {
+		if s.backoff {
+			continue
+		}
+		outcome := m.ensureImage(ctx, pod, s.spec)
+		if ctx.Err() != nil {
+			return // the pod went away or nodelet stops: a later start pulls afresh
+		}
+		m.prepulled.Add(prepullKey(pod, s.spec), outcome, prepulledTTL)
+	}
+}
+
+// image is the outcome for the container's image: the one PullImages got for this start,
+// else that of ensuring it now.
+func (m *manager) image(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
+	key := prepullKey(pod, c)
+	if outcome, ok := m.prepulled.Get(key); ok {
+		m.prepulled.Remove(key)
+		return outcome.(imageOutcome)
+	}
+	return m.ensureImage(ctx, pod, c)
+}
+
+// ensureImage makes the image present as the container's pull policy says, on pod's timeline.
+func (m *manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
+	done := m.begin(pod, timeline.ImagePulled, c.Name, "ImageStatus/PullImage", c.Image)
+	var o imageOutcome
+	o.ref, o.reason, o.msg, o.err = m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))
+	done("", o.err)
+	return o
+}
