@@ -88,6 +88,7 @@ prepare() {
 	hack/control-plane.sh build
 	hack/control-plane.sh build-conformance
 	go build -o "$OUT/bin/registry" ./hack/registry
+	go build -o "$OUT/bin/fakelogind" ./test/fakelogind
 	make --no-print-directory registries # the private registry and regtool
 	hack/containerd.sh restart-if-stale # the registry mirror is part of its config
 	hack/images.sh conformance
@@ -442,6 +443,31 @@ start_private_registry() {
 	export KUBE_TEST_REPO_LIST=$dir/repo-list.yaml
 }
 
+# start_fakelogind: the GracefulNodeShutdown specs need systemd-logind on the system bus (the
+# kubelet holds its inhibitor lock; the suite sends PrepareForShutdown). These machines run no
+# systemd, so test/fakelogind serves a private system bus for both the suite and the kubelet
+# (DBUS_SYSTEM_BUS_ADDRESS), each kubelet on a fresh one with logind's default 5s delay.
+FAKELOGIND_PID=
+start_fakelogind() {
+	local dir=$RUN_DIR/fakelogind line
+	rm -f /etc/systemd/logind.conf.d/99-kubelet.conf # the last kubelet's delay override
+	mkdir -p "$dir"
+	coproc FAKELOGIND { exec "$OUT/bin/fakelogind" -dir "$dir" 2>>"$dir/log"; } # sets FAKELOGIND_PID
+	if read -r -t 20 line <&"${FAKELOGIND[0]}" && [[ $line == DBUS_SYSTEM_BUS_ADDRESS=* ]]; then
+		export DBUS_SYSTEM_BUS_ADDRESS=${line#DBUS_SYSTEM_BUS_ADDRESS=}
+	else
+		echo "conformance: fakelogind did not start (see $dir/log); the GracefulNodeShutdown specs will fail" >&2
+	fi
+}
+
+stop_fakelogind() {
+	[[ -z ${FAKELOGIND_PID:-} ]] || { kill "$FAKELOGIND_PID" 2>/dev/null; wait "$FAKELOGIND_PID" 2>/dev/null || true; }
+	FAKELOGIND_PID=
+	unset DBUS_SYSTEM_BUS_ADDRESS
+	rm -f /etc/systemd/logind.conf.d/99-kubelet.conf
+	return 0
+}
+
 stop_registries() {
 	[[ -z $REGISTRY_PID ]] || kill "$REGISTRY_PID" 2>/dev/null
 	[[ -z $PRIVATE_REGISTRY_PID ]] || kill "$PRIVATE_REGISTRY_PID" 2>/dev/null
@@ -449,7 +475,7 @@ stop_registries() {
 }
 
 locked_main() {
-	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted; stop_registries' EXIT
+	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted; stop_registries; stop_fakelogind' EXIT
 	wait_no_kubelets
 	say "fresh control plane (etcd wiped: the suite expects exactly one Node)"
 	hack/control-plane.sh clean
@@ -469,7 +495,9 @@ locked_main() {
 		RUN_DIR=$OUT
 		[[ $SELECTION != serial ]] || RUN_DIR=$OUT/serial
 		for subject in $SUBJECTS; do
+			[[ $SELECTION != serial ]] || start_fakelogind
 			run_subject "$subject" || echo "conformance: $subject run of the $SELECTION selection failed" >&2
+			stop_fakelogind
 		done
 	done
 	# A column this invocation did not run comes from the last one kept (its provenance says

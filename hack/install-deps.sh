@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # install-deps.sh installs the Debian packages nodelet needs on the host; with --test, also
-# those only the end-to-end tests need (chromium drives the node page).
+# those only the end-to-end tests need (chromium drives the node page; dbus-daemon is the
+# private system bus of test/fakelogind).
 # Idempotent: packages that are already installed are skipped.
 set -euo pipefail
 
 packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables)
 if [[ ${1:-} == --test ]]; then
-	packages+=(chromium)
+	packages+=(chromium dbus-daemon)
 fi
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -391,6 +391,9 @@ func (n *agent) run(ctx context.Context) error {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
 	n.startCSIRegistrar() // after the node controller: it is told of the registrar's Node patches
+	if n.shutdown != nil {
+		n.startLogindWatch() // before healthz answers: see there
+	}
 	checks := map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy}
 	if port := int32Or(kc.HealthzPort, 10248); port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))
@@ -416,7 +419,8 @@ func (n *agent) run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case <-n.stop:
-		if n.shutdown != nil {
+		// With logind, its signal is the node shutdown and a stop request only stops nodelet.
+		if n.shutdown != nil && !n.shutdown.Watching() {
 			n.shutDown(ctx)
 			return nil
 		}

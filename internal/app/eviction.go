@@ -13,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/status"
 )
 
 // systemCriticalPriority is the lowest priority of system-critical pods (system-cluster-critical).
@@ -78,7 +79,7 @@ func (n *agent) activePods(workers *podworkers.PodWorkers) []*v1.Pod {
 func (n *agent) evictPod(workers *podworkers.PodWorkers, p *v1.Pod, grace int64, why eviction.Eviction) {
 	st, _ := n.statuses.Get(p.UID)
 	st = *st.DeepCopy()
-	st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.ReasonEvicted, why.Message
+	status.SetTerminal(&st, v1.PodFailed, eviction.ReasonEvicted, why.Message)
 	if why.NodePressure {
 		st.Conditions = append(st.Conditions, v1.PodCondition{
 			Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,

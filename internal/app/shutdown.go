@@ -2,12 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/logind"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/shutdown"
 )
@@ -15,6 +17,9 @@ import (
 // statusFlushTimeout bounds how long a shut-down node waits for its pods' last statuses to
 // reach the API server before it exits.
 const statusFlushTimeout = 10 * time.Second
+
+// logindReconnect is the pause before watching logind again after the bus went away.
+const logindReconnect = time.Second
 
 // buildShutdown makes the graceful node shutdown manager when shutdownGracePeriod (or the
 // by-priority form) is set; its admission check goes into admit.
@@ -36,13 +41,68 @@ func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorker
 			state, ok := workers.State(p.UID)
 			return !ok || (state != podworkers.Syncing && state != podworkers.Terminating)
 		},
-		ShuttingDown: func() {
+		StatusChanged: func() {
 			if n.cluster != nil && n.cluster.node != nil {
-				n.cluster.node.UpdateStatusNow(ctx) // NotReady at once, not at the next update
+				n.cluster.node.UpdateStatusNow(ctx) // the Ready condition at once, not at the next update
 			}
+		},
+		Event: func(message string) {
+			n.recorder.Event(gcNodeRef(n.cfg.NodeName), v1.EventTypeNormal, shutdown.EventReason, message)
 		},
 	})
 	admit.Shutdown = n.shutdown.Admit
+}
+
+// startLogindWatch follows systemd-logind's shutdown signals when logind is on the system bus,
+// as upstream: a delay inhibitor lock, pods terminated on PrepareForShutdown. The lock and the
+// subscription are in place before it returns (so before healthz answers, when a restarted
+// node may be told to shut down at once). Without logind (these machines run no systemd) the
+// stop request stays the only cue. A watch that ran and lost the bus is started again, as
+// upstream does; one that never started is not.
+func (n *agent) startLogindWatch() {
+	follower, err := n.followLogind()
+	switch {
+	case errors.Is(err, logind.ErrNoLogind):
+		klog.InfoS("No systemd-logind on the system bus; the stop request (SIGTERM) is the node shutdown cue", "err", err)
+		return
+	case err != nil:
+		klog.ErrorS(err, "Failed to start watching systemd-logind for node shutdown; the stop request (SIGTERM) is the cue")
+		return
+	}
+	n.comps.loop("logind shutdown watch", func(ctx context.Context) {
+		for {
+			err := follower.Run(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			klog.V(1).InfoS("Watching systemd-logind for node shutdown again", "err", err)
+			for follower = nil; follower == nil; {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(logindReconnect):
+				}
+				if follower, err = n.followLogind(); err != nil {
+					klog.V(1).InfoS("systemd-logind is not back yet", "err", err)
+				}
+			}
+		}
+	})
+}
+
+// followLogind connects to logind and sets up following it; the follower's Run closes the
+// connection.
+func (n *agent) followLogind() (*shutdown.Follower, error) {
+	conn, err := logind.Connect()
+	if err != nil {
+		return nil, err
+	}
+	follower, err := n.shutdown.Follow(conn, func(d time.Duration) error { return logind.WriteDelayOverride(logind.DropInDir, d) })
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return follower, nil
 }
 
 // shutDown terminates the pods (graceful node shutdown) and waits for their last statuses to

@@ -77,10 +77,15 @@ var unsupportedFields = []unsupportedField{
 }
 
 // gatesLike are the upstream feature gates whose settings nodelet already behaves like: pod and
-// container stats always come from the runtime, and imageMaximumGCAge is always honoured.
+// container stats always come from the runtime, imageMaximumGCAge is always honoured, graceful
+// node shutdown is always there (by priority only when shutdownGracePeriodByPodPriority is set),
+// and pods always get the PodReadyToStartContainers condition.
 var gatesLike = map[string][]bool{
-	"PodAndContainerStatsFromCRI": {true, false},
-	"ImageMaximumGCAge":           {true},
+	"PodAndContainerStatsFromCRI":            {true, false},
+	"ImageMaximumGCAge":                      {true},
+	"GracefulNodeShutdown":                   {true},
+	"GracefulNodeShutdownBasedOnPodPriority": {true, false},
+	"PodReadyToStartContainersCondition":     {true},
 }
 
 // checkUnsupported refuses every setting nodelet would otherwise silently ignore.
@@ -94,6 +99,9 @@ func (v *validator) checkUnsupported(c *kubeletConfig) {
 		if !slices.Contains(gatesLike[gate], c.FeatureGates[gate]) {
 			v.add(fmt.Sprintf("featureGates[%q]", gate), "is not supported by nodelet: it has no feature gates and behaves like upstream with %s; remove it", gatesDescription())
 		}
+	}
+	if on, set := c.FeatureGates["GracefulNodeShutdownBasedOnPodPriority"]; set && !on && len(c.ShutdownGracePeriodByPodPriority) > 0 {
+		v.add("shutdownGracePeriodByPodPriority", "needs the feature gate GracefulNodeShutdownBasedOnPodPriority, which featureGates turns off; remove one of them")
 	}
 }
 

@@ -185,8 +185,16 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 	// these gates.
 	c := defaulted()
 	c.ImageServiceEndpoint = c.ContainerRuntimeEndpoint
-	c.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true, "ImageMaximumGCAge": true}
+	c.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true, "ImageMaximumGCAge": true, "GracefulNodeShutdown": true,
+		"GracefulNodeShutdownBasedOnPodPriority": false, "PodReadyToStartContainersCondition": true}
+	c.ShutdownGracePeriod = dur(20 * time.Second)
 	if err := Validate(c); err != nil {
 		t.Errorf("settings nodelet behaves like refused: %v", err)
+	}
+	// By-priority periods with the by-priority gate off: upstream refuses that, so does nodelet.
+	c.ShutdownGracePeriod = dur(0)
+	c.ShutdownGracePeriodByPodPriority = []kubeletconfigv1beta1.ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: 10}}
+	if err := Validate(c); err == nil || !strings.Contains(err.Error(), "shutdownGracePeriodByPodPriority: needs the feature gate GracefulNodeShutdownBasedOnPodPriority") {
+		t.Errorf("by-priority periods with the gate off: %v", err)
 	}
 }

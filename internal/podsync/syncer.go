@@ -286,6 +286,10 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *statu
 	}
 	if ok {
 		in.Previous = &prev
+	} else if api := pod.Status; api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
+		// The API has the pod finished already (a node shutdown or eviction before nodelet
+		// restarted): it stays finished and its containers are not started again, as upstream.
+		in.Previous = &api
 	}
 	if s.Prober != nil {
 		in.Ready = func(name, id string) bool { return s.Prober.Ready(pod, name, id) }

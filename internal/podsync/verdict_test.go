@@ -118,3 +118,23 @@ func TestTerminatedPodGivesBackItsVolumes(t *testing.T) {
 		t.Fatalf("pod directory removed before the pod is: %v", err)
 	}
 }
+
+// A pod the API already has as Failed (terminated by a node shutdown before nodelet restarted)
+// is not started again: the first sync finds it terminal, keeps the API's reason and runs
+// nothing.
+func TestPodFinishedInTheAPIIsNotStartedAgain(t *testing.T) {
+	rt := &fakeRuntime{}
+	s := newTestSyncer(t, rt)
+	pod := testPod()
+	pod.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "Terminated", Message: "Pod was terminated in response to imminent node shutdown."}
+	out, err := s.SyncPod(context.Background(), pod)
+	if err != nil || !out.Terminal {
+		t.Fatalf("sync = %+v, %v; want terminal", out, err)
+	}
+	if rt.synced != 0 {
+		t.Errorf("the runtime was asked to start the pod %d times", rt.synced)
+	}
+	if st, _ := s.Statuses.Get(pod.UID); st.Phase != v1.PodFailed || st.Reason != "Terminated" {
+		t.Errorf("phase %s reason %q, want Failed/Terminated kept", st.Phase, st.Reason)
+	}
+}

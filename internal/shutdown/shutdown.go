@@ -1,6 +1,6 @@
-// Package shutdown is graceful node shutdown: when nodelet is told to stop and
-// shutdownGracePeriod (or shutdownGracePeriodByPodPriority) is configured, it terminates the
-// pods group by group, lowest priority first, each group within its share of the budget, and
+// Package shutdown is graceful node shutdown: when systemd-logind announces a shutdown (or,
+// where there is no logind, when nodelet is told to stop) and shutdownGracePeriod (or
+// shutdownGracePeriodByPodPriority) is configured, it terminates the pods group by group, lowest priority first, each group within its share of the budget, and
 // records them as upstream does (phase Failed, reason Terminated, a DisruptionTarget
 // condition), while the node reports NotReady and refuses new pods.
 package shutdown
@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/status"
 )
 
 // Upstream's reasons and messages.
@@ -62,16 +64,20 @@ type Deps struct {
 	// period; Gone reports when its containers are stopped.
 	Kill func(pod *v1.Pod, grace int64, setStatus func(*v1.PodStatus))
 	Gone func(pod *v1.Pod) bool
-	// ShuttingDown is called once the node is shutting down (e.g. to post NotReady now).
-	ShuttingDown func()
+	// StatusChanged is called when the node starts or stops shutting down (to post the Ready
+	// condition now, not at the next status update).
+	StatusChanged func()
+	// Event records a NodeShutdown event on the Node (logind's signals only).
+	Event func(message string)
 }
 
 // Manager runs the shutdown and answers admission and readiness meanwhile.
 type Manager struct {
-	groups []Group
-	deps   Deps
-	active atomic.Bool
-	poll   time.Duration
+	groups   []Group
+	deps     Deps
+	active   atomic.Bool
+	watching atomic.Bool // a Follower holds logind's lock
+	poll     time.Duration
 }
 
 // New returns a manager for groups (see Groups).
@@ -100,8 +106,8 @@ func (m *Manager) Admit(*v1.Pod) (bool, string, string) {
 func (m *Manager) Shutdown(ctx context.Context) {
 	m.active.Store(true)
 	klog.InfoS("Shutting down the node's pods", "groups", len(m.groups))
-	if m.deps.ShuttingDown != nil {
-		m.deps.ShuttingDown()
+	if m.deps.StatusChanged != nil {
+		m.deps.StatusChanged()
 	}
 	pods := m.deps.ActivePods()
 	for i, g := range m.groups {
@@ -171,10 +177,11 @@ func (m *Manager) terminate(ctx context.Context, g Group, pods []*v1.Pod) {
 // setShutdownStatus marks a pod terminated by the shutdown, as upstream: Failed (unless it
 // already succeeded), reason Terminated, and a DisruptionTarget condition.
 func setShutdownStatus(st *v1.PodStatus) {
-	if st.Phase != v1.PodSucceeded {
-		st.Phase = v1.PodFailed
+	phase := v1.PodFailed
+	if st.Phase == v1.PodSucceeded {
+		phase = v1.PodSucceeded
 	}
-	st.Reason, st.Message = Reason, Message
+	status.SetTerminal(st, phase, Reason, Message)
 	cond := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
 		Message: Message, LastTransitionTime: metav1.Now()}
 	for i := range st.Conditions {

@@ -53,7 +53,7 @@ func TestShutdownTerminatesByPriority(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			order, graces[p.Name] = append(order, p.Name), grace
-			st := v1.PodStatus{Phase: v1.PodRunning}
+			st := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
 			set(&st)
 			statuses[p.Name] = st
 		},
@@ -76,7 +76,8 @@ func TestShutdownTerminatesByPriority(t *testing.T) {
 	}
 	st := statuses["web"]
 	if st.Phase != v1.PodFailed || st.Reason != "Terminated" || st.Message != "Pod was terminated in response to imminent node shutdown." ||
-		len(st.Conditions) != 1 || st.Conditions[0].Type != v1.DisruptionTarget || st.Conditions[0].Reason != "TerminationByKubelet" {
+		len(st.Conditions) != 2 || st.Conditions[1].Type != v1.DisruptionTarget || st.Conditions[1].Reason != "TerminationByKubelet" ||
+		st.Conditions[0].Status != v1.ConditionFalse || st.Conditions[0].Reason != "PodFailed" {
 		t.Errorf("status %+v", st)
 	}
 	if ok, reason, _ := m.Admit(podWithPriority("late", 0, 1)); ok || reason != "NodeShutdown" {

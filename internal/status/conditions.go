@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // conditions computes the five pod conditions, keeping each one's transition time while its
@@ -115,4 +116,22 @@ func cond(in Input, t v1.PodConditionType, ok bool, reason, msg string) v1.PodCo
 		}
 	}
 	return c
+}
+
+// SetTerminal gives a pod's status a terminal phase at once (eviction, node shutdown) and the
+// readiness that goes with it, as a later computation would give it: a pod that has finished is
+// never Ready, whatever its containers last reported (upstream issue 108594).
+func SetTerminal(st *v1.PodStatus, phase v1.PodPhase, reason, message string) {
+	st.Phase, st.Reason, st.Message = phase, reason, message
+	readyReason := "PodCompleted"
+	if phase == v1.PodFailed {
+		readyReason = "PodFailed"
+	}
+	now := metav1.Now()
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if (c.Type == v1.PodReady || c.Type == v1.ContainersReady) && c.Status != v1.ConditionFalse {
+			c.Status, c.Reason, c.Message, c.LastTransitionTime = v1.ConditionFalse, readyReason, "", now
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/pleg"
@@ -279,13 +280,17 @@ func (l *Loop) housekeep() {
 		if done, ok := l.cfg.Workers.FinishedAt(rp.UID); ok && done.After(listedAt) {
 			continue // removed after that listing was taken
 		}
-		klog.InfoS("Removing pod no source wants", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.UID)
+		// As upstream, a pod nobody knows any more gets 1s to stop, not its own grace period.
+		klog.InfoS("Removing pod no source wants", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.UID, "gracePeriod", orphanGracePeriod)
 		l.cfg.Workers.UpdatePod(podworkers.UpdateOptions{
-			Type: podworkers.Kill, Running: rp, Kill: &podworkers.KillOptions{Remove: true},
+			Type: podworkers.Kill, Running: rp, Kill: &podworkers.KillOptions{Remove: true, GracePeriod: ptr.To(orphanGracePeriod)},
 		})
 	}
 	l.removeOrphanedMirrors()
 }
+
+// orphanGracePeriod is the time the containers of a pod no source wants get to stop.
+const orphanGracePeriod int64 = 1
 
 // removeOrphanedMirrors deletes mirror pods whose static pod no source has any more.
 func (l *Loop) removeOrphanedMirrors() {

@@ -79,6 +79,9 @@ func TestHousekeepingRemovesOnlyUnwantedPods(t *testing.T) {
 	if len(w.updates) != 1 || w.updates[0].Running.UID != "orphan" || !w.updates[0].Kill.Remove {
 		t.Fatalf("housekeeping updates %+v, want one remove of the orphan", w.updates)
 	}
+	if g := w.updates[0].Kill.GracePeriod; g == nil || *g != 1 {
+		t.Errorf("orphan's grace period %v, want 1s as upstream", g)
+	}
 }
 
 func TestHousekeepingWaitsForSources(t *testing.T) {
