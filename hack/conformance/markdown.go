@@ -39,11 +39,13 @@ func (rp *report) write(w *bufio.Writer) {
 	if s := rp.serial; s != nil {
 		fmt.Fprint(w, serialTitle)
 		fmt.Fprintf(w, "The upstream node suite's own specs for eviction, garbage collection, the OOM killer, node "+
-			"allocatable enforcement and the Summary API (label filter `!Flaky`, focus below, from "+
+			"allocatable enforcement, the Summary API, seccomp default, pod overhead, RuntimeClass handlers, lock "+
+			"contention and graceful node shutdown (label filter `!Flaky`, focus below, from "+
 			"hack/conformance/serial.txt), run one at a time after the selection above, against nodelet and the %s. "+
 			"The specs change the kubelet's configuration by writing `kubelet-config` and restarting \"the kubelet "+
 			"service\"; with no systemd here, hack/conformance/shim/systemctl restarts whichever kubelet is under test "+
-			"on that file, both alike.\n\n", upstreamName)
+			"on that file, both alike, and test/fakelogind stands in for systemd-logind on a private system bus "+
+			"(both kubelets and the suite use it).\n\n", upstreamName)
 		for _, f := range rp.serialFocus {
 			fmt.Fprintf(w, "- `%s`\n", f)
 		}
@@ -73,7 +75,7 @@ func (rp *report) writeBody(w *bufio.Writer) {
 func (rp *report) setupSentence() string {
 	n, u := rp.nodelet.prov, rp.upstream.prov
 	if len(rp.upstream.names) == 0 {
-		return "There is no upstream kubelet column: its run did not produce results."
+		return "There is no upstream kubelet column: it has not been run, or its run did not produce results."
 	}
 	var notes []string
 	switch {
