@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -59,11 +58,7 @@ func TestImagesPulledAheadAreUsedByTheStart(t *testing.T) {
 
 func TestFailedPullAheadIsTheStartsFailure(t *testing.T) {
 	e := newTestEnv(t)
-	const img = "nodelet.local/missing:1"
-	e.fake.SetPullError(img, errors.New("not found"))
-	c := ctr("app")
-	c.Image = img
-	pod := newPod("fails", c)
+	pod := missingImagePod(e, "fails")
 
 	e.mgr.PullImages(context.Background(), pod, e.status(pod))
 	res := e.sync(pod)

@@ -321,13 +321,21 @@ func TestInitFailureUnderNeverStopsPod(t *testing.T) {
 	}
 }
 
+// missingImage is an image whose pulls fail with "not found".
+const missingImage = "nodelet.local/missing:1"
+
+// missingImagePod is a pod whose one container, app, runs missingImage, set to fail in e.
+func missingImagePod(e *testEnv, name string) *v1.Pod {
+	e.fake.SetPullError(missingImage, errors.New("not found"))
+	c := ctr("app")
+	c.Image = missingImage
+	return newPod(name, c)
+}
+
 func TestImagePullErrors(t *testing.T) {
 	e := newTestEnv(t)
-	const img = "nodelet.local/missing:1"
-	e.fake.SetPullError(img, errors.New("not found"))
-	c := ctr("app")
-	c.Image = img
-	pod := newPod("pull", c)
+	const img = missingImage
+	pod := missingImagePod(e, "pull")
 
 	res := e.sync(pod)
 	if res.Err == nil || res.Waiting["app"].Reason != "ErrImagePull" {
