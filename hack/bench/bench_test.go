@@ -106,7 +106,7 @@ func TestKubeletConfigIsEquivalent(t *testing.T) {
 
 func TestGoalsNeedTheirInputs(t *testing.T) {
 	r := &results{
-		plan: newPlan(true),
+		plan: newPlan(true, false),
 		rounds: []round{{
 			floor:   &floorResult{single: 150 * time.Millisecond, bursts: map[int]latencies{}},
 			nodelet: &subjectResult{single: 200 * time.Millisecond, bursts: map[int]latencies{}},
@@ -183,14 +183,16 @@ func TestCheckStampRefusesUnstampedBinary(t *testing.T) {
 
 // A full-shaped result renders every section without a panic and names the flagged run.
 func TestRenderFullResults(t *testing.T) {
-	p := newPlan(false)
+	p := newPlan(false, false)
 	sub := func(scale time.Duration) *subjectResult {
 		return &subjectResult{single: scale, bursts: map[int]latencies{100: newLatencies([]time.Duration{scale, 2 * scale}, 3*scale)},
+			pulls:     newLatencies([]time.Duration{2 * scale}, 6*scale),
 			breakdown: []podTimeline{{total: scale, queue: scale / 2, status: scale / 2}},
 			idle:      footprint{samples: 60, rssMiB: 30, cpuPct: 0.1}, loaded: footprint{samples: 60, rssMiB: 50, cpuPct: 1}}
 	}
 	floor := &floorResult{single: 100 * time.Millisecond, bursts: map[int]latencies{100: newLatencies([]time.Duration{time.Second}, 2*time.Second)},
-		best: map[int]int{100: 8}, search: map[int]map[int]time.Duration{100: {1: 9 * time.Second, 8: 2 * time.Second}}}
+		best: map[int]int{100: 8}, search: map[int]map[int]time.Duration{100: {1: 9 * time.Second, 8: 2 * time.Second}},
+		pulls: newLatencies([]time.Duration{time.Second}, 3*time.Second), pullBest: 20, pullSearch: map[int]time.Duration{4: 5 * time.Second, 20: 3 * time.Second}}
 	untimed := sub(time.Second)
 	untimed.loaded.rssMiB = 48 // the timeline costs 2 MiB of 50: within 5 %
 	r := &results{plan: p, date: time.Now(), closest: sub(time.Second), untimed: untimed}
@@ -204,6 +206,8 @@ func TestRenderFullResults(t *testing.T) {
 	for _, want := range []string{"| 100-pod burst: p99 | 1.00 s (1.00 s–1.00 s) | 2.00 s (2.00 s–2.00 s) | 4.00 s (4.00 s–4.00 s) | 0.50× | 2.00× |",
 		"upstream with PodAndContainerStatsFromCRI", "**3 subject runs were flagged**", "best 8", "Where a 100-pod burst's time goes",
 		"nodelet with --pod-timeline=false | – | 48.0 MiB",
+		"local registry; nodelet and the closest upstream pull in parallel): all Running (from the first create call) | 3.00 s (3.00 s–3.00 s) | 6.00 s (6.00 s–6.00 s) | 12.00 s (12.00 s–12.00 s) | 0.50× | 2.00× |",
+		"20 pods pulling: all started, by pods started at once | 4: 5.00 s, 20: 3.00 s (best 20)",
 		"| RSS at 110 running pods with the pod timeline | ≤ 1.05× without it | 1.04× = 50.0 MiB vs 48.0 MiB | ✓ |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,6 +99,7 @@ func pullFigures(r *results) []figure {
 		{"all Running (from the first create call)", func(l latencies) time.Duration { return l.all }}} {
 		get := secs(func(s *subjectResult) time.Duration { return q.get(s.pulls) })
 		f := figure{name: pullFiguresName(r.plan, q.name), unit: fmtSec,
+			floor:   fromFloor(r.rounds, secs(func(fl *floorResult) time.Duration { return q.get(fl.pulls) })),
 			nodelet: fromSubjects(r.rounds, nodeletOf, get), upstream: fromSubjects(r.rounds, upstreamOf, get)}
 		out = append(out, f)
 		if r.closest != nil {
@@ -181,6 +184,15 @@ func renderDensity(w writer, r *results) {
 			}
 			w("| floor's parallelism search (last round), %d-pod burst: all started, by pods started at once | %s (best %d) | – | – | – | – |",
 				size, strings.Join(parts, ", "), f.best[size])
+		}
+		if len(f.pullSearch) > 0 {
+			pars := slices.Sorted(maps.Keys(f.pullSearch))
+			parts := make([]string, len(pars))
+			for i, par := range pars {
+				parts[i] = fmt.Sprintf("%d: %s", par, fmtSec(f.pullSearch[par].Seconds()))
+			}
+			w("| floor's parallelism search (last round), %d pods pulling: all started, by pods started at once | %s (best %d) | – | – | – | – |",
+				r.plan.pullPods, strings.Join(parts, ", "), f.pullBest)
 		}
 	}
 }

@@ -19,6 +19,10 @@ type floorResult struct {
 	bursts map[int]latencies
 	best   map[int]int                   // burst size → the parallelism with the shortest "all"
 	search map[int]map[int]time.Duration // burst size → parallelism → "all"
+	// pulls is the fastest run of plan.pullPods pods that each pull an image of their own first.
+	pulls      latencies
+	pullBest   int
+	pullSearch map[int]time.Duration // parallelism → "all"
 }
 
 // podSteps is how long each CRI call of one pod took.
@@ -39,10 +43,13 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 	logs := filepath.Join(b.o.workDir, "floor-logs")
 	defer os.RemoveAll(logs)
 	res := &floorResult{bursts: map[int]latencies{}, best: map[int]int{}, search: map[int]map[int]time.Duration{}}
+	if b.p.pullsOnly {
+		return res, b.floorPulls(ctx, res)
+	}
 	var ds []time.Duration
 	var steps []podSteps
 	for i := 0; i < b.p.singles; i++ {
-		l, s, err := b.floorRun(ctx, fmt.Sprintf("single%d", i), 1, 1)
+		l, s, err := b.floorRun(ctx, fmt.Sprintf("single%d", i), 1, 1, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +61,7 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 	for _, n := range b.p.bursts {
 		res.search[n] = map[int]time.Duration{}
 		for _, par := range b.p.floorParallels {
-			l, _, err := b.floorRun(ctx, fmt.Sprintf("burst%d-par%d", n, par), n, par)
+			l, _, err := b.floorRun(ctx, fmt.Sprintf("burst%d-par%d", n, par), n, par, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -65,13 +72,47 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 			}
 		}
 	}
-	return res, nil
+	return res, b.floorPulls(ctx, res)
+}
+
+// floorPulls starts plan.pullPods pods whose images the runtime does not hold, at every
+// parallelism of the plan below pullPods and all at once, keeping the fastest "all". Each pod
+// pulls its image side by side with its RunPodSandbox (nothing orders them; a kubelet could do
+// the same), then creates and starts its container.
+func (b *bench) floorPulls(ctx context.Context, res *floorResult) error {
+	n := b.p.pullPods
+	if n == 0 {
+		return nil
+	}
+	res.pullSearch = map[int]time.Duration{}
+	pars := []int{}
+	for _, par := range b.p.floorParallels {
+		if par < n {
+			pars = append(pars, par)
+		}
+	}
+	for _, par := range append(pars, n) {
+		if err := b.removePullImages(ctx); err != nil {
+			return err
+		}
+		l, _, err := b.floorRun(ctx, fmt.Sprintf("pull-par%d", par), n, par, pullImage)
+		if err != nil {
+			return err
+		}
+		res.pullSearch[par] = l.all
+		progress("floor", "%d pods pulling an image each, %d at a time: p50 %v, p99 %v, all %v", n, par, ms(l.pct(50)), ms(l.pct(99)), ms(l.all))
+		if res.pullBest == 0 || l.all < res.pulls.all {
+			res.pulls, res.pullBest = l, par
+		}
+	}
+	return b.removePullImages(ctx)
 }
 
 // floorRun starts n pods, par at a time, timing each from its own first CRI call to its
 // container started (as the kubelets' pods are timed from their own create call) and the
-// whole run from its start, then removes them.
-func (b *bench) floorRun(ctx context.Context, run string, n, par int) (latencies, []podSteps, error) {
+// whole run from its start, then removes them. With imageOf, pod i pulls imageOf(i) and runs it;
+// otherwise every pod runs the test helper, which the runtime holds.
+func (b *bench) floorRun(ctx context.Context, run string, n, par int, imageOf func(int) string) (latencies, []podSteps, error) {
 	var mu sync.Mutex
 	var sandboxes []string
 	ds := make([]time.Duration, n)
@@ -80,7 +121,11 @@ func (b *bench) floorRun(ctx context.Context, run string, n, par int) (latencies
 	start := time.Now()
 	forEach(n, par, func(i int) {
 		t0 := time.Now()
-		id, err := b.floorPod(ctx, fmt.Sprintf("%s-%03d", run, i), &steps[i])
+		img, pull := image, imageOf != nil
+		if pull {
+			img = imageOf(i)
+		}
+		id, err := b.floorPod(ctx, fmt.Sprintf("%s-%03d", run, i), img, pull, &steps[i])
 		ds[i] = time.Since(t0)
 		errs[i] = err
 		if id != "" {
@@ -97,9 +142,10 @@ func (b *bench) floorRun(ctx context.Context, run string, n, par int) (latencies
 	return newLatencies(ds, all), steps, b.removeSandboxes(ctx, sandboxes)
 }
 
-// floorPod runs a sandbox and one sleeping test-helper container in it, configured as a
-// kubelet would (metadata, labels, hostname, log directory and path), timing each call.
-func (b *bench) floorPod(ctx context.Context, name string, steps *podSteps) (string, error) {
+// floorPod runs a sandbox and one sleeping container of img in it, configured as a kubelet
+// would (metadata, labels, hostname, log directory and path), timing each call. With pull, img
+// is pulled while the sandbox starts.
+func (b *bench) floorPod(ctx context.Context, name, img string, pull bool, steps *podSteps) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	ns := nsPrefix + "floor"
@@ -116,19 +162,32 @@ func (b *bench) floorPod(ctx context.Context, name string, steps *podSteps) (str
 		Linux: &cri.LinuxPodSandboxConfig{SecurityContext: &cri.LinuxSandboxSecurityContext{
 			NamespaceOptions: &cri.NamespaceOption{Network: cri.NamespaceMode_POD, Pid: cri.NamespaceMode_CONTAINER, Ipc: cri.NamespaceMode_POD}}},
 	}
+	pulled := make(chan error, 1)
+	if pull {
+		go func() {
+			_, err := cri.NewImageServiceClient(b.conn).PullImage(cctx, &cri.PullImageRequest{Image: &cri.ImageSpec{Image: img}, SandboxConfig: sbCfg})
+			pulled <- err
+		}()
+	} else {
+		pulled <- nil
+	}
 	t := time.Now()
 	sb, err := b.rt.RunPodSandbox(cctx, &cri.RunPodSandboxRequest{Config: sbCfg})
 	steps.sandbox = time.Since(t)
+	pullErr := <-pulled
 	if err != nil {
 		return "", fmt.Errorf("run sandbox %s: %w", name, err)
+	}
+	if pullErr != nil {
+		return sb.PodSandboxId, fmt.Errorf("pull %s for %s: %w", img, name, pullErr)
 	}
 	t = time.Now()
 	ctr, err := b.rt.CreateContainer(cctx, &cri.CreateContainerRequest{
 		PodSandboxId: sb.PodSandboxId,
 		Config: &cri.ContainerConfig{
 			Metadata: &cri.ContainerMetadata{Name: "c"},
-			Image:    &cri.ImageSpec{Image: image},
-			Args:     []string{"sleep"},
+			Image:    &cri.ImageSpec{Image: img},
+			Args:     floorArgs(pull),
 			LogPath:  "c/0.log",
 			Labels:   map[string]string{labelPodNS: ns, labelPodUID: uid, "io.kubernetes.container.name": "c"},
 		},
@@ -145,4 +204,13 @@ func (b *bench) floorPod(ctx context.Context, name string, steps *podSteps) (str
 		return sb.PodSandboxId, fmt.Errorf("start container in %s: %w", name, err)
 	}
 	return sb.PodSandboxId, nil
+}
+
+// floorArgs are the container's arguments: the test helper's sleep command, or for the pull
+// images (busybox with "sleep 3600" as their command) none.
+func floorArgs(pull bool) []string {
+	if pull {
+		return nil
+	}
+	return []string{"sleep"}
 }

@@ -4,6 +4,7 @@
 //
 //	go run ./hack/bench            full run (~1 h): 3 interleaved rounds of floor, nodelet, upstream kubelet
 //	go run ./hack/bench -smoke     CI: floor and nodelet only, 10 pods, short footprint (~2 min)
+//	go run ./hack/bench -pulls-only development: the pull figure alone, one round (~3 min)
 //
 // Start the control plane first (hack/control-plane.sh up) and build nodelet
 // (go build -o _output/bin/nodelet ./cmd/nodelet). The upstream kubelet binary comes from the
@@ -35,6 +36,7 @@ const (
 
 type options struct {
 	smoke        bool
+	pullsOnly    bool
 	allowDirty   bool
 	force        bool
 	waitFree     time.Duration
@@ -65,9 +67,15 @@ type plan struct {
 	csiPods         int           // pods with a volume of the test CSI driver each, started at once
 	pullPods        int           // pods with an image of their own each, pulled from the local registry, started at once
 	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
+	pullsOnly       bool          // the pull figure alone (floor and both kubelets), for working on pulls
 }
 
-func newPlan(smoke bool) plan {
+func newPlan(smoke, pullsOnly bool) plan {
+	if pullsOnly {
+		p := newPlan(false, false)
+		p.rounds, p.densityPods, p.apiWindow, p.pullsOnly = 1, 0, 0, true
+		return p
+	}
 	if smoke {
 		return plan{rounds: 1, singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
 			footprintWindow: 10 * time.Second, settle: 3 * time.Second, apiWindow: 10 * time.Second, floorParallels: []int{4},
@@ -81,7 +89,8 @@ func newPlan(smoke bool) plan {
 func main() {
 	var o options
 	flag.BoolVar(&o.smoke, "smoke", false, "CI mode: floor and nodelet only, 10 pods, short footprint, no upstream kubelet, no density")
-	flag.StringVar(&o.out, "out", "", "markdown file to write (default BENCHMARKS.md; _output/bench-smoke.md with -smoke)")
+	flag.BoolVar(&o.pullsOnly, "pulls-only", false, "development: the pull figure alone, one round (floor, nodelet, upstream kubelet with both pull settings)")
+	flag.StringVar(&o.out, "out", "", "markdown file to write (default BENCHMARKS.md; _output/bench-smoke.md with -smoke, _output/bench-pulls.md with -pulls-only)")
 	flag.BoolVar(&o.force, "force", false, "remove the pods the bench did not create from the runtime first (the upstream kubelet would remove them anyway)")
 	flag.DurationVar(&o.waitFree, "wait-free", 0, "how long to wait for other pods to leave the runtime before refusing to run the upstream kubelet")
 	flag.StringVar(&o.nodeletBin, "nodelet", "_output/bin/nodelet", "nodelet binary")
@@ -98,6 +107,9 @@ func main() {
 		if o.smoke {
 			o.out = filepath.Join("_output", "bench-smoke.md")
 		}
+		if o.pullsOnly {
+			o.out = filepath.Join("_output", "bench-pulls.md")
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -111,7 +123,10 @@ func run(ctx context.Context, o options) error {
 	if err := checkStamp(o.nodeletBin, o.allowDirty || o.smoke); err != nil {
 		return err
 	}
-	p := newPlan(o.smoke)
+	if o.smoke && o.pullsOnly {
+		return fmt.Errorf("-smoke and -pulls-only do not go together")
+	}
+	p := newPlan(o.smoke, o.pullsOnly)
 	b, err := newBench(ctx, o, p)
 	if err != nil {
 		return err

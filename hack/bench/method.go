@@ -40,6 +40,8 @@ func renderMethod(w writer, r *results) {
 		w("  %d (at the default 10, both kubelets refuse the pulls over it with \"pull QPS exceeded\" and back off 10 s);", pullBurstLimit)
 		w("  the upstream kubelet with its defaults (one pull at a time, burst 10: a pull every 0.2 s or slower stays within it)")
 		w("  and, in the last round, with serializeImagePulls=false and registryBurst %d as nodelet.", pullBurstLimit)
+		w("  The floor pulls through CRI (PullImage side by side with RunPodSandbox, then CreateContainer and")
+		w("  StartContainer) at the same parallelisms as its bursts and all %d at once, and reports the fastest \"all\".", p.pullPods)
 	}
 	if p.densityPods > 0 {
 		w("- Density: %d pods at once (maxPods 260); a watch on the Node flags any non-Ready condition; the relist", p.densityPods)

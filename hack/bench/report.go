@@ -150,6 +150,9 @@ func render(r *results) string {
 	if r.smoke {
 		title = "Benchmarks (smoke run: small, nodelet only — not a measurement)"
 	}
+	if r.plan.pullsOnly {
+		title = "Benchmarks (pull figure only, one round: a development run, not the published table)"
+	}
 	w("# %s\n", title)
 	w("nodelet next to the upstream kubelet and the runtime's own floor, measured by one run of `make bench`")
 	w("(`go run ./hack/bench`) on the same machine, containerd and API server: %d interleaved rounds, each", r.plan.rounds)

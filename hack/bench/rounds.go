@@ -80,6 +80,9 @@ func (b *bench) runRounds(ctx context.Context, res *results) error {
 			return fmt.Errorf("%s: %w", closest.name, err)
 		}
 	}
+	if b.p.pullsOnly {
+		return nil
+	}
 	untimed := b.nodeletSubject(true)
 	var err error
 	if res.untimed, err = b.runSubject(ctx, &res.rounds[len(res.rounds)-1], b.p.rounds-1, untimed, scope{footprintOnly: true}); err != nil {

@@ -104,6 +104,10 @@ func (b *bench) measure(ctx context.Context, subject, root, ns string, p *proces
 	}
 	r := &subjectResult{bursts: map[int]latencies{}}
 	var err error
+	if b.p.pullsOnly {
+		r.pulls, err = b.pullBurst(ctx, subject, ns)
+		return r, err
+	}
 	if err = sleep(ctx, b.p.settle); err != nil {
 		return nil, err
 	}

@@ -172,6 +172,18 @@ func or(s, fallback string) string {
 }
 
 func (rp *report) writeFailures(w *bufio.Writer) {
+	if len(rp.upstream.names) == 0 {
+		// Without an upstream column nothing can be called nodelet-only.
+		fmt.Fprintf(w, "\n## Failures on nodelet\n\nThere is no upstream kubelet column to compare with, so none of "+
+			"these is known to be nodelet-only. First the investigated cause where hack/conformance/causes.txt has one "+
+			"for this spec and message, then the error nodelet logged for the spec's pod, then the suite's message.\n\n")
+		for _, name := range rp.nodelet.names {
+			if n := rp.nodelet.results[name]; n.failed() {
+				fmt.Fprintf(w, "- %s (%s): %s\n", name, n.state, cell(describe(rp.causes, "nodelet", name, n, rp.podErrs)))
+			}
+		}
+		return
+	}
 	fmt.Fprintf(w, "\n## Nodelet-only failures\n\nFailed on nodelet, not on the upstream kubelet; first the "+
 		"investigated cause where hack/conformance/causes.txt has one for this spec and message, then the error "+
 		"nodelet logged for the spec's pod, then the suite's message.\n\n")

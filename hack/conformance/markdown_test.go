@@ -135,9 +135,16 @@ func TestSerialSelectionSection(t *testing.T) {
 	if !ok {
 		t.Fatalf("no serial section:\n%s", page)
 	}
-	for _, want := range []string{"- `\\[sig-node\\] GarbageCollect`", "There is no upstream kubelet column", "## All specs", "| nodelet |"} {
+	for _, want := range []string{"- `\\[sig-node\\] GarbageCollect`", "There is no upstream kubelet column", "## All specs", "| nodelet |",
+		"## Failures on nodelet", "none of these is known to be nodelet-only"} {
 		if !strings.Contains(serial, want) {
 			t.Errorf("serial section lacks %q:\n%s", want, serial)
+		}
+	}
+	// With no upstream column, no failure is called nodelet-only or shared.
+	for _, unwanted := range []string{"## Nodelet-only failures", "## Failed on both"} {
+		if strings.Contains(serial, unwanted) {
+			t.Errorf("serial section without an upstream column has %q", unwanted)
 		}
 	}
 }
