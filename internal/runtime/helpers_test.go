@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -169,4 +170,14 @@ func (f fakeVolumes) HostPath(pod *v1.Pod, name, subPath string) (string, bool, 
 		}
 	}
 	return "", false, fmt.Errorf("volume mount %q: no such volume", name)
+}
+
+// waitUntil polls cond for up to 5 s and fails the test naming what did not happen.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: did not happen within 5s", what)
+	}
 }

@@ -34,7 +34,8 @@ func prepullKey(pod *v1.Pod, c *v1.Container) string {
 // pod that has to wait before that sync (for a start slot): pods queued behind others pull
 // meanwhile, in parallel when pulls are not serialized, instead of one start slot at a time.
 // The start then uses each outcome as it is, events included: nothing is pulled or reported
-// twice. Restarts held by crash-loop back-off are left to the start.
+// twice. Restarts held by crash-loop back-off, and images whose outcome is held already, are
+// left to the start.
 func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus) {
 	if status == nil {
 		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
@@ -43,12 +44,29 @@ func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus
 		if s.backoff {
 			continue
 		}
+		if _, held := m.prepulled.Get(prepullKey(pod, s.spec)); held {
+			continue
+		}
 		outcome := m.ensureImage(ctx, pod, s.spec)
 		if ctx.Err() != nil {
 			return // the pod went away or nodelet stops: a later start pulls afresh
 		}
 		m.prepulled.Add(prepullKey(pod, s.spec), outcome, prepulledTTL)
 	}
+}
+
+// pullBesideSandbox ensures the images of the containers SyncPod is about to start while their
+// sandbox is being created: neither needs the other, so a first start waits for the longer of
+// the two instead of both in turn. The outcomes wait in prepulled for the start (or, if the
+// sandbox fails, the next one). Call the returned wait before SyncPod goes on: no pull
+// outlives it.
+func (m *manager) pullBesideSandbox(ctx context.Context, pod *v1.Pod, status *PodStatus) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.PullImages(ctx, pod, status)
+	}()
+	return func() { <-done }
 }
 
 // image is the outcome for the container's image: the one PullImages got for this start,

@@ -89,3 +89,56 @@ func TestPullAheadTakesOnlyWhatTheNextStartRuns(t *testing.T) {
 		t.Errorf("images after pulling ahead = %v, want the init container's only", got)
 	}
 }
+
+// A new pod's image is pulled while its sandbox is being created, and the start uses that pull
+// (events once, in upstream's order).
+func TestFirstStartPullsWhileTheSandboxIsCreated(t *testing.T) {
+	e := newTestEnv(t)
+	app := ctr("app")
+	app.Image = "nodelet.local/beside:1"
+	pod := newPod("beside", app)
+	release := e.fake.Hold("RunPodSandbox")
+	defer release()
+	done := make(chan SyncResult, 1)
+	go func() { done <- e.sync(pod) }()
+	waitUntil(t, "PullImage called while RunPodSandbox is held", func() bool {
+		return e.fake.CountCalls("RunPodSandbox") == 1 && e.fake.CountCalls("PullImage") == 1
+	})
+	select {
+	case res := <-done:
+		t.Fatalf("SyncPod returned before its sandbox was created: %+v", res)
+	default:
+	}
+	release()
+	if res := <-done; res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("SyncPod: err %v waiting %v", res.Err, res.Waiting)
+	}
+	if n := e.fake.CountCalls("PullImage"); n != 1 {
+		t.Errorf("PullImage calls = %d, want 1", n)
+	}
+	want := []string{"Pulling", "Pulled", "Created", "Started"}
+	if got := eventReasons(e.events()); !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+}
+
+// A pod whose images were pulled ahead (waiting for a start slot) does not ensure them again
+// beside its sandbox.
+func TestPulledAheadImagesAreNotEnsuredAgainBesideTheSandbox(t *testing.T) {
+	e := newTestEnv(t)
+	app := ctr("app")
+	app.Image, app.ImagePullPolicy = "nodelet.local/once:1", v1.PullAlways
+	pod := newPod("once", app)
+	e.mgr.PullImages(context.Background(), pod, e.status(pod))
+	if res := e.sync(pod); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	// With Always, ensuring the image again would pull it again.
+	if n := e.fake.CountCalls("PullImage"); n != 1 {
+		t.Errorf("PullImage calls = %d, want 1 (Always, pulled once for this start)", n)
+	}
+	want := []string{"Pulling", "Pulled", "Created", "Started"}
+	if got := eventReasons(e.events()); !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+}

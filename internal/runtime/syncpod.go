@@ -42,8 +42,11 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 			res.Err = err
 			return res
 		}
+		waitPulls := m.pullBesideSandbox(ctx, pod, status)
 		var err error
-		if sb, err = m.createSandbox(ctx, pod, acts.attempt); err != nil {
+		sb, err = m.createSandbox(ctx, pod, acts.attempt)
+		waitPulls()
+		if err != nil {
 			m.recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedCreatePodSandBox",
 				"Failed to create pod sandbox: %v", err)
 			res.Err = err

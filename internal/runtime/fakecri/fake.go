@@ -71,6 +71,7 @@ type Fake struct {
 	images      map[string]*runtimeapi.Image // by ID
 	pullErrors  map[string]error
 	failNext    map[string][]error
+	holds       map[string]chan struct{} // methods whose calls wait until released
 	conditions  map[string]bool
 	calls       []string
 	execs       []Exec
@@ -90,6 +91,7 @@ func New() *Fake {
 		images:     map[string]*runtimeapi.Image{},
 		pullErrors: map[string]error{},
 		failNext:   map[string][]error{},
+		holds:      map[string]chan struct{}{},
 		conditions: map[string]bool{runtimeapi.RuntimeReady: true, runtimeapi.NetworkReady: true},
 		nextIP:     2,
 		handlers:   map[string]bool{},
@@ -141,11 +143,37 @@ func (f *Fake) intercept(ctx context.Context, req any, info *grpc.UnaryServerInf
 	if errs := f.failNext[method]; len(errs) > 0 {
 		injected, f.failNext[method] = errs[0], errs[1:]
 	}
+	hold := f.holds[method]
 	f.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if injected != nil {
 		return nil, injected
 	}
 	return handler(ctx, req)
+}
+
+// Hold makes calls of method wait (after being recorded) until release is called, so a test
+// can see what else happens while such a call is in progress.
+func (f *Fake) Hold(method string) (release func()) {
+	ch := make(chan struct{})
+	f.mu.Lock()
+	f.holds[method] = ch
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			delete(f.holds, method)
+			f.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 // SetClock sets the clock used for timestamps (e.g. a k8s.io/utils/clock/testing FakeClock).
