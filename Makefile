@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -20,6 +20,12 @@ containerd: deps
 # Build the test images from source and import them into containerd.
 images: containerd
 	hack/images.sh
+
+# The same, then push every test image to the project registry (the distribution registry on
+# 127.0.0.1:5000, started if needed and left running), containerd's mirror of registry.k8s.io and
+# nodelet.local, so the tests can pull them.
+push-images: images registries
+	hack/images.sh push
 
 # -buildvcs=true: the binary names its commit (and whether the tree was modified) even where
 # GOFLAGS turns stamping off; `make bench` refuses a binary without it.
@@ -72,13 +78,13 @@ bench-standalone: images build
 # Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
 # plane, three interleaved rounds (~1 h); prints the table and writes BENCHMARKS.md. Stops the
 # demo/cluster nodelets.
-bench: images build csidriver control-plane
+bench: push-images build csidriver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench
 
 # The bench driver on 10 pods, nodelet and floor only (~2 min): keeps it working; asserts no timings.
-bench-smoke: images build csidriver control-plane
+bench-smoke: push-images build csidriver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench -smoke
@@ -126,7 +132,7 @@ real: images control-plane
 
 # End-to-end tests: a real nodelet binary on the real containerd and the local control plane.
 # Stops the demo and cluster nodelets first, since one nodelet owns the runtime's pods.
-e2e: test-deps images build tools registries control-plane
+e2e: test-deps push-images build tools registries control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...

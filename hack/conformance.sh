@@ -22,8 +22,9 @@
 #      writes $OUT/CONFORMANCE.md and keeps no column in hack/conformance/results), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
 #      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
 #      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
-# Nothing comes from the network: hack/images.sh conformance imports every image the selected
-# specs need, a mirror of registry.k8s.io on 127.0.0.1:5000 serves them to specs that pull, and
+# Nothing comes from the network: hack/images.sh conformance push imports every image the
+# selected specs need and pushes it to the project registry (the distribution registry on
+# 127.0.0.1:5000, containerd's mirror of registry.k8s.io), which serves them to specs that pull;
 # a distribution registry with TLS and htpasswd on 127.0.0.1:5443 is the suite's authenticated one.
 # The control plane is shared with `make test`: the run waits until no e2e/bench run is going
 # and holds /run/nodelet-cp.lock throughout. It wipes etcd first (the suite wants exactly one
@@ -87,11 +88,10 @@ prepare() {
 	go build -o "$REPORTER" ./hack/conformance
 	hack/control-plane.sh build
 	hack/control-plane.sh build-conformance
-	go build -o "$OUT/bin/registry" ./hack/registry
 	go build -o "$OUT/bin/fakelogind" ./test/fakelogind
-	make --no-print-directory registries # the private registry and regtool
+	make --no-print-directory registries # the project and private registries, regtool
 	hack/containerd.sh restart-if-stale # the registry mirror is part of its config
-	hack/images.sh conformance
+	hack/images.sh conformance push
 }
 
 # wait_quiet waits until no `make test`, e2e or bench run uses the control plane.
@@ -382,20 +382,13 @@ column() {
 	fi
 }
 
-# start_registry serves the runtime's images on 127.0.0.1:5000, containerd's mirror of
-# registry.k8s.io: specs that pull (imagePullPolicy Always, image GC) work without a network.
-REGISTRY_PID=
+# check_registry makes sure the project registry (hack/images.sh push, in prepare) serves the
+# suite's images on 127.0.0.1:5000, containerd's mirror of registry.k8s.io: specs that pull
+# (imagePullPolicy Always, image GC) then work without a network.
 PRIVATE_REGISTRY_PID=
-start_registry() {
-	"$OUT/bin/registry" -addr 127.0.0.1:5000 -socket "$SOCKET" >"$OUT/registry.log" 2>&1 &
-	REGISTRY_PID=$!
-	local i
-	for ((i = 0; i < 50; i++)); do
-		curl -fsS http://127.0.0.1:5000/v2/ >/dev/null 2>&1 && return 0
-		kill -0 "$REGISTRY_PID" 2>/dev/null || break
-		sleep 0.2
-	done
-	echo "conformance: the local registry did not start; see $OUT/registry.log" >&2
+check_registry() {
+	curl -fsS -o /dev/null http://127.0.0.1:5000/v2/e2e-test-images/agnhost/manifests/2.53 && return 0
+	echo "conformance: the project registry does not serve agnhost on 127.0.0.1:5000; run hack/images.sh conformance push" >&2
 	return 1
 }
 
@@ -469,7 +462,6 @@ stop_fakelogind() {
 }
 
 stop_registries() {
-	[[ -z $REGISTRY_PID ]] || kill "$REGISTRY_PID" 2>/dev/null
 	[[ -z $PRIVATE_REGISTRY_PID ]] || kill "$PRIVATE_REGISTRY_PID" 2>/dev/null
 	return 0
 }
@@ -483,7 +475,7 @@ locked_main() {
 	# would make the eviction specs' node unschedulable ("no ready, schedulable nodes").
 	NODELET_CP_CONTROLLERS='*,-node-lifecycle-controller' hack/control-plane.sh up
 	hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
-	start_registry || echo "conformance: going on without it; specs that pull an image will fail" >&2
+	check_registry || echo "conformance: going on without it; specs that pull an image will fail" >&2
 	start_private_registry || echo "conformance: going on without it; the private-registry spec meets an unreachable host instead" >&2
 	if [[ $MODE == smoke ]]; then
 		# Its own directory: a later full run must not take the smoke report for a column.

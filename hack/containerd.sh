@@ -22,7 +22,7 @@ CONFIG_FILE=$CONFIG_DIR/config.toml
 CNI_CONF_DIR=/etc/nodelet/cni/net.d
 CNI_CONF_FILE=$CNI_CONF_DIR/10-nodelet.conflist
 CNI_BIN_DIR=/usr/lib/cni
-REGISTRY_ADDR=127.0.0.1:5000 # hack/registry, the mirror of registry.k8s.io
+REGISTRY_ADDR=127.0.0.1:5000 # the project registry (hack/images.sh push), the mirror of registry.k8s.io and nodelet.local
 ROOT_DIR=/var/lib/nodelet/containerd$SUFFIX
 RUN_DIR=/run/nodelet$SUFFIX
 STATE_DIR=$RUN_DIR/containerd
@@ -101,10 +101,12 @@ disabled_plugins = [
       conf_dir = "$CNI_CONF_DIR"
       max_conf_num = 1
 
-    # hack/registry serves the runtime's own images here (conformance runs start it), so pulls
-    # of the test images work without a network; when it is not running the pull goes on to
-    # registry.k8s.io as before.
+    # The project registry (hack/images.sh push) holds every test image, so pulls of them work
+    # without a network; when it is not running a pull of registry.k8s.io goes on to that host
+    # as before, and one of nodelet.local fails.
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.k8s.io"]
+      endpoint = ["http://$REGISTRY_ADDR"]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."nodelet.local"]
       endpoint = ["http://$REGISTRY_ADDR"]
 
     # The e2e tests' private registry (the distribution registry with TLS and htpasswd) on

@@ -18,6 +18,15 @@
 #
 # An image is skipped when all its names are present in containerd and the
 # hash of its inputs matches the stamp left by the last import. FORCE=1 rebuilds.
+#
+# `hack/images.sh push [conformance]` also pushes every image under each of its names to the
+# project registry, so a pull crosses a real registry instead of finding an import: the CNCF
+# distribution registry (`make registries`) on 127.0.0.1:5000, plain http and anonymous, storing
+# under /var/lib/nodelet/registry-store. It is started when nothing answers there and left
+# running, like containerd; hack/containerd.sh makes it the runtime's mirror of registry.k8s.io
+# and nodelet.local (registry.k8s.io/e2e-test-images/agnhost:2.53 is served as
+# 127.0.0.1:5000/e2e-test-images/agnhost:2.53). `hack/images.sh registry-stop` stops it.
+# Without a registry (`make demo`) nothing changes: the images are imported as before.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +37,14 @@ BUSYBOX=${BUSYBOX:-/bin/busybox}
 FORCE=${FORCE:-0}
 
 cd "$REPO_ROOT"
+
+REGISTRY_ADDR=127.0.0.1:5000
+REGISTRY_DIR=/var/lib/nodelet/registry-store
+REGISTRY_BIN=$REPO_ROOT/_output/bin/distribution-registry
+REGTOOL=$REPO_ROOT/_output/bin/regtool
+PUSH=0
+# Every image built this run and its names: what push sends.
+declare -A IMAGE_NAMES=()
 
 ctr_k8s() {
 	ctr --address "$SOCKET" --namespace k8s.io "$@"
@@ -161,7 +178,8 @@ ensure_image() {
 	local key=$1 hash=$2
 	shift 2
 	local stamp=$OUT/$key.stamp
-	if [[ $FORCE != 1 && -f $stamp && $(<"$stamp") == "$hash" ]] && images_present "$@"; then
+	IMAGE_NAMES[$key]="$*"
+	if [[ $FORCE != 1 && -f $stamp && -f $OUT/$key.tar && $(<"$stamp") == "$hash" ]] && images_present "$@"; then
 		echo "==> image $key up to date ($*)"
 		return 0
 	fi
@@ -178,7 +196,98 @@ ensure_image() {
 	echo "$hash" >"$stamp"
 }
 
+# registry_pid is the running project registry's pid, found by its command line (a pid file
+# would not outlive hack/containerd.sh clean, which empties /run/nodelet), whichever checkout's
+# binary runs it.
+registry_pid() {
+	pgrep -f "/distribution-registry serve $REGISTRY_DIR/config.yml\$" | head -n1 | grep .
+}
+
+# registry_up starts the project registry unless it runs already. Another server on its
+# address (a conformance run's old hack/registry) is refused: pushes would go to it.
+registry_up() {
+	local i
+	if registry_pid >/dev/null; then
+		return 0
+	fi
+	if curl -fsS -o /dev/null "http://$REGISTRY_ADDR/v2/" 2>/dev/null; then
+		echo "images.sh: something else answers on $REGISTRY_ADDR; stop it (ss -ltnp 'sport = :5000' names it) and run again" >&2
+		return 1
+	fi
+	[[ -x $REGISTRY_BIN && -x $REGTOOL ]] || {
+		echo "images.sh: $REGISTRY_BIN or $REGTOOL missing; run make registries" >&2
+		return 1
+	}
+	mkdir -p "$REGISTRY_DIR"
+	cat >"$REGISTRY_DIR/config.yml" <<-EOF
+		version: 0.1
+		log:
+		  level: warn
+		storage:
+		  filesystem:
+		    rootdirectory: $REGISTRY_DIR/store
+		http:
+		  addr: $REGISTRY_ADDR
+	EOF
+	echo "==> starting the project registry on $REGISTRY_ADDR (log $REGISTRY_DIR/registry.log)"
+	setsid "$REGISTRY_BIN" serve "$REGISTRY_DIR/config.yml" >>"$REGISTRY_DIR/registry.log" 2>&1 </dev/null &
+	for ((i = 0; i < 50; i++)); do
+		curl -fsS -o /dev/null "http://$REGISTRY_ADDR/v2/" 2>/dev/null && return 0
+		registry_pid >/dev/null || break
+		sleep 0.2
+	done
+	echo "images.sh: the project registry did not start; see $REGISTRY_DIR/registry.log" >&2
+	return 1
+}
+
+registry_stop() {
+	local pid
+	if pid=$(registry_pid); then
+		kill "$pid"
+		echo "==> stopped the project registry (pid $pid)"
+	fi
+}
+
+# registry_ref is where NAME lives in the project registry: its path without the registry host.
+registry_ref() {
+	echo "$REGISTRY_ADDR/${1#*/}"
+}
+
+# push_images pushes every image of this run under each of its names (blobs the registry
+# holds already are not sent again).
+push_images() {
+	local key name
+	registry_up
+	for key in "${!IMAGE_NAMES[@]}"; do
+		for name in ${IMAGE_NAMES[$key]}; do
+			"$REGTOOL" push -tar "$OUT/$key.tar" -src "$(first_name "$key")" -dst "$(registry_ref "$name")"
+		done
+		echo "==> pushed $key to $REGISTRY_ADDR (${IMAGE_NAMES[$key]})"
+	done
+}
+
+# first_name is the name an archive's image carries first (mkimage tags it with every -name).
+first_name() {
+	local names=(${IMAGE_NAMES[$1]})
+	echo "${names[0]}"
+}
+
 main() {
+	local arg conformance=0
+	for arg in "$@"; do
+		case $arg in
+		conformance) conformance=1 ;;
+		push) PUSH=1 ;;
+		registry-stop)
+			registry_stop
+			return
+			;;
+		*)
+			echo "usage: $0 [conformance] [push] | registry-stop" >&2
+			exit 2
+			;;
+		esac
+	done
 	if ! ctr --address "$SOCKET" version >/dev/null 2>&1; then
 		echo "images.sh: containerd does not answer on $SOCKET; run hack/containerd.sh start" >&2
 		exit 1
@@ -195,7 +304,8 @@ main() {
 	ensure_image busybox "$(input_hash "$BUSYBOX" images/nmeter/main.go)" \
 		nodelet.local/busybox:1.36 registry.k8s.io/e2e-test-images/busybox:1.36.1-1
 	ensure_image testhelper "$(input_hash "$BUSYBOX" images/testhelper/*.go)" nodelet.local/testhelper:v1
-	[[ ${1:-} != conformance ]] || conformance_images
+	[[ $conformance != 1 ]] || conformance_images
+	[[ $PUSH != 1 ]] || push_images
 	echo "==> images ready"
 }
 

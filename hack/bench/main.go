@@ -141,11 +141,9 @@ func run(ctx context.Context, o options) error {
 	if err := b.resetNode(ctx); err != nil {
 		return err
 	}
-	stopRegistry, err := b.preparePulls(ctx)
-	if err != nil {
+	if err := b.preparePulls(ctx); err != nil {
 		return err
 	}
-	defer stopRegistry()
 	b.loadStart = loadAvg()
 	res := &results{plan: p, smoke: o.smoke, date: time.Now()}
 	if err := b.runRounds(ctx, res); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,7 +18,8 @@ import (
 const (
 	pullRun = "pull"
 	// The images live under registry.k8s.io, whose mirror in the project containerd is the
-	// local registry (hack/registry): the pulls cross a real HTTP registry on loopback.
+	// project registry (the distribution registry, hack/images.sh push): the pulls cross a real
+	// HTTP registry on loopback.
 	pullRepo     = "registry.k8s.io/nlbench/pull"
 	registryAddr = "127.0.0.1:5000"
 	pullLayerMiB = 4 // random bytes per image, so no two images share a layer
@@ -72,53 +74,34 @@ func (b *bench) removePullImages(ctx context.Context) error {
 	return nil
 }
 
-// preparePulls builds plan.pullPods images (busybox plus pullLayerMiB of random bytes each),
-// imports them into the runtime, has the local registry serve them (starting hack/registry
-// when nothing answers on its address) and removes them from the runtime again. The returned
-// stop ends the registry it started.
-func (b *bench) preparePulls(ctx context.Context) (stop func(), err error) {
-	stop = func() {}
+// preparePulls builds plan.pullPods images (busybox plus pullLayerMiB of random bytes each) and
+// pushes them to the project registry (hack/images.sh push starts it; `make bench` runs that),
+// then makes sure the runtime does not hold them.
+func (b *bench) preparePulls(ctx context.Context) error {
 	if b.p.pullPods == 0 {
-		return stop, nil
+		return nil
+	}
+	if !registryServes(ctx, "", "") {
+		return fmt.Errorf("the project registry does not answer on %s: run hack/images.sh push (make bench does)", registryAddr)
 	}
 	dir := filepath.Join(b.o.workDir, "pull-images")
 	bin := filepath.Dir(b.o.nodeletBin)
-	progress("bench", "building and importing %d images of %d MiB each for the pull figure", b.p.pullPods, pullLayerMiB)
+	progress("bench", "building and pushing %d images of %d MiB each for the pull figure", b.p.pullPods, pullLayerMiB)
 	for i := range b.p.pullPods {
 		tar, err := buildPullImage(filepath.Join(bin, "mkimage"), dir, i)
 		if err != nil {
-			return stop, err
+			return err
 		}
-		out, err := exec.CommandContext(ctx, "ctr", "--address", socketPath(b.o.endpoint), "--namespace", "k8s.io", "images", "import", tar).CombinedOutput()
+		dst := registryAddr + strings.TrimPrefix(pullImage(i), "registry.k8s.io")
+		out, err := exec.CommandContext(ctx, filepath.Join(bin, "regtool"), "push", "-tar", tar, "-src", pullImage(i), "-dst", dst).CombinedOutput()
 		if err != nil {
-			return stop, fmt.Errorf("ctr images import %s: %w: %s", tar, err, out)
+			return fmt.Errorf("push %s to the project registry (make registries builds regtool): %w: %s", pullImage(i), err, out)
+		}
+		if !registryServes(ctx, strings.TrimPrefix(pullRepo, "registry.k8s.io/")+fmt.Sprintf("-%02d", i), "v1") {
+			return fmt.Errorf("the project registry on %s does not serve %s after the push", registryAddr, dst)
 		}
 	}
-	if !registryServes(ctx, "nlbench/pull-00", "v1") {
-		if registryServes(ctx, "", "") {
-			return stop, fmt.Errorf("the registry on %s does not serve the bench's images; stop it (it may be another one than hack/registry)", registryAddr)
-		}
-		p, err := startProcess("registry", filepath.Join(bin, "registry"), []string{"-addr", registryAddr}, filepath.Join(b.o.workDir, "registry.log"))
-		if err != nil {
-			return stop, fmt.Errorf("start the local registry (make tools): %w", err)
-		}
-		stop = p.stop
-	}
-	for i := range b.p.pullPods {
-		name := fmt.Sprintf("nlbench/pull-%02d", i)
-		deadline := time.Now().Add(30 * time.Second)
-		for !registryServes(ctx, name, "v1") {
-			if time.Now().After(deadline) {
-				stop()
-				return func() {}, fmt.Errorf("the local registry on %s does not serve %s (log %s)", registryAddr, pullImage(i), filepath.Join(b.o.workDir, "registry.log"))
-			}
-			if err := sleep(ctx, 200*time.Millisecond); err != nil {
-				stop()
-				return func() {}, err
-			}
-		}
-	}
-	return stop, b.removePullImages(ctx)
+	return b.removePullImages(ctx)
 }
 
 // buildPullImage writes image i's root filesystem (busybox, random bytes seeded by i) and

@@ -1,9 +1,9 @@
 // Command registry serves the images of the project containerd read-only over the OCI
-// distribution API on a loopback address. hack/containerd.sh makes it the mirror of
-// registry.k8s.io, so specs that pull (imagePullPolicy Always, image GC) work on a machine
-// that reaches no registry: the pull resolves here, and the blobs are the runtime's own. It
-// hard-links them into its own directory, so an image the runtime deletes (image garbage
-// collection) can still be pulled back.
+// distribution API on a loopback address, holding each request for -delay if asked: the e2e
+// tests' slow registry, for a pull cancelled midway (the distribution registry cannot be made
+// slow). The blobs are the runtime's own, hard-linked into its own directory so an image the
+// runtime deletes can still be pulled back. The project registry the tests, the bench and the
+// conformance run pull from is the distribution registry (hack/images.sh push).
 package main
 
 import (

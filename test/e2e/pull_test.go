@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,4 +162,26 @@ providers:
 		t.Fatal(err)
 	}
 	return config, binDir
+}
+
+// The project registry (hack/images.sh push, which `make e2e` runs) holds the test images, and
+// the project containerd mirrors nodelet.local to it: a name the runtime has never held is
+// pulled from there. The test pushes the test-helper image under a name of its own first.
+func TestPullsTheTestImageFromTheProjectRegistry(t *testing.T) {
+	const registry = "127.0.0.1:5000"
+	tag := fmt.Sprintf("run%d", time.Now().UnixNano())
+	image := "nodelet.local/e2e-pull/testhelper:" + tag
+	waitAnswers(t, "the project registry (hack/images.sh push starts it)", http.DefaultClient, "http://"+registry+"/v2/", http.StatusOK)
+	runTool(t, "regtool", "push", "-tar", repoPath("_output/images/testhelper.tar"), "-src", "nodelet.local/testhelper:v1",
+		"-dst", registry+"/e2e-pull/testhelper:"+tag)
+	t.Cleanup(func() {
+		_ = exec.Command("ctr", "--address", strings.TrimPrefix(endpoint, "unix://"), "-n", "k8s.io", "images", "rm", image).Run()
+	})
+	c := joinCluster(t)
+	c.waitReady(t)
+	p := podSpec("mirrored", "exec sleep 3600")
+	p.Spec.Containers[0].Image, p.Spec.Containers[0].ImagePullPolicy = image, v1.PullIfNotPresent
+	c.createPod(p)
+	c.waitPodPhase("mirrored", v1.PodRunning, time.Minute)
+	c.waitEvent("mirrored", "Pulled", fmt.Sprintf("Successfully pulled image %q in ", image), 10*time.Second)
 }
