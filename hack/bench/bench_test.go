@@ -106,7 +106,7 @@ func TestKubeletConfigIsEquivalent(t *testing.T) {
 
 func TestGoalsNeedTheirInputs(t *testing.T) {
 	r := &results{
-		plan: newPlan(true, false),
+		plan: newPlan(true, ""),
 		rounds: []round{{
 			floor:   &floorResult{single: 150 * time.Millisecond, bursts: map[int]latencies{}},
 			nodelet: &subjectResult{single: 200 * time.Millisecond, bursts: map[int]latencies{}},
@@ -183,7 +183,7 @@ func TestCheckStampRefusesUnstampedBinary(t *testing.T) {
 
 // A full-shaped result renders every section without a panic and names the flagged run.
 func TestRenderFullResults(t *testing.T) {
-	p := newPlan(false, false)
+	p := newPlan(false, "")
 	sub := func(scale time.Duration) *subjectResult {
 		return &subjectResult{single: scale, bursts: map[int]latencies{100: newLatencies([]time.Duration{scale, 2 * scale}, 3*scale)},
 			pulls:     newLatencies([]time.Duration{2 * scale}, 6*scale),

@@ -43,12 +43,12 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 	logs := filepath.Join(b.o.workDir, "floor-logs")
 	defer os.RemoveAll(logs)
 	res := &floorResult{bursts: map[int]latencies{}, best: map[int]int{}, search: map[int]map[int]time.Duration{}}
-	if b.p.pullsOnly {
+	if b.p.only == "pulls" {
 		return res, b.floorPulls(ctx, res)
 	}
 	var ds []time.Duration
 	var steps []podSteps
-	for i := 0; i < b.p.singles; i++ {
+	for i := 0; i < b.p.singles && b.p.only == ""; i++ {
 		l, s, err := b.floorRun(ctx, fmt.Sprintf("single%d", i), 1, 1, nil)
 		if err != nil {
 			return nil, err
@@ -71,6 +71,9 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 				res.bursts[n], res.best[n] = l, par
 			}
 		}
+	}
+	if b.p.only == "bursts" {
+		return res, nil
 	}
 	return res, b.floorPulls(ctx, res)
 }

@@ -4,7 +4,8 @@
 //
 //	go run ./hack/bench            full run (~1 h): 3 interleaved rounds of floor, nodelet, upstream kubelet
 //	go run ./hack/bench -smoke     CI: floor and nodelet only, 10 pods, short footprint (~2 min)
-//	go run ./hack/bench -pulls-only development: the pull figure alone, one round (~3 min)
+//	go run ./hack/bench -only pulls   development: one figure alone (pulls, or bursts: the 100-pod
+//	                                  burst), one round of floor, nodelet and upstream kubelet (~5 min)
 //
 // Start the control plane first (hack/control-plane.sh up) and build nodelet
 // (go build -o _output/bin/nodelet ./cmd/nodelet). The upstream kubelet binary comes from the
@@ -36,7 +37,7 @@ const (
 
 type options struct {
 	smoke        bool
-	pullsOnly    bool
+	only         string
 	allowDirty   bool
 	force        bool
 	waitFree     time.Duration
@@ -67,13 +68,16 @@ type plan struct {
 	csiPods         int           // pods with a volume of the test CSI driver each, started at once
 	pullPods        int           // pods with an image of their own each, pulled from the local registry, started at once
 	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
-	pullsOnly       bool          // the pull figure alone (floor and both kubelets), for working on pulls
+	only            string        // "pulls" or "bursts": that figure alone (floor and both kubelets), for working on it
 }
 
-func newPlan(smoke, pullsOnly bool) plan {
-	if pullsOnly {
-		p := newPlan(false, false)
-		p.rounds, p.densityPods, p.apiWindow, p.pullsOnly = 1, 0, 0, true
+func newPlan(smoke bool, only string) plan {
+	if only != "" {
+		p := newPlan(false, "")
+		p.rounds, p.densityPods, p.apiWindow, p.only = 1, 0, 0, only
+		if only == "bursts" {
+			p.bursts = []int{100}
+		}
 		return p
 	}
 	if smoke {
@@ -89,8 +93,8 @@ func newPlan(smoke, pullsOnly bool) plan {
 func main() {
 	var o options
 	flag.BoolVar(&o.smoke, "smoke", false, "CI mode: floor and nodelet only, 10 pods, short footprint, no upstream kubelet, no density")
-	flag.BoolVar(&o.pullsOnly, "pulls-only", false, "development: the pull figure alone, one round (floor, nodelet, upstream kubelet with both pull settings)")
-	flag.StringVar(&o.out, "out", "", "markdown file to write (default BENCHMARKS.md; _output/bench-smoke.md with -smoke, _output/bench-pulls.md with -pulls-only)")
+	flag.StringVar(&o.only, "only", "", "development: one figure alone, one round of floor, nodelet and upstream kubelet: pulls (both pull settings), or bursts (100 pods)")
+	flag.StringVar(&o.out, "out", "", "markdown file to write (default BENCHMARKS.md; _output/bench-smoke.md with -smoke, _output/bench-only.md with -only)")
 	flag.BoolVar(&o.force, "force", false, "remove the pods the bench did not create from the runtime first (the upstream kubelet would remove them anyway)")
 	flag.DurationVar(&o.waitFree, "wait-free", 0, "how long to wait for other pods to leave the runtime before refusing to run the upstream kubelet")
 	flag.StringVar(&o.nodeletBin, "nodelet", "_output/bin/nodelet", "nodelet binary")
@@ -107,8 +111,8 @@ func main() {
 		if o.smoke {
 			o.out = filepath.Join("_output", "bench-smoke.md")
 		}
-		if o.pullsOnly {
-			o.out = filepath.Join("_output", "bench-pulls.md")
+		if o.only != "" {
+			o.out = filepath.Join("_output", "bench-only.md")
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -123,10 +127,13 @@ func run(ctx context.Context, o options) error {
 	if err := checkStamp(o.nodeletBin, o.allowDirty || o.smoke); err != nil {
 		return err
 	}
-	if o.smoke && o.pullsOnly {
-		return fmt.Errorf("-smoke and -pulls-only do not go together")
+	switch {
+	case o.only != "" && o.only != "pulls" && o.only != "bursts":
+		return fmt.Errorf("-only %q: want pulls or bursts", o.only)
+	case o.smoke && o.only != "":
+		return fmt.Errorf("-smoke and -only do not go together")
 	}
-	p := newPlan(o.smoke, o.pullsOnly)
+	p := newPlan(o.smoke, o.only)
 	b, err := newBench(ctx, o, p)
 	if err != nil {
 		return err

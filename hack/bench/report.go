@@ -150,8 +150,8 @@ func render(r *results) string {
 	if r.smoke {
 		title = "Benchmarks (smoke run: small, nodelet only — not a measurement)"
 	}
-	if r.plan.pullsOnly {
-		title = "Benchmarks (pull figure only, one round: a development run, not the published table)"
+	if r.plan.only != "" {
+		title = "Benchmarks (" + r.plan.only + " only, one round: a development run, not the published table)"
 	}
 	w("# %s\n", title)
 	w("nodelet next to the upstream kubelet and the runtime's own floor, measured by one run of `make bench`")

@@ -80,7 +80,7 @@ func (b *bench) runRounds(ctx context.Context, res *results) error {
 			return fmt.Errorf("%s: %w", closest.name, err)
 		}
 	}
-	if b.p.pullsOnly {
+	if b.p.only != "" {
 		return nil
 	}
 	untimed := b.nodeletSubject(true)

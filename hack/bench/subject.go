@@ -104,9 +104,17 @@ func (b *bench) measure(ctx context.Context, subject, root, ns string, p *proces
 	}
 	r := &subjectResult{bursts: map[int]latencies{}}
 	var err error
-	if b.p.pullsOnly {
+	switch b.p.only {
+	case "pulls":
 		r.pulls, err = b.pullBurst(ctx, subject, ns)
 		return r, err
+	case "bursts":
+		for _, n := range b.p.bursts {
+			if r.bursts[n], err = b.burst(ctx, subject, ns, n, r); err != nil {
+				return nil, err
+			}
+		}
+		return r, nil
 	}
 	if err = sleep(ctx, b.p.settle); err != nil {
 		return nil, err
