@@ -35,7 +35,7 @@ type server struct {
 
 func main() {
 	var s server
-	addr := flag.String("addr", "127.0.0.1:5000", "loopback address to serve on")
+	addr := flag.String("addr", "127.0.0.1:5002", "loopback address to serve on (127.0.0.1:5000 is the project registry)")
 	flag.StringVar(&s.socket, "socket", "/run/nodelet/containerd/containerd.sock", "containerd socket")
 	flag.StringVar(&s.namespace, "namespace", "k8s.io", "containerd namespace whose images are served")
 	flag.StringVar(&s.contentDir, "content", "/var/lib/nodelet/containerd/io.containerd.content.v1.content/blobs/sha256", "containerd's content store")
