@@ -19,8 +19,9 @@
 # An image is skipped when all its names are present in containerd and the
 # hash of its inputs matches the stamp left by the last import. FORCE=1 rebuilds.
 #
-# `hack/images.sh push [conformance]` also pushes every image under each of its names to the
-# project registry, so a pull crosses a real registry instead of finding an import: the CNCF
+# `hack/images.sh push [conformance]` also pushes every image, as the runtime holds it (same
+# manifests and digests), under each of its names to the project registry, so a pull crosses a
+# real registry instead of finding an import: the CNCF
 # distribution registry (`make registries`) on 127.0.0.1:5000, plain http and anonymous, storing
 # under /var/lib/nodelet/registry-store. It is started when nothing answers there and left
 # running, like containerd; hack/containerd.sh makes it the runtime's mirror of registry.k8s.io
@@ -41,7 +42,6 @@ cd "$REPO_ROOT"
 REGISTRY_ADDR=127.0.0.1:5000
 REGISTRY_DIR=/var/lib/nodelet/registry-store
 REGISTRY_BIN=$REPO_ROOT/_output/bin/distribution-registry
-REGTOOL=$REPO_ROOT/_output/bin/regtool
 PUSH=0
 # Every image built this run and its names: what push sends.
 declare -A IMAGE_NAMES=()
@@ -179,7 +179,7 @@ ensure_image() {
 	shift 2
 	local stamp=$OUT/$key.stamp
 	IMAGE_NAMES[$key]="$*"
-	if [[ $FORCE != 1 && -f $stamp && -f $OUT/$key.tar && $(<"$stamp") == "$hash" ]] && images_present "$@"; then
+	if [[ $FORCE != 1 && -f $stamp && $(<"$stamp") == "$hash" ]] && images_present "$@"; then
 		echo "==> image $key up to date ($*)"
 		return 0
 	fi
@@ -214,8 +214,8 @@ registry_up() {
 		echo "images.sh: something else answers on $REGISTRY_ADDR; stop it (ss -ltnp 'sport = :5000' names it) and run again" >&2
 		return 1
 	fi
-	[[ -x $REGISTRY_BIN && -x $REGTOOL ]] || {
-		echo "images.sh: $REGISTRY_BIN or $REGTOOL missing; run make registries" >&2
+	[[ -x $REGISTRY_BIN ]] || {
+		echo "images.sh: $REGISTRY_BIN missing; run make registries" >&2
 		return 1
 	}
 	mkdir -p "$REGISTRY_DIR"
@@ -253,23 +253,22 @@ registry_ref() {
 	echo "$REGISTRY_ADDR/${1#*/}"
 }
 
-# push_images pushes every image of this run under each of its names (blobs the registry
-# holds already are not sent again).
+# push_images pushes every image of this run, as the runtime holds it, under each of its names:
+# the registry then serves the very manifests the runtime has (same digests), so a pull leaves
+# the runtime's images as they were. Blobs the registry holds already are not sent again.
 push_images() {
-	local key name
+	local key name out
 	registry_up
 	for key in "${!IMAGE_NAMES[@]}"; do
 		for name in ${IMAGE_NAMES[$key]}; do
-			"$REGTOOL" push -tar "$OUT/$key.tar" -src "$(first_name "$key")" -dst "$(registry_ref "$name")"
+			out=$(ctr_k8s images push --plain-http "$(registry_ref "$name")" "$name" 2>&1) || {
+				echo "images.sh: pushing $name to $REGISTRY_ADDR failed:" >&2
+				echo "$out" >&2
+				return 1
+			}
 		done
 		echo "==> pushed $key to $REGISTRY_ADDR (${IMAGE_NAMES[$key]})"
 	done
-}
-
-# first_name is the name an archive's image carries first (mkimage tags it with every -name).
-first_name() {
-	local names=(${IMAGE_NAMES[$1]})
-	echo "${names[0]}"
 }
 
 main() {

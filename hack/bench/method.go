@@ -35,8 +35,8 @@ func renderMethod(w writer, r *results) {
 	if p.pullPods > 0 {
 		w("- Pulls: %d pods at once, each with an image of its own (busybox plus %d MiB of random bytes, no layer", p.pullPods, pullLayerMiB)
 		w("  shared) that the runtime does not hold: it is removed before each run and pulled over HTTP from the local")
-		w("  registry (the distribution registry on %s, which the bench pushes them to; the project containerd's mirror", registryAddr)
-		w("  of registry.k8s.io). Both kubelets keep")
+		w("  registry (the distribution registry on %s, which the bench pushes them to with gzip-compressed layers, as", registryAddr)
+		w("  registries serve them; the project containerd's mirror of registry.k8s.io). Both kubelets keep")
 		w("  registryPullQPS 5. nodelet runs with serializeImagePulls=false (no limit on parallel pulls) and registryBurst")
 		w("  %d (at the default 10, both kubelets refuse the pulls over it with \"pull QPS exceeded\" and back off 10 s);", pullBurstLimit)
 		w("  the upstream kubelet with its defaults (one pull at a time, burst 10: a pull every 0.2 s or slower stays within it)")
