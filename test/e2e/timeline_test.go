@@ -36,6 +36,7 @@ func TestPodTimelineThroughTheNodeProxy(t *testing.T) {
 			t.Errorf("step %s ends before it starts", s.Name)
 		}
 	}
+	names = sandboxFirst(names)
 	want := []string{"admitted", "sandbox created", "image ready", "container created", "container started"}
 	if len(names) < len(want) {
 		t.Fatalf("steps %v, want at least %v", names, want)
