@@ -118,8 +118,15 @@ func (n *nodelet) start() {
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
-	waitFor(n.t, 30*time.Second, "nodelet healthz", func() (bool, string) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort))
+	waitHTTPOK(n.t, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort))
+}
+
+// waitHTTPOK waits until url answers 200. Each of nodelet's listeners comes up on its own, so
+// a healthy healthz does not mean another port is open yet.
+func waitHTTPOK(t *testing.T, url string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, url, func() (bool, string) {
+		resp, err := http.Get(url)
 		if err != nil {
 			return false, err.Error()
 		}

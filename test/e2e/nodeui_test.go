@@ -50,7 +50,9 @@ func TestNodePageInChromium(t *testing.T) {
 	n.writeManifest("ready.yaml", probedPodYAML("ready", "true"))
 	n.writeManifest("unready.yaml", probedPodYAML("unready", "echo not ready; exit 1"))
 	n.writeManifest("crashloop.yaml", podYAML("crashloop", "Always", "echo dying; exit 1"))
-	page := browser.open(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	waitHTTPOK(t, url)
+	page := browser.open(t, url)
 
 	// The pods' rows say what each is doing; the page refreshes itself every 5 s.
 	page.waitFor(t, 120*time.Second, "the three pods in their states", `(() => {
