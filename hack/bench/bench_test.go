@@ -182,6 +182,22 @@ func TestCheckStampRefusesUnstampedBinary(t *testing.T) {
 }
 
 // A full-shaped result renders every section without a panic and names the flagged run.
+// The meter finds CPU this process burns under "the bench", and the machine's busy time
+// covers it.
+func TestCPUMeterCountsWhatAProcessBurns(t *testing.T) {
+	m := startCPUMeter()
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	u := m.done()
+	if got := u.byGroup["bench"]; got < 0.1 {
+		t.Errorf("bench group = %.2f s of CPU after burning 0.3 s", got)
+	}
+	if u.busy < u.byGroup["bench"] || u.wall < 300*time.Millisecond {
+		t.Errorf("busy %.2f s, wall %v: not covering the bench's %.2f s", u.busy, u.wall, u.byGroup["bench"])
+	}
+}
+
 func TestRenderFullResults(t *testing.T) {
 	p := newPlan(false, "")
 	sub := func(scale time.Duration) *subjectResult {
@@ -193,6 +209,11 @@ func TestRenderFullResults(t *testing.T) {
 	floor := &floorResult{single: 100 * time.Millisecond, bursts: map[int]latencies{100: newLatencies([]time.Duration{time.Second}, 2*time.Second)},
 		best: map[int]int{100: 8}, search: map[int]map[int]time.Duration{100: {1: 9 * time.Second, 8: 2 * time.Second}},
 		pulls: newLatencies([]time.Duration{time.Second}, 3*time.Second), pullBest: 20, pullSearch: map[int]time.Duration{4: 5 * time.Second, 20: 3 * time.Second}}
+	withCPU := func(l latencies, kubelet float64) latencies {
+		l.cpu = &cpuUse{wall: l.all, busy: 3, byGroup: map[string]float64{"kubelet": kubelet, "containerd": 1}}
+		return l
+	}
+	floor.bursts[100] = withCPU(floor.bursts[100], 0)
 	untimed := sub(time.Second)
 	untimed.loaded.rssMiB = 48 // the timeline costs 2 MiB of 50: within 5 %
 	r := &results{plan: p, date: time.Now(), closest: sub(time.Second), untimed: untimed}
@@ -201,6 +222,9 @@ func TestRenderFullResults(t *testing.T) {
 			conds: []condition{{round: i, subject: "nodelet", idlePct: 95, minIdle: 85}, {round: i, subject: "floor", idlePct: 50, minIdle: 85}}}
 		r.rounds = append(r.rounds, rd)
 	}
+	for i, rd := range r.rounds {
+		rd.nodelet.bursts[100] = withCPU(rd.nodelet.bursts[100], float64(i)/10)
+	}
 	r.rounds[2].nodelet.density = &densityResult{pods: 250, running: 250, all: time.Minute, ready: true, plegP99: 0.1}
 	md := render(r)
 	for _, want := range []string{"| 100-pod burst: p99 | 1.00 s (1.00 s–1.00 s) | 2.00 s (2.00 s–2.00 s) | 4.00 s (4.00 s–4.00 s) | 0.50× | 2.00× |",
@@ -208,6 +232,10 @@ func TestRenderFullResults(t *testing.T) {
 		"nodelet with --pod-timeline=false | – | 48.0 MiB",
 		"local registry; nodelet and the closest upstream pull in parallel): all Running (from the first create call) | 3.00 s (3.00 s–3.00 s) | 6.00 s (6.00 s–6.00 s) | 12.00 s (12.00 s–12.00 s) | 0.50× | 2.00× |",
 		"20 pods pulling: all started, by pods started at once | 4: 5.00 s, 20: 3.00 s (best 20)",
+		"| 20 pods with an image of their own each pulled, all Running | ≤ 0.5× upstream (its default, serial pulls) | 0.50× = 6.00 s vs 12.00 s; the runtime's own floor: 0.25× | ✓ |",
+		"| of which the kubelet | 0.000 s (0.000 s–0.000 s) | 0.100 s (0.000 s–0.200 s) | – |",
+		"| of which the rest (the pods' own processes, short-lived processes no group reaped, the kernel) | 2.00 s (2.00 s–2.00 s) | 1.90 s (1.80 s–2.00 s) | – |",
+		"| 20 pods pulling | raw CRI floor | nodelet | upstream kubelet |",
 		"| RSS at 110 running pods with the pod timeline | ≤ 1.05× without it | 1.04× = 50.0 MiB vs 48.0 MiB | ✓ |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)

@@ -121,7 +121,7 @@ func (b *bench) floorRun(ctx context.Context, run string, n, par int, imageOf fu
 	ds := make([]time.Duration, n)
 	steps := make([]podSteps, n)
 	errs := make([]error, n)
-	start := time.Now()
+	start, meter := time.Now(), startCPUMeter()
 	forEach(n, par, func(i int) {
 		t0 := time.Now()
 		img, pull := image, imageOf != nil
@@ -137,12 +137,14 @@ func (b *bench) floorRun(ctx context.Context, run string, n, par int, imageOf fu
 			mu.Unlock()
 		}
 	})
-	all := time.Since(start)
+	all, cpu := time.Since(start), meter.done()
 	if err := errors.Join(errs...); err != nil {
 		_ = b.removeSandboxes(ctx, sandboxes)
 		return latencies{}, nil, fmt.Errorf("floor %s: %w", run, err)
 	}
-	return newLatencies(ds, all), steps, b.removeSandboxes(ctx, sandboxes)
+	l := newLatencies(ds, all)
+	l.cpu = &cpu
+	return l, steps, b.removeSandboxes(ctx, sandboxes)
 }
 
 // floorPod runs a sandbox and one sleeping container of img in it, configured as a kubelet

@@ -80,8 +80,13 @@ func goals(r *results) []goal {
 	gs = append(gs, versus(fmt.Sprintf("%d pods with a CSI volume each, all Running", p.csiPods), "≤ upstream", csiAll.nodelet, csiAll.upstream, 1, fmtSec))
 	if p.pullPods > 0 {
 		pulls := byName[pullFiguresName(p, "all Running (from the first create call)")]
-		gs = append(gs, versus(fmt.Sprintf("%d pods with an image of their own each pulled, all Running", p.pullPods),
-			"≤ 0.5× upstream (its default, serial pulls)", pulls.nodelet, pulls.upstream, 0.5, fmtSec))
+		g := versus(fmt.Sprintf("%d pods with an image of their own each pulled, all Running", p.pullPods),
+			"≤ 0.5× upstream (its default, serial pulls)", pulls.nodelet, pulls.upstream, 0.5, fmtSec)
+		if g.measured != "–" && len(pulls.floor) > 0 {
+			// How close the runtime itself comes to the target bounds what any kubelet can show.
+			g.measured += fmt.Sprintf("; the runtime's own floor: %s", ratioCell(pulls.floor, pulls.upstream))
+		}
+		gs = append(gs, g)
 	}
 	gs = append(gs, versus("API requests a minute, pods with a ConfigMap and a Secret each", "≤ upstream", api.nodelet, api.upstream, 1, fmtPerMin))
 	dens := goal{name: fmt.Sprintf("%d pods Running with the node Ready", p.densityPods), target: "all Running, Ready throughout", measured: "–"}

@@ -21,6 +21,7 @@ var errTimeout = errors.New("timed out")
 type latencies struct {
 	sorted []time.Duration
 	all    time.Duration // first creation (or start) → last pod Running
+	cpu    *cpuUse       // where the machine's CPU went meanwhile (bursts and pulls)
 }
 
 func newLatencies(ds []time.Duration, all time.Duration) latencies {
@@ -162,12 +163,13 @@ func (b *bench) launchPods(ctx context.Context, subject, ns, run, what string, n
 	for i := range pods {
 		pods[i] = build(i)
 	}
-	start := time.Now()
+	start, meter := time.Now(), startCPUMeter()
 	created, err := b.createPods(ctx, ns, pods)
 	if err != nil {
 		return latencies{}, nil, fmt.Errorf("%s: create %s pods: %w", subject, run, err)
 	}
 	waitErr := b.wait(ctx, subject, what, w, n, timeout)
+	cpu := meter.done()
 	rec := &runRecord{created: created, seen: map[string]time.Time{}, byUID: map[string]string{}}
 	var ds []time.Duration
 	var last time.Time
@@ -184,7 +186,9 @@ func (b *bench) launchPods(ctx context.Context, subject, ns, run, what string, n
 			}
 		}
 	}
-	return newLatencies(ds, last.Sub(start)), rec, waitErr
+	l := newLatencies(ds, last.Sub(start))
+	l.cpu = &cpu
+	return l, rec, waitErr
 }
 
 // singles starts one pod at a time on the otherwise idle node; returns the median.

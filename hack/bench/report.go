@@ -167,9 +167,20 @@ func render(r *results) string {
 	w("| control plane | %s (local: etcd + kube-apiserver, scheduler, controller-manager) |\n", r.env.controlPlane)
 	w("## Figures\n")
 	renderFigures(w, r)
-	if r.plan.breakdownBurst > 0 {
+	if r.plan.breakdownBurst > 0 && r.plan.only != "pulls" {
 		w("\n## Where a %d-pod burst's time goes\n", r.plan.breakdownBurst)
 		renderBreakdown(w, r)
+		w("\nWhere the machine's CPU went meanwhile (floor: its fastest parallelism):\n")
+		renderCPU(w, r.rounds, fmt.Sprintf("%d-pod burst", r.plan.breakdownBurst),
+			func(f *floorResult) *cpuUse { return f.bursts[r.plan.breakdownBurst].cpu },
+			func(s *subjectResult) *cpuUse { return s.bursts[r.plan.breakdownBurst].cpu })
+	}
+	if r.plan.pullPods > 0 && r.plan.only != "bursts" {
+		w("\n## Where the CPU goes while %d pods pull\n", r.plan.pullPods)
+		w("The pull figure's runs (floor: its fastest parallelism; the upstream kubelet: its defaults):\n")
+		renderCPU(w, r.rounds, fmt.Sprintf("%d pods pulling", r.plan.pullPods),
+			func(f *floorResult) *cpuUse { return f.pulls.cpu },
+			func(s *subjectResult) *cpuUse { return s.pulls.cpu })
 	}
 	w("\n## Goals\n")
 	renderGoals(w, r)
