@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -22,6 +23,9 @@ type APIWatcher struct {
 	informer cache.SharedIndexInformer
 	out      snapshots
 	changed  chan struct{} // one pending "store changed" signal; more coalesce into it
+	// copies are the last snapshot's pods by UID: a pod whose resourceVersion is unchanged is
+	// sent as the same copy again, so a change to one pod does not copy every pod of the node.
+	copies map[types.UID]*v1.Pod
 }
 
 // NewAPISource returns a source for the pods with spec.nodeName = nodeName. Run it with Run.
@@ -41,7 +45,7 @@ func NewAPISource(client kubeclient.Interface, nodeName string, out chan<- []*v1
 	informer := cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{})
 	// Managed fields are never read and are a large part of each pod object.
 	_ = informer.SetTransform(stripManagedFields)
-	s := &APIWatcher{informer: informer, out: snapshots{out: out}, changed: make(chan struct{}, 1)}
+	s := &APIWatcher{informer: informer, out: snapshots{out: out, byVersion: true}, changed: make(chan struct{}, 1)}
 	notify := func() { s.notify() }
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { notify() },
@@ -89,15 +93,25 @@ func (s *APIWatcher) Run(ctx context.Context) {
 	}
 }
 
-// snapshot returns deep copies of the stored pods, ordered by namespace and name.
+// snapshot returns copies of the stored pods, ordered by namespace and name. The receiver
+// must not change them: an unchanged pod's copy is handed out again.
 func (s *APIWatcher) snapshot() []*v1.Pod {
 	items := s.informer.GetStore().List()
 	pods := make([]*v1.Pod, 0, len(items))
+	copies := make(map[types.UID]*v1.Pod, len(items))
 	for _, item := range items {
-		if pod, ok := item.(*v1.Pod); ok {
-			pods = append(pods, pod.DeepCopy())
+		pod, ok := item.(*v1.Pod)
+		if !ok {
+			continue
 		}
+		c := s.copies[pod.UID]
+		if c == nil || !sameVersion(c, pod) {
+			c = pod.DeepCopy()
+		}
+		copies[pod.UID] = c
+		pods = append(pods, c)
 	}
+	s.copies = copies
 	sort.Slice(pods, func(i, j int) bool {
 		if pods[i].Namespace != pods[j].Namespace {
 			return pods[i].Namespace < pods[j].Namespace

@@ -43,12 +43,22 @@ func startAPISource(t *testing.T, client *fake.Clientset) (*APIWatcher, chan []*
 func waitStore(t *testing.T, s *APIWatcher, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
-	for !slices.Equal(names(s.snapshot()), want) {
+	for !slices.Equal(storeNames(s), want) {
 		if time.Now().After(deadline) {
-			t.Fatalf("store holds %v, want %v", names(s.snapshot()), want)
+			t.Fatalf("store holds %v, want %v", storeNames(s), want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// storeNames lists the informer's pods, sorted (snapshot is Run's alone: it keeps its copies).
+func storeNames(s *APIWatcher) []string {
+	var out []string
+	for _, item := range s.informer.GetStore().List() {
+		out = append(out, item.(*v1.Pod).Name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // expectQuiet checks that no snapshot follows within a short while.
@@ -87,9 +97,9 @@ func TestAPISourceInitialSnapshotAfterSync(t *testing.T) {
 	if got := []string{pods[0].Name, pods[1].Name, pods[2].Name}; !slices.Equal(got, []string{"a", "b", "static-node1"}) {
 		t.Errorf("snapshot = %v, want sorted pods including the mirror", got)
 	}
-	// The snapshot is the receiver's to keep: changing it must not reach the informer's store.
+	// A sent pod is a copy: changing it must not reach the informer's store.
 	pods[0].Labels = map[string]string{"changed": "yes"}
-	if s.snapshot()[0].Labels != nil {
+	if stored, _, _ := s.informer.GetStore().GetByKey("default/a"); stored.(*v1.Pod).Labels != nil {
 		t.Error("a sent pod shares memory with the informer's store")
 	}
 	expectQuiet(t, out)
@@ -215,4 +225,47 @@ func TestAPISourceKeepsPodsAcrossLostWatch(t *testing.T) {
 	w = watches.waitOpened(t)
 	w.Add(boundPod("c"))
 	receiveNames(t, out, "a", "b", "c")
+}
+
+// A snapshot copies only the pods whose resourceVersion changed; the others are the previous
+// snapshot's copies. A repeat of the versions is not sent.
+func TestAPISnapshotCopiesOnlyChangedPods(t *testing.T) {
+	out := make(chan []*v1.Pod, 2)
+	client := fake.NewClientset()
+	s := NewAPISource(kubeclienttest.FromClientset(client), testNode, out)
+	store := s.informer.GetStore()
+	a, b := boundPod("a"), boundPod("b")
+	a.ResourceVersion, b.ResourceVersion = "1", "1"
+	for _, p := range []*v1.Pod{a, b} {
+		if err := store.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := s.snapshot()
+	b2 := b.DeepCopy()
+	b2.ResourceVersion, b2.Labels = "2", map[string]string{"v": "2"}
+	if err := store.Update(b2); err != nil {
+		t.Fatal(err)
+	}
+	second := s.snapshot()
+	if second[0] != first[0] {
+		t.Error("the unchanged pod was copied again")
+	}
+	if second[1] == first[1] || second[1].Labels["v"] != "2" || second[1] == b2 {
+		t.Errorf("the changed pod is not a fresh copy of the new version: %v", second[1].Labels)
+	}
+
+	ctx := context.Background()
+	if !s.out.send(ctx, second) {
+		t.Fatal("first snapshot not sent")
+	}
+	if s.out.send(ctx, s.snapshot()) {
+		t.Error("a snapshot with the same versions was sent again")
+	}
+	b3 := b2.DeepCopy()
+	b3.ResourceVersion = "3"
+	_ = store.Update(b3)
+	if !s.out.send(ctx, s.snapshot()) {
+		t.Error("a snapshot with a new version was not sent")
+	}
 }

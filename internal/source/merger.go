@@ -157,6 +157,9 @@ func (m *Merger) merge(source string, snapshot []*v1.Pod) {
 			groups[ADD] = append(groups[ADD], pod.DeepCopy())
 			continue
 		}
+		if old == pod {
+			continue // kept as it was (accept)
+		}
 		if op, changed := classify(old, pod); changed {
 			groups[op] = append(groups[op], pod.DeepCopy())
 		}
@@ -195,6 +198,13 @@ func (m *Merger) accept(source string, st *sourcePods, snapshot []*v1.Pod) (map[
 		}
 		if _, dup := pods[in.UID]; dup {
 			klog.ErrorS(nil, "Ignoring pod with duplicate UID", "source", source, "pod", klog.KObj(in), "uid", in.UID)
+			continue
+		}
+		if old := st.pods[in.UID]; source == APISource && old != nil && sameVersion(old, in) {
+			// The API server's object is unchanged: keep the stored copy, with nothing to
+			// compare (a burst of pods would otherwise compare every pod at each change).
+			pods[in.UID] = old
+			order = append(order, in.UID)
 			continue
 		}
 		pod := in.DeepCopy()

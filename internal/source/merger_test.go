@@ -232,3 +232,35 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// An API pod at an unchanged resourceVersion is the same object: the merger keeps what it has
+// without comparing (a stale copy with other content changes nothing), and a new version is
+// compared as always. A file pod's version means nothing and is never trusted.
+func TestMergerTrustsTheAPIResourceVersion(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(APISource)
+	a, b := apiPod("a"), apiPod("b")
+	a.ResourceVersion, b.ResourceVersion = "1", "1"
+	send(t, ch, a, b)
+	expectUpdate(t, m, ADD, APISource, "a", "b")
+
+	sameVersion := b.DeepCopy()
+	sameVersion.Spec.Containers[0].Image = "x:2"
+	send(t, ch, a, sameVersion)
+	newVersion := sameVersion.DeepCopy()
+	newVersion.ResourceVersion = "2"
+	send(t, ch, a, newVersion)
+	if u := expectUpdate(t, m, UPDATE, APISource, "b"); u.Pods[0].Spec.Containers[0].Image != "x:2" || u.Pods[0].ResourceVersion != "2" {
+		t.Errorf("update carries %s at version %s", u.Pods[0].Spec.Containers[0].Image, u.Pods[0].ResourceVersion)
+	}
+
+	file := m.Channel(FileSource)
+	f := apiPod("f")
+	f.ResourceVersion = "1"
+	send(t, file, f)
+	expectUpdate(t, m, ADD, FileSource, "f")
+	edited := f.DeepCopy()
+	edited.Spec.Containers[0].Image = "x:2"
+	send(t, file, edited)
+	expectUpdate(t, m, UPDATE, FileSource, "f")
+}
