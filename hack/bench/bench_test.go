@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -236,6 +237,7 @@ func TestRenderFullResults(t *testing.T) {
 		"| of which the kubelet | 0.000 s (0.000 s–0.000 s) | 0.100 s (0.000 s–0.200 s) | – |",
 		"| of which the rest (the pods' own processes, short-lived processes no group reaped, the kernel) | 2.00 s (2.00 s–2.00 s) | 1.90 s (1.80 s–2.00 s) | – |",
 		"| 20 pods pulling | raw CRI floor | nodelet | upstream kubelet |",
+		fmt.Sprintf("nodelet took 1.00 s longer than the floor; the machine was busy 0.000 s more, 0.000 s over %d CPUs. Of that, the kubelet and the control plane (API server, etcd, scheduler, controller-manager) added 0.100 s, the runtime's side (containerd, shims, the rest) -0.100 s.", cpuCount()),
 		"| RSS at 110 running pods with the pod timeline | ≤ 1.05× without it | 1.04× = 50.0 MiB vs 48.0 MiB | ✓ |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)

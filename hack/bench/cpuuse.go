@@ -146,6 +146,36 @@ func renderCPU(w writer, rs []round, what string, ofFloor func(*floorResult) *cp
 		row("of which "+g.label, fmtSec, func(u cpuUse) float64 { return u.byGroup[g.name] })
 	}
 	row("of which the rest (the pods' own processes, short-lived processes no group reaped, the kernel)", fmtSec, cpuUse.rest)
+	if s := extraOverFloor(rs, ofFloor, ofSubject); s != "" {
+		w("\n%s", s)
+	}
+}
+
+// extraOverFloor says, from the medians, how nodelet's wall time above the floor's compares
+// with the CPU it and the control plane add: on a busy machine the one is the other over the
+// CPU count.
+func extraOverFloor(rs []round, ofFloor func(*floorResult) *cpuUse, ofSubject func(*subjectResult) *cpuUse) string {
+	med := func(fromNodelet bool, get func(cpuUse) float64) float64 {
+		if fromNodelet {
+			return fromSubjects(rs, nodeletOf, func(s *subjectResult) (float64, bool) { return cpuGet(ofSubject(s), get) }).median()
+		}
+		return fromFloor(rs, func(f *floorResult) (float64, bool) { return cpuGet(ofFloor(f), get) }).median()
+	}
+	wall := func(u cpuUse) float64 { return u.wall.Seconds() }
+	busy := func(u cpuUse) float64 { return u.busy }
+	node := func(u cpuUse) float64 {
+		return u.byGroup["kubelet"] + u.byGroup["apiserver"] + u.byGroup["etcd"] + u.byGroup["controllers"]
+	}
+	runtime := func(u cpuUse) float64 { return u.byGroup["containerd"] + u.byGroup["shims"] + u.rest() }
+	if med(false, wall) == 0 || med(true, wall) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("nodelet took %s longer than the floor; the machine was busy %s more, %s over %d CPUs. "+
+		"Of that, the kubelet and the control plane (API server, etcd, scheduler, controller-manager) added %s, "+
+		"the runtime's side (containerd, shims, the rest) %s.",
+		fmtSec(med(true, wall)-med(false, wall)), fmtSec(med(true, busy)-med(false, busy)),
+		fmtSec((med(true, busy)-med(false, busy))/float64(cpuCount())), cpuCount(),
+		fmtSec(med(true, node)-med(false, node)), fmtSec(med(true, runtime)-med(false, runtime)))
 }
 
 func cpuGet(u *cpuUse, get func(cpuUse) float64) (float64, bool) {

@@ -26,6 +26,10 @@ func renderMethod(w writer, r *results) {
 	w("- First restart: a container exiting 1 after 3 s (restartPolicy Always), median of %d per round. The runtime", p.restarts)
 	w("  row uses the runtime's nanosecond timestamps of the dead and the new container; the API row the same")
 	w("  fields as the pod status reports them (whole seconds).")
+	w("- Where the CPU goes (bursts and pulls): /proc/stat's busy time of all CPUs and each process's utime+stime")
+	w("  (with cutime+cstime: the children it waited for) from the first create call to the last pod Running, grouped")
+	w("  by command name; a process born meanwhile counts whole. runc is reaped by the shims and the CNI plugins by")
+	w("  containerd, so they count there; the pods' own processes and the kernel's work are in \"the rest\".")
 	w("- Footprint: VmRSS sampled every second and utime+stime from /proc/<pid>/stat over %v, after %v of quiet.", p.footprintWindow, p.settle)
 	if p.apiWindow > 0 {
 		w("- API requests (last round): %d pods, each mounting a ConfigMap and a Secret of its own, run for %v after", p.footprintPods, p.apiWindow+p.settle)
