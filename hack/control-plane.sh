@@ -182,12 +182,24 @@ start_scheduler() {
 	wait_until 60 kube-scheduler curl -fsSk https://127.0.0.1:10259/healthz
 }
 
+# random_alnum N prints N random characters of [a-z0-9] (reading until it has N: about one
+# byte in seven of /dev/urandom is kept).
+random_alnum() {
+	local out=""
+	while ((${#out} < $1)); do
+		out+=$(head -c 256 /dev/urandom | tr -dc a-z0-9)
+	done
+	echo "${out:0:$1}"
+}
+
 # ensure_bootstrap_token: a bootstrap token (kubeadm's kind: a Secret in kube-system) and the
 # RBAC bindings kubeadm makes, so a node can join with it by TLS bootstrap — its CSR is
 # approved by the csrapproving controller — and later renew its own client certificate.
 ensure_bootstrap_token() {
-	if [[ ! -s $BOOTSTRAP_TOKEN_FILE ]]; then
-		(umask 077 && echo "$(head -c 64 /dev/urandom | tr -dc a-z0-9 | head -c 6).$(head -c 128 /dev/urandom | tr -dc a-z0-9 | head -c 16)" >"$BOOTSTRAP_TOKEN_FILE")
+	# A token is [a-z0-9]{6}.[a-z0-9]{16}; one in another shape (a short draw from an earlier
+	# version of this script) is refused by the API server as Unauthorized, so it is replaced.
+	if ! grep -qxE '[a-z0-9]{6}\.[a-z0-9]{16}' "$BOOTSTRAP_TOKEN_FILE" 2>/dev/null; then
+		(umask 077 && echo "$(random_alnum 6).$(random_alnum 16)" >"$BOOTSTRAP_TOKEN_FILE")
 	fi
 	local id secret
 	IFS=. read -r id secret <"$BOOTSTRAP_TOKEN_FILE"

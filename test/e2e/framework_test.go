@@ -118,21 +118,42 @@ func (n *nodelet) start() {
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
-	waitHTTPOK(n.t, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort))
+	healthz := fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort)
+	if err := pollHTTPOK(healthz, 30*time.Second); err != nil {
+		// Cleanup is not registered yet: stop it here and show why it never came up.
+		_ = n.cmd.Process.Kill()
+		_ = n.cmd.Wait()
+		n.t.Fatalf("nodelet never served %s (%v; %v)\nnodelet log (last 6000 bytes):\n%s",
+			healthz, err, n.cmd.ProcessState, tail(n.log(), 6000))
+	}
 }
 
 // waitHTTPOK waits until url answers 200. Each of nodelet's listeners comes up on its own, so
 // a healthy healthz does not mean another port is open yet.
 func waitHTTPOK(t *testing.T, url string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, url, func() (bool, string) {
+	if err := pollHTTPOK(url, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollHTTPOK waits until url answers 200 or timeout passes.
+func pollHTTPOK(url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
 		resp, err := http.Get(url)
-		if err != nil {
-			return false, err.Error()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %s", url, resp.Status)
 		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, resp.Status
-	})
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v: %w", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // stop ends nodelet with the given signal and waits for it.
