@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/wait"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -137,23 +139,24 @@ func waitHTTPOK(t *testing.T, url string) {
 	}
 }
 
-// pollHTTPOK waits until url answers 200 or timeout passes.
+// pollHTTPOK waits until url answers 200 or timeout passes; the error says what it answered last.
 func pollHTTPOK(url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+	last := errors.New("not asked yet")
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) {
+			resp, err := http.Get(url)
+			if err != nil {
+				last = err
+				return false, nil
 			}
-			err = fmt.Errorf("%s answered %s", url, resp.Status)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %v: %w", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+			resp.Body.Close()
+			last = fmt.Errorf("%s answered %s", url, resp.Status)
+			return resp.StatusCode == http.StatusOK, nil
+		})
+	if err != nil {
+		return fmt.Errorf("timed out after %v: %w", timeout, last)
 	}
+	return nil
 }
 
 // stop ends nodelet with the given signal and waits for it.
