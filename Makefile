@@ -100,6 +100,7 @@ conformance:
 
 # The serial selection alone (the upstream specs for eviction, GC, OOM, allocatable; one at a
 # time, both kubelets, each restarted by the specs through hack/conformance/shim/systemctl).
+# PART=N runs one part of hack/conformance/serial.txt (a whole selection takes hours).
 conformance-serial:
 	hack/demo.sh stop
 	hack/cluster.sh stop

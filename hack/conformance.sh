@@ -13,10 +13,12 @@
 #                                OOM, allocatable specs) one spec at a time, each kubelet started
 #                                through hack/conformance/shim/systemctl so the specs can restart it
 #                                on the configuration they write
-#   hack/conformance.sh serial   the serial selection only (both kubelets)
+#   hack/conformance.sh serial   the serial selection only (both kubelets), part by part
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
 # Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial"),
+#      PART (the serial selection's parts to run, e.g. "2" or "1 3"; default all: each part of
+#      serial.txt runs, and is kept, on its own, both kubelets in turn),
 #      PROCS (parallel ginkgo processes, default 5),
 #      FOCUS (ginkgo focus regex; for the serial selection it replaces serial.txt; a FOCUS run
 #      writes $OUT/CONFORMANCE.md and keeps no column in hack/conformance/results), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
@@ -67,6 +69,7 @@ SERIAL_FILE=$REPO_ROOT/hack/conformance/serial.txt
 SERIAL_LABELS='!Flaky'
 SELECTIONS=${SELECTIONS:-parallel serial}
 SELECTION=parallel
+PART_NO=
 RUN_DIR=$OUT
 # The suite restarts "the kubelet service" with sudo systemctl: these stand-ins do it here.
 SHIM_PATH=$REPO_ROOT/hack/conformance/shim:$PATH
@@ -296,12 +299,16 @@ run_suite() {
 	else
 		# One spec at a time, each free to restart the kubelet through the systemctl shim; the
 		# lines marked "## first" run before the others, in an invocation of their own.
-		local -a first=() rest=()
-		mapfile -t first < <(grep -E ' ## first' "$SERIAL_FILE" | regex_args --focus /dev/stdin)
-		mapfile -t rest < <(grep -vE ' ## first' "$SERIAL_FILE" | regex_args --focus /dev/stdin)
-		ginkgo_run "$dir" report-first.json 1 "$SERIAL_LABELS" "${filter_args[@]}" "${first[@]}"
+		local -a first=() rest=() reports=()
+		mapfile -t first < <(part_lines "$PART_NO" | grep -E ' ## first' | regex_args --focus /dev/stdin)
+		mapfile -t rest < <(part_lines "$PART_NO" | grep -vE ' ## first' | regex_args --focus /dev/stdin)
+		if ((${#first[@]})); then
+			ginkgo_run "$dir" report-first.json 1 "$SERIAL_LABELS" "${filter_args[@]}" "${first[@]}"
+			reports+=("$dir/report-first.json")
+		fi
 		ginkgo_run "$dir" report-rest.json 1 "$SERIAL_LABELS" "${filter_args[@]}" "${rest[@]}"
-		jq -s add "$dir/report-first.json" "$dir/report-rest.json" >"$dir/report.json" || true
+		reports+=("$dir/report-rest.json")
+		jq -s add "${reports[@]}" >"$dir/report.json" || true
 	fi
 	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
 }
@@ -364,9 +371,34 @@ page_path() {
 	if [[ -n ${FOCUS:-} ]]; then echo "$OUT/CONFORMANCE.md"; else echo CONFORMANCE.md; fi
 }
 
-# kept_dir SUBJECT is where the repository keeps the current selection's column of SUBJECT.
+# kept_dir SUBJECT is where the repository keeps the current selection's (or serial part's)
+# column of SUBJECT.
 kept_dir() {
-	echo "hack/conformance/results/${SELECTION:-parallel}/$1"
+	if [[ $SELECTION == serial ]]; then
+		echo "hack/conformance/results/serial/part-$PART_NO/$1"
+	else
+		echo "hack/conformance/results/${SELECTION:-parallel}/$1"
+	fi
+}
+
+# part_lines N prints the lines of serial.txt's part N (those under "#- part N: TITLE").
+part_lines() {
+	awk -v n="$1" '/^#- part [0-9]+:/ { part = $3 + 0; next } /^[[:space:]]*(#|$)/ { next } part == n' "$SERIAL_FILE"
+}
+
+# serial_parts lists the serial selection's parts to run: PART, else every part of serial.txt.
+serial_parts() {
+	local all
+	all=$(sed -n 's/^#- part \([0-9]\{1,\}\):.*/\1/p' "$SERIAL_FILE" | tr '\n' ' ')
+	if [[ -z ${PART:-} ]]; then
+		echo "$all"
+		return
+	fi
+	local p
+	for p in $PART; do
+		[[ " $all " == *" $p "* ]] || { echo "conformance: PART=$PART: serial.txt has parts $all" >&2; return 1; }
+	done
+	echo "$PART"
 }
 
 # column SELECTION SUBJECT is the directory of the column's latest results: this machine's run
@@ -484,21 +516,39 @@ locked_main() {
 		"$REPORTER" -smoke -nodelet "$RUN_DIR/nodelet/report.json"
 		return
 	fi
-	local subject
+	local subject parts
 	for SELECTION in $SELECTIONS; do
-		RUN_DIR=$OUT
-		[[ $SELECTION != serial ]] || RUN_DIR=$OUT/serial
-		for subject in $SUBJECTS; do
-			[[ $SELECTION != serial ]] || start_fakelogind
-			run_subject "$subject" || echo "conformance: $subject run of the $SELECTION selection failed" >&2
-			stop_fakelogind
+		if [[ $SELECTION != serial ]]; then
+			RUN_DIR=$OUT
+			for subject in $SUBJECTS; do
+				run_subject "$subject" || echo "conformance: $subject run of the $SELECTION selection failed" >&2
+			done
+			continue
+		fi
+		# A FOCUS run replaces the parts with one "part 0" of its own (not kept).
+		parts=0
+		[[ -n ${FOCUS:-} ]] || parts=$(serial_parts)
+		for PART_NO in $parts; do
+			RUN_DIR=$OUT/serial/part-$PART_NO
+			for subject in $SUBJECTS; do
+				say "serial selection, part $PART_NO: $subject"
+				start_fakelogind
+				run_subject "$subject" || echo "conformance: $subject run of serial part $PART_NO failed" >&2
+				stop_fakelogind
+			done
 		done
 	done
 	# A column this invocation did not run comes from the last one kept (its provenance says
 	# which commit and run): this machine's _output, else hack/conformance/results.
+	# The serial parts come from the kept results (every whole part run is kept), a FOCUS run's
+	# from its own directory.
+	local serial_dir=hack/conformance/results/serial serial_file=$SERIAL_FILE
+	if [[ -n ${FOCUS:-} ]]; then
+		serial_dir=$OUT/serial serial_file=$OUT/serial-focus.txt
+		printf '#- part 0: FOCUS %s\n%s\n' "$FOCUS" "$FOCUS" >"$serial_file"
+	fi
 	"$REPORTER" -nodelet "$(column parallel nodelet)/report.json" -kubelet "$(column parallel kubelet)/report.json" \
-		-serial-nodelet "$(column serial nodelet)/report.json" -serial-kubelet "$(column serial kubelet)/report.json" \
-		-serial "$SERIAL_FILE" -skips "$SKIPS_FILE" -causes hack/conformance/causes.txt \
+		-serial-dir "$serial_dir" -serial "$serial_file" -skips "$SKIPS_FILE" -causes hack/conformance/causes.txt \
 		-nodelet-log "$(column parallel nodelet)/nodelet.log" -out "$(page_path)"
 }
 
@@ -515,6 +565,8 @@ __locked)
 	locked_main
 	;;
 full | smoke)
+	# A wrong PART is said now, not after the build and the parallel selection.
+	[[ " $SELECTIONS " != *" serial "* || -n ${FOCUS:-} ]] || serial_parts >/dev/null
 	mkdir -p "$OUT"
 	prepare
 	wait_quiet

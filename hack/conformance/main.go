@@ -2,7 +2,7 @@
 // runs (nodelet, upstream kubelet) into CONFORMANCE.md, checks a smoke run, or records what a
 // run is about to use (build, images, budget) next to its report.
 //
-//	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -out CONFORMANCE.md
+//	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -serial-dir hack/conformance/results/serial -out CONFORMANCE.md
 //	go run ./hack/conformance -smoke -nodelet N/report.json
 //	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
 //	go run ./hack/conformance -record-end DIR/run.json
@@ -23,7 +23,7 @@ import (
 
 type options struct {
 	nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string
-	serialNodelet, serialKubelet, serialPath                         string
+	serialDir, serialPath                                            string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
 	keep, keepTo                                                     string
@@ -34,9 +34,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.nodeletPath, "nodelet", "", "ginkgo JSON report of the nodelet run")
 	flag.StringVar(&o.kubeletPath, "kubelet", "", "ginkgo JSON report of the upstream kubelet run (optional)")
-	flag.StringVar(&o.serialNodelet, "serial-nodelet", "", "ginkgo JSON report of nodelet's serial selection run (optional)")
-	flag.StringVar(&o.serialKubelet, "serial-kubelet", "", "ginkgo JSON report of the upstream kubelet's serial selection run (optional)")
-	flag.StringVar(&o.serialPath, "serial", "hack/conformance/serial.txt", "the serial selection's focus list")
+	flag.StringVar(&o.serialDir, "serial-dir", "", "the serial selection's results: part-N/{nodelet,kubelet}/report.json (optional)")
+	flag.StringVar(&o.serialPath, "serial", "hack/conformance/serial.txt", "the serial selection's parts and focus list")
 	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
 	flag.StringVar(&o.causesPath, "causes", "hack/conformance/causes.txt", "investigated causes of failures")
 	flag.StringVar(&o.out, "out", "CONFORMANCE.md", "where to write the table")
@@ -99,7 +98,13 @@ func execute(o options) error {
 	upstream.explainSkips(skips)
 	page := report{nodelet: nodelet, upstream: upstream, skips: skips, causes: causes,
 		podErrs: podErrors(o.nodeletLog), generated: time.Now().UTC()}
-	page.serial, page.serialFocus = serialReport(o, page)
+	if o.serialDir != "" {
+		parts, err := readSerialParts(o.serialPath)
+		if err != nil {
+			return err
+		}
+		page.serial = loadSerialSections(o.serialDir, parts, page)
+	}
 	if err := writeFile(o.out, page.write); err != nil {
 		return err
 	}
@@ -107,34 +112,6 @@ func execute(o options) error {
 	fmt.Printf("nodelet: %d passed, %d failed (%d timed out), %d skipped, %d not run; wrote %s\n",
 		t.passed, t.failed, t.timedOut, t.skipped, t.notRun, o.out)
 	return nil
-}
-
-// serialReport is the serial selection's part of the page and its focus list; the part is nil
-// when nodelet has no results for it (the selection was not run).
-func serialReport(o options, main report) (*report, []string) {
-	if o.serialNodelet == "" {
-		return nil, nil
-	}
-	focus, _ := readLines(o.serialPath)
-	for i, line := range focus {
-		focus[i], _, _ = strings.Cut(line, " ## ") // "## first" orders the run; it is not part of the regex
-	}
-	nodelet, err := loadColumn(o.serialNodelet, serialSelection)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: no serial selection results: %v\n", err)
-		return nil, focus // the page says the selection has not run
-	}
-	upstream := emptyRun()
-	if o.serialKubelet != "" {
-		if upstream, err = loadColumn(o.serialKubelet, serialSelection); err != nil {
-			fmt.Fprintf(os.Stderr, "conformance: no upstream kubelet serial results: %v\n", err)
-			upstream = emptyRun()
-		}
-	}
-	nodelet.explainSkips(main.skips)
-	upstream.explainSkips(main.skips)
-	return &report{nodelet: nodelet, upstream: upstream, skips: main.skips, causes: main.causes,
-		podErrs: podErrors(filepath.Join(filepath.Dir(o.serialNodelet), "nodelet.log")), generated: main.generated}, focus
 }
 
 // loadColumn reads a run's report and the provenance recorded next to it (if any).

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,8 +18,8 @@ type report struct {
 	causes            []cause
 	podErrs           map[string]string
 	generated         time.Time
-	serial            *report  // the second selection; nil when it has no results
-	serialFocus       []string // its focus regexes (hack/conformance/serial.txt)
+	serial            []serialSection // the second selection, part by part
+	heading           string          // the level of the sections below the title: "##" when empty
 }
 
 const upstreamName = "upstream kubelet v1.33.4"
@@ -32,25 +33,53 @@ func (rp *report) write(w *bufio.Writer) {
 		"run by `make conformance` on the local control plane against nodelet and the %s. "+
 		"Generated %s.\n\n", upstreamName, rp.generated.Format("2006-01-02 15:04 MST"))
 	rp.writeBody(w)
-	if rp.serial == nil && len(rp.serialFocus) > 0 {
-		fmt.Fprintf(w, serialTitle+"Not run yet: no results are kept for it (hack/conformance/results/serial). `make conformance-serial` "+
-			"runs it, one spec at a time, each kubelet in turn (about 85 minutes a kubelet here).\n")
+	if len(rp.serial) > 0 {
+		rp.writeSerial(w)
 	}
-	if s := rp.serial; s != nil {
-		fmt.Fprint(w, serialTitle)
-		fmt.Fprintf(w, "The upstream node suite's own specs for eviction, garbage collection, the OOM killer, node "+
-			"allocatable enforcement, the Summary API, seccomp default, pod overhead, RuntimeClass handlers, lock "+
-			"contention and graceful node shutdown (label filter `!Flaky`, focus below, from "+
-			"hack/conformance/serial.txt), run one at a time after the selection above, against nodelet and the %s. "+
-			"The specs change the kubelet's configuration by writing `kubelet-config` and restarting \"the kubelet "+
-			"service\"; with no systemd here, hack/conformance/shim/systemctl restarts whichever kubelet is under test "+
-			"on that file, both alike, and test/fakelogind stands in for systemd-logind on a private system bus "+
-			"(both kubelets and the suite use it).\n\n", upstreamName)
-		for _, f := range rp.serialFocus {
+}
+
+// writeSerial is the serial selection: its totals, then each part in the shape of the
+// selection above.
+func (rp *report) writeSerial(w *bufio.Writer) {
+	fmt.Fprint(w, serialTitle)
+	fmt.Fprintf(w, "The upstream node suite's own specs for eviction, garbage collection, the OOM killer, node "+
+		"allocatable enforcement, the Summary API, seccomp default, pod overhead, RuntimeClass handlers, lock "+
+		"contention and graceful node shutdown (label filter `!Flaky`, focus below, from "+
+		"hack/conformance/serial.txt), run one at a time, against nodelet and the %s. "+
+		"The specs change the kubelet's configuration by writing `kubelet-config` and restarting \"the kubelet "+
+		"service\"; with no systemd here, hack/conformance/shim/systemctl restarts whichever kubelet is under test "+
+		"on that file, both alike, and test/fakelogind stands in for systemd-logind on a private system bus "+
+		"(both kubelets and the suite use it). The whole selection takes longer than one sitting (hours, most of it "+
+		"the eviction specs waiting for pressure to come and go), so it is cut into parts, each run and kept on its "+
+		"own (`make conformance-serial PART=N`, both kubelets in one invocation); each part says where its columns "+
+		"came from.\n\n", upstreamName)
+	var n, u tally
+	ran := 0
+	for _, sec := range rp.serial {
+		if sec.results != nil {
+			n, u = n.plus(sec.results.nodelet.counts()), u.plus(sec.results.upstream.counts())
+			ran++
+		}
+	}
+	fmt.Fprintf(w, "Totals over the %d of %d parts that have results:\n\n", ran, len(rp.serial))
+	writeTallies(w, n, u)
+	for _, sec := range rp.serial {
+		fmt.Fprintf(w, "\n## Part %d: %s\n\n", sec.part.number, sec.part.title)
+		for _, f := range sec.part.focus {
 			fmt.Fprintf(w, "- `%s`\n", f)
 		}
 		fmt.Fprintln(w)
-		s.writeBody(w)
+		switch {
+		case sec.results == nil:
+			fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/serial/part-%d). "+
+				"`make conformance-serial PART=%d` runs it.\n", sec.part.number, sec.part.number)
+			continue
+		case sec.whole:
+			fmt.Fprintf(w, "No run of this part alone is kept yet: these columns are this part's specs out of a run of "+
+				"the whole selection (hack/conformance/results/serial/SUBJECT), whose budget may have ended before it "+
+				"reached them (\"not run\").\n\n")
+		}
+		sec.results.writeBody(w)
 	}
 }
 
@@ -59,12 +88,14 @@ func (rp *report) writeBody(w *bufio.Writer) {
 	fmt.Fprintf(w, "%s\n\n", rp.setupSentence())
 	rp.writeCounts(w)
 	rp.writeProvenance(w)
-	fmt.Fprintf(w, "\nSkipped on purpose (hack/conformance/skips.txt), what this machine cannot give:\n\n")
-	for _, s := range rp.skips {
-		fmt.Fprintf(w, "- `%s`: %s\n", s.pattern, s.reason)
+	if skips := rp.skipsUsed(); len(skips) > 0 {
+		fmt.Fprintf(w, "\nSkipped on purpose (hack/conformance/skips.txt), what this machine cannot give:\n\n")
+		for _, s := range skips {
+			fmt.Fprintf(w, "- `%s`: %s\n", s.pattern, s.reason)
+		}
 	}
 	rp.writeFailures(w)
-	fmt.Fprintf(w, "\n## All specs\n\n| spec | nodelet | upstream kubelet |\n| --- | --- | --- |\n")
+	fmt.Fprintf(w, "\n%s All specs\n\n| spec | nodelet | upstream kubelet |\n| --- | --- | --- |\n", rp.h())
 	for _, name := range mergeNames(rp.nodelet, rp.upstream) {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", cell(name), state(rp.nodelet, name), state(rp.upstream, name))
 	}
@@ -101,23 +132,46 @@ func (rp *report) setupSentence() string {
 }
 
 func (rp *report) writeCounts(w *bufio.Writer) {
+	writeTallies(w, rp.nodelet.counts(), rp.upstream.counts())
+}
+
+// writeTallies is the counts table of the two kubelets.
+func writeTallies(w *bufio.Writer, nodelet, upstream tally) {
 	fmt.Fprintf(w, "| kubelet | passed | failed | of which timed out | skipped | not run (time budget) |\n"+
 		"| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, c := range []struct {
 		name string
-		run  *run
-	}{{"nodelet", rp.nodelet}, {upstreamName, rp.upstream}} {
-		t := c.run.counts()
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d |\n", c.name, t.passed, t.failed, t.timedOut, t.skipped, t.notRun)
+		t    tally
+	}{{"nodelet", nodelet}, {upstreamName, upstream}} {
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d |\n", c.name, c.t.passed, c.t.failed, c.t.timedOut, c.t.skipped, c.t.notRun)
 	}
 	fmt.Fprintf(w, "\nA spec still running when its run's TIMEOUT ended, or past its own time limit, is "+
 		"counted failed (\"timed out\") for the kubelet it ran on; \"not run\" specs never started.\n")
 }
 
+// h is the heading level of this selection's sections.
+func (rp *report) h() string {
+	return or(rp.heading, "##")
+}
+
+// skipsUsed are the skips.txt lines that match a spec of this selection: the others concern
+// another selection.
+func (rp *report) skipsUsed() []skip {
+	names := mergeNames(rp.nodelet, rp.upstream)
+	var used []skip
+	for _, sk := range rp.skips {
+		re, err := regexp.Compile(sk.pattern)
+		if err == nil && slices.ContainsFunc(names, re.MatchString) {
+			used = append(used, sk)
+		}
+	}
+	return used
+}
+
 // writeProvenance is the per-column record of build, budget, machine, runtime and images.
 func (rp *report) writeProvenance(w *bufio.Writer) {
 	n, u := rp.nodelet.prov, rp.upstream.prov
-	fmt.Fprintf(w, "\n## Where each column came from\n\n| | nodelet | upstream kubelet |\n| --- | --- | --- |\n")
+	fmt.Fprintf(w, "\n%s Where each column came from\n\n| | nodelet | upstream kubelet |\n| --- | --- | --- |\n", rp.h())
 	row := func(label string, get func(*provenance) string) {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", label, cell(provField(n, get)), cell(provField(u, get)))
 	}
@@ -174,9 +228,9 @@ func or(s, fallback string) string {
 func (rp *report) writeFailures(w *bufio.Writer) {
 	if len(rp.upstream.names) == 0 {
 		// Without an upstream column nothing can be called nodelet-only.
-		fmt.Fprintf(w, "\n## Failures on nodelet\n\nThere is no upstream kubelet column to compare with, so none of "+
+		fmt.Fprintf(w, "\n%s Failures on nodelet\n\nThere is no upstream kubelet column to compare with, so none of "+
 			"these is known to be nodelet-only. First the investigated cause where hack/conformance/causes.txt has one "+
-			"for this spec and message, then the error nodelet logged for the spec's pod, then the suite's message.\n\n")
+			"for this spec and message, then the error nodelet logged for the spec's pod, then the suite's message.\n\n", rp.h())
 		for _, name := range rp.nodelet.names {
 			if n := rp.nodelet.results[name]; n.failed() {
 				fmt.Fprintf(w, "- %s (%s): %s\n", name, n.state, cell(describe(rp.causes, "nodelet", name, n, rp.podErrs)))
@@ -184,9 +238,9 @@ func (rp *report) writeFailures(w *bufio.Writer) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "\n## Nodelet-only failures\n\nFailed on nodelet, not on the upstream kubelet; first the "+
+	fmt.Fprintf(w, "\n%s Nodelet-only failures\n\nFailed on nodelet, not on the upstream kubelet; first the "+
 		"investigated cause where hack/conformance/causes.txt has one for this spec and message, then the error "+
-		"nodelet logged for the spec's pod, then the suite's message.\n\n")
+		"nodelet logged for the spec's pod, then the suite's message.\n\n", rp.h())
 	for _, name := range rp.nodelet.names {
 		n, u := rp.nodelet.results[name], rp.upstream.results[name]
 		if n.failed() && !u.failed() {
@@ -194,7 +248,7 @@ func (rp *report) writeFailures(w *bufio.Writer) {
 				cell(describe(rp.causes, "nodelet", name, n, rp.podErrs)))
 		}
 	}
-	fmt.Fprintf(w, "\n## Failed on both\n\nEach kubelet's own failure.\n\n")
+	fmt.Fprintf(w, "\n%s Failed on both\n\nEach kubelet's own failure.\n\n", rp.h())
 	for _, name := range rp.nodelet.names {
 		n, u := rp.nodelet.results[name], rp.upstream.results[name]
 		if n.failed() && u.failed() {

@@ -123,39 +123,3 @@ sha256:4ad2 application/vnd.docker.distribution.manifest.v2+json sha256:f709 1.5
 		t.Errorf("parseImages = %v", got)
 	}
 }
-
-// The serial selection follows the parallel one in the same shape, under its own title.
-func TestSerialSelectionSection(t *testing.T) {
-	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
-	sn, su := mustRead(t, "testdata/nodelet/report.json"), emptyRun()
-	rp := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		serial: &report{nodelet: sn, upstream: su}, serialFocus: []string{`\[sig-node\] GarbageCollect`}}
-	page := writePage(&rp)
-	_, serial, ok := strings.Cut(page, "# Serial selection")
-	if !ok {
-		t.Fatalf("no serial section:\n%s", page)
-	}
-	for _, want := range []string{"- `\\[sig-node\\] GarbageCollect`", "There is no upstream kubelet column", "## All specs", "| nodelet |",
-		"## Failures on nodelet", "none of these is known to be nodelet-only"} {
-		if !strings.Contains(serial, want) {
-			t.Errorf("serial section lacks %q:\n%s", want, serial)
-		}
-	}
-	// With no upstream column, no failure is called nodelet-only or shared.
-	for _, unwanted := range []string{"## Nodelet-only failures", "## Failed on both"} {
-		if strings.Contains(serial, unwanted) {
-			t.Errorf("serial section without an upstream column has %q", unwanted)
-		}
-	}
-}
-
-// A serial selection with no results is said to be not run, not left out silently.
-func TestSerialSelectionNotRunIsSaid(t *testing.T) {
-	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
-	rp := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		serialFocus: []string{`\[sig-node\] GarbageCollect`}}
-	_, serial, ok := strings.Cut(writePage(&rp), "# Serial selection")
-	if !ok || !strings.Contains(serial, "Not run yet") || strings.Contains(serial, "## All specs") {
-		t.Errorf("serial section of a selection that has not run:\n%s", serial)
-	}
-}

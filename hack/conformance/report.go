@@ -223,6 +223,10 @@ func matchesAny(res []*regexp.Regexp, s string) bool {
 // tally is one column's counts; failed includes timedOut.
 type tally struct{ passed, failed, timedOut, skipped, notRun int }
 
+func (t tally) plus(o tally) tally {
+	return tally{t.passed + o.passed, t.failed + o.failed, t.timedOut + o.timedOut, t.skipped + o.skipped, t.notRun + o.notRun}
+}
+
 func (r *run) counts() tally {
 	var t tally
 	for _, res := range r.results {
