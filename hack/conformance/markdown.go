@@ -74,10 +74,10 @@ func (rp *report) writeSerial(w *bufio.Writer) {
 			fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/serial/part-%d). "+
 				"`make conformance-serial PART=%d` runs it.\n", sec.part.number, sec.part.number)
 			continue
-		case sec.whole:
-			fmt.Fprintf(w, "No run of this part alone is kept yet: these columns are this part's specs out of a run of "+
-				"the whole selection (hack/conformance/results/serial/SUBJECT), whose budget may have ended before it "+
-				"reached them (\"not run\").\n\n")
+		case len(sec.whole) > 0:
+			fmt.Fprintf(w, "No run of this part alone is kept yet for %s: that column is this part's specs out of a "+
+				"run of the whole selection (hack/conformance/results/serial/SUBJECT), whose budget may have ended "+
+				"before it reached them (\"not run\").\n\n", strings.Join(sec.whole, " and "))
 		}
 		sec.results.writeBody(w)
 	}
@@ -116,7 +116,7 @@ func (rp *report) setupSentence() string {
 		notes = append(notes, fmt.Sprintf("Both columns come from one `make conformance` invocation (%s).", n.Invocation))
 	default:
 		notes = append(notes, fmt.Sprintf("The columns come from different `make conformance` invocations: "+
-			"nodelet's from %s (started %s), the upstream kubelet's from %s (started %s, re-used by a SUBJECTS=nodelet run).",
+			"nodelet's from %s (started %s), the upstream kubelet's from %s (started %s).",
 			n.Invocation, n.Started.Format(time.DateTime), u.Invocation, u.Started.Format(time.DateTime)))
 	}
 	if n != nil && u != nil && (n.Timeout != u.Timeout || n.Focus != u.Focus) {

@@ -56,51 +56,58 @@ func readSerialParts(path string) ([]serialPart, error) {
 type serialSection struct {
 	part    serialPart
 	results *report
-	whole   bool // the columns come from a run of the whole selection, cut to this part's specs
+	whole   []string // the columns (nodelet, upstream kubelet) cut out of a run of the whole selection
 }
 
-// loadSerialSections reads each part's columns from dir: dir/part-N/SUBJECT when a run of the
-// part is kept there, else the part's specs out of a run of the whole selection in
-// dir/SUBJECT (the shape before the selection was cut into parts), else nothing.
+// loadSerialSections reads each part's columns from dir. A column comes from dir/part-N/SUBJECT
+// when a run of the part is kept there, else it is the part's specs out of a run of the whole
+// selection in dir/SUBJECT (the shape before the selection was cut into parts).
 func loadSerialSections(dir string, parts []serialPart, main report) []serialSection {
 	var sections []serialSection
 	for _, p := range parts {
 		sec := serialSection{part: p}
-		partDir := filepath.Join(dir, fmt.Sprintf("part-%d", p.number))
-		if _, err := os.Stat(filepath.Join(partDir, "nodelet", "report.json")); err != nil {
-			partDir, sec.whole = dir, true
-		}
-		nodelet, err := loadPartColumn(filepath.Join(partDir, "nodelet", "report.json"), p)
+		nodelet, nodeletDir, whole, err := loadPartColumn(dir, p, "nodelet")
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "conformance: serial part %d: no nodelet results: %v\n", p.number, err)
-			sections = append(sections, serialSection{part: p})
+			sections = append(sections, sec)
 			continue
 		}
-		upstream, err := loadPartColumn(filepath.Join(partDir, "kubelet", "report.json"), p)
-		if err != nil {
+		if whole {
+			sec.whole = append(sec.whole, "nodelet")
+		}
+		upstream, _, whole, err := loadPartColumn(dir, p, "kubelet")
+		switch {
+		case err != nil:
 			fmt.Fprintf(os.Stderr, "conformance: serial part %d: no upstream kubelet results: %v\n", p.number, err)
 			upstream = emptyRun()
+		case whole:
+			sec.whole = append(sec.whole, "upstream kubelet")
 		}
 		nodelet.explainSkips(main.skips)
 		upstream.explainSkips(main.skips)
 		sec.results = &report{nodelet: nodelet, upstream: upstream, skips: main.skips, causes: main.causes,
-			podErrs: podErrors(filepath.Join(partDir, "nodelet", "nodelet.log")), generated: main.generated, heading: "###"}
+			podErrs: podErrors(filepath.Join(nodeletDir, "nodelet.log")), generated: main.generated, heading: "###"}
 		sections = append(sections, sec)
 	}
 	return sections
 }
 
-// loadPartColumn reads one kubelet's column of a part, keeping only the part's specs.
-func loadPartColumn(reportPath string, p serialPart) (*run, error) {
-	r, err := loadColumn(reportPath, serialSelection)
-	if err != nil {
-		return nil, err
+// loadPartColumn reads one kubelet's column of a part, keeping only the part's specs: from the
+// part's own run when one is kept, else (whole) from the whole selection's run. It returns the
+// directory the column came from.
+func loadPartColumn(dir string, p serialPart, subject string) (r *run, from string, whole bool, err error) {
+	from = filepath.Join(dir, fmt.Sprintf("part-%d", p.number), subject)
+	if _, err := os.Stat(filepath.Join(from, "report.json")); err != nil {
+		from, whole = filepath.Join(dir, subject), true
+	}
+	if r, err = loadColumn(filepath.Join(from, "report.json"), serialSelection); err != nil {
+		return nil, "", false, err
 	}
 	r.keepOnly(compileAll(p.focus))
 	if len(r.names) == 0 {
-		return nil, fmt.Errorf("%s holds no spec of part %d", reportPath, p.number)
+		return nil, "", false, fmt.Errorf("%s holds no spec of part %d", from, p.number)
 	}
-	return r, nil
+	return r, from, whole, nil
 }
 
 // keepOnly drops the specs no focus regex matches.

@@ -52,6 +52,7 @@ func TestSerialPartsOwnRunWholeRunAndNotRun(t *testing.T) {
 	copyColumn(t, "testdata/nodelet", filepath.Join(dir, "part-1"), "nodelet")
 	copyColumn(t, "testdata/kubelet", filepath.Join(dir, "part-1"), "kubelet")
 	copyColumn(t, "testdata/nodelet", dir, "nodelet") // the whole selection's run
+	copyColumn(t, "testdata/kubelet", filepath.Join(dir, "part-2"), "kubelet")
 	parts := []serialPart{
 		{number: 1, title: "pods", focus: []string{`\[sig-node\] Pods`}},
 		{number: 2, title: "hangs", focus: []string{`\[sig-node\] Hangs`}},
@@ -62,7 +63,7 @@ func TestSerialPartsOwnRunWholeRunAndNotRun(t *testing.T) {
 	if len(sections) != 3 {
 		t.Fatalf("%d sections", len(sections))
 	}
-	if s := sections[0]; s.results == nil || s.whole || len(s.results.upstream.names) == 0 {
+	if s := sections[0]; s.results == nil || len(s.whole) > 0 || len(s.results.upstream.names) == 0 {
 		t.Fatalf("part 1 should come from its own run with both columns: %+v", s)
 	}
 	for _, name := range sections[0].results.nodelet.names {
@@ -70,8 +71,8 @@ func TestSerialPartsOwnRunWholeRunAndNotRun(t *testing.T) {
 			t.Errorf("part 1 holds %q, outside its focus", name)
 		}
 	}
-	if s := sections[1]; s.results == nil || !s.whole || len(s.results.nodelet.names) != 2 {
-		t.Fatalf("part 2 should be the two Hangs specs of the whole run: %+v", s)
+	if s := sections[1]; s.results == nil || len(s.whole) != 1 || len(s.results.nodelet.names) != 2 || len(s.results.upstream.names) != 2 {
+		t.Fatalf("part 2 should be the two Hangs specs, nodelet's of the whole run, the upstream kubelet's of its own: %+v", s)
 	}
 	if sections[2].results != nil {
 		t.Errorf("part 3 matches no spec and should have no results")
@@ -84,16 +85,16 @@ func TestSerialPartsOwnRunWholeRunAndNotRun(t *testing.T) {
 		t.Fatalf("no serial section:\n%s", page)
 	}
 	for _, want := range []string{"Totals over the 2 of 3 parts", "## Part 1: pods", "### All specs",
-		"## Part 2: hangs", "No run of this part alone is kept yet", "There is no upstream kubelet column",
-		"### Failures on nodelet", "## Part 3: nothing", "Not run yet", "`make conformance-serial PART=3`"} {
+		"## Part 2: hangs", "No run of this part alone is kept yet for nodelet:", "### Nodelet-only failures",
+		"## Part 3: nothing", "Not run yet", "`make conformance-serial PART=3`"} {
 		if !strings.Contains(serial, want) {
 			t.Errorf("serial section lacks %q:\n%s", want, serial)
 		}
 	}
 	_, part2, _ := strings.Cut(serial, "## Part 2")
 	part2, _, _ = strings.Cut(part2, "## Part 3")
-	if strings.Contains(part2, "Nodelet-only failures") {
-		t.Errorf("a part without an upstream column calls a failure nodelet-only:\n%s", part2)
+	if !strings.Contains(part2, "(nodelet: timed out, upstream: passed)") {
+		t.Errorf("part 2 does not set nodelet's whole-run column against the upstream kubelet's part run:\n%s", part2)
 	}
 }
 
