@@ -14,6 +14,7 @@ func (n *agent) cadvisorHandler() http.Handler {
 	src := cadvisor.Source{Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get, OOMs: &n.ooms}
 	if n.cgroups != nil {
 		src.PodsCgroup = path.Join("/", strOr(&n.cfg.Kubelet.CgroupRoot, "/"), "kubepods")
+		src.Layers = n.summaryProvider().Layers
 	} else {
 		src.Pods = nil
 	}

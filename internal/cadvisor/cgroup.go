@@ -11,13 +11,16 @@ import (
 // cgroupStats are one cgroup's figures on cgroup v1; a nil field could not be read.
 type cgroupStats struct {
 	cpuUsageNs                                  *uint64
+	cpuUserNs, cpuSystemNs                      *uint64
 	cfsPeriods, cfsThrottled, cfsThrottledNs    *uint64
 	cpuShares                                   *uint64
 	cpuQuota, cpuPeriod                         *int64
 	memUsage, memMaxUsage, memFailcnt, memLimit *uint64
 	memStat                                     map[string]uint64
+	memSoftLimit, memSwapLimit, memSwap         *uint64
 	oomKills                                    *uint64
-	io                                          []deviceIO
+	ioBytes, ioOps                              []deviceIO
+	pidsMax                                     *uint64
 	procs, tasks                                []int
 }
 
@@ -27,6 +30,9 @@ func readCgroup(root, path string) cgroupStats {
 	var s cgroupStats
 	cpu := firstDir(root, path, "cpu,cpuacct", "cpuacct")
 	s.cpuUsageNs = readUint(filepath.Join(cpu, "cpuacct.usage"))
+	if st := readKV(filepath.Join(cpu, "cpuacct.stat")); st != nil {
+		s.cpuUserNs, s.cpuSystemNs = ticksToNs(get(st, "user")), ticksToNs(get(st, "system"))
+	}
 	cpuCtl := firstDir(root, path, "cpu,cpuacct", "cpu")
 	if st := readKV(filepath.Join(cpuCtl, "cpu.stat")); st != nil {
 		s.cfsPeriods, s.cfsThrottled, s.cfsThrottledNs = get(st, "nr_periods"), get(st, "nr_throttled"), get(st, "throttled_time")
@@ -40,11 +46,25 @@ func readCgroup(root, path string) cgroupStats {
 	s.memFailcnt = readUint(filepath.Join(mem, "memory.failcnt"))
 	s.memLimit = readUint(filepath.Join(mem, "memory.limit_in_bytes"))
 	s.memStat = readKV(filepath.Join(mem, "memory.stat"))
+	s.memSoftLimit = readUint(filepath.Join(mem, "memory.soft_limit_in_bytes"))
+	// memsw (memory plus swap) exists only with swap accounting; cAdvisor reports swap as the
+	// difference.
+	s.memSwapLimit = readUint(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
+	if memsw := readUint(filepath.Join(mem, "memory.memsw.usage_in_bytes")); memsw != nil && s.memUsage != nil {
+		s.memSwap = ptr(*memsw - min(*memsw, *s.memUsage))
+	}
 	if oc := readKV(filepath.Join(mem, "memory.oom_control")); oc != nil {
 		s.oomKills = get(oc, "oom_kill")
 	}
-	s.io = blkioBytes(filepath.Join(root, "blkio", path, "blkio.throttle.io_service_bytes"))
+	s.ioBytes = blkio(filepath.Join(root, "blkio", path, "blkio.throttle.io_service_bytes"))
+	s.ioOps = blkio(filepath.Join(root, "blkio", path, "blkio.throttle.io_serviced"))
 	pids := firstDir(root, path, "pids", "memory")
+	if limit, err := os.ReadFile(filepath.Join(root, "pids", path, "pids.max")); err == nil {
+		s.pidsMax = ptr(uint64(0)) // "max": unlimited, which cAdvisor reports as 0
+		if v, err := strconv.ParseUint(strings.TrimSpace(string(limit)), 10, 64); err == nil {
+			s.pidsMax = &v
+		}
+	}
 	s.procs = readPIDs(filepath.Join(pids, "cgroup.procs"))
 	s.tasks = readPIDs(filepath.Join(pids, "tasks"))
 	return s
@@ -112,43 +132,51 @@ func get(m map[string]uint64, key string) *uint64 {
 	return &v
 }
 
-// deviceIO is the bytes read and written on one block device ("major:minor").
-type deviceIO struct {
-	device      string
-	read, write uint64
+// userHZ is the unit of cpuacct.stat: clock ticks of 1/100 s (USER_HZ is 100 on Linux).
+const userHZ = 100
+
+func ticksToNs(ticks *uint64) *uint64 {
+	if ticks == nil {
+		return nil
+	}
+	return ptr(*ticks * (1e9 / userHZ))
 }
 
-// blkioBytes reads the Read and Write lines of blkio.throttle.io_service_bytes per device.
-func blkioBytes(file string) []deviceIO {
+// deviceIO is one block device's ("major:minor") figures by operation (Read, Write, Sync,
+// Async, Discard, Total), from a blkio.throttle file.
+type deviceIO struct {
+	device string
+	ops    map[string]uint64
+	order  []string // the operations in file order
+}
+
+// blkio reads a blkio.throttle.io_service_bytes or io_serviced file per device.
+func blkio(file string) []deviceIO {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	byDev := map[string]*deviceIO{}
-	var order []string
+	var out []deviceIO
+	index := map[string]int{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) != 3 || (fields[1] != "Read" && fields[1] != "Write") {
+		if len(fields) != 3 { // the last line, "Total N", sums every device
 			continue
 		}
-		d := byDev[fields[0]]
-		if d == nil {
-			d = &deviceIO{device: fields[0]}
-			byDev[fields[0]] = d
-			order = append(order, fields[0])
+		i, ok := index[fields[0]]
+		if !ok {
+			i = len(out)
+			index[fields[0]] = i
+			out = append(out, deviceIO{device: fields[0], ops: map[string]uint64{}})
 		}
 		n, _ := strconv.ParseUint(fields[2], 10, 64)
-		if fields[1] == "Read" {
-			d.read += n
-		} else {
-			d.write += n
+		d := &out[i]
+		if _, seen := d.ops[fields[1]]; !seen {
+			d.order = append(d.order, fields[1])
 		}
-	}
-	out := make([]deviceIO, 0, len(order))
-	for _, dev := range order {
-		out = append(out, *byDev[dev])
+		d.ops[fields[1]] += n
 	}
 	return out
 }

@@ -1,9 +1,11 @@
 // Package cadvisor serves /metrics/cadvisor: the container series Prometheus dashboards and
 // alert rules read, under cAdvisor's names and labels, read straight from the cgroup v1 files
-// of the machine, each pod and each running container nodelet runs.
+// of the machine, each pod and each running container nodelet runs (and, for the container_fs
+// series, the writable layers the runtime reports).
 package cadvisor
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path"
@@ -17,8 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/stats"
 )
 
 // Source is what the collector reads pod identity from.
@@ -33,7 +37,13 @@ type Source struct {
 	MachineMemory int64
 	// OOMs are the kills the kernel log reported; nil counts only the cgroups' own counters.
 	OOMs *OOMCounter
+	// Layers reads the containers' writable layers by container ID (the container_fs series);
+	// nil leaves those series out.
+	Layers func(context.Context) (map[string]stats.Layer, error)
 }
+
+// layersTimeout bounds the runtime call behind the container_fs series of one scrape.
+const layersTimeout = 10 * time.Second
 
 // NewHandler serves the series of src.
 func NewHandler(src Source) http.Handler {
@@ -60,6 +70,7 @@ type target struct {
 	pod    bool   // a pod's cgroup: network series
 	netPID int    // a process in the pod's network namespace
 	start  *int64 // container start, unix seconds
+	id     string // the container's runtime ID ("" for the machine and pods)
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
@@ -71,9 +82,25 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(machineMemory, prometheus.GaugeValue, float64(c.src.MachineMemory), ids...)
 	}
 	now := float64(time.Now().UnixNano()) / 1e9
-	for _, t := range c.targets() {
-		c.emit(ch, t, readCgroup(c.src.CgroupRoot, t.path), now)
+	targets := c.targets()
+	layers := c.layers(len(targets) > 1)
+	for _, t := range targets {
+		c.emit(ch, t, readCgroup(c.src.CgroupRoot, t.path), layers, now)
 	}
+}
+
+// layers are the containers' writable layers, when there are containers to report.
+func (c *collector) layers(hasContainers bool) map[string]stats.Layer {
+	if !hasContainers || c.src.Layers == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), layersTimeout)
+	defer cancel()
+	layers, err := c.src.Layers(ctx)
+	if err != nil {
+		klog.V(2).InfoS("Cannot read the containers' writable layers; the container_fs series are left out", "err", err)
+	}
+	return layers
 }
 
 // targets are the machine, each pod with a cgroup and each running container in it.
@@ -104,7 +131,7 @@ func (c *collector) targets() []target {
 			}
 			p := path.Join(podPath, cs.ID)
 			start := cs.StartedAt.Unix()
-			out = append(out, target{path: p, labels: []string{cs.Name, p, cs.Image, cs.ID, pod.Namespace, pod.Name}, start: &start})
+			out = append(out, target{path: p, labels: []string{cs.Name, p, cs.Image, cs.ID, pod.Namespace, pod.Name}, start: &start, id: cs.ID})
 		}
 	}
 	return out
@@ -121,7 +148,7 @@ func (c *collector) podCgroup(uid types.UID) string {
 	return ""
 }
 
-func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, now float64) {
+func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, layers map[string]stats.Layer, now float64) {
 	counter := func(d *prometheus.Desc, v *uint64, scale float64) {
 		if v != nil {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(*v)*scale, t.labels...)
@@ -133,6 +160,8 @@ func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, n
 		}
 	}
 	counter(cpuUsage, s.cpuUsageNs, 1e-9)
+	counter(cpuUser, s.cpuUserNs, 1e-9)
+	counter(cpuSystem, s.cpuSystemNs, 1e-9)
 	counter(cfsPeriods, s.cfsPeriods, 1)
 	counter(cfsThrottledPeriods, s.cfsThrottled, 1)
 	counter(cfsThrottledSeconds, s.cfsThrottledNs, 1e-9)
@@ -141,11 +170,7 @@ func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, n
 		s.oomKills = &seen
 	}
 	counter(oomEvents, s.oomKills, 1)
-	for _, d := range s.io {
-		lv := append(append([]string{}, t.labels...), deviceName(c.src.Sys, d.device))
-		ch <- prometheus.MustNewConstMetric(fsReads, prometheus.CounterValue, float64(d.read), lv...)
-		ch <- prometheus.MustNewConstMetric(fsWrites, prometheus.CounterValue, float64(d.write), lv...)
-	}
+	c.emitIO(ch, t, s)
 	if t.path != "/" {
 		gauge(specCPUShares, s.cpuShares)
 		if s.cpuQuota != nil && *s.cpuQuota > 0 {
@@ -155,6 +180,11 @@ func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, n
 			gauge(specCPUPeriod, ptr(uint64(*s.cpuPeriod)))
 		}
 		gauge(specMemoryLimit, limitOrZero(s.memLimit))
+		gauge(specMemoryReserve, limitOrZero(s.memSoftLimit))
+		if s.memSwapLimit != nil {
+			gauge(specMemorySwapLimit, limitOrZero(s.memSwapLimit))
+		}
+		gauge(threadsMax, s.pidsMax)
 		gauge(processes, ptr(uint64(len(s.procs))))
 		gauge(threads, ptr(uint64(len(s.tasks))))
 		fds, sockets, nofile := processFiles(c.src.Proc, s.procs)
@@ -163,6 +193,13 @@ func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, n
 		if nofile != nil {
 			ch <- prometheus.MustNewConstMetric(ulimitsSoft, prometheus.GaugeValue, float64(*nofile), append(append([]string{}, t.labels...), "max_open_files")...)
 		}
+	}
+	if l, ok := layers[t.id]; ok {
+		lv := append(append([]string{}, t.labels...), deviceName(c.src.Sys, l.Device))
+		ch <- prometheus.MustNewConstMetric(fsUsage, prometheus.GaugeValue, float64(l.UsedBytes), lv...)
+		ch <- prometheus.MustNewConstMetric(fsLimit, prometheus.GaugeValue, float64(l.CapacityBytes), lv...)
+		ch <- prometheus.MustNewConstMetric(fsInodesFree, prometheus.GaugeValue, float64(l.InodesFree), lv...)
+		ch <- prometheus.MustNewConstMetric(fsInodesTotal, prometheus.GaugeValue, float64(l.Inodes), lv...)
 	}
 	if t.start != nil {
 		ch <- prometheus.MustNewConstMetric(startTime, prometheus.GaugeValue, float64(*t.start), t.labels...)
@@ -181,6 +218,7 @@ func (c *collector) emitMemory(ch chan<- prometheus.Metric, t target, s cgroupSt
 	}
 	gauge(memUsage, s.memUsage)
 	gauge(memMaxUsage, s.memMaxUsage)
+	gauge(memSwap, s.memSwap)
 	if s.memFailcnt != nil {
 		ch <- prometheus.MustNewConstMetric(memFailcnt, prometheus.CounterValue, float64(*s.memFailcnt), t.labels...)
 	}
@@ -190,6 +228,15 @@ func (c *collector) emitMemory(ch chan<- prometheus.Metric, t target, s cgroupSt
 	gauge(memCache, get(s.memStat, "total_cache"))
 	gauge(memRSS, get(s.memStat, "total_rss"))
 	gauge(memMappedFile, get(s.memStat, "total_mapped_file"))
+	// pgfault/pgmajfault count this cgroup's own faults, total_* its whole subtree.
+	for _, f := range []struct{ key, kind, scope string }{
+		{"pgfault", "pgfault", "container"}, {"pgmajfault", "pgmajfault", "container"},
+		{"total_pgfault", "pgfault", "hierarchy"}, {"total_pgmajfault", "pgmajfault", "hierarchy"},
+	} {
+		if v, ok := s.memStat[f.key]; ok {
+			ch <- prometheus.MustNewConstMetric(memFailures, prometheus.CounterValue, float64(v), append(append([]string{}, t.labels...), f.kind, f.scope)...)
+		}
+	}
 	if s.memUsage != nil {
 		ws := *s.memUsage
 		if inactive := s.memStat["total_inactive_file"]; inactive < ws {
@@ -198,6 +245,25 @@ func (c *collector) emitMemory(ch chan<- prometheus.Metric, t target, s cgroupSt
 			ws = 0
 		}
 		gauge(memWorkingSet, &ws)
+	}
+}
+
+// emitIO reports block I/O per device: bytes and operations read and written, and the bytes
+// of every operation blkio counts.
+func (c *collector) emitIO(ch chan<- prometheus.Metric, t target, s cgroupStats) {
+	withDevice := func(dev string) []string { return append(append([]string{}, t.labels...), deviceName(c.src.Sys, dev)) }
+	for _, d := range s.ioBytes {
+		ch <- prometheus.MustNewConstMetric(fsReads, prometheus.CounterValue, float64(d.ops["Read"]), withDevice(d.device)...)
+		ch <- prometheus.MustNewConstMetric(fsWrites, prometheus.CounterValue, float64(d.ops["Write"]), withDevice(d.device)...)
+		major, minor, _ := strings.Cut(d.device, ":")
+		for _, op := range d.order {
+			lv := append(withDevice(d.device), major, minor, op)
+			ch <- prometheus.MustNewConstMetric(blkioUsage, prometheus.CounterValue, float64(d.ops[op]), lv...)
+		}
+	}
+	for _, d := range s.ioOps {
+		ch <- prometheus.MustNewConstMetric(fsReadOps, prometheus.CounterValue, float64(d.ops["Read"]), withDevice(d.device)...)
+		ch <- prometheus.MustNewConstMetric(fsWriteOps, prometheus.CounterValue, float64(d.ops["Write"]), withDevice(d.device)...)
 	}
 }
 

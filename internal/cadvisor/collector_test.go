@@ -1,6 +1,7 @@
 package cadvisor
 
 import (
+	"context"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/stats"
 )
 
 func write(t *testing.T, root string, files map[string]string) {
@@ -34,18 +36,24 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 	write(t, root, map[string]string{
 		"cgroup/cpu,cpuacct/cpuacct.usage":                         "90000000000\n",
 		"cgroup/cpu,cpuacct/" + ctr + "/cpuacct.usage":             "1500000000\n",
+		"cgroup/cpu,cpuacct/" + ctr + "/cpuacct.stat":              "user 120\nsystem 30\n",
 		"cgroup/cpu,cpuacct/" + ctr + "/cpu.stat":                  "nr_periods 10\nnr_throttled 4\nthrottled_time 2000000000\n",
 		"cgroup/cpu,cpuacct/" + ctr + "/cpu.shares":                "204\n",
 		"cgroup/cpu,cpuacct/" + ctr + "/cpu.cfs_quota_us":          "20000\n",
 		"cgroup/cpu,cpuacct/" + ctr + "/cpu.cfs_period_us":         "100000\n",
 		"cgroup/memory/" + ctr + "/memory.usage_in_bytes":          "1000\n",
 		"cgroup/memory/" + ctr + "/memory.limit_in_bytes":          "67108864\n",
-		"cgroup/memory/" + ctr + "/memory.stat":                    "total_cache 300\ntotal_rss 600\ntotal_mapped_file 50\ntotal_inactive_file 200\n",
+		"cgroup/memory/" + ctr + "/memory.stat":                    "total_cache 300\ntotal_rss 600\ntotal_mapped_file 50\ntotal_inactive_file 200\npgfault 40\ntotal_pgmajfault 3\n",
+		"cgroup/memory/" + ctr + "/memory.soft_limit_in_bytes":     "9223372036854771712\n",
+		"cgroup/memory/" + ctr + "/memory.memsw.limit_in_bytes":    "134217728\n",
+		"cgroup/memory/" + ctr + "/memory.memsw.usage_in_bytes":    "1500\n",
 		"cgroup/memory/" + ctr + "/memory.oom_control":             "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
 		"cgroup/memory/kubepods/burstable/poduid1/memory.stat":     "total_rss 1\n",
 		"cgroup/pids/" + ctr + "/cgroup.procs":                     "7\n",
 		"cgroup/pids/" + ctr + "/tasks":                            "7\n8\n",
+		"cgroup/pids/" + ctr + "/pids.max":                         "max\n",
 		"cgroup/blkio/" + ctr + "/blkio.throttle.io_service_bytes": "8:0 Read 4096\n8:0 Write 8192\n8:0 Total 12288\nTotal 12288\n",
+		"cgroup/blkio/" + ctr + "/blkio.throttle.io_serviced":      "8:0 Read 1\n8:0 Write 2\n8:0 Total 3\nTotal 3\n",
 		"sys/dev/block/8:0/uevent":                                 "MAJOR=8\nMINOR=0\nDEVNAME=sda\n",
 		"proc/7/limits":                                            "Limit Soft Hard Units\nMax open files            1024                 4096                 files\n",
 	})
@@ -62,6 +70,9 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 		},
 		PodsCgroup: "/kubepods", CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys", MachineMemory: 1 << 30,
 		OOMs: &OOMCounter{},
+		Layers: func(context.Context) (map[string]stats.Layer, error) {
+			return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesFree: 500, Inodes: 1000}}, nil
+		},
 	}
 	src.OOMs.Add("/kubepods/burstable/poduid1/old")
 	rec := httptest.NewRecorder()
@@ -89,10 +100,28 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 		`container_ulimits_soft{container="app",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web",ulimit="max_open_files"} 1024`,
 		`container_fs_writes_bytes_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 8192`,
 		"machine_memory_bytes{",
+		"container_cpu_user_seconds_total" + l + " 1.2",
+		"container_cpu_system_seconds_total" + l + " 0.3",
+		"container_memory_swap" + l + " 500",
+		"container_spec_memory_reservation_limit_bytes" + l + " 0",
+		"container_spec_memory_swap_limit_bytes" + l + " 1.34217728e+08",
+		"container_threads_max" + l + " 0",
+		`container_memory_failures_total{container="app",failure_type="pgfault",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web",scope="container"} 40`,
+		`container_memory_failures_total{container="app",failure_type="pgmajfault",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web",scope="hierarchy"} 3`,
+		`container_fs_writes_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 2`,
+		`container_blkio_device_usage_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",major="8",minor="0",name="c1",namespace="ns",operation="Total",pod="web"} 12288`,
+		`container_fs_usage_bytes{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 4096`,
+		`container_fs_limit_bytes{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 1.073741824e+09`,
+		`container_fs_inodes_free{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 500`,
+		`container_fs_inodes_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 1000`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %s", want)
 		}
+	}
+	// The pod's own cgroup has no writable layer: no container_fs series for it.
+	if strings.Contains(text, "container_fs_usage_bytes"+`{container="",`) {
+		t.Error("a pod cgroup got container_fs_usage_bytes")
 	}
 	if t.Failed() {
 		t.Log(text)

@@ -15,11 +15,12 @@ import (
 )
 
 // TestCadvisorSeriesFromCgroups reads /metrics/cadvisor through the API server's node proxy:
-// a limited pod's series carry cAdvisor's labels and the values its cgroups hold, and an OOM
-// kill in a container counts in container_oom_events_total.
+// a limited pod's series carry cAdvisor's labels and the values its cgroups hold, its writable
+// layer's use is container_fs_usage_bytes, and an OOM kill in a container counts in
+// container_oom_events_total.
 func TestCadvisorSeriesFromCgroups(t *testing.T) {
 	c := joinCluster(t)
-	limited := podSpec("limited", "sleep 3600")
+	limited := podSpec("limited", "head -c 1048576 /dev/zero > /filler; sleep 3600")
 	limited.Spec.Containers[0].Resources = v1.ResourceRequirements{
 		Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")},
 	}
@@ -30,12 +31,21 @@ func TestCadvisorSeriesFromCgroups(t *testing.T) {
 	c.createPod(oom)
 
 	ctr := fmt.Sprintf(`container="main",id="[^"]+",image="[^"]+",name="[0-9a-f]{64}",namespace="%s",pod="limited"`, c.ns)
+	ctrFs := fmt.Sprintf(`container="main",device="[^"]+",id="[^"]+",image="[^"]+",name="[0-9a-f]{64}",namespace="%s",pod="limited"`, c.ns)
 	var text string
-	waitFor(t, 60*time.Second, "cadvisor series of the limited pod and an OOM kill", func() (bool, string) {
+	waitFor(t, 60*time.Second, "cadvisor series of the limited pod, its 1 MiB file and an OOM kill", func() (bool, string) {
 		text = kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/metrics/cadvisor")
 		oomKills := value(text, fmt.Sprintf(`container_oom_events_total\{container="",id="[^"]+",image="",name="",namespace="%s",pod="oomer"\}`, c.ns))
-		return value(text, "container_memory_working_set_bytes\\{"+ctr+"\\}") > 0 && oomKills >= 1, fmt.Sprintf("oom kills %v", oomKills)
+		layer := value(text, "container_fs_usage_bytes\\{"+ctrFs+"\\}")
+		return value(text, "container_memory_working_set_bytes\\{"+ctr+"\\}") > 0 && oomKills >= 1 && layer >= 1<<20,
+			fmt.Sprintf("oom kills %v, writable layer %v bytes", oomKills, layer)
 	})
+	if limit := value(text, "container_fs_limit_bytes\\{"+ctrFs+"\\}"); limit < 1<<30 {
+		t.Errorf("container_fs_limit_bytes = %v, want the size of the filesystem holding the layer", limit)
+	}
+	if inodes := value(text, "container_fs_inodes_total\\{"+ctrFs+"\\}"); inodes <= 0 {
+		t.Errorf("container_fs_inodes_total = %v, want the inodes of the filesystem holding the layer", inodes)
+	}
 	for series, want := range map[string]float64{
 		"container_spec_memory_limit_bytes": 64 << 20,
 		"container_spec_cpu_quota":          20000,
