@@ -250,3 +250,24 @@ func TestRenderFullResults(t *testing.T) {
 		t.Log(md)
 	}
 }
+
+// The RSS goal says how much of the RSS the process allocated (anonymous).
+func TestRSSGoalShowsTheAnonymousPart(t *testing.T) {
+	r := &results{plan: newPlan(false, ""), rounds: []round{{
+		floor: &floorResult{bursts: map[int]latencies{}},
+		nodelet: &subjectResult{bursts: map[int]latencies{},
+			loaded: footprint{rssMiB: 64, anonMiB: 31.8, samples: 60}},
+	}}}
+	if r.plan.footprintPods != 110 {
+		t.Fatalf("the full plan measures at %d pods, not 110", r.plan.footprintPods)
+	}
+	for _, g := range goals(r) {
+		if g.name == "RSS at 110 running pods" {
+			if g.met || !strings.Contains(g.measured, "64.0 MiB (anonymous 31.8 MiB;") {
+				t.Fatalf("RSS goal: %+v", g)
+			}
+			return
+		}
+	}
+	t.Fatal("no RSS goal")
+}
