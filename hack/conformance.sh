@@ -333,13 +333,14 @@ ginkgo_run() {
 
 # record_start SUBJECT writes $OUT/SUBJECT/run.json: what this column comes from.
 record_start() {
-	local subject=$1 binary=_output/bin/nodelet version=
+	local subject=$1 binary=_output/bin/nodelet version= procs=$PROCS
+	[[ $SELECTION != serial ]] || procs=1 # the serial selection runs one spec at a time
 	if [[ $subject == kubelet ]]; then
 		binary=${CP_BIN#"$REPO_ROOT"/}/kubelet
 		version=$("$binary" --version 2>/dev/null || true)
 	fi
 	"$REPORTER" -record "$RUN_DIR/$subject/run.json" -subject "$subject" -invocation "$CONFORMANCE_INVOCATION" \
-		-binary "$binary" -version "$version" -timeout "$TIMEOUT" -procs "$PROCS" -focus "${FOCUS:-}" \
+		-binary "$binary" -version "$version" -timeout "$TIMEOUT" -procs "$procs" -focus "${FOCUS:-}" \
 		-socket "$SOCKET" || echo "conformance: could not record $subject's provenance" >&2
 }
 
