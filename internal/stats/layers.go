@@ -23,11 +23,8 @@ func (p *Provider) Layers(ctx context.Context) (map[string]Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	type fsOf struct {
-		info fsInfo
-		dev  string
-	}
-	filesystems := map[string]*fsOf{} // by mountpoint, each read once
+	fsys := &filesystems{mounts: map[string]fsInfo{}} // statfs of each mountpoint once
+	devices := map[string]string{}                    // and its device
 	out := make(map[string]Layer, len(crStats))
 	for _, cs := range crStats {
 		l := cs.GetWritableLayer()
@@ -35,18 +32,17 @@ func (p *Provider) Layers(ctx context.Context) (map[string]Layer, error) {
 		if l.GetUsedBytes() == nil || mountpoint == "" {
 			continue
 		}
-		fs := filesystems[mountpoint]
-		if fs == nil {
-			fs = &fsOf{}
-			fs.info, _ = statFS(mountpoint)
-			fs.dev = deviceOf(mountpoint)
-			filesystems[mountpoint] = fs
+		info := fsys.mount(mountpoint)
+		dev, seen := devices[mountpoint]
+		if !seen {
+			dev = deviceOf(mountpoint)
+			devices[mountpoint] = dev
 		}
-		if fs.dev == "" || fs.info.capacity == 0 {
+		if dev == "" || info.capacity == 0 {
 			continue // nothing to say which filesystem it is on
 		}
-		out[cs.GetAttributes().GetId()] = Layer{Device: fs.dev, UsedBytes: l.GetUsedBytes().GetValue(),
-			CapacityBytes: fs.info.capacity, InodesFree: fs.info.inodesFree, Inodes: fs.info.inodes}
+		out[cs.GetAttributes().GetId()] = Layer{Device: dev, UsedBytes: l.GetUsedBytes().GetValue(),
+			CapacityBytes: info.capacity, InodesFree: info.inodesFree, Inodes: info.inodes}
 	}
 	return out, nil
 }
