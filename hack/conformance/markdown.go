@@ -128,6 +128,12 @@ func (rp *report) setupSentence() string {
 	} else {
 		notes = append(notes, "Both ran on the same machine, runtime and images (identical recorded image digests).")
 	}
+	for _, p := range []*provenance{n, u} {
+		if gone := removedImages(p); len(gone) > 0 {
+			notes = append(notes, fmt.Sprintf("%d of the images the %s run started with were removed from the runtime "+
+				"during it (absent afterwards): %s.", len(gone), p.Subject, strings.Join(gone, ", ")))
+		}
+	}
 	return strings.Join(notes, " ")
 }
 

@@ -112,6 +112,32 @@ func TestImagesChangedDuringRun(t *testing.T) {
 	}
 }
 
+func TestImagesRemovedDuringRunAreNotAChange(t *testing.T) {
+	out := render(t, func(n, u *run) {
+		u.prov.Images = maps.Clone(n.prov.Images)
+		u.prov.Invocation, u.prov.Timeout, u.prov.Focus = n.prov.Invocation, n.prov.Timeout, n.prov.Focus
+		n.prov.ImagesAfter = map[string]string{}
+	})
+	if !strings.Contains(out, "Both ran on the same machine, runtime and images") {
+		t.Error("images removed during a run reported as a different setup")
+	}
+	if !strings.Contains(out, "images the nodelet run started with were removed from the runtime") {
+		t.Error("images removed during a run not reported")
+	}
+}
+
+func TestAliasOfAHeldDigestIsNotADifference(t *testing.T) {
+	a := map[string]string{"agnhost:2.53": "sha256:91f4", "agnhost@sha256:91f4": "sha256:91f4"}
+	b := map[string]string{"agnhost:2.53": "sha256:91f4"}
+	if d := imageDiffs(a, b); len(d) != 0 {
+		t.Errorf("a by-digest alias of a held image counted as a difference: %v", d)
+	}
+	b["agnhost:2.53"] = "sha256:0000"
+	if d := imageDiffs(a, b); len(d) != 2 {
+		t.Errorf("different content not reported under both names: %v", d)
+	}
+}
+
 func TestParseImages(t *testing.T) {
 	out := `REF TYPE DIGEST SIZE PLATFORMS LABELS
 nodelet.local/busybox:1.36 application/vnd.docker.distribution.manifest.v2+json sha256:27d4 3.6 MiB linux/amd64 x

@@ -200,9 +200,9 @@ func sameSetup(a, b *provenance) (differences []string) {
 		differences = append(differences, fmt.Sprintf("runtime %s vs %s", a.Runtime, b.Runtime))
 	}
 	for _, p := range []*provenance{a, b} {
-		if p.ImagesAfter != nil && !maps.Equal(p.Images, p.ImagesAfter) {
+		if d := changedImages(p); len(d) > 0 {
 			differences = append(differences, fmt.Sprintf("images changed during the %s run: %s",
-				p.Subject, strings.Join(imageDiffs(p.Images, p.ImagesAfter), "; ")))
+				p.Subject, strings.Join(d, "; ")))
 		}
 	}
 	if len(a.Images) == 0 {
@@ -211,6 +211,36 @@ func sameSetup(a, b *provenance) (differences []string) {
 		differences = append(differences, "images differ: "+strings.Join(d, "; "))
 	}
 	return differences
+}
+
+// changedImages lists the images p's run started with whose digest was different after it. An
+// image gone afterwards is not a change (the specs ran on the one recorded at the start; the disk
+// pressure specs make the kubelet's image GC remove unused ones): removedImages lists those.
+func changedImages(p *provenance) []string {
+	if p == nil || p.ImagesAfter == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(p.Images)) {
+		if after, ok := p.ImagesAfter[n]; ok && after != p.Images[n] {
+			out = append(out, fmt.Sprintf("%s %s vs %s", n, shortDigest(p.Images[n]), shortDigest(after)))
+		}
+	}
+	return out
+}
+
+// removedImages lists the images p's run started with that the runtime no longer held after it.
+func removedImages(p *provenance) []string {
+	if p == nil || p.ImagesAfter == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(p.Images)) {
+		if _, ok := p.ImagesAfter[n]; !ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // imageDiffs lists the images whose digests differ between two records.
@@ -223,11 +253,23 @@ func imageDiffs(a, b map[string]string) []string {
 	}
 	var out []string
 	for _, n := range names {
-		if a[n] != b[n] {
+		if a[n] != b[n] && !aliasHeld(a[n], b[n], a, b) {
 			out = append(out, fmt.Sprintf("%s %s vs %s", n, shortDigest(a[n]), shortDigest(b[n])))
 		}
 	}
 	return out
+}
+
+// aliasHeld reports whether a name one record lacks stands for content the record holds under
+// another name (the runtime drops a by-digest alias while keeping the tag): the same image.
+func aliasHeld(digestA, digestB string, a, b map[string]string) bool {
+	switch {
+	case digestA == "":
+		return slices.Contains(slices.Collect(maps.Values(a)), digestB)
+	case digestB == "":
+		return slices.Contains(slices.Collect(maps.Values(b)), digestA)
+	}
+	return false
 }
 
 func shortDigest(d string) string {
