@@ -60,7 +60,9 @@ input_hash() {
 
 images_present() {
 	local have name
-	have=$(ctr_k8s images ls -q)
+	# Only complete images count: a kubelet that removes the sandbox image lets the runtime pull it
+	# again over the snapshots it still has, without the layer blobs a push needs.
+	have=$(ctr_k8s images check | awk 'NR > 1 && $4 == "complete" { print $1 }')
 	for name in "$@"; do
 		grep -qxF "$name" <<<"$have" || return 1
 	done
