@@ -129,7 +129,7 @@ func (rp *report) setupSentence() string {
 		notes = append(notes, "Both ran on the same machine, runtime and images (identical recorded image digests).")
 	}
 	for _, p := range []*provenance{n, u} {
-		if gone := removedImages(p); len(gone) > 0 {
+		if _, gone := imagesDuringRun(p); len(gone) > 0 {
 			notes = append(notes, fmt.Sprintf("%d of the images the %s run started with were removed from the runtime "+
 				"during it (absent afterwards): %s.", len(gone), p.Subject, strings.Join(gone, ", ")))
 		}

@@ -200,7 +200,7 @@ func sameSetup(a, b *provenance) (differences []string) {
 		differences = append(differences, fmt.Sprintf("runtime %s vs %s", a.Runtime, b.Runtime))
 	}
 	for _, p := range []*provenance{a, b} {
-		if d := changedImages(p); len(d) > 0 {
+		if d, _ := imagesDuringRun(p); len(d) > 0 {
 			differences = append(differences, fmt.Sprintf("images changed during the %s run: %s",
 				p.Subject, strings.Join(d, "; ")))
 		}
@@ -213,34 +213,23 @@ func sameSetup(a, b *provenance) (differences []string) {
 	return differences
 }
 
-// changedImages lists the images p's run started with whose digest was different after it. An
-// image gone afterwards is not a change (the specs ran on the one recorded at the start; the disk
-// pressure specs make the kubelet's image GC remove unused ones): removedImages lists those.
-func changedImages(p *provenance) []string {
+// imagesDuringRun compares what p's run started with to what the runtime held after it. An
+// image whose digest differs is changed; one gone afterwards is only removed (the specs ran on the
+// one recorded at the start; the disk pressure specs make the kubelet's image GC remove unused ones).
+func imagesDuringRun(p *provenance) (changed, removed []string) {
 	if p == nil || p.ImagesAfter == nil {
-		return nil
+		return nil, nil
 	}
-	var out []string
 	for _, n := range slices.Sorted(maps.Keys(p.Images)) {
-		if after, ok := p.ImagesAfter[n]; ok && after != p.Images[n] {
-			out = append(out, fmt.Sprintf("%s %s vs %s", n, shortDigest(p.Images[n]), shortDigest(after)))
+		after, ok := p.ImagesAfter[n]
+		switch {
+		case !ok:
+			removed = append(removed, n)
+		case after != p.Images[n]:
+			changed = append(changed, fmt.Sprintf("%s %s vs %s", n, shortDigest(p.Images[n]), shortDigest(after)))
 		}
 	}
-	return out
-}
-
-// removedImages lists the images p's run started with that the runtime no longer held after it.
-func removedImages(p *provenance) []string {
-	if p == nil || p.ImagesAfter == nil {
-		return nil
-	}
-	var out []string
-	for _, n := range slices.Sorted(maps.Keys(p.Images)) {
-		if _, ok := p.ImagesAfter[n]; !ok {
-			out = append(out, n)
-		}
-	}
-	return out
+	return changed, removed
 }
 
 // imageDiffs lists the images whose digests differ between two records.
