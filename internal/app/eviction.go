@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -36,12 +37,23 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 	if n.imageGC != nil {
 		deps.DiskReclaimers = append(deps.DiskReclaimers, n.imageGC.DeleteUnusedImages)
 	}
+	if kc.KernelMemcgNotification {
+		if n.cgroups == nil {
+			return fmt.Errorf("kernelMemcgNotification needs nodelet's own cgroups (cgroupsPerQOS with cgroupDriver cgroupfs); set it to false otherwise")
+		}
+		root, pods, err := n.cgroups.MemoryDirs()
+		if err != nil {
+			return fmt.Errorf("kernelMemcgNotification: %w; set it to false", err)
+		}
+		deps.MemoryCgroups = map[eviction.Signal]string{eviction.MemoryAvailable: root, eviction.AllocatableMemoryAvailable: pods}
+	}
 	m, err := eviction.New(eviction.Config{
 		Hard: kc.EvictionHard, Soft: kc.EvictionSoft, SoftGracePeriod: kc.EvictionSoftGracePeriod,
 		MinimumReclaim: kc.EvictionMinimumReclaim, MaxPodGracePeriodSeconds: int64(kc.EvictionMaxPodGracePeriod),
 		PressureTransitionPeriod:      kc.EvictionPressureTransitionPeriod.Duration,
 		LocalStorageCapacityIsolation: boolOr(kc.LocalStorageCapacityIsolation, true),
 		PodsAllocatableEnforced:       slices.Contains(kc.EnforceNodeAllocatable, "pods"),
+		KernelMemcgNotification:       kc.KernelMemcgNotification,
 	}, deps)
 	if err != nil {
 		return err

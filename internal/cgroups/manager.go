@@ -243,3 +243,15 @@ func (m *Manager) cpuHierarchy() (hierarchy, bool) {
 	}
 	return hierarchy{}, false
 }
+
+// MemoryDirs are the cgroup v1 memory directories of the host's root cgroup and of kubepods,
+// where memory thresholds are registered with the kernel (cgroup.event_control). cgroup v2
+// has no such interface: it is an error there.
+func (m *Manager) MemoryDirs() (root, pods string, err error) {
+	for _, h := range m.create {
+		if !h.v2 && h.has("memory") {
+			return h.dir, filepath.Join(h.dir, m.qosPath(v1.PodQOSGuaranteed)), nil
+		}
+	}
+	return "", "", errors.New("memory threshold notification needs cgroup v1's memory controller (cgroup.event_control); this host has none")
+}

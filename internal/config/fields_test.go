@@ -44,7 +44,7 @@ var actedOn = map[string]string{
 	"configMapAndSecretChangeDetectionStrategy": "objects",
 	"shutdownGracePeriod":                       "shutdown", "shutdownGracePeriodCriticalPods": "shutdown", "shutdownGracePeriodByPodPriority": "shutdown",
 	"featureGates":            "refused except the gates nodelet behaves like (unsupported.go)",
-	"kernelMemcgNotification": "refused when true (validate_resources.go)",
+	"kernelMemcgNotification": "eviction (app/eviction.go; refused without cgroup v1 pod cgroups)",
 }
 
 // inertUpstream: upstream itself does nothing with these without an alpha gate (refused here)

@@ -216,6 +216,7 @@ func addEvictionFlags(fs *pflag.FlagSet, f *Flags) {
 	bindField(f, fs.StringToStringVar, "eviction-minimum-reclaim", func(kc *kubeletConfig) *map[string]string { return &kc.EvictionMinimumReclaim }, "Least amount each eviction must free, e.g. imagefs.available=2Gi.")
 	bindField(f, fs.Int32Var, "eviction-max-pod-grace-period", func(kc *kubeletConfig) *int32 { return &kc.EvictionMaxPodGracePeriod }, "Longest termination grace period given to pods evicted by a soft threshold.")
 	bindField(f, fs.DurationVar, "eviction-pressure-transition-period", func(kc *kubeletConfig) *time.Duration { return &kc.EvictionPressureTransitionPeriod.Duration }, "How long a pressure condition stays set after the pressure is gone.")
+	bindField(f, fs.BoolVar, "kernel-memcg-notification", func(kc *kubeletConfig) *bool { return &kc.KernelMemcgNotification }, "Have the kernel signal memory thresholds crossed (cgroup v1) instead of waiting for the next 10s poll.")
 }
 
 // addLogFlags exposes klog's -v and --vmodule through fs and returns the Go

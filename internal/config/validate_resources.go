@@ -54,9 +54,6 @@ func (v *validator) checkEviction(kc *kubeletconfigv1beta1.KubeletConfiguration)
 		}
 	}
 	v.atLeast("evictionMaxPodGracePeriod", int64(kc.EvictionMaxPodGracePeriod), 0)
-	if kc.KernelMemcgNotification {
-		v.add("kernelMemcgNotification", "is not supported: nodelet's eviction manager polls every 10s; set it to false")
-	}
 }
 
 // thresholds checks a signal → threshold map whose values are quantities or

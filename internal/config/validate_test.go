@@ -35,7 +35,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"healthzBindAddress", `must be an IP address, got "localhost"`, func(c *kc) { c.HealthzBindAddress = "localhost" }},
 		{"address", "must be an IP address", func(c *kc) { c.Address = "example.com" }},
 		{"maxPods", "must be >= 0, got -1", func(c *kc) { c.MaxPods = -1 }},
-		{"kernelMemcgNotification", "is not supported", func(c *kc) { c.KernelMemcgNotification = true }},
 		{"podPidsLimit", "must be >= -1, got -2", func(c *kc) { c.PodPidsLimit = ptr.To[int64](-2) }},
 		{"imageGCHighThresholdPercent", "between 0 and 100, got 101", func(c *kc) { c.ImageGCHighThresholdPercent = ptr.To[int32](101) }},
 		{"imageGCLowThresholdPercent", "between 0 and 100, got -5", func(c *kc) { c.ImageGCLowThresholdPercent = ptr.To[int32](-5) }},

@@ -58,7 +58,11 @@ type Deps struct {
 	Critical func(pod *v1.Pod) bool
 	// OnEvict is told each eviction's signal (the kubelet_evictions metric); may be nil.
 	OnEvict func(signal string)
-	Clock   clock.Clock
+	// MemoryCgroups are the memory cgroup directories the memory signals come from
+	// (memory.available: the root; allocatableMemory.available: kubepods), needed with
+	// Config.KernelMemcgNotification.
+	MemoryCgroups map[Signal]string
+	Clock         clock.Clock
 }
 
 // Manager is the eviction manager: Run it, ask it for pressure and admission.
@@ -73,6 +77,10 @@ type Manager struct {
 	acting        map[Signal]bool // thresholds acted on: resolved only with their minimum reclaim
 	lastObserved  map[Signal]observation
 	synchronizing sync.Mutex
+
+	// notifiers wake the manager when a memory threshold is crossed between cycles.
+	notifiers map[Threshold]*memcgNotifier
+	wake      chan struct{}
 }
 
 // New builds a manager; the configuration's thresholds must parse.
@@ -84,22 +92,41 @@ func New(cfg Config, deps Deps) (*Manager, error) {
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}
-	return &Manager{
+	m := &Manager{
 		cfg: cfg, thresholds: ts, deps: deps,
 		firstShort: map[Threshold]time.Time{}, lastPressure: map[v1.NodeConditionType]time.Time{},
 		acting: map[Signal]bool{}, lastObserved: map[Signal]observation{},
-	}, nil
+		notifiers: map[Threshold]*memcgNotifier{}, wake: make(chan struct{}, 1),
+	}
+	if cfg.KernelMemcgNotification {
+		for _, t := range ts {
+			if !isMemory(t.Signal) {
+				continue
+			}
+			dir := deps.MemoryCgroups[t.Signal]
+			if dir == "" {
+				return nil, fmt.Errorf("kernelMemcgNotification: no memory cgroup is known for %s", t.Signal)
+			}
+			m.notifiers[t] = &memcgNotifier{dir: dir, wake: m.wake}
+		}
+	}
+	return m, nil
 }
 
-// Run reads the signals every MonitoringInterval until ctx ends.
+// Run reads the signals every MonitoringInterval, and at once when the kernel says a memory
+// threshold was crossed, until ctx ends.
 func (m *Manager) Run(ctx context.Context) error {
-	klog.InfoS("Starting the eviction manager", "thresholds", len(m.thresholds), "interval", MonitoringInterval)
+	klog.InfoS("Starting the eviction manager", "thresholds", len(m.thresholds), "interval", MonitoringInterval,
+		"memoryThresholdNotifiers", len(m.notifiers))
+	defer m.stopNotifiers()
 	for {
 		m.Synchronize(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-m.deps.Clock.After(MonitoringInterval):
+		case <-m.wake:
+			klog.V(2).InfoS("Eviction manager: the kernel reports a memory threshold crossed")
 		}
 	}
 }
@@ -117,6 +144,7 @@ func (m *Manager) Synchronize(ctx context.Context) {
 	}
 	now := m.deps.Clock.Now()
 	obs := observe(summary)
+	m.updateNotifiers(obs)
 	actionable := m.update(obs, now)
 	cands := candidates(m.deps.ActivePods(), summary)
 	if m.cfg.LocalStorageCapacityIsolation && m.evictOverLimits(cands) {

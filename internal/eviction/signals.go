@@ -72,6 +72,9 @@ type Config struct {
 	// PodsAllocatableEnforced (enforceNodeAllocatable lists pods) copies each memory.available
 	// threshold to allocatableMemory.available, as upstream does.
 	PodsAllocatableEnforced bool
+	// KernelMemcgNotification registers each memory threshold with the kernel (cgroup v1), so
+	// a crossing starts a cycle at once instead of at the next poll.
+	KernelMemcgNotification bool
 }
 
 // ParseThresholds reads the hard and soft thresholds with their grace periods and minimum
@@ -133,21 +136,23 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// observation is one signal's available amount and the capacity percentages refer to.
+// observation is one signal's available amount and the capacity percentages refer to; for
+// the memory signals also the inactive file pages, which the usage counts and they do not.
 type observation struct {
 	available, capacity int64
+	inactiveFile        int64
 }
 
 // observe reads every signal the summary carries; a signal without data is left out.
 func observe(s *statsapi.Summary) map[Signal]observation {
 	obs := map[Signal]observation{}
 	n := s.Node
-	if m := n.Memory; m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
-		obs[MemoryAvailable] = observation{int64(*m.AvailableBytes), int64(*m.AvailableBytes + *m.WorkingSetBytes)}
+	if o, ok := memoryObservation(n.Memory); ok {
+		obs[MemoryAvailable] = o
 	}
 	for _, sc := range n.SystemContainers {
-		if m := sc.Memory; sc.Name == statsapi.SystemContainerPods && m != nil && m.AvailableBytes != nil && m.WorkingSetBytes != nil {
-			obs[AllocatableMemoryAvailable] = observation{int64(*m.AvailableBytes), int64(*m.AvailableBytes + *m.WorkingSetBytes)}
+		if o, ok := memoryObservation(sc.Memory); ok && sc.Name == statsapi.SystemContainerPods {
+			obs[AllocatableMemoryAvailable] = o
 		}
 	}
 	if fs := n.Fs; fs != nil {
@@ -157,17 +162,28 @@ func observe(s *statsapi.Summary) map[Signal]observation {
 		addFs(obs, n.Runtime.ImageFs, ImageFsAvailable, ImageFsInodesFree)
 	}
 	if r := n.Rlimit; r != nil && r.MaxPID != nil && r.NumOfRunningProcesses != nil {
-		obs[PIDAvailable] = observation{*r.MaxPID - *r.NumOfRunningProcesses, *r.MaxPID}
+		obs[PIDAvailable] = observation{available: *r.MaxPID - *r.NumOfRunningProcesses, capacity: *r.MaxPID}
 	}
 	return obs
 }
 
+func memoryObservation(m *statsapi.MemoryStats) (observation, bool) {
+	if m == nil || m.AvailableBytes == nil || m.WorkingSetBytes == nil {
+		return observation{}, false
+	}
+	o := observation{available: int64(*m.AvailableBytes), capacity: int64(*m.AvailableBytes + *m.WorkingSetBytes)}
+	if m.UsageBytes != nil && *m.UsageBytes > *m.WorkingSetBytes {
+		o.inactiveFile = int64(*m.UsageBytes - *m.WorkingSetBytes)
+	}
+	return o, true
+}
+
 func addFs(obs map[Signal]observation, fs *statsapi.FsStats, bytes, inodes Signal) {
 	if fs.AvailableBytes != nil && fs.CapacityBytes != nil {
-		obs[bytes] = observation{int64(*fs.AvailableBytes), int64(*fs.CapacityBytes)}
+		obs[bytes] = observation{available: int64(*fs.AvailableBytes), capacity: int64(*fs.CapacityBytes)}
 	}
 	if fs.InodesFree != nil && fs.Inodes != nil {
-		obs[inodes] = observation{int64(*fs.InodesFree), int64(*fs.Inodes)}
+		obs[inodes] = observation{available: int64(*fs.InodesFree), capacity: int64(*fs.Inodes)}
 	}
 }
 

@@ -90,13 +90,15 @@ func nodeCondition(n *v1.Node, typ v1.NodeConditionType) v1.ConditionStatus {
 // to the pod's memory cgroup) past a memory.available threshold set 1.5 GiB below what is
 // free now. The BestEffort pod is evicted (phase Failed, reason Evicted, upstream's message),
 // the Guaranteed pod keeps running, MemoryPressure goes True and, once the memory is given back
-// and the transition period has passed, back to False.
+// and the transition period has passed, back to False. With kernelMemcgNotification the kernel
+// signals the crossing.
 func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	available := memoryAvailable(t)
 	threshold := (available - 1536<<20) >> 20 // MiB
 	roPort := freePort(t)
 	c := joinCluster(t, fmt.Sprintf("--eviction-hard=memory.available<%dMi", threshold),
-		"--eviction-pressure-transition-period=30s", fmt.Sprintf("--read-only-port=%d", roPort))
+		"--eviction-pressure-transition-period=30s", fmt.Sprintf("--read-only-port=%d", roPort),
+		"--kernel-memcg-notification")
 	t.Logf("memory.available now %d MiB; threshold %d MiB", available>>20, threshold)
 
 	guaranteed := podSpec("guaranteed", "sleep 3600")
@@ -142,6 +144,17 @@ func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	}
 	if !hasPodCondition(p, v1.DisruptionTarget) {
 		t.Errorf("evicted pod's conditions %v lack DisruptionTarget", p.Status.Conditions)
+	}
+	// kernelMemcgNotification: the threshold (and its allocatable copy) registered with the
+	// kernel, which signalled the crossing.
+	nodeletLog := c.log()
+	for _, want := range []string{"memoryThresholdNotifiers=2", "the kernel reports a memory threshold crossed"} {
+		if !strings.Contains(nodeletLog, want) {
+			t.Errorf("nodelet's log lacks %q", want)
+		}
+	}
+	if strings.Contains(nodeletLog, "cannot register a memory threshold") {
+		t.Errorf("a memory threshold was not registered:\n%s", grepLines(nodeletLog, "memory threshold"))
 	}
 	if m := metricsText(t, roPort, "/metrics"); !strings.Contains(m, `kubelet_evictions{eviction_signal="memory.available"} 1`) {
 		t.Errorf("kubelet_evictions not counted:\n%s", grepLines(m, "kubelet_evictions"))
