@@ -26,16 +26,24 @@ type fakeSummary struct {
 	afterReclaim *uint64
 	// podsAvail, when set, is what the pods cgroup's limit leaves (its system container).
 	podsAvail *uint64
+	// memUsage, when set, is the node's memory usage (the working set plus inactive file pages).
+	memUsage *uint64
+	// reads, when set, is told of each read without blocking.
+	reads chan struct{}
 }
 
 func (f *fakeSummary) Summary(context.Context) (*statsapi.Summary, error) {
 	inodes, free := uint64(1000), uint64(900)
 	s := &statsapi.Summary{
 		Node: statsapi.NodeStats{
-			Memory: &statsapi.MemoryStats{AvailableBytes: &f.memAvail, WorkingSetBytes: &f.memWorking},
+			Memory: &statsapi.MemoryStats{AvailableBytes: &f.memAvail, WorkingSetBytes: &f.memWorking, UsageBytes: f.memUsage},
 			Fs:     &statsapi.FsStats{AvailableBytes: &f.fsAvail, CapacityBytes: &f.fsCap, Inodes: &inodes, InodesFree: &free},
 		},
 		Pods: f.pods,
+	}
+	select {
+	case f.reads <- struct{}{}:
+	default:
 	}
 	if f.podsAvail != nil {
 		s.Node.SystemContainers = []statsapi.ContainerStats{{Name: statsapi.SystemContainerPods,

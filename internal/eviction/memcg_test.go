@@ -11,31 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	testclock "k8s.io/utils/clock/testing"
 )
-
-// memorySummary reports the node's memory with the usage the working set leaves out, and
-// counts the reads.
-type memorySummary struct {
-	available, workingSet, usage atomic.Uint64
-	reads                        chan struct{}
-}
-
-func (s *memorySummary) Summary(context.Context) (*statsapi.Summary, error) {
-	avail, ws, usage := s.available.Load(), s.workingSet.Load(), s.usage.Load()
-	select {
-	case s.reads <- struct{}{}:
-	default:
-	}
-	return &statsapi.Summary{Node: statsapi.NodeStats{
-		Memory: &statsapi.MemoryStats{AvailableBytes: &avail, WorkingSetBytes: &ws, UsageBytes: &usage}}}, nil
-}
 
 // fakeMemcg is a directory with the two files a memory threshold is registered through.
 func fakeMemcg(t *testing.T) string {
@@ -48,7 +29,7 @@ func fakeMemcg(t *testing.T) string {
 	return dir
 }
 
-func newMemcgManager(t *testing.T, dir string, sum *memorySummary, clk *testclock.FakeClock) *Manager {
+func newMemcgManager(t *testing.T, dir string, sum *fakeSummary, clk *testclock.FakeClock) *Manager {
 	t.Helper()
 	m, err := New(Config{Hard: map[string]string{"memory.available": "1Gi", "nodefs.available": "10%"},
 		PressureTransitionPeriod: time.Minute, KernelMemcgNotification: true},
@@ -83,10 +64,8 @@ func registeredThreshold(t *testing.T, dir string) int64 {
 // threshold plus the inactive file pages, moved as those change.
 func TestMemcgThresholdFollowsInactiveFile(t *testing.T) {
 	dir := fakeMemcg(t)
-	sum := &memorySummary{reads: make(chan struct{}, 1)}
-	sum.available.Store(3 << 30)
-	sum.workingSet.Store(5 << 30)
-	sum.usage.Store(5<<30 + 512*mi)
+	usage := uint64(5<<30 + 512*mi)
+	sum := &fakeSummary{memAvail: 3 << 30, memWorking: 5 << 30, memUsage: &usage}
 	m := newMemcgManager(t, dir, sum, testclock.NewFakeClock(time.Unix(1000, 0)))
 	if len(m.notifiers) != 1 {
 		t.Fatalf("%d notifiers, want one, for the memory threshold only", len(m.notifiers))
@@ -97,7 +76,7 @@ func TestMemcgThresholdFollowsInactiveFile(t *testing.T) {
 	if got, want := registeredThreshold(t, dir), int64(8<<30-1<<30+512*mi); got != want {
 		t.Errorf("registered usage %d, want %d (8Gi capacity - 1Gi threshold + 512Mi inactive)", got, want)
 	}
-	sum.usage.Store(5<<30 + 100*mi)
+	usage = 5<<30 + 100*mi
 	m.Synchronize(context.Background())
 	if got, want := registeredThreshold(t, dir), int64(7<<30+100*mi); got != want {
 		t.Errorf("after the inactive pages shrank: registered usage %d, want %d", got, want)
@@ -108,10 +87,8 @@ func TestMemcgThresholdFollowsInactiveFile(t *testing.T) {
 // watch when it ends.
 func TestMemcgSignalStartsCycle(t *testing.T) {
 	dir := fakeMemcg(t)
-	sum := &memorySummary{reads: make(chan struct{}, 1)}
-	sum.available.Store(3 << 30)
-	sum.workingSet.Store(5 << 30)
-	sum.usage.Store(5 << 30)
+	usage := uint64(5 << 30)
+	sum := &fakeSummary{memAvail: 3 << 30, memWorking: 5 << 30, memUsage: &usage, reads: make(chan struct{}, 1)}
 	m := newMemcgManager(t, dir, sum, testclock.NewFakeClock(time.Unix(1000, 0)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -146,7 +123,7 @@ func TestMemcgSignalStartsCycle(t *testing.T) {
 	}
 }
 
-func waitRead(t *testing.T, sum *memorySummary, what string) {
+func waitRead(t *testing.T, sum *fakeSummary, what string) {
 	t.Helper()
 	select {
 	case <-sum.reads:
