@@ -235,9 +235,12 @@ func (m *Manager) named() []hierarchy {
 	return out
 }
 
-func (m *Manager) cpuHierarchy() (hierarchy, bool) {
+func (m *Manager) cpuHierarchy() (hierarchy, bool) { return m.hierarchyWith("cpu") }
+
+// hierarchyWith is the first tree pod cgroups are made in that has controller.
+func (m *Manager) hierarchyWith(controller string) (hierarchy, bool) {
 	for _, h := range m.create {
-		if h.has("cpu") {
+		if h.has(controller) {
 			return h, true
 		}
 	}
@@ -248,10 +251,8 @@ func (m *Manager) cpuHierarchy() (hierarchy, bool) {
 // where memory thresholds are registered with the kernel (cgroup.event_control). cgroup v2
 // has no such interface: it is an error there.
 func (m *Manager) MemoryDirs() (root, pods string, err error) {
-	for _, h := range m.create {
-		if !h.v2 && h.has("memory") {
-			return h.dir, filepath.Join(h.dir, m.qosPath(v1.PodQOSGuaranteed)), nil
-		}
+	if h, ok := m.hierarchyWith("memory"); ok && !h.v2 {
+		return h.dir, filepath.Join(h.dir, m.qosPath(v1.PodQOSGuaranteed)), nil
 	}
 	return "", "", errors.New("memory threshold notification needs cgroup v1's memory controller (cgroup.event_control); this host has none")
 }
