@@ -160,8 +160,14 @@ func shortDir(t *testing.T) string {
 // startManager starts a Manager on a fresh directory; the grace period is short for tests.
 func startManager(t *testing.T, grace time.Duration) (*Manager, string) {
 	t.Helper()
-	dir := shortDir(t)
-	m, err := New(Options{Dir: filepath.Join(dir, "device-plugins"), StopGracePeriod: grace})
+	return startManagerWith(t, Options{StopGracePeriod: grace})
+}
+
+// startManagerWith starts a manager with opts in a directory of the test's own.
+func startManagerWith(t *testing.T, opts Options) (*Manager, string) {
+	t.Helper()
+	opts.Dir = filepath.Join(shortDir(t), "device-plugins")
+	m, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/utils/clock"
 )
 
 const (
@@ -45,6 +46,8 @@ type Options struct {
 	StopGracePeriod time.Duration
 	// CallTimeout: DefaultCallTimeout when zero.
 	CallTimeout time.Duration
+	// Clock times the grace period; the real clock when nil (tests step a fake one).
+	Clock clock.WithDelayedExecution
 }
 
 // Manager serves the Registration service and tracks every registered plugin's devices and
@@ -67,7 +70,7 @@ type pluginResource struct {
 	plugin  *plugin           // latest registration; nil once the grace period expired
 	stopped bool              // the plugin's stream ended; its devices are unhealthy
 	devices map[string]string // device ID → health as last reported
-	expiry  *time.Timer
+	expiry  clock.Timer
 }
 
 var _ pluginapi.RegistrationServer = (*Manager)(nil)
@@ -87,6 +90,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	return &Manager{
 		opts:      opts,
@@ -331,7 +337,7 @@ func (m *Manager) pluginStopped(p *plugin) {
 	for id := range r.devices {
 		r.devices[id] = pluginapi.Unhealthy
 	}
-	r.expiry = time.AfterFunc(m.opts.StopGracePeriod, func() { m.expire(p) })
+	r.expiry = m.opts.Clock.AfterFunc(m.opts.StopGracePeriod, func() { m.expire(p) })
 	m.mu.Unlock()
 	p.close()
 	m.notify()

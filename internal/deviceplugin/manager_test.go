@@ -6,6 +6,7 @@ import (
 	"time"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 const testResource = "example.com/dev"
@@ -97,22 +98,27 @@ func TestListAndWatchFailingAtOnceReportsZero(t *testing.T) {
 }
 
 func TestListAndWatchFailureZeroesAllocatableThenCapacity(t *testing.T) {
-	const grace = 300 * time.Millisecond
-	m, dir := startManager(t, grace)
+	const grace = 5 * time.Minute
+	fakeClock := testingclock.NewFakeClock(time.Now())
+	m, dir := startManagerWith(t, Options{StopGracePeriod: grace, Clock: fakeClock})
 	p := newFakePlugin(t, dir, "p.sock", device("0", pluginapi.Healthy), device("1", pluginapi.Healthy))
 	if err := p.register(m, testResource); err != nil {
 		t.Fatal(err)
 	}
 	waitCounts(t, m, testResource, counts{2, 2})
 	p.fail <- errInjected
-	stoppedAt := time.Now()
 	waitCounts(t, m, testResource, counts{2, 0})
-	if time.Since(stoppedAt) >= grace {
-		t.Skip("machine too slow to observe the grace period")
+	waitFor(t, "the grace period's timer", fakeClock.HasWaiters)
+	// Within the grace period the devices stay in capacity.
+	fakeClock.Step(grace - time.Second)
+	time.Sleep(100 * time.Millisecond) // an early expiry would show up here
+	if got := resourceCounts(m, testResource); got != (counts{2, 0}) {
+		t.Fatalf("counts %v before the grace period ended, want {2 0}", got)
 	}
-	// After the grace period the resource stays reported, at zero.
+	// After it the resource stays reported, at zero.
+	fakeClock.Step(time.Second)
 	waitCounts(t, m, testResource, counts{0, 0})
-	time.Sleep(2 * grace)
+	time.Sleep(100 * time.Millisecond) // a reopened stream would show up here
 	if got := p.Calls(); len(got) != 2 {
 		t.Errorf("plugin calls %v: the stream was reopened", got)
 	}
