@@ -69,14 +69,15 @@ type env struct {
 	signals []string
 }
 
-func newEnv(t *testing.T, cfg Config) *env {
+// newEnv builds a manager on fakes; each option may add to its Deps before New.
+func newEnv(t *testing.T, cfg Config, options ...func(*Deps)) *env {
 	t.Helper()
 	e := &env{sum: &fakeSummary{memAvail: 8000 * mi, memWorking: 2000 * mi, fsAvail: 50 << 30, fsCap: 100 << 30},
 		clock: testclock.NewFakeClock(time.Unix(1000, 0))}
 	if cfg.PressureTransitionPeriod == 0 {
 		cfg.PressureTransitionPeriod = time.Minute
 	}
-	m, err := New(cfg, Deps{
+	deps := Deps{
 		Summary:    e.sum,
 		ActivePods: func() []*v1.Pod { return e.pods },
 		Evict: func(p *v1.Pod, grace int64, why Eviction) {
@@ -91,7 +92,11 @@ func newEnv(t *testing.T, cfg Config) *env {
 			return nil
 		}},
 		Clock: e.clock,
-	})
+	}
+	for _, option := range options {
+		option(&deps)
+	}
+	m, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

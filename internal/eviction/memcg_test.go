@@ -13,9 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
-	testclock "k8s.io/utils/clock/testing"
 )
 
 // fakeMemcg is a directory with the two files a memory threshold is registered through.
@@ -29,17 +26,14 @@ func fakeMemcg(t *testing.T) string {
 	return dir
 }
 
-func newMemcgManager(t *testing.T, dir string, sum *fakeSummary, clk *testclock.FakeClock) *Manager {
+// newMemcgManager is a manager with a hard memory threshold registered in the memory cgroup
+// dir, reading a node that uses usage bytes of memory (a 5Gi working set of 8Gi).
+func newMemcgManager(t *testing.T, dir string, usage *uint64) *env {
 	t.Helper()
-	m, err := New(Config{Hard: map[string]string{"memory.available": "1Gi", "nodefs.available": "10%"},
-		PressureTransitionPeriod: time.Minute, KernelMemcgNotification: true},
-		Deps{Summary: sum, ActivePods: func() []*v1.Pod { return nil }, Evict: func(*v1.Pod, int64, Eviction) {},
-			Critical: func(*v1.Pod) bool { return false }, Clock: clk,
-			MemoryCgroups: map[Signal]string{MemoryAvailable: dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	e := newEnv(t, Config{Hard: map[string]string{"memory.available": "1Gi", "nodefs.available": "10%"}, KernelMemcgNotification: true},
+		func(d *Deps) { d.MemoryCgroups = map[Signal]string{MemoryAvailable: dir} })
+	e.sum.memAvail, e.sum.memWorking, e.sum.memUsage = 3<<30, 5<<30, usage
+	return e
 }
 
 // registeredThreshold is the threshold of the last registration written to dir.
@@ -65,8 +59,7 @@ func registeredThreshold(t *testing.T, dir string) int64 {
 func TestMemcgThresholdFollowsInactiveFile(t *testing.T) {
 	dir := fakeMemcg(t)
 	usage := uint64(5<<30 + 512*mi)
-	sum := &fakeSummary{memAvail: 3 << 30, memWorking: 5 << 30, memUsage: &usage}
-	m := newMemcgManager(t, dir, sum, testclock.NewFakeClock(time.Unix(1000, 0)))
+	m := newMemcgManager(t, dir, &usage).m
 	if len(m.notifiers) != 1 {
 		t.Fatalf("%d notifiers, want one, for the memory threshold only", len(m.notifiers))
 	}
@@ -88,8 +81,9 @@ func TestMemcgThresholdFollowsInactiveFile(t *testing.T) {
 func TestMemcgSignalStartsCycle(t *testing.T) {
 	dir := fakeMemcg(t)
 	usage := uint64(5 << 30)
-	sum := &fakeSummary{memAvail: 3 << 30, memWorking: 5 << 30, memUsage: &usage, reads: make(chan struct{}, 1)}
-	m := newMemcgManager(t, dir, sum, testclock.NewFakeClock(time.Unix(1000, 0)))
+	e := newMemcgManager(t, dir, &usage)
+	m, sum := e.m, e.sum
+	sum.reads = make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()
