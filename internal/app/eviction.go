@@ -30,6 +30,7 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 		Evict:      func(p *v1.Pod, grace int64, why eviction.Eviction) { n.evictPod(workers, p, grace, why) },
 		Critical:   criticalPod,
 		OnEvict:    metrics.Evicted,
+		CleanedUp:  func(p *v1.Pod) bool { return workers.CleanedUp(p.UID) },
 	}
 	if n.containerGC != nil {
 		deps.DiskReclaimers = append(deps.DiskReclaimers, n.containerGC.DeleteAllUnusedContainers)

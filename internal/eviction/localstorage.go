@@ -13,16 +13,16 @@ const localStorageSignal = "ephemeralcontainerfs.limit"
 
 // evictOverLimits evicts, whatever the node's state, every pod whose disk emptyDir passed its
 // sizeLimit, whose container passed its ephemeral-storage limit, or whose total passed the
-// sum of its containers' limits. It reports whether it evicted any.
-func (m *Manager) evictOverLimits(cands []candidate) bool {
-	evicted := false
+// sum of its containers' limits. It returns the pods it evicted.
+func (m *Manager) evictOverLimits(cands []candidate) []*v1.Pod {
+	var evicted []*v1.Pod
 	for _, c := range cands {
 		if c.stats == nil || (m.deps.Critical != nil && m.deps.Critical(c.pod)) {
 			continue
 		}
 		if msg := overLimit(c.pod, c.stats); msg != "" {
 			m.evict(c.pod, 0, Eviction{Message: msg}, localStorageSignal)
-			evicted = true
+			evicted = append(evicted, c.pod)
 		}
 	}
 	return evicted

@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,15 @@ const MonitoringInterval = 10 * time.Second
 
 // ReasonEvicted is the pod status reason and event reason of an eviction.
 const ReasonEvicted = "Evicted"
+
+// After an eviction the manager waits for the pod's cleanup before it looks again, polling
+// every podCleanupPoll for at most podCleanupTimeout (upstream's figures): until a pod's
+// containers are stopped and its memory-backed volumes unmounted, what it held still counts
+// against the node, and a second look would evict the next pod for the same shortage.
+const (
+	podCleanupPoll    = time.Second
+	podCleanupTimeout = 30 * time.Second
+)
 
 // immediateGracePeriod is the grace period of a pod evicted for a hard threshold.
 const immediateGracePeriod int64 = 1
@@ -58,6 +68,9 @@ type Deps struct {
 	Critical func(pod *v1.Pod) bool
 	// OnEvict is told each eviction's signal (the kubelet_evictions metric); may be nil.
 	OnEvict func(signal string)
+	// CleanedUp says an evicted pod's containers are stopped and its volumes torn down;
+	// Run waits for it after each eviction. Nil: Run does not wait.
+	CleanedUp func(pod *v1.Pod) bool
 	// MemoryCgroups are the memory cgroup directories the memory signals come from
 	// (memory.available: the root; allocatableMemory.available: kubepods), needed with
 	// Config.KernelMemcgNotification.
@@ -120,7 +133,14 @@ func (m *Manager) Run(ctx context.Context) error {
 		"memoryThresholdNotifiers", len(m.notifiers))
 	defer m.stopNotifiers()
 	for {
-		m.Synchronize(ctx)
+		if evicted := m.Synchronize(ctx); len(evicted) > 0 && m.deps.CleanedUp != nil {
+			m.waitForCleanup(ctx, evicted)
+			m.drainWake() // a crossing signalled while waiting is what the next cycle reads
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -131,34 +151,67 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
+// waitForCleanup returns once every evicted pod is cleaned up, after podCleanupTimeout, or
+// when ctx ends.
+func (m *Manager) waitForCleanup(ctx context.Context, evicted []*v1.Pod) {
+	klog.InfoS("Eviction manager: waiting for the evicted pods to be cleaned up", "pods", klog.KObjSlice(evicted))
+	deadline := m.deps.Clock.Now().Add(podCleanupTimeout)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.deps.Clock.After(podCleanupPoll):
+		}
+		if slices.IndexFunc(evicted, func(p *v1.Pod) bool { return !m.deps.CleanedUp(p) }) < 0 {
+			return
+		}
+		if !m.deps.Clock.Now().Before(deadline) {
+			klog.InfoS("Eviction manager: evicted pods not cleaned up in time; looking again", "pods", klog.KObjSlice(evicted), "timeout", podCleanupTimeout)
+			return
+		}
+	}
+}
+
+func (m *Manager) drainWake() {
+	select {
+	case <-m.wake:
+	default:
+	}
+}
+
 // Synchronize runs one cycle: observe, update pressure, act on local storage limits, then
 // on the first threshold whose grace period has passed. It evicts at most one pod for node
-// pressure.
-func (m *Manager) Synchronize(ctx context.Context) {
+// pressure, and returns the pods it evicted.
+func (m *Manager) Synchronize(ctx context.Context) []*v1.Pod {
 	m.synchronizing.Lock()
 	defer m.synchronizing.Unlock()
 	summary, err := m.deps.Summary.Summary(ctx)
 	if err != nil {
 		klog.ErrorS(err, "Eviction manager: cannot read node stats; not acting this cycle")
-		return
+		return nil
 	}
 	now := m.deps.Clock.Now()
 	obs := observe(summary)
 	m.updateNotifiers(obs)
 	actionable := m.update(obs, now)
 	cands := candidates(m.deps.ActivePods(), summary)
-	if m.cfg.LocalStorageCapacityIsolation && m.evictOverLimits(cands) {
-		return
+	if m.cfg.LocalStorageCapacityIsolation {
+		if evicted := m.evictOverLimits(cands); len(evicted) > 0 {
+			return evicted
+		}
 	}
 	if len(actionable) == 0 {
-		return
+		return nil
 	}
 	t := actionable[0]
 	klog.InfoS("Eviction manager: threshold crossed", "signal", t.Signal, "threshold", t.Value, "available", obs[t.Signal].available)
 	if isDisk(t.Signal) && m.reclaimNodeDisk(ctx, t) {
-		return
+		return nil
 	}
-	m.evictOne(cands, t, obs[t.Signal])
+	if p := m.evictOne(cands, t, obs[t.Signal]); p != nil {
+		return []*v1.Pod{p}
+	}
+	return nil
 }
 
 // update records which thresholds are crossed now and returns those whose grace period has
@@ -241,8 +294,8 @@ func (m *Manager) reclaimNodeDisk(ctx context.Context, t Threshold) bool {
 	return false
 }
 
-// evictOne evicts the first pod in rank that may be evicted.
-func (m *Manager) evictOne(cands []candidate, t Threshold, o observation) {
+// evictOne evicts the first pod in rank that may be evicted and returns it (nil: none may).
+func (m *Manager) evictOne(cands []candidate, t Threshold, o observation) *v1.Pod {
 	rank(cands, t.Signal)
 	for _, c := range cands {
 		if m.deps.Critical != nil && m.deps.Critical(c.pod) {
@@ -257,9 +310,10 @@ func (m *Manager) evictOne(cands []candidate, t Threshold, o observation) {
 		}
 		msg, annotations := message(t.Signal, t, o, c)
 		m.evict(c.pod, grace, Eviction{Message: msg, Annotations: annotations, NodePressure: true}, string(t.Signal))
-		return
+		return c.pod
 	}
 	klog.ErrorS(nil, "Eviction manager: no pod to evict", "signal", t.Signal)
+	return nil
 }
 
 func (m *Manager) evict(pod *v1.Pod, grace int64, why Eviction, signal string) {

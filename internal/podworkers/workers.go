@@ -84,6 +84,20 @@ func (p *PodWorkers) State(uid types.UID) (State, bool) {
 	return w.state, true
 }
 
+// CleanedUp reports whether a pod holds nothing of the node any more: its worker has
+// terminated it and torn down its volumes (a kept pod), or has removed it.
+func (p *PodWorkers) CleanedUp(uid types.UID) bool {
+	p.mu.Lock()
+	w, ok := p.workers[uid]
+	p.mu.Unlock()
+	if !ok {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state == Terminated && w.cleanedUp
+}
+
 // Known returns the UIDs that currently have a worker.
 func (p *PodWorkers) Known() map[types.UID]State {
 	p.mu.Lock()
@@ -175,6 +189,8 @@ type worker struct {
 	run      *runtime.RunningPod
 	kill     *KillOptions
 	cancel   context.CancelFunc // cancels an in-flight SyncPod when a kill arrives
+	// cleanedUp: the terminated pod's cleanup (SyncTerminatedPod) has succeeded.
+	cleanedUp bool
 }
 
 func newWorker(uid types.UID) *worker {
@@ -301,6 +317,9 @@ func (p *PodWorkers) step(w *worker) bool {
 			p.retry(w)
 			return false
 		}
+		w.mu.Lock()
+		w.cleanedUp = true
+		w.mu.Unlock()
 		return remove
 	}
 	return false

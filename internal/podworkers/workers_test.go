@@ -265,3 +265,32 @@ func TestNewStaticPodVersionWaitsForTheOldOne(t *testing.T) {
 		t.Fatalf("synced generations %v, want [1 2]", f.syncedGen)
 	}
 }
+
+// An evicted pod (killed, kept) counts as cleaned up only once its terminated-pod cleanup
+// has run, not when its containers are stopped.
+func TestCleanedUpAfterTheTerminatedPodsCleanup(t *testing.T) {
+	f := newFakeSyncer()
+	f.killGate = make(chan struct{})
+	w, _ := start(t, f)
+	w.UpdatePod(UpdateOptions{Type: Create, Pod: testPod(1)})
+	waitFor(t, f, "sync")
+	if w.CleanedUp("uid-1") {
+		t.Fatal("a running pod reads as cleaned up")
+	}
+	w.UpdatePod(UpdateOptions{Type: Kill, Pod: testPod(1)})
+	time.Sleep(20 * time.Millisecond) // the kill is held at its gate
+	if w.CleanedUp("uid-1") {
+		t.Fatal("a pod being killed reads as cleaned up")
+	}
+	close(f.killGate)
+	waitFor(t, f, "kill")
+	waitFor(t, f, "terminated")
+	for deadline := time.Now().Add(2 * time.Second); !w.CleanedUp("uid-1"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not cleaned up 2s after the terminated pod's cleanup ran")
+		}
+	}
+	if !w.CleanedUp("never-seen") {
+		t.Error("a pod with no worker (removed) reads as not cleaned up")
+	}
+}
