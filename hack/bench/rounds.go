@@ -76,7 +76,7 @@ func (b *bench) runRounds(ctx context.Context, res *results) error {
 	if closest != nil {
 		rd := &res.rounds[len(res.rounds)-1]
 		var err error
-		if res.closest, err = b.runSubject(ctx, rd, b.p.rounds-1, closest, scope{footprintOnly: true, pulls: true}); err != nil {
+		if res.closest, err = b.runSubject(ctx, rd, b.p.rounds-1, closest, scope{}); err != nil {
 			return fmt.Errorf("%s: %w", closest.name, err)
 		}
 	}
@@ -85,7 +85,7 @@ func (b *bench) runRounds(ctx context.Context, res *results) error {
 	}
 	untimed := b.nodeletSubject(true)
 	var err error
-	if res.untimed, err = b.runSubject(ctx, &res.rounds[len(res.rounds)-1], b.p.rounds-1, untimed, scope{footprintOnly: true}); err != nil {
+	if res.untimed, err = b.runSubject(ctx, &res.rounds[len(res.rounds)-1], b.p.rounds-1, untimed, scope{}); err != nil {
 		return fmt.Errorf("%s: %w", untimed.name, err)
 	}
 	return nil

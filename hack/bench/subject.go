@@ -38,11 +38,12 @@ type subjectResult struct {
 	api       apiLoad // last round
 }
 
-// scope says which figures a run takes.
+// scope says which figures a run takes beyond the footprint and the latencies. Every run
+// takes the latencies before its loaded footprint, also where only the footprint is reported
+// (the second configurations): a heap grown by the bursts stays partly mapped, so figures
+// compared with each other need the same history.
 type scope struct {
-	density       bool // the long density run and the API request count (last round)
-	footprintOnly bool // only the idle and loaded footprint (the upstream kubelet's second configuration)
-	pulls         bool // with footprintOnly: the pull figure too, after the footprint
+	density bool // the long density run and the API request count (last round)
 }
 
 // runSubject starts the kubelet as a freshly registered bench node, takes the figures of
@@ -122,18 +123,11 @@ func (b *bench) measure(ctx context.Context, subject, root, ns string, p *proces
 	if r.idle, err = b.footprint(ctx, subject, p.pid(), 0); err != nil {
 		return nil, err
 	}
-	if !sc.footprintOnly {
-		if err := b.latencies(ctx, subject, root, ns, r); err != nil {
-			return nil, err
-		}
+	if err := b.latencies(ctx, subject, root, ns, r); err != nil {
+		return nil, err
 	}
 	if r.loaded, err = b.loadedFootprint(ctx, subject, ns, p.pid()); err != nil {
 		return nil, err
-	}
-	if sc.footprintOnly && sc.pulls && b.p.pullPods > 0 {
-		if r.pulls, err = b.pullBurst(ctx, subject, ns); err != nil {
-			return nil, err
-		}
 	}
 	if sc.density && b.p.apiWindow > 0 {
 		if r.api, err = b.apiRequests(ctx, subject, ns); err != nil {
