@@ -271,3 +271,57 @@ func TestRSSGoalShowsTheAnonymousPart(t *testing.T) {
 	}
 	t.Fatal("no RSS goal")
 }
+
+// The pull goal compares with the upstream rounds whose pulls its rate limit did not refuse,
+// says how many it left out, and is not judged when every round was refused.
+func TestPullGoalLeavesOutRefusedUpstreamRounds(t *testing.T) {
+	pulls := func(all time.Duration, refused int) latencies {
+		l := newLatencies([]time.Duration{all}, all)
+		l.refused = refused
+		return l
+	}
+	resultsWith := func(upstreamRefused ...int) *results {
+		r := &results{plan: newPlan(false, "")}
+		for _, refused := range upstreamRefused {
+			upstreamAll := 4 * time.Second
+			if refused > 0 {
+				upstreamAll = 14 * time.Second
+			}
+			r.rounds = append(r.rounds, round{floor: &floorResult{bursts: map[int]latencies{}},
+				nodelet:  &subjectResult{bursts: map[int]latencies{}, pulls: pulls(2*time.Second, 0)},
+				upstream: &subjectResult{bursts: map[int]latencies{}, pulls: pulls(upstreamAll, refused)}})
+		}
+		return r
+	}
+	pullGoalOf := func(r *results) goal {
+		for _, g := range goals(r) {
+			if strings.Contains(g.name, "pulled, all Running") {
+				return g
+			}
+		}
+		t.Fatal("no pull goal")
+		return goal{}
+	}
+	g := pullGoalOf(resultsWith(3, 0, 3))
+	if !g.met || !strings.HasPrefix(g.measured, "0.50× = 2.00 s vs 4.00 s") || !strings.Contains(g.measured, "left out: the 2 of 3 upstream rounds") {
+		t.Errorf("one unrefused round of 3: %+v; want 0.50× against it, met, and the 2 left out said", g)
+	}
+	md := render(resultsWith(3, 2, 3))
+	goalLine := grepMD(md, "pulled, all Running")
+	if !strings.Contains(goalLine, "| – (no upstream round to compare with); left out: the 3 of 3") || !strings.HasSuffix(goalLine, "| – |") {
+		t.Errorf("every round refused: want the goal unjudged (–) with the 3 rounds left out said, got\n%s", goalLine)
+	}
+	if row := grepMD(md, "rate limit refused"); !strings.Contains(row, "| 0 pods (0 pods–0 pods) | 3 pods (2 pods–3 pods) |") {
+		t.Errorf("the refused pods' row: got\n%s", row)
+	}
+}
+
+func grepMD(md, what string) string {
+	var out []string
+	for _, line := range strings.Split(md, "\n") {
+		if strings.Contains(line, what) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}

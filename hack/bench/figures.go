@@ -110,7 +110,9 @@ func pullFigures(r *results) []figure {
 			out = append(out, parallel)
 		}
 	}
-	return out
+	refused := func(s *subjectResult) (float64, bool) { return float64(s.pulls.refused), s.pulls.all > 0 }
+	return append(out, figure{name: fmt.Sprintf("  the same: pods whose pull the kubelet's own rate limit refused (%q, then a 10 s back-off)", pullRefusal),
+		unit: fmtPods, nodelet: fromSubjects(r.rounds, nodeletOf, refused), upstream: fromSubjects(r.rounds, upstreamOf, refused)})
 }
 
 // footprintFigures are RSS and CPU at 0 pods and at plan.footprintPods, for the upstream

@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // goal is one performance target and how nodelet did against it, on the medians of the rounds.
 type goal struct {
@@ -14,7 +17,7 @@ func renderGoals(w writer, r *results) {
 	w("|---|---|---|---|")
 	for _, g := range goals(r) {
 		mark := "–"
-		if g.measured != "–" {
+		if !strings.HasPrefix(g.measured, "–") {
 			mark = map[bool]string{true: "✓", false: "✗"}[g.met]
 		}
 		w("| %s | %s | %s | %s |", g.name, g.target, g.measured, mark)
@@ -83,14 +86,7 @@ func goals(r *results) []goal {
 	csiAll := byName[fmt.Sprintf("%d pods with a CSI volume each (test driver, attach required, claims bound beforehand): all Running (from the first create call)", p.csiPods)]
 	gs = append(gs, versus(fmt.Sprintf("%d pods with a CSI volume each, all Running", p.csiPods), "≤ upstream", csiAll.nodelet, csiAll.upstream, 1, fmtSec))
 	if p.pullPods > 0 {
-		pulls := byName[pullFiguresName(p, "all Running (from the first create call)")]
-		g := versus(fmt.Sprintf("%d pods with an image of their own each pulled, all Running", p.pullPods),
-			"≤ 0.5× upstream (its default, serial pulls)", pulls.nodelet, pulls.upstream, 0.5, fmtSec)
-		if g.measured != "–" && len(pulls.floor) > 0 {
-			// How close the runtime itself comes to the target bounds what any kubelet can show.
-			g.measured += fmt.Sprintf("; the runtime's own floor: %s", ratioCell(pulls.floor, pulls.upstream))
-		}
-		gs = append(gs, g)
+		gs = append(gs, pullGoal(r, byName[pullFiguresName(p, "all Running (from the first create call)")]))
 	}
 	gs = append(gs, versus("API requests a minute, pods with a ConfigMap and a Secret each", "≤ upstream", api.nodelet, api.upstream, 1, fmtPerMin))
 	dens := goal{name: fmt.Sprintf("%d pods Running with the node Ready", p.densityPods), target: "all Running, Ready throughout", measured: "–"}
@@ -100,4 +96,27 @@ func goals(r *results) []goal {
 		dens.met = d.running == d.pods && d.ready
 	}
 	return append(gs, rss, cpu, tlRSS, tlCPU, dens)
+}
+
+// pullGoal compares nodelet's pull burst with the upstream kubelet's default rounds in which
+// its rate limit refused no pull: a refused pull waits out a 10 s back-off, which says nothing
+// of how fast either kubelet pulls.
+func pullGoal(r *results, pulls figure) goal {
+	unrefused := fromSubjects(r.rounds, upstreamOf, func(s *subjectResult) (float64, bool) {
+		return s.pulls.all.Seconds(), s.pulls.all > 0 && s.pulls.refused == 0
+	})
+	g := versus(fmt.Sprintf("%d pods with an image of their own each pulled, all Running", r.plan.pullPods),
+		"≤ 0.5× upstream (its default, serial pulls)", pulls.nodelet, unrefused, 0.5, fmtSec)
+	if refusedRounds := len(pulls.upstream) - len(unrefused); refusedRounds > 0 {
+		if g.measured == "–" {
+			g.measured = "– (no upstream round to compare with)"
+		}
+		g.measured += fmt.Sprintf("; left out: the %d of %d upstream rounds in which its rate limit refused pulls (%q, then a 10 s back-off)",
+			refusedRounds, len(pulls.upstream), pullRefusal)
+	}
+	if len(unrefused) > 0 && len(pulls.floor) > 0 {
+		// How close the runtime itself comes to the target bounds what any kubelet can show.
+		g.measured += fmt.Sprintf("; the runtime's own floor: %s", ratioCell(pulls.floor, unrefused))
+	}
+	return g
 }

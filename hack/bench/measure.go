@@ -22,6 +22,9 @@ type latencies struct {
 	sorted []time.Duration
 	all    time.Duration // first creation (or start) → last pod Running
 	cpu    *cpuUse       // where the machine's CPU went meanwhile (bursts and pulls)
+	// refused are the pods whose pull the kubelet's own rate limit refused at least once
+	// (pull bursts only): each waited out an image pull back-off, which the times include.
+	refused int
 }
 
 func newLatencies(ds []time.Duration, all time.Duration) latencies {

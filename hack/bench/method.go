@@ -45,8 +45,10 @@ func renderMethod(w writer, r *results) {
 		w("  registries serve them; the project containerd's mirror of registry.k8s.io). Both kubelets keep")
 		w("  registryPullQPS 5. nodelet runs with serializeImagePulls=false (no limit on parallel pulls) and registryBurst")
 		w("  %d (at the default 10, both kubelets refuse the pulls over it with \"pull QPS exceeded\" and back off 10 s);", pullBurstLimit)
-		w("  the upstream kubelet with its defaults (one pull at a time, burst 10: a pull every 0.2 s or slower stays within it)")
-		w("  and, in the last round, with serializeImagePulls=false and registryBurst %d as nodelet.", pullBurstLimit)
+		w("  the upstream kubelet with its defaults (one pull at a time, burst 10: when its pulls end faster than 5 a second,")
+		w("  it refuses those past the burst the same way) and, in the last round, with serializeImagePulls=false and")
+		w("  registryBurst %d as nodelet. The pods refused are counted from the kubelets' events (a row of their own), and", pullBurstLimit)
+		w("  the pull goal leaves out the upstream rounds that had any: a 10 s back-off is not pull speed.")
 		w("  The floor pulls through CRI (PullImage side by side with RunPodSandbox, then CreateContainer and")
 		w("  StartContainer) at the same parallelisms as its bursts and all %d at once, and reports the fastest \"all\".", p.pullPods)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -26,6 +27,9 @@ const (
 	// pullBurstLimit is registryBurst for the subjects that pull in parallel: the default (10)
 	// would refuse half of the 20 pulls started at once ("pull QPS exceeded", then back-off).
 	pullBurstLimit = 20
+	// pullRefusal is the error of a pull past registryPullQPS and registryBurst; the pod then
+	// backs off (10 s at first) before the kubelet tries again.
+	pullRefusal = "pull QPS exceeded"
 )
 
 func pullImage(i int) string { return fmt.Sprintf("%s-%02d:v1", pullRepo, i) }
@@ -48,11 +52,30 @@ func (b *bench) pullBurst(ctx context.Context, subject, ns string) (latencies, e
 	if err != nil {
 		return l, err
 	}
-	progress(subject, "%s: p50 %v, p99 %v, all %v", what, ms(l.pct(50)), ms(l.pct(99)), ms(l.all))
+	if l.refused, err = b.refusedPulls(ctx, ns); err != nil {
+		return l, err
+	}
+	progress(subject, "%s: p50 %v, p99 %v, all %v; %d pods refused with %q", what, ms(l.pct(50)), ms(l.pct(99)), ms(l.all), l.refused, pullRefusal)
 	if err := b.deleteRun(ctx, subject, ns, pullRun, n); err != nil {
 		return l, err
 	}
 	return l, b.removePullImages(ctx)
+}
+
+// refusedPulls counts the pull-burst pods with an event saying the kubelet's pull rate limit
+// refused their pull.
+func (b *bench) refusedPulls(ctx context.Context, ns string) (int, error) {
+	events, err := b.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("listing the pull burst's events: %w", err)
+	}
+	pods := map[string]bool{}
+	for _, e := range events.Items {
+		if strings.HasPrefix(e.InvolvedObject.Name, pullRun+"-") && strings.Contains(e.Message, pullRefusal) {
+			pods[e.InvolvedObject.Name] = true
+		}
+	}
+	return len(pods), nil
 }
 
 // removePullImages removes the bench's pull images from the runtime (containerd deletes their

@@ -210,6 +210,7 @@ func fmtSec(s float64) string {
 func fmtMiB(v float64) string    { return fmt.Sprintf("%.1f MiB", v) }
 func fmtPct(v float64) string    { return fmt.Sprintf("%.2f %%", v) }
 func fmtPerMin(v float64) string { return fmt.Sprintf("%.1f /min", v) }
+func fmtPods(v float64) string   { return fmt.Sprintf("%.0f pods", v) }
 
 // renderConditions lists the machine's state before every subject of every round; a flagged
 // row had other work running (idle CPU below the plan's minimum, or foreign pods on the runtime).
