@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,13 +164,21 @@ func (f fakeVolumes) DevicePath(_ *v1.Pod, name string) (string, error) {
 	return "", fmt.Errorf("volume %s has volumeMode Filesystem, but is specified in volumeDevices", name)
 }
 
-func (f fakeVolumes) HostPath(pod *v1.Pod, name, subPath string) (string, bool, error) {
+func (f fakeVolumes) HostPath(pod *v1.Pod, name string) (string, bool, error) {
 	for _, v := range pod.Spec.Volumes {
 		if v.Name == name {
-			return filepath.Join(f.root, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", name, subPath), false, nil
+			return filepath.Join(f.root, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", name), false, nil
 		}
 	}
 	return "", false, fmt.Errorf("volume mount %q: no such volume", name)
+}
+
+// SubPath stands for the subPath's mount: the path says what the volume manager was asked.
+func (f fakeVolumes) SubPath(pod *v1.Pod, container string, index int, name, subPath string) (string, bool, error) {
+	if _, _, err := f.HostPath(pod, name); err != nil {
+		return "", false, err
+	}
+	return filepath.Join(f.root, "pods", string(pod.UID), "volume-subpaths", name, container, strconv.Itoa(index), subPath), false, nil
 }
 
 // waitUntil polls cond for up to 5 s and fails the test naming what did not happen.

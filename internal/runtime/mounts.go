@@ -22,9 +22,13 @@ const (
 // Volumes is what the runtime needs of the volume manager, which sets a pod's volumes up
 // before its sync creates containers: where each volume is on the host.
 type Volumes interface {
-	// HostPath returns where pod's volume name is on the host, with subPath (relative,
-	// without '..') inside it, and whether containers may only read it.
-	HostPath(pod *v1.Pod, name, subPath string) (path string, readOnly bool, err error)
+	// HostPath returns where pod's volume name is on the host, and whether containers may
+	// only read it.
+	HostPath(pod *v1.Pod, name string) (path string, readOnly bool, err error)
+	// SubPath returns a path nodelet owns on which subPath (relative, without '..') of pod's
+	// volume name is mounted for mount index of container, resolved inside the volume
+	// whatever symlinks it holds, and whether containers may only read it.
+	SubPath(pod *v1.Pod, container string, index int, name, subPath string) (path string, readOnly bool, err error)
 	// DevicePath returns the block device of pod's volume name (volumeMode Block).
 	DevicePath(pod *v1.Pod, name string) (string, error)
 }
@@ -51,7 +55,7 @@ func (m *manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Dev
 func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		sub, err := subPath(vm, vars)
 		if err != nil {
 			return nil, err
@@ -59,7 +63,13 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string,
 		if m.volumes == nil {
 			return nil, fmt.Errorf("volume mount %q: nodelet runs without a volume manager", vm.Name)
 		}
-		hostPath, readOnly, err := m.volumes.HostPath(pod, vm.Name, sub)
+		var hostPath string
+		var readOnly bool
+		if sub == "" {
+			hostPath, readOnly, err = m.volumes.HostPath(pod, vm.Name)
+		} else {
+			hostPath, readOnly, err = m.volumes.SubPath(pod, c.Name, i, vm.Name, sub)
+		}
 		if err != nil {
 			return nil, err
 		}

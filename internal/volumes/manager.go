@@ -111,25 +111,27 @@ func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
 	return filepath.Join(m.podDir(uid), "volumes", plugin, name)
 }
 
-// HostPath returns where pod's volume name is on the host, with subPath inside it (made
-// when missing, unless containers only read the volume), and whether containers may only
-// read it. The volume must be set up: the pod sync waited for it.
-func (m *Manager) HostPath(pod *v1.Pod, name, subPath string) (string, bool, error) {
+// HostPath returns where pod's volume name is on the host and whether containers may only
+// read it. The volume must be set up: the pod sync waited for it. A subPath of it goes
+// through SubPath.
+func (m *Manager) HostPath(pod *v1.Pod, name string) (string, bool, error) {
+	mnt, err := m.filesystem(pod, name)
+	return mnt.Path, mnt.ReadOnly, err
+}
+
+// filesystem returns pod's volume name, set up, of volumeMode Filesystem.
+func (m *Manager) filesystem(pod *v1.Pod, name string) (Mount, error) {
 	mnt, ok := m.actual.mount(volumeKey{pod.UID, name})
 	if !ok {
 		if !hasVolume(pod, name) {
-			return "", false, fmt.Errorf("volume mount %q: no such volume", name)
+			return Mount{}, fmt.Errorf("volume mount %q: no such volume", name)
 		}
-		return "", false, fmt.Errorf("volume %q is not set up", name)
+		return Mount{}, fmt.Errorf("volume %q is not set up", name)
 	}
 	if mnt.Block {
-		return "", false, fmt.Errorf("volume %s has volumeMode Block, but is specified in volumeMounts", name)
+		return Mount{}, fmt.Errorf("volume %s has volumeMode Block, but is specified in volumeMounts", name)
 	}
-	if subPath == "" {
-		return mnt.Path, mnt.ReadOnly, nil
-	}
-	path, err := subPathIn(mnt, name, subPath)
-	return path, mnt.ReadOnly, err
+	return mnt, nil
 }
 
 // DevicePath returns the block device of pod's volume name, for a container's volumeDevices.
@@ -173,10 +175,14 @@ func hasVolume(pod *v1.Pod, name string) bool {
 	return false
 }
 
-// RemovePodDir removes pods/<uid> once nothing of the pod is set up or mounted below it.
+// RemovePodDir removes pods/<uid> once nothing of the pod is set up or mounted below it
+// (subPath mounts left of volumes that are gone are unmounted first).
 func (m *Manager) RemovePodDir(uid types.UID) error {
 	if vols := m.actual.volumes(uid); len(vols) > 0 {
 		return fmt.Errorf("pod %s still has %d volumes set up", uid, len(vols))
+	}
+	if err := m.cleanAllSubPaths(uid); err != nil {
+		return fmt.Errorf("pod %s: %w", uid, err)
 	}
 	dir := m.podDir(uid)
 	points, err := m.mounter.MountsUnder(dir)

@@ -193,7 +193,11 @@ func (r *reconciler) setUp(ctx context.Context, pod *v1.Pod, k volumeKey, dv des
 
 func (r *reconciler) tearDown(k volumeKey, mv mountedVolume) {
 	r.m.actual.markTearingDown(k, true)
-	if err := mv.plugin.TearDown(k.uid, mv.dir); err != nil {
+	err := r.m.cleanSubPaths(k.uid, k.name)
+	if err == nil {
+		err = mv.plugin.TearDown(k.uid, mv.dir)
+	}
+	if err != nil {
 		klog.ErrorS(err, "UnmountVolume.TearDown failed", "podUID", k.uid, "volume", k.name, "plugin", mv.plugin.Name())
 		r.m.actual.markTearingDown(k, false)
 		r.finish(k, true)

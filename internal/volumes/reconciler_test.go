@@ -2,13 +2,12 @@ package volumes
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
 )
 
-// The pod's volumes are set up outside the caller, and handed out with subPaths inside.
+// The pod's volumes are set up outside the caller, and handed out.
 func TestWaitForAttachAndMountSetsUpVolumes(t *testing.T) {
 	e := newTestEnv(t, t.TempDir())
 	e.run(t)
@@ -16,18 +15,11 @@ func TestWaitForAttachAndMountSetsUpVolumes(t *testing.T) {
 	if err := e.m.WaitForAttachAndMount(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	path, ro, err := e.m.HostPath(pod, "data", "")
+	path, ro, err := e.m.HostPath(pod, "data")
 	if err != nil || ro || path != e.volumeDir("u1", "data") {
 		t.Fatalf("HostPath data = %q %v %v", path, ro, err)
 	}
-	sub, _, err := e.m.HostPath(pod, "cache", "logs/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(sub); err != nil || st.Mode().Perm() != 0o777 {
-		t.Errorf("subPath %s: %v, want a world-writable directory", sub, err)
-	}
-	if _, _, err := e.m.HostPath(pod, "nope", ""); err == nil {
+	if _, _, err := e.m.HostPath(pod, "nope"); err == nil {
 		t.Error("an undeclared volume was handed out")
 	}
 	if e.plugin.setUpsOf("data") != 1 {
@@ -59,7 +51,7 @@ func TestTearDownOnlyAfterContainersAreGone(t *testing.T) {
 	if got := e.plugin.tornDown(); !slices.Equal(got, []string{e.volumeDir("u1", "data")}) {
 		t.Errorf("torn down %v", got)
 	}
-	if _, _, err := e.m.HostPath(pod, "data", ""); err == nil {
+	if _, _, err := e.m.HostPath(pod, "data"); err == nil {
 		t.Error("a torn-down volume is still handed out")
 	}
 }
@@ -89,7 +81,7 @@ func TestFailedSetUpRetriesWithBackOff(t *testing.T) {
 			t.Fatalf("not retried after %v", wait)
 		}
 	}
-	if _, _, err := e.m.HostPath(pod, "data", ""); err != nil {
+	if _, _, err := e.m.HostPath(pod, "data"); err != nil {
 		t.Errorf("after the fourth attempt: %v", err)
 	}
 	if len(e.m.rec.retries) != 0 {

@@ -36,7 +36,7 @@ func TestReconstructionFromTheRootDir(t *testing.T) {
 	e.m.want(t.Context(), pod)
 	e.pods.setGone("gone")
 	e.reconcile()
-	if _, _, err := e.m.HostPath(pod, "data", ""); err != nil || e.plugin.setUpsOf("data") != 1 {
+	if _, _, err := e.m.HostPath(pod, "data"); err != nil || e.plugin.setUpsOf("data") != 1 {
 		t.Errorf("kept volume: %v after %d SetUps, want usable after one", err, e.plugin.setUpsOf("data"))
 	}
 	if data, err := os.ReadFile(filepath.Join(kept, "state")); err != nil || string(data) != "x" {

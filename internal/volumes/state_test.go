@@ -90,7 +90,7 @@ func TestBlockVolumesAreDevicesOnly(t *testing.T) {
 	if dev, err := m.DevicePath(pod, "disk"); err != nil || dev != "/dev/loop7" {
 		t.Fatalf("DevicePath(disk) = %q, %v", dev, err)
 	}
-	if _, _, err := m.HostPath(pod, "disk", ""); err == nil || err.Error() != "volume disk has volumeMode Block, but is specified in volumeMounts" {
+	if _, _, err := m.HostPath(pod, "disk"); err == nil || err.Error() != "volume disk has volumeMode Block, but is specified in volumeMounts" {
 		t.Fatalf("HostPath(disk): %v", err)
 	}
 	if _, err := m.DevicePath(pod, "fs"); err == nil || err.Error() != "volume fs has volumeMode Filesystem, but is specified in volumeDevices" {

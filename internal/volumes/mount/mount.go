@@ -27,6 +27,9 @@ type Mounter interface {
 	MountsUnder(dir string) ([]string, error)
 	// Unmount unmounts the mount at dir.
 	Unmount(dir string) error
+	// BindFd bind-mounts the file or directory src holds (an O_PATH descriptor) on target,
+	// an existing path of the same kind, and checks that target then is src.
+	BindFd(src *os.File, target string) error
 }
 
 // Mountinfo is the mount table of nodelet's mount namespace.
@@ -81,6 +84,33 @@ func (Host) Unmount(dir string) error {
 		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
 			return fmt.Errorf("unmount %s: %w", dir, err)
 		}
+	}
+	return nil
+}
+
+// BindFd mounts src through its /proc/self/fd link, so the mount is the file src holds
+// whatever its path names meanwhile, then compares the mount with src: a mismatch is
+// unmounted again and an error.
+func (Host) BindFd(src *os.File, target string) error {
+	var want, got unix.Stat_t
+	if err := unix.Fstat(int(src.Fd()), &want); err != nil {
+		return err
+	}
+	source := "/proc/self/fd/" + strconv.Itoa(int(src.Fd()))
+	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind mount on %s: %w", target, err)
+	}
+	fd, err := unix.Open(target, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Fstat(fd, &got)
+		unix.Close(fd)
+	}
+	if err == nil && (got.Dev != want.Dev || got.Ino != want.Ino) {
+		err = fmt.Errorf("the mount on %s is not what was resolved", target)
+	}
+	if err != nil {
+		_ = unix.Unmount(target, unix.MNT_DETACH)
+		return err
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ func TestPersistentVolumeClaims(t *testing.T) {
 		if err := e.mount(pod); err != nil {
 			return "", false, err
 		}
-		return e.vm.HostPath(pod, "data", "")
+		return e.vm.HostPath(pod, "data")
 	}
 	if path, ro, err := mount(claiming("host", false)); err != nil || ro || path != filepath.Join(dir, "host") {
 		t.Errorf("hostPath claim: %q %v, %v", path, ro, err)

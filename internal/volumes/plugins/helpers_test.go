@@ -58,7 +58,7 @@ func (e *env) mount(pod *v1.Pod) error {
 // hostPath is where the volume manager says pod's volume is.
 func (e *env) hostPath(pod *v1.Pod, name string) (string, bool) {
 	e.t.Helper()
-	path, ro, err := e.vm.HostPath(pod, name, "")
+	path, ro, err := e.vm.HostPath(pod, name)
 	if err != nil {
 		e.t.Fatalf("volume %s: %v", name, err)
 	}

@@ -21,7 +21,10 @@ func TestHostPathVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, sub := range map[string]string{"d": "sub", "f": ""} {
-		path, _, err := e.vm.HostPath(pod, name, sub)
+		path, _, err := e.vm.HostPath(pod, name)
+		if sub != "" {
+			path, _, err = e.vm.SubPath(pod, "c", 0, name, sub)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -29,10 +32,10 @@ func TestHostPathVolumes(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, _, err := e.vm.HostPath(pod, "undeclared", ""); err == nil {
+	if _, _, err := e.vm.HostPath(pod, "undeclared"); err == nil {
 		t.Error("undeclared: no error")
 	}
-	if _, _, err := e.vm.HostPath(pod, "d", "../escape"); err == nil {
+	if _, _, err := e.vm.SubPath(pod, "c", 1, "d", "../escape"); err == nil {
 		t.Error("subPath escaping the volume accepted")
 	}
 	missing := mounting("missing", v1.Volume{Name: "missing", VolumeSource: v1.VolumeSource{

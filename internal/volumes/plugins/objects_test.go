@@ -179,7 +179,7 @@ func TestVolumeObjectsMissing(t *testing.T) {
 	if ev := waitEvent(t, e); ev != want {
 		t.Errorf("event %q, want %q", ev, want)
 	}
-	if _, _, err := e.vm.HostPath(req, "opt", ""); err == nil {
+	if _, _, err := e.vm.HostPath(req, "opt"); err == nil {
 		t.Error("a volume that failed to set up is handed out")
 	}
 }

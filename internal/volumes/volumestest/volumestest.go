@@ -31,13 +31,23 @@ func Start(t *testing.T, rootDir string) OnDemand {
 }
 
 // HostPath sets pod's volumes up, then answers as the volume manager does.
-func (o OnDemand) HostPath(pod *v1.Pod, name, subPath string) (string, bool, error) {
+func (o OnDemand) HostPath(pod *v1.Pod, name string) (string, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := o.WaitForAttachAndMount(ctx, pod); err != nil {
 		return "", false, err
 	}
-	return o.Manager.HostPath(pod, name, subPath)
+	return o.Manager.HostPath(pod, name)
+}
+
+// SubPath sets pod's volumes up, then answers as the volume manager does.
+func (o OnDemand) SubPath(pod *v1.Pod, container string, index int, name, subPath string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := o.WaitForAttachAndMount(ctx, pod); err != nil {
+		return "", false, err
+	}
+	return o.Manager.SubPath(pod, container, index, name, subPath)
 }
 
 // DevicePath sets pod's volumes up, then answers as the volume manager does.

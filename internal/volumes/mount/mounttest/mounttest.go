@@ -6,6 +6,7 @@ package mounttest
 import (
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -34,6 +35,15 @@ func (f *Fake) MountTmpfs(dir string, size int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mounted[filepath.Clean(dir)] = size
+	return nil
+}
+
+// BindFd records a mount at target; nothing is mounted, so target stays what it was.
+func (f *Fake) BindFd(_ *os.File, target string) error {
+	if _, err := os.Lstat(target); err != nil {
+		return err
+	}
+	f.Mount(target)
 	return nil
 }
 
