@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit fuzz real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -123,6 +123,16 @@ unit:
 	hack/check-deps.sh
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
 	cd test/registry && $(GO) test -race ./...
+
+# Fuzzes each Go fuzz target (func Fuzz... in a _test.go) for FUZZTIME; `unit` runs their seed
+# corpora. A failing input is kept under the package's testdata/fuzz for `go test` to replay.
+FUZZTIME ?= 60s
+fuzz:
+	set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd); do \
+	  for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f); \
+	  done; \
+	done
 
 # The package tests that talk to the real containerd or API server (gated on NODELET_E2E_*
 # variables, which this sets); a skipped test fails the run.
