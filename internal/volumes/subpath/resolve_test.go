@@ -16,12 +16,12 @@ func volume(t *testing.T) (root, host string) {
 	t.Helper()
 	base := t.TempDir()
 	root, host = filepath.Join(base, "vol"), filepath.Join(base, "host")
-	for _, d := range []string{root + "/data/logs", root + "/real", host + "/etc"} {
+	for _, d := range []string{root + "/data/logs", root + "/real", root + "/..2026_11_28", host + "/etc"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	files := map[string]string{root + "/data/app.conf": "conf", host + "/etc/secret": "host secret"}
+	files := map[string]string{root + "/data/app.conf": "conf", root + "/..2026_11_28/key": "v", host + "/etc/secret": "host secret"}
 	for f, content := range files {
 		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -40,6 +40,8 @@ func volume(t *testing.T) (root, host string) {
 		"real/out":  "../../host/etc",        // inside, then out
 		"dangling":  "newdir",                // to a missing directory inside
 		"sneaky":    root + "/../host",       // textually starts with root, then climbs
+		"..data":    "..2026_11_28",          // a configMap volume's layout (atomic writer)
+		"key":       "..data/key",
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
@@ -77,6 +79,7 @@ func TestOpen(t *testing.T) {
 		{path: "abs", want: "data/app.conf"},
 		{path: "data/back", want: "real"},
 		{path: "rel/../app.conf", want: "data/app.conf"},
+		{path: "key", want: "..2026_11_28/key"},
 		{path: "escape", err: ErrOutside},
 		{path: "escape/etc", err: ErrOutside},
 		{path: "up", err: ErrOutside},
