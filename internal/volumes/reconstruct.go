@@ -11,8 +11,8 @@ import (
 // reconstruct fills the actual state with the volumes found under the root dir
 // (pods/<uid>/volumes/<plugin>/<name>), as uncertain: a desired pod's SetUp runs once more
 // and finds them in place; those no pod wants are torn down once their pod's containers are
-// gone, their subPath mounts first. Directories of plugins nodelet lacks are left alone;
-// subPath mounts of no volume found are unmounted now.
+// gone, their subPath mounts first. Directories of plugins nodelet lacks are left alone, with
+// their volumes' subPath mounts; subPath mounts of no volume at all are unmounted now.
 func (m *Manager) reconstruct() {
 	podsDir := filepath.Join(m.rootDir, "pods")
 	pods, err := os.ReadDir(podsDir)
@@ -31,15 +31,17 @@ func (m *Manager) reconstruct() {
 		names := map[string]bool{}
 		plugins, _ := os.ReadDir(filepath.Join(podsDir, p.Name(), "volumes"))
 		for _, pl := range plugins {
+			vols, _ := os.ReadDir(filepath.Join(podsDir, p.Name(), "volumes", pl.Name()))
+			for _, v := range vols {
+				names[v.Name()] = true
+			}
 			plugin := m.pluginNamed(pl.Name())
 			if plugin == nil || !pl.IsDir() {
 				klog.InfoS("Volume directory of an unknown plugin left alone", "podUID", uid, "plugin", pl.Name())
 				continue
 			}
-			vols, _ := os.ReadDir(filepath.Join(podsDir, p.Name(), "volumes", pl.Name()))
 			for _, v := range vols {
 				m.actual.markUncertain(volumeKey{uid, v.Name()}, plugin, m.volumeDir(uid, plugin.Name(), v.Name()))
-				names[v.Name()] = true
 				found++
 			}
 		}

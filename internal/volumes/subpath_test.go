@@ -115,15 +115,16 @@ func TestSubPathMountsGoBeforeTheVolume(t *testing.T) {
 }
 
 // After a restart the subPath mounts of a pod that went away meanwhile go with its
-// reconstructed volumes; those of a volume nothing reconstructs go at once; a pod still
-// wanted keeps its own.
+// reconstructed volumes; those of a volume that is gone go at once; those of a volume of a
+// plugin nodelet lacks stay with it; a pod still wanted keeps its own.
 func TestSubPathMountsAfterRestart(t *testing.T) {
 	root := t.TempDir()
 	mounter := &stuckMounter{Fake: mounttest.New()}
 	targets := map[string]string{}
-	for _, p := range []struct{ uid, vol string }{{"kept", "data"}, {"gone", "old"}, {"gone", "foreign"}} {
-		if p.vol != "foreign" { // no volume directory: its volume went, its subPath did not
-			if err := os.MkdirAll(filepath.Join(root, "pods", p.uid, "volumes", fakePluginName, p.vol), 0o755); err != nil {
+	plugins := map[string]string{"data": fakePluginName, "old": fakePluginName, "alien": "example.com~other"}
+	for _, p := range []struct{ uid, vol string }{{"kept", "data"}, {"gone", "old"}, {"gone", "foreign"}, {"gone", "alien"}} {
+		if plugin := plugins[p.vol]; plugin != "" { // foreign: its volume went, its subPath did not
+			if err := os.MkdirAll(filepath.Join(root, "pods", p.uid, "volumes", plugin, p.vol), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -136,7 +137,10 @@ func TestSubPathMountsAfterRestart(t *testing.T) {
 	}
 	e := newTestEnv(t, root, withMounter(mounter))
 	if ok, _ := mounter.IsMountPoint(targets["gone/foreign"]); ok {
-		t.Error("the subPath mount of a volume nothing reconstructed is still mounted after the start")
+		t.Error("the subPath mount of a volume that is gone is still mounted after the start")
+	}
+	if ok, _ := mounter.IsMountPoint(targets["gone/alien"]); !ok {
+		t.Error("the subPath mount of another plugin's volume went")
 	}
 	e.m.want(t.Context(), podWith("kept", "data"))
 	e.pods.setGone("gone")
@@ -149,5 +153,8 @@ func TestSubPathMountsAfterRestart(t *testing.T) {
 	}
 	if err := e.m.RemovePodDir("gone"); err != nil {
 		t.Fatal(err)
+	}
+	if ok, _ := mounter.IsMountPoint(targets["gone/alien"]); ok {
+		t.Error("RemovePodDir removed the pod's directory but left a subPath mount")
 	}
 }
