@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit real e2e clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit fuzz real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -123,6 +123,19 @@ unit:
 	hack/check-deps.sh
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
 	cd test/registry && $(GO) test -race ./...
+
+# Go fuzz targets, one <package>:<Fuzz function> each; add new ones here. Their seed corpora
+# run with the unit tests; `make fuzz` fuzzes each in turn for FUZZTIME.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := \
+	./internal/source:FuzzDecodeAndValidate
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz: $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME); \
+	done
 
 # The package tests that talk to the real containerd or API server (gated on NODELET_E2E_*
 # variables, which this sets); a skipped test fails the run.
