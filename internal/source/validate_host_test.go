@@ -1,7 +1,10 @@
 package source
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -171,4 +174,30 @@ func seccomp(profile string) func(*v1.Pod) {
 
 func dnsOption(name string) func(*v1.Pod) {
 	return func(p *v1.Pod) { p.Spec.DNSConfig = &v1.PodDNSConfig{Options: []v1.PodDNSConfigOption{{Name: name}}} }
+}
+
+const traversingUID = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: evil\n  uid: ../../victim\n" +
+	"spec:\n  containers:\n  - name: main\n    image: busybox:1\n"
+
+func TestFileSourceRefusesTraversingUID(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "good.yaml"), manifest("good", "nginx:1"))
+	writeFile(t, filepath.Join(dir, "evil.yaml"), traversingUID)
+	src, out, rec := syncedFileSource(dir)
+	src.sync(context.Background())
+	receiveNames(t, out, "good-node1")
+	expectOneEvent(t, rec, "Warning InvalidManifest", "evil.yaml", `metadata.uid: Invalid value: "../../victim"`)
+}
+
+func TestURLSourceRefusesTraversingUIDKeepingLastPods(t *testing.T) {
+	fake, src, out, rec := newURLTest(t, http.StatusOK, podList)
+	ctx := context.Background()
+	src.sync(ctx)
+	receive(t, out)
+	fake.set(http.StatusOK, `{"apiVersion":"v1","kind":"PodList","items":[
+ {"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"x:1"}]}},
+ {"metadata":{"name":"b","uid":"../../victim"},"spec":{"containers":[{"name":"c","image":"x:1"}]}}]}`)
+	src.sync(ctx)
+	expectNoSnapshot(t, out)
+	expectOneEvent(t, rec, "Warning InvalidManifest", `items[1]: metadata.uid: Invalid value: "../../victim"`)
 }
