@@ -90,16 +90,18 @@ type walker struct {
 	root unix.Statx_t
 }
 
-// sameMount reports whether st is on the root's filesystem and, where the kernel tells, its
-// mount (a bind mount of the same filesystem has the same device).
+// sameMount reports whether st is on the root's mount. The mount ID tells where the kernel has
+// it (a bind mount of the same filesystem has the same device); the device is compared for
+// directories only, since overlayfs reports a lower layer's device for files.
 func (w walker) sameMount(st *unix.Statx_t) bool {
-	if st.Dev_major != w.root.Dev_major || st.Dev_minor != w.root.Dev_minor {
+	if st.Attributes&st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
 		return false
 	}
 	if st.Mask&w.root.Mask&unix.STATX_MNT_ID != 0 && st.Mnt_id != w.root.Mnt_id {
 		return false
 	}
-	return st.Attributes&st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	return !isDir || (st.Dev_major == w.root.Dev_major && st.Dev_minor == w.root.Dev_minor)
 }
 
 // openDir opens dirFD/name as a directory on the root's mount without following a symlink;
