@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 	"github.com/nodelet/nodelet/internal/volumes/tokens"
@@ -347,7 +348,7 @@ func (p *Plugin) removeDir(dir string) error {
 	if len(points) > 0 {
 		return fmt.Errorf("kubernetes.io/csi: %s is still mounted; not removing it", points[0])
 	}
-	return os.RemoveAll(dir)
+	return fsutil.RemoveAllIn(filepath.Dir(dir), filepath.Base(dir))
 }
 
 // unstageUnused unstages the volume unless another pod's volume still uses it.

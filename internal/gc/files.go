@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
@@ -43,7 +44,7 @@ func (p *pass) evictPodLogDirs() {
 			continue
 		}
 		dir := filepath.Join(p.g.opts.PodLogsDir, e.Name())
-		if err := os.RemoveAll(dir); err != nil {
+		if err := fsutil.RemoveAllIn(p.g.opts.PodLogsDir, e.Name()); err != nil {
 			klog.ErrorS(err, "Failed to remove the log directory of a gone pod", "path", dir)
 			continue
 		}
@@ -92,7 +93,7 @@ func (p *pass) evictPodDirs() {
 			klog.InfoS("Orphaned pod directory still has mounts; keeping it", "podUID", uid, "path", dir, "mounts", under)
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := fsutil.RemoveAllIn(p.g.podsDir(), e.Name()); err != nil {
 			klog.ErrorS(err, "Failed to remove an orphaned pod directory", "podUID", uid, "path", dir)
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/downward"
+	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -173,13 +175,12 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 		// Keep the pod's files while the runtime may still use them.
 		return fmt.Errorf("remove pod %s: %w", uid, errors.Join(errs...))
 	}
-	errs = append(errs, m.removePodFiles(uid))
-	logDirs, _ := filepath.Glob(filepath.Join(m.podLogsDir, "*_"+string(uid)))
-	for _, dir := range logDirs {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		}
+	if err := fsutil.CheckName(string(uid)); err != nil {
+		// Never a host path from a UID that could leave the pods directory.
+		return fmt.Errorf("remove pod files: pod UID %w", err)
 	}
+	errs = append(errs, m.removePodFiles(uid))
+	errs = append(errs, m.removePodLogDirs(uid))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s files: %w", uid, err)
 	}
@@ -188,18 +189,36 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 }
 
 // removePodFiles removes the hosts file and termination message files of pod uid, and its
-// directory if that leaves it empty. It never descends into what else is there: a volume may
-// still be mounted below.
+// directory if that leaves it empty. It never descends into what else is there, nor into
+// another mount: a volume may still be mounted below.
 func (m *manager) removePodFiles(uid types.UID) error {
-	dir := m.podDir(string(uid))
-	if err := os.Remove(filepath.Join(dir, "etc-hosts")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	podsDir := filepath.Join(m.rootDir, "pods")
+	if err := fsutil.RemoveIn(podsDir, string(uid), "etc-hosts"); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "containers")); err != nil {
+	if err := fsutil.RemoveAllIn(podsDir, string(uid), "containers"); err != nil {
 		return err
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+	if err := fsutil.RemoveIn(podsDir, string(uid)); err != nil && !errors.Is(err, syscall.ENOTEMPTY) {
 		return err
 	}
 	return nil
+}
+
+// removePodLogDirs removes the <namespace>_<name>_<uid> log directories of pod uid.
+func (m *manager) removePodLogDirs(uid types.UID) error {
+	entries, err := os.ReadDir(m.podLogsDir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), "_"+string(uid)) {
+			errs = append(errs, fsutil.RemoveAllIn(m.podLogsDir, e.Name()))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -186,5 +187,26 @@ func TestKillPodRunsPreStopHTTP(t *testing.T) {
 		}
 	default:
 		t.Fatal("preStop httpGet not sent")
+	}
+}
+
+// A UID that is not one path component never names a host path to remove.
+func TestRemovePodRefusesUnsafeUID(t *testing.T) {
+	e := newTestEnv(t)
+	victim := filepath.Join(filepath.Dir(e.rootDir), "victim")
+	for _, dir := range []string{filepath.Join(victim, "containers"), filepath.Join(e.logsDir, "x_y_..")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, uid := range []types.UID{"../../victim", "..", "a/../../victim"} {
+		if err := e.mgr.RemovePod(context.Background(), uid); err == nil {
+			t.Errorf("RemovePod(%q) accepted", uid)
+		}
+	}
+	for _, dir := range []string{filepath.Join(victim, "containers"), filepath.Join(e.logsDir, "x_y_..")} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s removed: %v", dir, err)
+		}
 	}
 }

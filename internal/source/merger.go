@@ -30,6 +30,8 @@ type sourcePods struct {
 	seen  bool // delivered at least one snapshot
 	pods  map[types.UID]*v1.Pod
 	order []types.UID // snapshot order, so updates list pods deterministically
+	// refused are the UIDs of the last snapshot's pods dropped as unsafe, logged once.
+	refused map[types.UID]bool
 }
 
 // NewMerger returns a merger with no sources.
@@ -184,16 +186,27 @@ func (m *Merger) merge(source string, snapshot []*v1.Pod) {
 
 // accept copies the snapshot's pods (so later changes by the source cannot
 // reach the stored ones), stamps the source annotations and drops pods
-// without or with a repeated UID.
+// without or with a repeated UID, or whose UID, name or namespace is unsafe on the host.
 func (m *Merger) accept(source string, st *sourcePods, snapshot []*v1.Pod) (map[types.UID]*v1.Pod, []types.UID) {
 	pods := make(map[types.UID]*v1.Pod, len(snapshot))
 	order := make([]types.UID, 0, len(snapshot))
+	refused := map[types.UID]bool{}
+	defer func() { st.refused = refused }()
 	for _, in := range snapshot {
 		if in == nil {
 			continue
 		}
 		if in.UID == "" {
 			klog.ErrorS(nil, "Ignoring pod without UID", "source", source, "pod", klog.KObj(in))
+			continue
+		}
+		if err := SafePathFields(in); err != nil {
+			// Static pods were validated already; an API pod was by the API server. This
+			// guards the host paths named after UID, name and namespace all the same.
+			if !st.refused[in.UID] {
+				klog.ErrorS(err, "Ignoring pod whose UID, name or namespace cannot name a host directory", "source", source, "pod", klog.KObj(in))
+			}
+			refused[in.UID] = true
 			continue
 		}
 		if _, dup := pods[in.UID]; dup {

@@ -191,6 +191,17 @@ func TestMergerDropsBadUIDs(t *testing.T) {
 	expectUpdate(t, m, ADD, APISource, "a", "b")
 }
 
+// Defence in depth: whatever the source, a pod whose UID, name or namespace could leave the
+// directories named after them never reaches the sync loop.
+func TestMergerDropsUnsafePathFields(t *testing.T) {
+	m := runMerger(t)
+	ch := m.Channel(APISource)
+	badName, badNS := apiPod("n"), apiPod("s")
+	badName.Name, badNS.Namespace = "../x", "a/b"
+	send(t, ch, apiPod("../../etc"), badName, badNS, apiPod("b"))
+	expectUpdate(t, m, ADD, APISource, "b")
+}
+
 func TestMergerKeepsSeenForAPIPods(t *testing.T) {
 	m := runMerger(t)
 	ch := m.Channel(APISource)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,20 +18,16 @@ import (
 func ValidatePod(pod *v1.Pod) error {
 	errs := validateMeta(&pod.ObjectMeta, field.NewPath("metadata"))
 	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validateHostFields(&pod.Spec, field.NewPath("spec"))...)
 	return errs.ToAggregate()
 }
 
+// validateMeta applies the API server's object metadata rules (name a DNS-1123 subdomain,
+// namespace a DNS-1123 label, labels, annotations) and nodelet's UID rule: the UID names
+// the pod's directories, and a manifest may set it.
 func validateMeta(meta *metav1.ObjectMeta, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if name := meta.Name; name == "" {
-		errs = append(errs, field.Required(path.Child("name"), ""))
-	} else {
-		errs = append(errs, checkName(path.Child("name"), name, validation.IsDNS1123Subdomain)...)
-	}
-	if ns := meta.Namespace; ns != "" {
-		errs = append(errs, checkName(path.Child("namespace"), ns, validation.IsDNS1123Label)...)
-	}
-	return errs
+	errs := apivalidation.ValidateObjectMeta(meta, true, apivalidation.NameIsDNSSubdomain, path)
+	return append(errs, validateUID(meta.UID, path.Child("uid"))...)
 }
 
 func checkName(path *field.Path, name string, check func(string) []string) field.ErrorList {
@@ -136,18 +133,7 @@ func validateContainer(c *v1.Container, isInit bool, path *field.Path, names, vo
 	}
 	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
-	for i, m := range c.VolumeMounts {
-		mp := path.Child("volumeMounts").Index(i)
-		if m.Name == "" {
-			errs = append(errs, field.Required(mp.Child("name"), ""))
-		} else if !volumes[m.Name] {
-			errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
-		}
-		if m.MountPath == "" {
-			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
-		}
-	}
-	return errs
+	return append(errs, validateContainerHost(c, path, volumes)...)
 }
 
 func validatePorts(ports []v1.ContainerPort, path *field.Path) field.ErrorList {

@@ -11,7 +11,7 @@ import (
 
 func validPod() *v1.Pod {
 	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-node1", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-node1", Namespace: "default", UID: "3f2c9a1e-0b7d-4e6f-9a58-1c2d3e4f5a6b"},
 		Spec: v1.PodSpec{
 			Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
 			Containers: []v1.Container{

@@ -10,7 +10,6 @@ package volumes
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
@@ -192,5 +192,5 @@ func (m *Manager) RemovePodDir(uid types.UID) error {
 	if len(points) > 0 {
 		return fmt.Errorf("pod %s: still mounted below its directory: %v", uid, points)
 	}
-	return os.RemoveAll(dir)
+	return fsutil.RemoveAllIn(filepath.Join(m.rootDir, "pods"), string(uid))
 }

@@ -6,11 +6,13 @@ package plugins
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/downward"
+	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
@@ -62,7 +64,7 @@ func removeVolumeDir(m mount.Mounter, dir string) error {
 	if err := mount.UnmountAll(m, dir); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := fsutil.RemoveAllIn(filepath.Dir(dir), filepath.Base(dir)); err != nil {
 		return fmt.Errorf("remove volume directory: %w", err)
 	}
 	return nil
