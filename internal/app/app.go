@@ -102,6 +102,8 @@ type agent struct {
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
 func Run(ctx context.Context, cfg *config.Config) error {
 	klog.InfoS("Starting nodelet", "version", version.String(), "node", cfg.NodeName, "standalone", cfg.Kubeconfig == "")
+	// As upstream at -v=5, with the manifest URL's credentials masked.
+	klog.V(5).InfoS("KubeletConfiguration", "configuration", klog.Format(config.Redacted(cfg.Kubelet)))
 	stop := ctx.Done()
 	if len(shutdown.Groups(cfg.Kubelet)) > 0 {
 		// Graceful node shutdown: the stop request first terminates the pods, with every

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 
@@ -42,11 +43,21 @@ func (n *agent) startNodePage(p *nodePage, onAPI bool) {
 		if ip := net.ParseIP(n.cfg.NodeUIAddress); ip != nil && !ip.IsLoopback() {
 			klog.InfoS("The node page is served without authentication beyond loopback: anyone who reaches it sees the pods and events", "address", addr)
 		}
-		n.comps.start("node page server", nodeui.NewServer(addr, p.handler).Run)
+		n.comps.start("node page server", nodeui.NewServer(addr, p.handler, n.nodePageNames()...).Run)
 	} else if !onAPI {
 		return
 	}
 	n.comps.loop("node page sampler", p.sampler.Run)
+}
+
+// nodePageNames are the names and IPs the node page's listener answers to besides its own
+// address: the node name, the machine's host name and the node's IPs.
+func (n *agent) nodePageNames() []string {
+	names := []string{n.cfg.NodeName, n.cfg.HostnameOverride}
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	return append(names, hostIPs(n.cfg.NodeIP)...)
 }
 
 // pageNode is the node the page shows: the registered Node in cluster mode (nil until it is

@@ -42,6 +42,7 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		TLSCipherSuites: kc.TLSCipherSuites, CertDir: n.cfg.CertDir, NodeName: n.cfg.NodeName,
 		HostIPs: parseIPs(hostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
 		Authentication: kc.Authentication, Authorization: kc.Authorization,
+		StreamingVerbFromMethod: n.cfg.StreamingVerbFromMethod,
 		EnableDebuggingHandlers: boolOr(kc.EnableDebuggingHandlers, true),
 		EnableSystemLogHandler:  boolOr(kc.EnableSystemLogHandler, true),
 		EnableProfilingHandler:  boolOr(kc.EnableProfilingHandler, true),

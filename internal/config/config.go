@@ -54,7 +54,19 @@ type Config struct {
 	NodeUIAddress string
 	// NoPodTimeline turns off recording each pod's lifecycle steps (--pod-timeline=false).
 	NoPodTimeline bool
+	// AllowInsecureAnonymousAPI lets nodelet start with anonymous requests allowed everything
+	// on a non-loopback API address (--allow-insecure-anonymous-api).
+	AllowInsecureAnonymousAPI bool
+	// StreamingVerbFromMethod authorizes exec, attach, port-forward and run with the HTTP
+	// method's verb, as upstream (--streaming-authorization-verb=http-method); else create.
+	StreamingVerbFromMethod bool
 }
+
+// The values of --streaming-authorization-verb.
+const (
+	StreamingVerbCreate     = "create"
+	StreamingVerbHTTPMethod = "http-method"
+)
 
 // hostname is swapped out by tests.
 var hostname = os.Hostname
@@ -111,8 +123,13 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		NodeUIPort:             f.NodeUIPort,
 		NodeUIAddress:          f.NodeUIAddress,
 		NoPodTimeline:          !f.PodTimeline,
+
+		AllowInsecureAnonymousAPI: f.AllowInsecureAnonymousAPI,
+		StreamingVerbFromMethod:   f.StreamingAuthorizationVerb == StreamingVerbHTTPMethod,
 	}
-	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg)); err != nil {
+	v := &validator{}
+	v.oneOf("--streaming-authorization-verb", f.StreamingAuthorizationVerb, StreamingVerbCreate, StreamingVerbHTTPMethod)
+	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg), v.err()); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -182,5 +199,6 @@ func validateFlagsOnly(cfg *Config) error {
 	if cfg.Kubelet.RotateCertificates && cfg.Kubeconfig == "" {
 		v.add("rotateCertificates", "needs --kubeconfig: a standalone node has no API server to renew its certificate with")
 	}
+	v.checkAnonymousAPI(cfg)
 	return v.err()
 }

@@ -34,6 +34,9 @@ type Flags struct {
 	NodeUIPort               int32
 	NodeUIAddress            string
 	PodTimeline              bool
+	// AllowInsecureAnonymousAPI and StreamingAuthorizationVerb: see Config.
+	AllowInsecureAnonymousAPI  bool
+	StreamingAuthorizationVerb string
 
 	values    *kubeletConfig
 	overrides []override
@@ -109,6 +112,8 @@ func addNodeletFlags(fs *pflag.FlagSet, f *Flags) {
 	fs.Int32Var(&f.NodeUIPort, "node-ui-port", 0, "nodelet only (not an upstream kubelet flag): port of the node page, plain HTTP with no authentication, at /ui/ (pods, their timelines, CPU and memory graphs, events); 0 turns it off. The HTTPS API, when served, has the same page at /ui/.")
 	fs.BoolVar(&f.PodTimeline, "pod-timeline", true, "nodelet only (not an upstream kubelet flag): record each pod's lifecycle steps in memory (/debug/pods/{namespace}/{name}/timeline, nodelet explain, the node page's waterfall); false records none.")
 	fs.StringVar(&f.NodeUIAddress, "node-ui-address", DefaultNodeUIAddress, "nodelet only (not an upstream kubelet flag): IP address the --node-ui-port listener binds to; anyone who can reach it sees the node's pods and events.")
+	fs.BoolVar(&f.AllowInsecureAnonymousAPI, "allow-insecure-anonymous-api", false, "nodelet only (not an upstream kubelet flag): start even though the HTTPS API lets anonymous requests do anything (authentication.anonymous.enabled with authorization.mode AlwaysAllow) on an address beyond loopback, where anyone who reaches the port can run commands in every container. Without it nodelet refuses that configuration.")
+	fs.StringVar(&f.StreamingAuthorizationVerb, "streaming-authorization-verb", StreamingVerbCreate, `nodelet only (not an upstream kubelet flag): the verb exec, attach, port-forward and run are authorized with on nodes/proxy. "create" whatever the HTTP method (a WebSocket upgrade is a GET, so with the method's verb whoever may only get nodes/proxy could run commands); "http-method" is the upstream kubelet's mapping (GET asks get, POST create).`)
 }
 
 func addServerFlags(fs *pflag.FlagSet, f *Flags) {

@@ -12,14 +12,18 @@ import (
 )
 
 // Server serves the page on its own plain-HTTP listener (--node-ui-port), with no
-// authentication: it is bound to loopback unless told otherwise.
+// authentication: it is bound to loopback unless told otherwise, and answers only requests
+// addressed to itself (hostGuard).
 type Server struct {
 	addr    string
+	names   []string
 	handler http.Handler
 }
 
-// NewServer serves h (NewHandler's) on addr; "/" leads to the page.
-func NewServer(addr string, h http.Handler) *Server {
+// NewServer serves h (NewHandler's) on addr; "/" leads to the page. names are the node's
+// own names and IPs (host name, node name, node IPs) the page answers to besides the
+// listener's address.
+func NewServer(addr string, h http.Handler, names ...string) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/ui", h)
 	mux.Handle("/ui/", h)
@@ -27,7 +31,7 @@ func NewServer(addr string, h http.Handler) *Server {
 		w.Header().Set("Location", "ui/")
 		w.WriteHeader(http.StatusFound)
 	})
-	return &Server{addr: addr, handler: mux}
+	return &Server{addr: addr, names: names, handler: mux}
 }
 
 // Run listens and serves until ctx ends; it fails at once when the address cannot be listened on.
@@ -41,7 +45,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 func (s *Server) serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 90 * time.Second,
+		Handler: newHostGuard(ln.Addr(), s.names).wrap(s.handler), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 90 * time.Second,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,38 @@ func TestServerRunFailsOnABusyAddress(t *testing.T) {
 	err = NewServer(ln.Addr().String(), http.NotFoundHandler()).Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "node page") {
 		t.Errorf("Run on a busy address: %v, want an error naming the node page", err)
+	}
+}
+
+// The listener itself checks the Host: a rebinding page's name is refused, ours is served.
+func TestServerRefusesAForeignHost(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(ln.Addr().String(), testHandler(t, testNode()), "node-a")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	port := ln.Addr().(*net.TCPAddr).Port
+	get := func(host string) int {
+		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/ui/api/pods", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for host, want := range map[string]int{
+		"evil.example:" + strconv.Itoa(port): http.StatusMisdirectedRequest,
+		"node-a:" + strconv.Itoa(port):       http.StatusOK,
+		ln.Addr().String():                   http.StatusOK,
+	} {
+		if got := get(host); got != want {
+			t.Errorf("Host %q: %d, want %d", host, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -146,10 +147,19 @@ func TestRequestAttributes(t *testing.T) {
 		{"HEAD", "/healthz/syncloop", "get", []string{"healthz", "proxy"}},
 		{"GET", "/configz", "get", []string{"configz", "proxy"}},
 		{"POST", "/exec/ns/p/c", "create", []string{"proxy"}},
-		{"GET", "/exec/ns/p/c", "get", []string{"proxy"}},
+		// A WebSocket upgrade is a GET: acting in a container is still create.
+		{"GET", "/exec/ns/p/c", "create", []string{"proxy"}},
+		{"GET", "/exec/ns/p/uid/c", "create", []string{"proxy"}},
 		{"POST", "/attach/ns/p/c", "create", []string{"proxy"}},
+		{"GET", "/attach/ns/p/c", "create", []string{"proxy"}},
 		{"POST", "/portForward/ns/p", "create", []string{"proxy"}},
+		{"GET", "/portForward/ns/p", "create", []string{"proxy"}},
+		{"HEAD", "/portForward/ns/p", "create", []string{"proxy"}},
 		{"POST", "/run/ns/p/c", "create", []string{"proxy"}},
+		{"GET", "/run/ns/p/c", "create", []string{"proxy"}},
+		{"OPTIONS", "/exec/ns/p/c", "", []string{"proxy"}},
+		{"GET", "/execfoo", "get", []string{"proxy"}}, // a prefix is not a parent
+		{"GET", "/running", "get", []string{"proxy"}},
 		{"GET", "/containerLogs/ns/p/c", "get", []string{"proxy"}},
 		{"GET", "/debug/pprof/", "get", []string{"proxy"}},
 		{"PUT", "/debug/flags/v", "update", []string{"proxy"}},
@@ -159,7 +169,7 @@ func TestRequestAttributes(t *testing.T) {
 	}
 	u := &userInfo{Name: "u"}
 	for _, tc := range cases {
-		attrs := requestAttributes(u, httptest.NewRequest(tc.method, tc.path, nil), "node-a")
+		attrs := requestAttributes(u, httptest.NewRequest(tc.method, tc.path, nil), "node-a", false)
 		var subs []string
 		for _, a := range attrs {
 			subs = append(subs, a.subresource)
@@ -169,6 +179,81 @@ func TestRequestAttributes(t *testing.T) {
 		}
 		if !slices.Equal(subs, tc.subresources) {
 			t.Errorf("%s %s: subresources %v, want %v", tc.method, tc.path, subs, tc.subresources)
+		}
+	}
+}
+
+// With the upstream option the streaming paths' verb follows the method again.
+func TestRequestAttributesStreamingVerbFromMethod(t *testing.T) {
+	cases := []struct{ method, path, verb string }{
+		{"GET", "/exec/ns/p/c", "get"},
+		{"POST", "/exec/ns/p/c", "create"},
+		{"GET", "/attach/ns/p/c", "get"},
+		{"GET", "/portForward/ns/p", "get"},
+		{"POST", "/run/ns/p/c", "create"},
+		{"GET", "/pods", "get"},
+	}
+	u := &userInfo{Name: "u"}
+	for _, tc := range cases {
+		for _, a := range requestAttributes(u, httptest.NewRequest(tc.method, tc.path, nil), "node-a", true) {
+			if a.verb != tc.verb {
+				t.Errorf("%s %s with verb from method: verb %q, want %q", tc.method, tc.path, a.verb, tc.verb)
+			}
+		}
+	}
+}
+
+// A WebSocket exec (a GET upgrade) by a user who may only get nodes/proxy is refused before
+// it reaches the handler; the SubjectAccessReview asks create. One who may create gets in.
+func TestWebSocketExecNeedsCreate(t *testing.T) {
+	reviews := &fakeReviews{
+		tokens: map[string]authnv1.UserInfo{"reader": {Username: "reader"}, "operator": {Username: "operator"}},
+		allow: func(s authzv1.SubjectAccessReviewSpec) bool {
+			ra := s.ResourceAttributes
+			if ra.Subresource != "proxy" {
+				return false
+			}
+			return ra.Verb == "get" || (s.User == "operator" && ra.Verb == "create")
+		},
+	}
+	reached := 0
+	exec := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ })
+	for _, fromMethod := range []bool{false, true} {
+		reached = 0
+		opts := webhookOptions(t, nil, reviews.client())
+		opts.StreamingVerbFromMethod = fromMethod
+		_, srv := start(t, opts, Handlers{Exec: exec})
+		upgrade := func(token string) response {
+			req, _ := http.NewRequest("GET", srv.secureURL+"/exec/ns/p/c?command=sh&stdout=1", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+			req.Header.Set("Sec-WebSocket-Protocol", "v5.channel.k8s.io")
+			resp, err := srv.client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return response{code: resp.StatusCode, body: string(body)}
+		}
+		got := upgrade("reader")
+		if !fromMethod {
+			want := "Forbidden (user=reader, verb=create, resource=nodes, subresource(s)=[proxy])\n"
+			if got.code != http.StatusForbidden || got.body != want || reached != 0 {
+				t.Fatalf("reader's WebSocket exec: %d %q (handler reached %d times), want 403 %q", got.code, got.body, reached, want)
+			}
+			if v := reviews.lastSAR().ResourceAttributes.Verb; v != "create" {
+				t.Errorf("SAR verb %q, want create", v)
+			}
+			if got := upgrade("operator"); got.code != http.StatusOK || reached != 1 {
+				t.Errorf("operator's WebSocket exec: %d %q (handler reached %d times), want it served", got.code, got.body, reached)
+			}
+			continue
+		}
+		// Upstream's mapping: the GET asks get, which the reader has.
+		if got.code != http.StatusOK || reached != 1 {
+			t.Errorf("reader's WebSocket exec with verb from method: %d %q, want served as upstream", got.code, got.body)
 		}
 	}
 }

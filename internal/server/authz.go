@@ -27,7 +27,12 @@ type attributes struct {
 // subresource the path. /pods, /runningpods, /healthz and /configz ask for their own
 // subresource first and fall back to proxy; the request is allowed when any answer is yes.
 // The pod timelines (/debug/pods) and the node page (/ui) are authorized as /pods.
-func requestAttributes(u *userInfo, r *http.Request, nodeName string) []attributes {
+//
+// exec, attach, portForward and run are asked as create whatever the method: they start a
+// process or a connection in a container, and a WebSocket upgrade arrives as GET, so the
+// method's verb would let whoever may only get nodes/proxy run commands. verbFromMethod
+// restores upstream's mapping (GET → get) for clusters whose policy relies on it.
+func requestAttributes(u *userInfo, r *http.Request, nodeName string, verbFromMethod bool) []attributes {
 	path := r.URL.Path
 	var subresources []string
 	switch {
@@ -51,6 +56,9 @@ func requestAttributes(u *userInfo, r *http.Request, nodeName string) []attribut
 		subresources = append(subresources, "proxy")
 	}
 	verb := methodVerb(r.Method)
+	if !verbFromMethod && isStreaming(path) && verb != "" {
+		verb = "create"
+	}
 	attrs := make([]attributes, 0, len(subresources))
 	for _, sub := range subresources {
 		attrs = append(attrs, attributes{user: u, verb: verb, subresource: sub, name: nodeName})
@@ -74,6 +82,16 @@ func methodVerb(method string) string {
 		return "delete"
 	}
 	return ""
+}
+
+// isStreaming reports the paths that act in a container: exec, attach, port-forward, run.
+func isStreaming(path string) bool {
+	for _, p := range []string{"/exec", "/attach", "/portForward", "/run"} {
+		if isSubpath(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // isSubpath reports whether path is prefix itself or below it.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/healthz"
 )
 
@@ -87,11 +88,13 @@ func podListHandler(list func(r *http.Request) ([]*v1.Pod, error)) http.Handler 
 	})
 }
 
-// configzHandler serves {"kubeletconfig": <the KubeletConfiguration>} as upstream's /configz.
+// configzHandler serves {"kubeletconfig": <the KubeletConfiguration>} as upstream's /configz,
+// with credentials (staticPodURLHeader's values) masked: whoever may read /configz may not
+// thereby read the manifest server's credentials.
 func configzHandler(kc *kubeletconfigv1beta1.KubeletConfiguration) http.Handler {
 	versioned := kubeletconfigv1beta1.KubeletConfiguration{}
 	if kc != nil {
-		versioned = *kc.DeepCopy()
+		versioned = *config.Redacted(kc)
 	}
 	versioned.TypeMeta = metav1.TypeMeta{Kind: "KubeletConfiguration", APIVersion: kubeletconfigv1beta1.SchemeGroupVersion.String()}
 	body, err := json.Marshal(map[string]any{"kubeletconfig": versioned})

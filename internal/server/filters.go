@@ -114,7 +114,7 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		if rec, ok := r.Context().Value(recordKey{}).(*requestRecord); ok {
 			rec.user = u.Name
 		}
-		attrs := requestAttributes(u, r, s.opts.NodeName)
+		attrs := requestAttributes(u, r, s.opts.NodeName, s.opts.StreamingVerbFromMethod)
 		subresources := make([]string, 0, len(attrs))
 		for _, a := range attrs {
 			subresources = append(subresources, a.subresource)

@@ -48,6 +48,9 @@ type Options struct {
 	// Authentication (incl. X509.ClientCAFile) and Authorization as in the KubeletConfiguration.
 	Authentication kubeletconfigv1beta1.KubeletAuthentication
 	Authorization  kubeletconfigv1beta1.KubeletAuthorization
+	// StreamingVerbFromMethod authorizes exec, attach, port-forward and run with the HTTP
+	// method's verb, as upstream (a WebSocket GET asks get); by default they ask create.
+	StreamingVerbFromMethod bool
 
 	EnableDebuggingHandlers bool // kc.EnableDebuggingHandlers: logs, exec, attach, port-forward, run, runningpods, configz, debug
 	EnableSystemLogHandler  bool // kc.EnableSystemLogHandler: /logs/ (with debugging handlers)

@@ -105,7 +105,8 @@ func TestPodsAndConfigz(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
 		Status:     v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.85.0.9"},
 	}
-	kc := &kubeletconfigv1beta1.KubeletConfiguration{MaxPods: 42, Address: "0.0.0.0", Port: 10250}
+	kc := &kubeletconfigv1beta1.KubeletConfiguration{MaxPods: 42, Address: "0.0.0.0", Port: 10250,
+		StaticPodURL: "https://manifests.example/", StaticPodURLHeader: map[string][]string{"Authorization": {"Bearer manifest-secret"}}}
 	opts := webhookOptions(t, nil, nil)
 	opts.Client = nil
 	opts.Authentication.Webhook.Enabled = ptr.To(false)
@@ -143,8 +144,15 @@ func TestPodsAndConfigz(t *testing.T) {
 	if cfg.Kind != "KubeletConfiguration" || cfg.APIVersion != "kubelet.config.k8s.io/v1beta1" || cfg.MaxPods != 42 {
 		t.Errorf("/configz kubeletconfig = kind %q apiVersion %q maxPods %d", cfg.Kind, cfg.APIVersion, cfg.MaxPods)
 	}
-	if kc.Kind != "" {
+	if kc.Kind != "" || kc.StaticPodURLHeader["Authorization"][0] != "Bearer manifest-secret" {
 		t.Errorf("/configz modified the caller's configuration")
+	}
+	// The manifest server's credentials are not shown; the header's name is.
+	if strings.Contains(got.body, "manifest-secret") {
+		t.Errorf("/configz shows staticPodURLHeader's value: %s", got.body)
+	}
+	if h := cfg.StaticPodURLHeader["Authorization"]; len(h) != 1 || h[0] != "<masked>" {
+		t.Errorf("/configz staticPodURLHeader = %v, want Authorization: [<masked>]", cfg.StaticPodURLHeader)
 	}
 }
 
