@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/atomicfile"
 	"github.com/nodelet/nodelet/internal/volumes"
 )
 
@@ -164,7 +165,7 @@ func writeVolData(dir string, d volData) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, volDataFile), b, 0o640)
+	return atomicfile.WriteFile(filepath.Join(dir, volDataFile), b, 0o640)
 }
 
 // readVolData reads dir's vol_data.json; os.ErrNotExist when there is none.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/nodelet/nodelet/internal/atomicfile"
 )
 
 const (
@@ -138,7 +140,7 @@ func WriteDelayOverride(dir string, delay time.Duration) error {
 	secs := int64((delay + time.Second - 1) / time.Second)
 	body := fmt.Sprintf("# Written by nodelet: graceful node shutdown needs this long.\n[Login]\nInhibitDelayMaxSec=%d\n", secs)
 	path := filepath.Join(dir, DropInFile)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(body), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -224,6 +224,9 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)
 	}
+	if err := m.forgetEtcHosts(pod); err != nil { // the new sandbox's first container writes it
+		return nil, err
+	}
 	metrics.StartedPod()
 	start := time.Now()
 	sandboxDone := m.begin(pod, timeline.SandboxCreated, "", "RunPodSandbox", handler)

@@ -153,7 +153,7 @@ func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 	}
 	cs.Hash, cs.RestartCount = hashAndRestarts(st.Annotations)
 	if cs.State == StateExited {
-		if msg := terminationMessage(st, cs.ExitCode); msg != "" {
+		if msg := m.terminationMessage(st, cs.ExitCode); msg != "" {
 			cs.Message = msg
 		}
 	}

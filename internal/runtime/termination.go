@@ -15,6 +15,7 @@ import (
 )
 
 const (
+	// maxTermMessageBytes caps one container's message; upstream keeps the file's last bytes.
 	maxTermMessageBytes = 4096
 	// A log-based message is the tail of the log: at most this many lines and bytes.
 	maxLogTailLines = 80
@@ -27,12 +28,17 @@ const (
 // terminationMessage returns an exited container's message: the file behind its
 // terminationMessagePath, or under FallbackToLogsOnError with an empty file and a failure,
 // the tail of its log.
-func terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
+func (m *manager) terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
 	termPath := st.Annotations[AnnotationTermPath]
 	msg := ""
 	for _, mnt := range st.Mounts {
+		// As upstream, the first mount at the path: a volume's when the container mounts one
+		// there, else the file nodelet made for this instance.
 		if termPath != "" && mnt.ContainerPath == termPath {
-			msg = readLimited(mnt.HostPath, maxTermMessageBytes)
+			var err error
+			if msg, err = m.readTerminationFile(st.Labels[LabelPodUID], mnt.HostPath); err != nil {
+				klog.InfoS("Not reading the termination message", "containerID", st.Id, "path", mnt.HostPath, "err", err)
+			}
 			break
 		}
 	}
@@ -41,19 +47,6 @@ func terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
 		msg = logTail(st.LogPath)
 	}
 	return msg
-}
-
-func readLimited(path string, limit int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			klog.V(2).InfoS("Cannot read termination message", "path", path, "err", err)
-		}
-		return ""
-	}
-	defer f.Close()
-	data, _ := io.ReadAll(io.LimitReader(f, limit))
-	return string(data)
 }
 
 // logTail returns the last lines of a CRI-format log file ("<time> <stream> <P|F> <text>"),

@@ -55,6 +55,7 @@ func Compute(in Input) v1.PodStatus {
 	st.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true)
 	st.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false)
 	st.EphemeralContainerStatuses = ephemeralStatuses(in) // kept out of phase and conditions
+	capTerminationMessages(pod, &st)
 	st.Phase = Phase(&pod.Spec, st.InitContainerStatuses, st.ContainerStatuses)
 	if in.Final && !isTerminal(st.Phase) {
 		st.Phase = finalPhase(st.ContainerStatuses)
