@@ -180,7 +180,10 @@ func TestContainerdRestartKeepsPodsRunning(t *testing.T) {
 	port := freePort(t)
 	n := startNodelet(t, fmt.Sprintf("--node-ui-port=%d", port))
 	names := []string{"steady-a", "steady-b", "steady-c"}
-	for _, name := range names {
+	// Probes that fail at the first miss: a probe the outage keeps from running must not be
+	// taken for a failed one (liveness would restart the container, readiness unready it).
+	n.writeManifest("steady-a.yaml", strictlyProbedPodYAML("steady-a"))
+	for _, name := range names[1:] {
 		n.writeManifest(name+".yaml", podYAML(name, "Always", "exec sleep 3600"))
 	}
 	before := waitSettled(t, names, 90*time.Second)
@@ -226,6 +229,31 @@ func TestContainerdRestartKeepsPodsRunning(t *testing.T) {
 	if strings.Contains(n.log(), "panic") {
 		t.Errorf("nodelet log mentions a panic:\n%s", tail(n.log(), 4000))
 	}
+}
+
+// strictlyProbedPodYAML is a sleeping static pod with exec liveness and readiness probes
+// every second that give up at the first failure.
+func strictlyProbedPodYAML(name string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "exec sleep 3600"]
+    readinessProbe:
+      exec: {command: ["true"]}
+      periodSeconds: 1
+      failureThreshold: 1
+    livenessProbe:
+      exec: {command: ["true"]}
+      periodSeconds: 1
+      failureThreshold: 1
+`, name, busybox)
 }
 
 // waitSettled waits until each named pod runs exactly one ready sandbox and one running
