@@ -78,6 +78,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	relister := pleg.New(n.runtime, plegPeriod)
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(n.comps.ctx, n.syncer, queue, kc.SyncFrequency.Duration)
+	workers.SetRecorder(n.recorder)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
 	// the volume manager their volumes.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -215,6 +216,20 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
 		image, pulled.Round(time.Millisecond), total.Round(time.Millisecond), m.imageSize(ctx, imageRef))
 	return imageRef, "", "", nil
+}
+
+// ForgetPod drops the pull back-off and the last pull errors of a removed pod, so a node that
+// runs many short-lived pods does not keep one entry per pod and image for ever. A back-off
+// entry exists only next to its last error (both are set when a pull fails).
+func (m *Manager) ForgetPod(uid types.UID) {
+	prefix := string(uid) + "_"
+	m.lastPullErr.Range(func(k, _ any) bool {
+		if key := k.(string); strings.HasPrefix(key, prefix) {
+			m.lastPullErr.Delete(key)
+			m.backoff.DeleteEntry(key)
+		}
+		return true
+	})
 }
 
 // pullFailure is the waiting reason and message of a failed pull: the runtime's error as it

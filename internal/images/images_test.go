@@ -327,3 +327,32 @@ func TestPulledEventCarriesTheImageSize(t *testing.T) {
 	}
 	t.Error("no Pulled event")
 }
+
+// A removed pod's pull back-off and last pull error go with it; another pod's stay.
+func TestForgetPodDropsItsPullBackOff(t *testing.T) {
+	const img = "nodelet.local/missing:1"
+	e := newEnv(t)
+	e.fake.SetPullError(img, errors.New("registry unreachable"))
+	gone, c := testPod(img, v1.PullIfNotPresent)
+	kept, _ := testPod(img, v1.PullIfNotPresent)
+	kept.UID = "uid-2"
+	for _, pod := range []*v1.Pod{gone, kept} {
+		if _, reason, _, _ := e.mgr.EnsureImage(context.Background(), pod, c, nil); reason != ReasonErrImagePull {
+			t.Fatalf("pod %s: reason %q, want a failed pull", pod.UID, reason)
+		}
+	}
+	e.mgr.ForgetPod(gone.UID)
+	now := e.clock.Now()
+	if e.mgr.backoff.IsInBackOffSinceUpdate("uid-1_"+img, now) || e.mgr.backoff.Get("uid-1_"+img) != 0 {
+		t.Error("the removed pod's pull back-off is still held")
+	}
+	if _, ok := e.mgr.lastPullErr.Load("uid-1_" + img); ok {
+		t.Error("the removed pod's last pull error is still held")
+	}
+	if !e.mgr.backoff.IsInBackOffSinceUpdate("uid-2_"+img, now) {
+		t.Error("the other pod's pull back-off was dropped too")
+	}
+	if _, ok := e.mgr.lastPullErr.Load("uid-2_" + img); !ok {
+		t.Error("the other pod's last pull error was dropped too")
+	}
+}

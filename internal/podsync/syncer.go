@@ -248,11 +248,16 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 	}
 	s.Cache.Delete(uid)
 	s.setWaiting(uid, nil)
+	s.stopProbes(uid)
 	if pod != nil {
 		for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 			s.Backoff.DeleteEntry(BackoffKey(pod, &c))
 		}
+		metrics.ForgetProbes(pod.Name, pod.Namespace)
 	}
+	// Crash-loop entries no spec names any more (an orphan's, a container whose image was
+	// changed) go once they are stale, as upstream's housekeeping collects them.
+	s.Backoff.GC()
 	return nil
 }
 

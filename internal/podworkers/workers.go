@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/metrics"
@@ -32,6 +34,10 @@ type PodWorkers struct {
 	// before that moment is not mistaken for a pod left behind.
 	finished map[types.UID]time.Time
 	wg       sync.WaitGroup
+
+	// backoff spaces the retries of pods whose sync panicked; recorder posts those panics.
+	backoff  *flowcontrol.Backoff
+	recorder record.EventRecorder
 }
 
 // finishedMemory is how long a removed pod's finish time is kept.
@@ -43,6 +49,7 @@ func New(ctx context.Context, syncer Syncer, queue Requeuer, resync time.Duratio
 	return &PodWorkers{
 		ctx: ctx, syncer: syncer, queue: queue, resync: resync,
 		workers: map[types.UID]*worker{}, finished: map[types.UID]time.Time{},
+		backoff: newPanicBackoff(),
 	}
 }
 
@@ -167,6 +174,7 @@ func (p *PodWorkers) forget(w *worker) {
 			other.signal()
 		}
 	}
+	p.backoff.DeleteEntry(string(w.uid))
 	p.finished[w.uid] = now
 	for uid, at := range p.finished {
 		if now.Sub(at) > finishedMemory {
@@ -286,6 +294,27 @@ func (p *PodWorkers) step(w *worker) bool {
 	defer w.cancel()
 
 	logger := klog.LoggerWithValues(klog.Background(), "podUID", w.uid, "state", state.String())
+	if pod == nil && running != nil {
+		logger = klog.LoggerWithValues(logger, "pod", klog.KRef(running.Namespace, running.Name))
+	}
+	var done bool
+	retryIn, panicked := p.contain(w, pod, logger, func() { done = p.stepIn(ctx, w, state, pod, running, kill, logger) })
+	if !panicked {
+		p.backoff.DeleteEntry(string(w.uid))
+		return done
+	}
+	// A kill or clean-up is retried by the worker itself; a sync waits for the queue, and any
+	// kill that arrives meanwhile wakes the worker at once.
+	if state == Syncing {
+		p.queue.Enqueue(w.uid, retryIn)
+	} else {
+		time.AfterFunc(retryIn, w.signal)
+	}
+	return false
+}
+
+// stepIn is the work of one state; it reports whether the worker is finished.
+func (p *PodWorkers) stepIn(ctx context.Context, w *worker, state State, pod *v1.Pod, running *runtime.RunningPod, kill *KillOptions, logger klog.Logger) bool {
 	switch state {
 	case Syncing:
 		if p.earlierInstanceActive(w, pod) {

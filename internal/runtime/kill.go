@@ -185,7 +185,15 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("remove pod %s files: %w", uid, err)
 	}
 	m.removeDanglingLogLinks()
+	m.forgetPod(uid)
 	return nil
+}
+
+// forgetPod drops the image pull state and unused pre-pull outcomes of a removed pod.
+func (m *manager) forgetPod(uid types.UID) {
+	m.images.ForgetPod(uid)
+	prefix := string(uid) + "/"
+	m.prepulled.RemoveAll(func(k any) bool { return strings.HasPrefix(k.(string), prefix) })
 }
 
 // removePodFiles removes the hosts file and termination message files of pod uid, and its

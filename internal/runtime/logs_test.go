@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -81,6 +82,8 @@ func TestReopenContainerLog(t *testing.T) {
 
 // logsTestImages keeps newManager from building an image manager the test does not use.
 type logsTestImages struct{}
+
+func (logsTestImages) ForgetPod(types.UID) {}
 
 func (logsTestImages) EnsureImage(context.Context, *v1.Pod, *v1.Container, []v1.Secret) (string, string, string, error) {
 	return "", "", "", nil

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -23,6 +24,8 @@ import (
 // ImageService is what SyncPod needs from the image manager (*images.Manager).
 type ImageService interface {
 	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error)
+	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
+	ForgetPod(uid types.UID)
 }
 
 // Options configure the runtime manager.
