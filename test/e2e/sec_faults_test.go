@@ -391,6 +391,12 @@ func TestFullRootFilesystem(t *testing.T) {
 	if err := pollHTTPOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort), 10*time.Second); err != nil {
 		t.Fatalf("nodelet unhealthy on the full disk: %v", err)
 	}
+	if c := runningContainer(t, "late", "main"); c != nil {
+		t.Errorf("pod late runs on a full root filesystem (container %s): the test did not fill it", c.Id)
+	}
+	if !strings.Contains(n.log(), "no space left on device") {
+		t.Errorf("nodelet's log shows no ENOSPC: the full disk went unnoticed")
+	}
 
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
