@@ -36,8 +36,11 @@ func TestTerminationMessageSymlinkSwapDoesNotLeakHostFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Standalone, the API (and so the read-only port) is served only without webhook auth.
 	roPort := freePort(t)
-	n := startNodelet(t, fmt.Sprintf("--read-only-port=%d", roPort), "--address=127.0.0.1")
+	n := startNodelet(t, fmt.Sprintf("--read-only-port=%d", roPort), fmt.Sprintf("--port=%d", freePort(t)),
+		"--address=127.0.0.1", "--authentication-token-webhook=false", "--authorization-mode=AlwaysAllow",
+		"--cert-dir="+t.TempDir())
 	n.writeManifest("termswap.yaml", `apiVersion: v1
 kind: Pod
 metadata:
