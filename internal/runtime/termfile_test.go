@@ -128,8 +128,9 @@ func withVolumeAtTermPath(pod *v1.Pod) {
 
 func TestTerminationMessageFromVolumeAtTheTerminationPath(t *testing.T) {
 	e, pod, path := termSetup(t, withVolumeAtTermPath)
-	if !strings.Contains(path, "volumes") {
-		t.Fatalf("first mount at the termination path is %s, want the volume's", path)
+	// The volume's subPath reaches the container as its bind mount under volume-subpaths.
+	if !strings.Contains(path, "volume-subpaths") {
+		t.Fatalf("first mount at the termination path is %s, want the volume's subPath mount", path)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
