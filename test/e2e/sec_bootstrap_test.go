@@ -54,7 +54,9 @@ func TestTLSBootstrapWhileTheAPIServerIsDownRunsStaticPods(t *testing.T) {
 			runScript(t, repoPath(controlPlane), "start-apiserver")
 		}
 	})
-	n := startNodelet(t, append(f.args(), "--client-ca-file="+clusterCA)...)
+	// A static pod's mirror is made at its next sync after the node registered: a 10 s sync
+	// period (1 min by default) keeps the test short.
+	n := startNodelet(t, append(f.args(), "--client-ca-file="+clusterCA, "--sync-frequency=10s")...)
 	n.writeManifest("cp.yaml", podYAML("bootstrap-static", "Always", "exec sleep 3600"))
 	before := waitRunning(t, "bootstrap-static", "main", 60*time.Second)
 	if _, err := os.Stat(f.current()); !os.IsNotExist(err) {
@@ -76,6 +78,7 @@ func TestTLSBootstrapWhileTheAPIServerIsDownRunsStaticPods(t *testing.T) {
 		}
 		return nodeReady(node) && !readySince(node).Before(back.Truncate(time.Second)), fmt.Sprint(node.Status.Conditions)
 	})
+	t.Logf("node Ready %v after the API server came back", time.Since(back).Round(time.Second))
 	mirror := "bootstrap-static-" + nodeName
 	waitFor(t, 90*time.Second, "the mirror pod Running", func() (bool, string) {
 		p, err := c.admin.CoreV1().Pods("default").Get(t.Context(), mirror, metav1.GetOptions{})
@@ -84,6 +87,7 @@ func TestTLSBootstrapWhileTheAPIServerIsDownRunsStaticPods(t *testing.T) {
 		}
 		return p.Status.Phase == v1.PodRunning, string(p.Status.Phase)
 	})
+	t.Logf("mirror pod Running %v after the API server came back", time.Since(back).Round(time.Second))
 	if after := runningContainer(t, "bootstrap-static", "main"); after == nil || after.Id != before.Id {
 		t.Fatal("the static pod's container was replaced when the node joined")
 	}
