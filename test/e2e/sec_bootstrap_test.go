@@ -38,8 +38,12 @@ func (f bootstrapFiles) args() []string {
 	return []string{"--kubeconfig=" + f.kubeconfig, "--bootstrap-kubeconfig=" + f.bootstrap, "--cert-dir=" + f.certDir}
 }
 
-func (f bootstrapFiles) current() string { return filepath.Join(f.certDir, "kubelet-client-current.pem") }
-func (f bootstrapFiles) pendingKey() string { return filepath.Join(f.certDir, "kubelet-client.key.tmp") }
+func (f bootstrapFiles) current() string {
+	return filepath.Join(f.certDir, "kubelet-client-current.pem")
+}
+func (f bootstrapFiles) pendingKey() string {
+	return filepath.Join(f.certDir, "kubelet-client.key.tmp")
+}
 
 // A control-plane node's API server is one of its static pods: with the API server down and
 // no client certificate yet, nodelet still starts (healthz) and runs the static pod; TLS
