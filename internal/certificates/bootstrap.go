@@ -54,6 +54,12 @@ func NewClientIdentity(o ClientOptions) (*rest.Config, *Manager, error) {
 	}
 	bootCfg, err := clientcmd.BuildConfigFromFlags("", o.BootstrapKubeconfig)
 	if err != nil {
+		if valid, _ := clientConfigValid(o.Kubeconfig); valid {
+			// kubeadm removes the bootstrap kubeconfig once the node has joined.
+			klog.InfoS("Bootstrap kubeconfig unreadable; using --kubeconfig without TLS bootstrap", "bootstrapKubeconfig", o.BootstrapKubeconfig, "err", err)
+			o.BootstrapKubeconfig = ""
+			return NewClientIdentity(o)
+		}
 		return nil, nil, fmt.Errorf("reading --bootstrap-kubeconfig %s: %w", o.BootstrapKubeconfig, err)
 	}
 	boot := &bootstrapper{path: o.BootstrapKubeconfig, kubeconfig: o.Kubeconfig, config: bootCfg, newClient: o.NewClient}

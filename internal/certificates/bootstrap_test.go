@@ -314,3 +314,28 @@ func foreignRequest(t *testing.T, r certRequest) *certificatesv1.CertificateSign
 		Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), SignerName: r.signer, Usages: r.usages,
 	}}
 }
+
+// A joined node whose bootstrap kubeconfig was removed (kubeadm does) keeps using its valid
+// kubeconfig; with neither usable the error names the bootstrap kubeconfig.
+func TestMissingBootstrapKubeconfigAfterJoining(t *testing.T) {
+	f := newFixture(t)
+	_, m := f.identity(t, false)
+	stop := run(m)
+	eventually(t, "bootstrapped", func() bool { return isClosed(m.Ready()) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(f.bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	cfg, again, err := NewClientIdentity(f.options(false))
+	if err != nil || again != nil || cfg.CertFile != f.store.CurrentPath() {
+		t.Fatalf("without the bootstrap kubeconfig: %v, manager %v, cert %q; want the kubeconfig as is", err, again, cfg.CertFile)
+	}
+	if err := os.Remove(f.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := NewClientIdentity(f.options(false)); err == nil || !strings.Contains(err.Error(), "--bootstrap-kubeconfig") {
+		t.Fatalf("with neither kubeconfig: %v", err)
+	}
+}
