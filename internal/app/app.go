@@ -279,10 +279,10 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		opts.Objects = n.objects
 		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, n.objects.Manager, n.recorder, pod) }
 		lister := services.NewLister(api)
-		n.comps.loop("services", lister.Run)
+		n.cluster.loopAPI(n.comps, "services", lister.Run)
 		opts.ServiceEnv = lister.EnvVars
 		classes := runtimeclass.New(api)
-		n.comps.loop("runtime classes", classes.Run)
+		n.cluster.loopAPI(n.comps, "runtime classes", classes.Run)
 		opts.RuntimeHandler = classes.Handler
 	}
 	if n.devices != nil {
@@ -305,7 +305,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		deps.RemoveCgroup = n.cgroups.RemovePod
 	}
 	if n.cluster != nil {
-		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: n.cluster.mirrors}
+		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: mirrorAPI{n.cluster.mirrors, n.cluster.ready}}
 		deps.Terminated = n.cluster.apiStatus.PodTerminated
 		deps.Forget = n.cluster.apiStatus.Forget
 	}
@@ -346,7 +346,7 @@ func (n *agent) startSources(ctx context.Context) {
 	if n.cluster != nil {
 		out := n.merger.Channel(source.APISource)
 		n.sources = append(n.sources, source.APISource)
-		n.comps.loop("api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
+		n.cluster.loopAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
 	}
 	if len(n.sources) == 0 {
 		klog.InfoS("No pod sources configured: set --pod-manifest-path (staticPodPath) or --manifest-url to run pods")
@@ -459,7 +459,7 @@ func (n *agent) newRecorder() record.EventRecorder {
 		b.StartEventWatcher(n.events.Add)
 	}
 	if n.cluster != nil {
-		b.StartRecordingToSink(kubeclient.NewEventSink(n.cluster.clients.Events))
+		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, n.comps.ctx.Done()))
 	}
 	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -39,13 +38,21 @@ type cluster struct {
 	apiStatus *status.APISyncer
 	mirrors   *pod.MirrorClient
 	node      *node.Controller
+	// ready is closed once the node has a client certificate. TLS bootstrap runs in the
+	// background, so the parts that need no API (static pods, the runtime, healthz) start
+	// before it and the API parts (startAPI, loopAPI) after it.
+	ready <-chan struct{}
 }
 
 // mirrorDeleteTimeout bounds the background deletion of an orphaned mirror pod.
 const mirrorDeleteTimeout = 30 * time.Second
 
 func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comps *components) (*cluster, error) {
-	restCfg, rotation, err := clientIdentity(ctx, cfg)
+	restCfg, identity, err := certificates.NewClientIdentity(certificates.ClientOptions{
+		NodeName: cfg.NodeName, Kubeconfig: cfg.Kubeconfig, BootstrapKubeconfig: cfg.BootstrapKubeconfig,
+		Store: certificates.Store{Dir: cfg.CertDir, Prefix: "kubelet-client"}, Rotate: cfg.Kubelet.RotateCertificates,
+		NewClient: kubeclient.NewInterface,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -53,43 +60,67 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 	if err != nil {
 		return nil, err
 	}
-	if rotation != nil {
-		rotation.SetClient(clients.API.CertificatesV1().CertificateSigningRequests())
-		comps.start("client certificate rotation", rotation.Run)
-	}
-	return &cluster{
+	ready := make(chan struct{})
+	close(ready)
+	c := &cluster{
 		cfg:       cfg,
 		clients:   clients,
 		apiStatus: status.NewAPISyncer(clients.API, currentMirror(pods)),
 		mirrors:   pod.NewMirrorClient(clients.API, cfg.NodeName),
-	}, nil
-}
-
-// clientIdentity is the API client config: from --kubeconfig, after TLS bootstrap when
-// --bootstrap-kubeconfig is given, presenting a rotating certificate with rotateCertificates.
-func clientIdentity(ctx context.Context, cfg *config.Config) (*rest.Config, *certificates.Manager, error) {
-	store := certificates.Store{Dir: cfg.CertDir, Prefix: "kubelet-client"}
-	if cfg.BootstrapKubeconfig != "" {
-		err := certificates.Bootstrap(ctx, cfg.Kubeconfig, cfg.BootstrapKubeconfig, store, cfg.NodeName, kubeclient.NewInterface)
-		if err != nil {
-			return nil, nil, err
+		ready:     ready,
+	}
+	if identity != nil {
+		identity.SetClient(clients.API.CertificatesV1().CertificateSigningRequests())
+		comps.start("client certificate", identity.Run)
+		if cfg.BootstrapKubeconfig != "" {
+			c.ready = identity.Ready()
 		}
 	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading --kubeconfig %s: %w", cfg.Kubeconfig, err)
+	return c, nil
+}
+
+// startAPI runs an API component once the node has a client certificate.
+func (c *cluster) startAPI(comps *components, name string, run func(context.Context) error) {
+	comps.start(name, func(ctx context.Context) error {
+		select {
+		case <-c.ready:
+			return run(ctx)
+		case <-ctx.Done():
+			return nil
+		}
+	})
+}
+
+// loopAPI is startAPI for a component that only returns when its context ends.
+func (c *cluster) loopAPI(comps *components, name string, run func(context.Context)) {
+	c.startAPI(comps, name, func(ctx context.Context) error { run(ctx); return nil })
+}
+
+// mirrorAPI refuses mirror pod calls, rather than send them anonymously, until the node has a
+// client certificate; the static pod runs meanwhile and its next sync makes the mirror.
+type mirrorAPI struct {
+	*pod.MirrorClient
+	ready <-chan struct{}
+}
+
+var errNoIdentity = errors.New("no client certificate yet (TLS bootstrap under way)")
+
+func (m mirrorAPI) Create(ctx context.Context, static *v1.Pod) error {
+	select {
+	case <-m.ready:
+		return m.MirrorClient.Create(ctx, static)
+	default:
+		return errNoIdentity
 	}
-	if !cfg.Kubelet.RotateCertificates {
-		return restCfg, nil, nil
+}
+
+func (m mirrorAPI) Delete(ctx context.Context, namespace, name string, uid *types.UID) error {
+	select {
+	case <-m.ready:
+		return m.MirrorClient.Delete(ctx, namespace, name, uid)
+	default:
+		return errNoIdentity
 	}
-	rotation, err := certificates.NewClientManager(store, cfg.NodeName, restCfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := certificates.UseRotatingCertificate(restCfg, rotation); err != nil {
-		return nil, nil, err
-	}
-	return restCfg, rotation, nil
 }
 
 // wireLoop connects the sync loop and admission to the API side.
@@ -108,7 +139,8 @@ func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *adm
 	}
 }
 
-// start registers the Node and starts the status, lease and pod-status loops.
+// start registers the Node and starts the status, lease and pod-status loops (once the node
+// has a client certificate).
 func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	kc := c.cfg.Kubelet
 	opts := node.Options{
@@ -140,10 +172,10 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	if err != nil {
 		klog.ErrorS(err, "Lease controller not started")
 	} else {
-		a.comps.loop("node lease", lease.Run)
+		c.loopAPI(a.comps, "node lease", lease.Run)
 	}
-	a.comps.loop("node status", ctl.Run)
-	a.comps.loop("pod status", c.apiStatus.Run)
+	c.loopAPI(a.comps, "node status", ctl.Run)
+	c.loopAPI(a.comps, "pod status", c.apiStatus.Run)
 	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
 }
 
@@ -195,7 +227,7 @@ type apiObjects struct {
 func (c *cluster) newAPIObjects(pods *pod.Manager, comps *components) *apiObjects {
 	objs := objects.New(c.clients.API, string(c.cfg.Kubelet.ConfigMapAndSecretChangeDetectionStrategy))
 	pods.OnChange(objs.PodChanged)
-	comps.loop("configmaps and secrets", objs.Run)
+	c.loopAPI(comps, "configmaps and secrets", objs.Run)
 	return &apiObjects{Manager: objs, api: c.clients.API}
 }
 

@@ -201,6 +201,6 @@ func (n *agent) servingCertificates(ips []net.IP, hostnames []string) (*certific
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
 	serving.SetClient(n.cluster.clients.API.CertificatesV1().CertificateSigningRequests())
-	n.comps.start("serving certificate", serving.Run)
+	n.cluster.startAPI(n.comps, "serving certificate", serving.Run)
 	return serving, nil
 }

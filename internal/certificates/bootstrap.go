@@ -1,11 +1,12 @@
 package certificates
 
 import (
-	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -14,46 +15,119 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/atomicfile"
 	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
 // NewClient builds the API client a certificate request is made with; tests substitute it.
 type NewClient func(cfg *rest.Config) (kubeclient.Interface, error)
 
-// Bootstrap makes sure kubeconfigPath holds a usable client identity. When it is missing, or
-// its client certificate is unreadable or expired, it requests a certificate for
-// system:node:<nodeName> with the bootstrap kubeconfig's credentials (a bootstrap token,
-// usually), stores it in store and writes kubeconfigPath pointing at it, with the bootstrap
-// kubeconfig's server and CA. It waits, logging progress, until the certificate is issued or
-// ctx ends.
-func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath string, store Store, nodeName string, newClient NewClient) error {
-	ok, why := clientConfigValid(kubeconfigPath)
-	if ok {
-		return nil
+// ClientOptions say where the node's API identity comes from.
+type ClientOptions struct {
+	NodeName            string
+	Kubeconfig          string // --kubeconfig; written after TLS bootstrap
+	BootstrapKubeconfig string // --bootstrap-kubeconfig; empty: no TLS bootstrap
+	Store               Store  // the client pairs in --cert-dir
+	Rotate              bool   // rotateCertificates
+	NewClient           NewClient
+}
+
+// NewClientIdentity returns the API client config and the manager of its client certificate
+// (nil when the kubeconfig's credentials are used as they are: neither TLS bootstrap nor
+// rotation). With a bootstrap kubeconfig nothing waits here: when the node has no valid
+// certificate the manager's Run requests one in the background (as upstream does with
+// rotation on), so static pods start meanwhile; Ready says when the API can be used.
+func NewClientIdentity(o ClientOptions) (*rest.Config, *Manager, error) {
+	if o.BootstrapKubeconfig == "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading --kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		if !o.Rotate {
+			return cfg, nil, nil
+		}
+		m, err := NewClientManager(o.Store, o.NodeName, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cfg, m, UseRotatingCertificate(cfg, m)
 	}
-	klog.InfoS("Requesting a client certificate with the bootstrap kubeconfig", "kubeconfig", kubeconfigPath, "why", why, "bootstrapKubeconfig", bootstrapPath)
-	bootstrapCfg, err := clientcmd.BuildConfigFromFlags("", bootstrapPath)
+	bootCfg, err := clientcmd.BuildConfigFromFlags("", o.BootstrapKubeconfig)
 	if err != nil {
-		return fmt.Errorf("reading --bootstrap-kubeconfig %s: %w", bootstrapPath, err)
+		if valid, _ := clientConfigValid(o.Kubeconfig); valid {
+			// kubeadm removes the bootstrap kubeconfig once the node has joined.
+			klog.InfoS("Bootstrap kubeconfig unreadable; using --kubeconfig without TLS bootstrap", "bootstrapKubeconfig", o.BootstrapKubeconfig, "err", err)
+			o.BootstrapKubeconfig = ""
+			return NewClientIdentity(o)
+		}
+		return nil, nil, fmt.Errorf("reading --bootstrap-kubeconfig %s: %w", o.BootstrapKubeconfig, err)
 	}
-	client, err := newClient(bootstrapCfg)
-	if err != nil {
-		return err
+	boot := &bootstrapper{path: o.BootstrapKubeconfig, kubeconfig: o.Kubeconfig, config: bootCfg, newClient: o.NewClient}
+	cfg := rest.AnonymousClientConfig(bootCfg) // the bootstrap kubeconfig's server and CA
+	var candidates []*tls.Certificate
+	if cur, err := o.Store.Current(); err == nil {
+		candidates = append(candidates, cur)
 	}
-	certPEM, keyPEM, err := request(ctx, client.CertificatesV1().CertificateSigningRequests(), ClientSigner, clientUsages,
-		nodeSubject(nodeName))
-	if err != nil {
-		return fmt.Errorf("TLS bootstrap: %w", err)
+	valid, why := clientConfigValid(o.Kubeconfig)
+	if valid {
+		if cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
+			return nil, nil, fmt.Errorf("reading --kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		if pair, err := kubeconfigPair(cfg); err == nil {
+			candidates = append(candidates, pair)
+		}
 	}
-	cert, err := store.Update(certPEM, keyPEM)
-	if err != nil {
-		return fmt.Errorf("storing the client certificate in %s: %w", store.Dir, err)
+	m := newManager(o.Store, clientRequest(o.NodeName), "client", firstValid(candidates))
+	m.rotate, m.boot = o.Rotate, boot
+	switch {
+	case m.current == nil:
+		klog.InfoS("No valid client certificate: TLS bootstrap runs in the background; static pods start meanwhile", "why", why, "kubeconfig", o.Kubeconfig)
+	case !valid:
+		boot.pointKubeconfigAt(o.Store.CurrentPath()) // the store's pair is valid
 	}
-	if err := writeKubeconfig(kubeconfigPath, bootstrapCfg, store.CurrentPath()); err != nil {
-		return err
+	return cfg, m, UseRotatingCertificate(cfg, m)
+}
+
+func firstValid(certs []*tls.Certificate) *tls.Certificate {
+	for _, c := range certs {
+		if c.Leaf != nil && !expired(c) {
+			return c
+		}
 	}
-	klog.InfoS("TLS bootstrap done", "subject", cert.Leaf.Subject.String(), "expires", cert.Leaf.NotAfter, "kubeconfig", kubeconfigPath)
 	return nil
+}
+
+// bootstrapper requests client certificates with the bootstrap kubeconfig's credentials (a
+// bootstrap token, usually) and writes --kubeconfig pointing at the result.
+type bootstrapper struct {
+	path       string // --bootstrap-kubeconfig, for logs
+	kubeconfig string // --kubeconfig
+	config     *rest.Config
+	newClient  NewClient
+
+	mu   sync.Mutex
+	csrs kubeclient.CertificateSigningRequestInterface
+}
+
+func (b *bootstrapper) client() (kubeclient.CertificateSigningRequestInterface, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.csrs == nil {
+		c, err := b.newClient(rest.CopyConfig(b.config))
+		if err != nil {
+			return nil, fmt.Errorf("API client with --bootstrap-kubeconfig %s: %w", b.path, err)
+		}
+		b.csrs = c.CertificatesV1().CertificateSigningRequests()
+	}
+	return b.csrs, nil
+}
+
+// pointKubeconfigAt writes --kubeconfig for the pair at pairPath. Only a later start reads it
+// (this one uses the pair directly), so a failure is logged, not returned.
+func (b *bootstrapper) pointKubeconfigAt(pairPath string) {
+	if err := writeKubeconfig(b.kubeconfig, b.config, pairPath); err != nil {
+		klog.ErrorS(err, "Writing the kubeconfig failed; the next start bootstraps again", "kubeconfig", b.kubeconfig)
+	}
 }
 
 // clientConfigValid: the kubeconfig exists and carries a client certificate that has not
@@ -99,8 +173,8 @@ func clientCertificates(cfg *rest.Config) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// writeKubeconfig writes a kubeconfig with the bootstrap config's server and CA and the client
-// certificate and key at pairPath (one file holds both).
+// writeKubeconfig writes, atomically, a kubeconfig with the bootstrap config's server and CA
+// and the client certificate and key at pairPath (one file holds both).
 func writeKubeconfig(path string, bootstrap *rest.Config, pairPath string) error {
 	ca := bootstrap.CAData
 	if len(ca) == 0 && bootstrap.CAFile != "" {
@@ -120,10 +194,14 @@ func writeKubeconfig(path string, bootstrap *rest.Config, pairPath string) error
 		}},
 		CurrentContext: "default-context",
 	}
+	data, err := clientcmd.Write(cfg)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := clientcmd.WriteToFile(cfg, path); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("writing --kubeconfig %s: %w", path, err)
 	}
 	return nil

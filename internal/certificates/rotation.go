@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
@@ -23,21 +21,40 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
-// Manager holds one of the node's certificates (client or serving) and renews it at 70–90 %
-// of its lifetime (a random point, as upstream, so a fleet bootstrapped together does not
-// renew together).
+// Retries of a failed request: 2 s doubling to 32 s, then every 32 s, as upstream.
+var (
+	retryStart = 2 * time.Second
+	retryMax   = 32 * time.Second
+)
+
+// requestTimeout bounds one wait for a request to be issued; the next attempt finds the same
+// request again (same key), so nothing is abandoned.
+const requestTimeout = 15 * time.Minute
+
+// Manager holds one of the node's certificates (client or serving). With rotation it renews
+// it at 70–90 % of its lifetime (a random point, as upstream, so a fleet bootstrapped together
+// does not renew together); with a bootstrap kubeconfig it makes the first client certificate
+// and a new one whenever the current one has expired.
 type Manager struct {
-	store    Store
-	signer   string
-	usages   []certificatesv1.KeyUsage
-	template *x509.CertificateRequest
-	kind     string // "client" or "serving", for logs
+	store  Store
+	req    certRequest
+	kind   string        // "client" or "serving", for logs
+	rotate bool          // renew before expiry with the certificate itself
+	boot   *bootstrapper // nil: no TLS bootstrap
 
 	mu       sync.RWMutex
 	current  *tls.Certificate
 	csrs     kubeclient.CertificateSigningRequestInterface
 	rotated  []func()
 	deadline func(*x509.Certificate) time.Time
+
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+func newManager(store Store, req certRequest, kind string, current *tls.Certificate) *Manager {
+	return &Manager{store: store, req: req, kind: kind, rotate: true, current: current,
+		deadline: rotationDeadline, ready: make(chan struct{})}
 }
 
 // NewClientManager starts from the store's current pair or, when the store has none yet,
@@ -50,8 +67,7 @@ func NewClientManager(store Store, nodeName string, kubeconfig *rest.Config) (*M
 	if err != nil {
 		return nil, fmt.Errorf("client certificate for rotation: %w (with rotateCertificates the kubeconfig needs a client certificate, or use --bootstrap-kubeconfig)", err)
 	}
-	return &Manager{store: store, signer: ClientSigner, usages: clientUsages, template: nodeSubject(nodeName), kind: "client",
-		current: cert, deadline: rotationDeadline}, nil
+	return newManager(store, clientRequest(nodeName), "client", cert), nil
 }
 
 // NewServingManager manages the serving certificate of the kubelet API (serverTLSBootstrap):
@@ -64,8 +80,11 @@ func NewServingManager(store Store, nodeName string, ips []net.IP, dnsNames []st
 	}
 	tmpl := nodeSubject(nodeName)
 	tmpl.IPAddresses, tmpl.DNSNames = ips, dnsNames
-	return &Manager{store: store, signer: ServingSigner, usages: servingUsages, template: tmpl, kind: "serving",
-		current: cert, deadline: rotationDeadline}, nil
+	return newManager(store, certRequest{signer: ServingSigner, usages: servingUsages, tmpl: tmpl}, "serving", cert), nil
+}
+
+func clientRequest(nodeName string) certRequest {
+	return certRequest{signer: ClientSigner, usages: clientUsages, tmpl: nodeSubject(nodeName)}
 }
 
 func nodeSubject(nodeName string) *x509.CertificateRequest {
@@ -97,6 +116,10 @@ func (m *Manager) Current() *tls.Certificate {
 	return m.current
 }
 
+// Ready is closed once the manager holds an unexpired certificate (at once when it starts
+// with one; after TLS bootstrap otherwise).
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
+
 // SetClient gives the client renewals are requested with (it authenticates with Current).
 func (m *Manager) SetClient(csrs kubeclient.CertificateSigningRequestInterface) {
 	m.mu.Lock()
@@ -117,62 +140,123 @@ func rotationDeadline(c *x509.Certificate) time.Time {
 	return c.NotBefore.Add(time.Duration(float64(total) * (0.7 + 0.2*rand.Float64())))
 }
 
-// Run renews the certificate at each deadline (at once when there is none) until ctx ends;
-// a failed renewal is retried with back-off while the old certificate stays in use.
+func expired(c *tls.Certificate) bool { return !time.Now().Before(c.Leaf.NotAfter) }
+
+// Run keeps the certificate valid until ctx ends: a new one at once when there is none (or it
+// expired), at each rotation deadline, and by TLS bootstrap again when it expires. A failed
+// request is retried with back-off while the old certificate stays in use; only a bootstrap
+// request that is denied ends Run with an error.
 func (m *Manager) Run(ctx context.Context) error {
 	for {
-		if cur := m.Current(); cur != nil {
-			deadline := m.deadline(cur.Leaf)
-			klog.InfoS("Certificate rotation scheduled", "certificate", m.kind, "expires", cur.Leaf.NotAfter, "renewAt", deadline)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Until(deadline)):
-			}
-		}
-		backoff := wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 20, Cap: 5 * time.Minute}
-		err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-			if err := m.rotate(ctx); err != nil {
-				klog.ErrorS(err, "Requesting a certificate failed; will retry", "certificate", m.kind)
-				return false, nil
-			}
-			return true, nil
-		})
-		if ctx.Err() != nil {
+		if !m.waitDue(ctx) {
 			return nil
 		}
-		if err != nil && m.Current() != nil {
-			klog.ErrorS(err, "Renewing the certificate keeps failing; trying again at the next deadline", "certificate", m.kind)
+		if err := m.renewUntilDone(ctx); err != nil || ctx.Err() != nil {
+			return err
 		}
 	}
 }
 
-func (m *Manager) rotate(ctx context.Context) error {
-	m.mu.RLock()
-	csrs := m.csrs
-	m.mu.RUnlock()
-	if csrs == nil {
-		return errors.New("no API client to request the certificate with")
+// waitDue waits until the certificate needs replacing; false if ctx ended first.
+func (m *Manager) waitDue(ctx context.Context) bool {
+	cur := m.Current()
+	if cur == nil || expired(cur) {
+		return ctx.Err() == nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	m.readyOnce.Do(func() { close(m.ready) })
+	var due <-chan time.Time // nil (never) without rotation or bootstrap
+	switch {
+	case m.rotate:
+		deadline := m.deadline(cur.Leaf)
+		klog.InfoS("Certificate rotation scheduled", "certificate", m.kind, "expires", cur.Leaf.NotAfter, "renewAt", deadline)
+		due = time.After(time.Until(deadline))
+	case m.boot != nil:
+		klog.InfoS("Certificate rotation is off: TLS bootstrap again once the certificate expires", "certificate", m.kind, "expires", cur.Leaf.NotAfter)
+		due = time.After(time.Until(cur.Leaf.NotAfter))
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-due:
+		return true
+	}
+}
+
+// renewUntilDone requests a certificate until one is stored, retrying with back-off; it
+// returns an error only for a denied bootstrap request.
+func (m *Manager) renewUntilDone(ctx context.Context) error {
+	delay := retryStart
+	for {
+		fatal, err := m.renew(ctx)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		if fatal {
+			return fmt.Errorf("TLS bootstrap: %w (approve a new request: restart nodelet, which makes one with a new key)", err)
+		}
+		klog.ErrorS(err, "Requesting a certificate failed; will retry", "certificate", m.kind, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, retryMax)
+	}
+}
+
+// renew makes one request: with the bootstrap credentials when there is no valid certificate
+// and a bootstrap kubeconfig, with the certificate itself otherwise.
+func (m *Manager) renew(ctx context.Context) (fatal bool, err error) {
+	cur := m.Current()
+	bootstrap := m.boot != nil && (cur == nil || expired(cur))
+	var csrs kubeclient.CertificateSigningRequestInterface
+	if bootstrap {
+		why := "no client certificate yet"
+		if cur != nil {
+			why = "the client certificate expired " + cur.Leaf.NotAfter.String()
+		}
+		klog.InfoS("Requesting a client certificate with the bootstrap kubeconfig", "why", why, "bootstrapKubeconfig", m.boot.path)
+		if csrs, err = m.boot.client(); err != nil {
+			return false, err
+		}
+	} else {
+		m.mu.RLock()
+		csrs = m.csrs
+		m.mu.RUnlock()
+		if csrs == nil {
+			return false, errors.New("no API client to request the certificate with")
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	certPEM, keyPEM, err := request(ctx, csrs, m.signer, m.usages, m.template)
+	certPEM, keyPEM, err := request(rctx, csrs, m.store, m.req)
 	if err != nil {
-		return err
+		return bootstrap && denied(err), err
 	}
 	cert, err := m.store.Update(certPEM, keyPEM)
 	if err != nil {
-		return err
+		return false, fmt.Errorf("storing the certificate in %s: %w", m.store.Dir, err)
 	}
+	m.store.dropPendingKey()
+	m.use(cert)
+	if bootstrap {
+		klog.InfoS("TLS bootstrap done", "subject", cert.Leaf.Subject.String(), "expires", cert.Leaf.NotAfter, "path", m.store.CurrentPath())
+		m.boot.pointKubeconfigAt(m.store.CurrentPath())
+	} else {
+		klog.InfoS("Certificate rotated", "certificate", m.kind, "expires", cert.Leaf.NotAfter, "path", m.store.CurrentPath())
+	}
+	return false, nil
+}
+
+// use makes cert current and runs the rotation hooks.
+func (m *Manager) use(cert *tls.Certificate) {
 	m.mu.Lock()
 	m.current = cert
 	hooks := append([]func(){}, m.rotated...)
 	m.mu.Unlock()
-	klog.InfoS("Certificate rotated", "certificate", m.kind, "expires", cert.Leaf.NotAfter, "path", m.store.CurrentPath())
 	for _, f := range hooks {
 		f()
 	}
-	return nil
 }
 
 // UseRotatingCertificate makes cfg present m's current certificate on every new connection
@@ -188,7 +272,10 @@ func UseRotatingCertificate(cfg *rest.Config, m *Manager) error {
 	}
 	tlsConfig.Certificates = nil
 	tlsConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-		return m.Current(), nil
+		if cur := m.Current(); cur != nil {
+			return cur, nil
+		}
+		return &tls.Certificate{}, nil // none yet (TLS bootstrap under way): present none
 	}
 	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	m.OnRotate(dialer.CloseAll)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/source"
 )
 
 // ErrNotSynced: the Services have not been listed once yet, so a container started now would
@@ -62,7 +63,9 @@ func (l *Lister) Run(ctx context.Context) { l.informer.RunWithContext(ctx) }
 // EnvVars returns the service variables for pod's containers: the pod namespace's Services
 // when enableServiceLinks is on (the default), and always the API server's own Service.
 func (l *Lister) EnvVars(pod *v1.Pod) ([]v1.EnvVar, error) {
-	if !l.informer.HasSynced() {
+	// A static pod does not wait (as upstream): it may be the API server itself, or start
+	// while TLS bootstrap is under way, and gets the Services known so far.
+	if !l.informer.HasSynced() && !source.IsStatic(pod) {
 		return nil, ErrNotSynced
 	}
 	var chosen []*v1.Service

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,6 +44,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	keepInheritedFDs()
 	dir, err := os.MkdirTemp("", "nodelet-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -73,6 +75,19 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// keepInheritedFDs marks the descriptors this process inherited beyond stdio close-on-exec:
+// `flock LOCK go test` hands its lock's descriptor down, and a daemon a test starts (the API
+// server after an outage, a restarted controller manager) would hold the e2e lock for as long
+// as it runs, blocking every later run.
+func keepInheritedFDs() {
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // nodelet is one running nodelet process.
