@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -152,18 +151,10 @@ func podUIDs(t *testing.T) map[string]string {
 	return out
 }
 
-// containerdScript runs hack/containerd.sh with one command. The containerd it starts must
-// not inherit the descriptors this test was given: the e2e lock's (flock(1) runs the tests
-// with it open) would stay held by containerd for as long as it runs, blocking every other run.
+// containerdScript runs hack/containerd.sh with one command. (TestMain's keepInheritedFDs
+// keeps the e2e lock's descriptor from the containerd it starts.)
 func containerdScript(t *testing.T, cmd string) error {
 	t.Helper()
-	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
-		for _, fd := range fds {
-			if n, err := strconv.Atoi(fd.Name()); err == nil && n > 2 {
-				syscall.CloseOnExec(n)
-			}
-		}
-	}
 	out, err := exec.Command("../../hack/containerd.sh", cmd).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("hack/containerd.sh %s: %v\n%s", cmd, err, out)
