@@ -21,9 +21,9 @@ import (
 type panicky struct {
 	*fakeSyncer
 	bad, badKill types.UID
-	mu         sync.Mutex
-	killPanics int
-	synced     map[types.UID]int
+	mu           sync.Mutex
+	killPanics   int
+	synced       map[types.UID]int
 }
 
 func (p *panicky) SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error) {
