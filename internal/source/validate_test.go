@@ -32,10 +32,7 @@ func TestValidatePodAcceptsValidPod(t *testing.T) {
 
 func TestValidatePodMessages(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
-	cases := map[string]struct {
-		mutate func(p *v1.Pod)
-		want   string
-	}{
+	cases := map[string]refusal{
 		"no name":          {func(p *v1.Pod) { p.Name = "" }, "metadata.name: Required value"},
 		"bad name":         {func(p *v1.Pod) { p.Name = "Web_1" }, `metadata.name: Invalid value: "Web_1": a lowercase RFC 1123 subdomain`},
 		"bad namespace":    {func(p *v1.Pod) { p.Namespace = "a.b" }, `metadata.namespace: Invalid value: "a.b"`},
@@ -53,19 +50,7 @@ func TestValidatePodMessages(t *testing.T) {
 		"no volume type":   {func(p *v1.Pod) { p.Spec.Volumes[0].EmptyDir = nil }, "spec.volumes[0]: Required value: must specify a volume type"},
 		"sidecar in app":   {func(p *v1.Pod) { p.Spec.Containers[0].RestartPolicy = &always }, "spec.containers[0].restartPolicy: Forbidden"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pod := validPod()
-			tc.mutate(pod)
-			err := ValidatePod(pod)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q does not contain %q", err, tc.want)
-			}
-		})
-	}
+	expectRefused(t, cases)
 }
 
 func requestOverLimit(p *v1.Pod) {
@@ -82,5 +67,29 @@ func TestValidatePodReportsEveryProblem(t *testing.T) {
 	err := ValidatePod(pod)
 	if err == nil || !strings.Contains(err.Error(), "spec.containers[0].image") || !strings.Contains(err.Error(), "spec.containers[1].image") {
 		t.Errorf("err = %v, want both missing images", err)
+	}
+}
+
+// refusal is a change that makes validPod invalid, and what the error must say.
+type refusal struct {
+	mutate func(p *v1.Pod)
+	want   string
+}
+
+// expectRefused checks that each case's pod is refused with its message.
+func expectRefused(t *testing.T, cases map[string]refusal) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := validPod()
+			tc.mutate(pod)
+			err := ValidatePod(pod)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
 	}
 }
