@@ -5,7 +5,7 @@
 package certificates
 
 import (
-	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -160,11 +160,7 @@ func (s Store) dropPendingKey() {
 
 func (s Store) isCurrentKey(key *ecdsa.PrivateKey) bool {
 	cur, err := s.Current()
-	if err != nil {
-		return false
-	}
-	pub, ok := cur.Leaf.PublicKey.(*ecdsa.PublicKey)
-	return ok && pub.Equal(&key.PublicKey)
+	return err == nil && samePublicKey(cur.Leaf.PublicKey, &key.PublicKey)
 }
 
 func parseECKey(raw []byte) (*ecdsa.PrivateKey, error) {
@@ -186,9 +182,8 @@ func parseECKey(raw []byte) (*ecdsa.PrivateKey, error) {
 	return key, nil
 }
 
-// samePublicKey: the request's key is ours.
-func samePublicKey(a, b any) bool {
-	da, err1 := x509.MarshalPKIXPublicKey(a)
-	db, err2 := x509.MarshalPKIXPublicKey(b)
-	return err1 == nil && err2 == nil && bytes.Equal(da, db)
+// samePublicKey: a and b are the same public key (every key type of crypto/x509 has Equal).
+func samePublicKey(a, b crypto.PublicKey) bool {
+	ka, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && ka.Equal(b)
 }
