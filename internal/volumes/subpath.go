@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/volumes/subpath"
 )
 
@@ -34,8 +34,10 @@ func (m *Manager) SubPath(pod *v1.Pod, container string, index int, name, subPat
 	if err != nil {
 		return "", false, err
 	}
-	if !singleElement(container) || !singleElement(name) || !singleElement(string(pod.UID)) {
-		return "", false, fmt.Errorf("volume mount %q of container %q: names that are not one path element", name, container)
+	for _, elem := range []string{container, name, string(pod.UID)} {
+		if fsutil.CheckName(elem) != nil {
+			return "", false, fmt.Errorf("volume mount %q of container %q: names that are not one path element", name, container)
+		}
 	}
 	src, err := subpath.Open(mnt.Path, subPath, !mnt.ReadOnly)
 	if err != nil {
@@ -65,11 +67,6 @@ func subPathError(name, container, subPath string, readOnly bool, err error) err
 		why = errno.Error()
 	}
 	return fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q: subPath %q: %s", name, container, subPath, why)
-}
-
-// singleElement: s names one entry of a directory, so paths built from it stay where meant.
-func singleElement(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00")
 }
 
 // cleanSubPaths unmounts and removes the subPath mounts of pod uid's volume name. A volume is
