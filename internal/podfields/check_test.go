@@ -31,7 +31,7 @@ func ordinary() *v1.PodSpec {
 			LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{}}},
 		}},
 		SecurityContext: &v1.PodSecurityContext{
-			WindowsOptions: &v1.WindowsSecurityContextOptions{HostProcess: ptr.To(false)},
+			WindowsOptions:      &v1.WindowsSecurityContextOptions{HostProcess: ptr.To(false)},
 			SELinuxChangePolicy: ptr.To(v1.SELinuxChangePolicyMountOption),
 		},
 		Affinity:    &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{}},
