@@ -14,7 +14,9 @@ func ordinary() *v1.PodSpec {
 	mount := []v1.VolumeMount{{Name: "data", MountPath: "/data", RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyDisabled)}}
 	return &v1.PodSpec{
 		Volumes: []v1.Volume{
-			{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Gi"))}}},
+			{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{
+				Medium: v1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Gi")),
+			}}},
 			{Name: "cfg", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 				{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
 				{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}},
@@ -95,6 +97,12 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 				Name: "debug", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}},
 			}}}
 		}, "spec.ephemeralContainers[0].resources.claims", "DRA driver"},
+		{"hugepages limit", func(s *v1.PodSpec) {
+			s.Containers[0].Resources.Limits["hugepages-2Mi"] = resource.MustParse("4Mi")
+		}, "spec.containers[0].resources.limits", "hugepages"},
+		{"hugepages emptyDir", func(s *v1.PodSpec) {
+			s.Volumes[0].EmptyDir.Medium = v1.StorageMediumHugePagesPrefix + "2Mi"
+		}, "spec.volumes[0].emptyDir.medium", "hugetlbfs"},
 		{"generic ephemeral volume", func(s *v1.PodSpec) {
 			s.Volumes[0].VolumeSource = v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}
 		}, "spec.volumes[0].ephemeral", "persistentVolumeClaim volume"},

@@ -3,6 +3,7 @@ package podfields
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -30,8 +31,8 @@ var actedOn = map[string]string{
 	"VolumeSource.downwardAPI": "volumes/plugins/objects.go", "VolumeSource.configMap": "volumes/plugins/objects.go",
 	"VolumeSource.projected": "volumes/plugins/objects.go", "VolumeSource.csi": "csi",
 	"HostPathVolumeSource.path": "hostpath plugin", "HostPathVolumeSource.type": "hostpath plugin",
-	"EmptyDirVolumeSource.medium": "emptydir plugin", "EmptyDirVolumeSource.sizeLimit": "emptydir plugin, eviction",
-	"SecretVolumeSource.secretName": "objects plugin", "SecretVolumeSource.items": "objects plugin",
+	"EmptyDirVolumeSource.sizeLimit": "emptydir plugin, eviction",
+	"SecretVolumeSource.secretName":  "objects plugin", "SecretVolumeSource.items": "objects plugin",
 	"SecretVolumeSource.defaultMode": "objects plugin", "SecretVolumeSource.optional": "objects plugin",
 	"ConfigMapVolumeSource.items": "objects plugin", "ConfigMapVolumeSource.defaultMode": "objects plugin",
 	"ConfigMapVolumeSource.optional": "objects plugin", "LocalObjectReference.name": "objects, images, csi",
@@ -73,7 +74,6 @@ var actedOn = map[string]string{
 	"EnvVarSource.configMapKeyRef": "runtime env", "EnvVarSource.secretKeyRef": "runtime env",
 	"ConfigMapKeySelector.key": "runtime env", "ConfigMapKeySelector.optional": "runtime env",
 	"SecretKeySelector.key": "runtime env", "SecretKeySelector.optional": "runtime env",
-	"ResourceRequirements.limits": "cgroups, runtime", "ResourceRequirements.requests": "admission, cgroups, qos",
 	"ContainerResizePolicy.resourceName":  "in-place resize (part resize of issue 31)",
 	"ContainerResizePolicy.restartPolicy": "in-place resize (part resize of issue 31)",
 	"VolumeMount.name":                    "runtime mounts", "VolumeMount.readOnly": "runtime mounts", "VolumeMount.mountPath": "runtime mounts",
@@ -152,6 +152,8 @@ func removedUpstream(source string) refusal {
 	return refusal{why: fmt.Sprintf("nodelet has no %s plugin (upstream removed its in-tree plugin too); use the volume's CSI driver", source)}
 }
 
+// refused: nodelet refuses a pod that sets these; an entry with allowed is acted on for the
+// values it allows.
 var refused = map[string]refusal{
 	"PodSpec.resourceClaims": {why: "dynamic resource allocation needs a DRA driver registered with the node and CDI in the runtime; " +
 		"this node has neither (containerd 1.6), so the claims could never be prepared (upstream waits with FailedPrepareDynamicResources)"},
@@ -192,8 +194,29 @@ var refused = map[string]refusal{
 		"an invalid handler); use exec, httpGet or sleep"},
 	"SecurityContext.windowsOptions": {why: "hostProcess containers run only on Windows nodes; the other windowsOptions are ignored " +
 		"on Linux as upstream does", allowed: notHostProcess},
+	"EmptyDirVolumeSource.medium": {why: "hugepages emptyDirs are not supported by nodelet: it mounts no hugetlbfs; use medium \"\" or Memory",
+		allowed: func(v reflect.Value) bool {
+			m := v.Interface().(v1.StorageMedium)
+			return m == v1.StorageMediumDefault || m == v1.StorageMediumMemory
+		}},
+	"ResourceRequirements.limits":   hugePagesRefused, // acted on otherwise: cgroups, runtime
+	"ResourceRequirements.requests": hugePagesRefused, // acted on otherwise: admission, cgroups, qos
 	"PodSecurityContext.windowsOptions": {why: "hostProcess pods run only on Windows nodes; the other windowsOptions are ignored " +
 		"on Linux as upstream does", allowed: notHostProcess},
+}
+
+// hugePagesRefused: nodelet sets no hugetlb limits (CRI HugepageLimits, the pod cgroup) and does
+// not count hugepages at admission, so a container given some would silently get none or all.
+var hugePagesRefused = refusal{
+	why: "hugepages resources are not supported by nodelet: it sets no hugetlb limits and does not account them; remove the hugepages-* resources",
+	allowed: func(v reflect.Value) bool {
+		for name := range v.Interface().(v1.ResourceList) {
+			if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+				return false
+			}
+		}
+		return true
+	},
 }
 
 // notHostProcess accepts windowsOptions that do not ask for a Windows host-process container.
