@@ -103,9 +103,6 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 		{"hugepages emptyDir", func(s *v1.PodSpec) {
 			s.Volumes[0].EmptyDir.Medium = v1.StorageMediumHugePagesPrefix + "2Mi"
 		}, "spec.volumes[0].emptyDir.medium", "hugetlbfs"},
-		{"generic ephemeral volume", func(s *v1.PodSpec) {
-			s.Volumes[0].VolumeSource = v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}
-		}, "spec.volumes[0].ephemeral", "persistentVolumeClaim volume"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

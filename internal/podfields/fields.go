@@ -30,6 +30,7 @@ var actedOn = map[string]string{
 	"VolumeSource.secret": "volumes/plugins/objects.go", "VolumeSource.persistentVolumeClaim": "volumes/claims.go",
 	"VolumeSource.downwardAPI": "volumes/plugins/objects.go", "VolumeSource.configMap": "volumes/plugins/objects.go",
 	"VolumeSource.projected": "volumes/plugins/objects.go", "VolumeSource.csi": "csi",
+	"VolumeSource.ephemeral":    "volumes/spec.go (the claim <pod>-<volume>, owned by the pod)",
 	"HostPathVolumeSource.path": "hostpath plugin", "HostPathVolumeSource.type": "hostpath plugin",
 	"EmptyDirVolumeSource.sizeLimit": "emptydir plugin, eviction",
 	"SecretVolumeSource.secretName":  "objects plugin", "SecretVolumeSource.items": "objects plugin",
@@ -136,6 +137,7 @@ var inert = map[string]string{
 	"Affinity.podAntiAffinity":                                     "scheduler only",
 	"NodeAffinity.preferredDuringSchedulingIgnoredDuringExecution": "scheduler scoring only",
 	"Toleration.tolerationSeconds":                                 "the taint eviction controller acts on it, not the node",
+	"EphemeralVolumeSource.volumeClaimTemplate":                    "the ephemeral volume controller makes the claim from it; the node uses the claim",
 	"ObjectFieldSelector.apiVersion":                               "the API server defaults and checks it; v1 is the only version",
 	"PodSecurityContext.seLinuxChangePolicy": "only changes how volumes are labelled on SELinux hosts (mount option instead of " +
 		"recursive relabelling, for ReadWriteOncePod volumes); nodelet always lets the runtime relabel, upstream's fallback",
@@ -163,8 +165,6 @@ var refused = map[string]refusal{
 		"nodelet; set resources on each container"},
 	"VolumeSource.image": {why: "image volumes need a runtime that mounts images through CRI (containerd 2.1 or later); this node runs " +
 		"containerd 1.6: copy the files from an init container into an emptyDir instead"},
-	"VolumeSource.ephemeral": {why: "generic ephemeral volumes are not supported by nodelet yet; create the PersistentVolumeClaim " +
-		"and use a persistentVolumeClaim volume"},
 	"VolumeProjection.clusterTrustBundle": {why: "clusterTrustBundle projections (beta, off by default in 1.33) are not supported by " +
 		"nodelet; project the bundle from a ConfigMap"},
 	"VolumeSource.gitRepo": {why: "gitRepo volumes are deprecated and nodelet has no plugin for them; clone the repository from an " +
