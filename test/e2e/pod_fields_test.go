@@ -4,18 +4,23 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const reasonFieldNotSupported = "PodFieldNotSupported"
 
 // A pod setting a field nodelet does not honour fails with the reason, a message naming the
-// field and a Warning event, and never reaches the runtime; a pod beside it runs. The API
+// field and a Warning event, and never reaches the runtime; a pod beside it runs, with a
+// generic ephemeral volume. The API
 // server v1.33 drops DRA claims and image volumes while their feature gates are off, so those
 // are sent as static pods (which no API server filters); the API pod uses an in-tree volume
 // source that nodelet has no plugin for.
@@ -33,14 +38,30 @@ func TestPodWithRefusedFieldFailsBesideARunningPod(t *testing.T) {
 		AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-0123"},
 	}}}
 	c.createPod(refusedPod)
-	c.createPod(podSpec("plain", "exec sleep 3600"))
+	// The pod beside it uses a generic ephemeral volume: the claim the controller manager makes
+	// for it (bound to a local volume here) is mounted.
+	dir := t.TempDir()
+	pvName := c.localVolume(dir, "1Gi", nil)
+	plain := podSpec("plain", "echo ephemeral > /scratch/proof; exec sleep 3600")
+	plain.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: ptr.To("e2e-manual"), VolumeName: pvName,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+		}},
+	}}}}
+	plain.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	c.createPod(plain)
 
 	failed := c.waitPodPhase("ebs", v1.PodFailed, 30*time.Second)
 	if failed.Status.Reason != reasonFieldNotSupported || !strings.Contains(failed.Status.Message, "spec.volumes[0].awsElasticBlockStore: ") ||
 		!strings.Contains(failed.Status.Message, "ebs.csi.aws.com") {
 		t.Errorf("refused API pod: reason %q, message %q; want %s naming spec.volumes[0].awsElasticBlockStore", failed.Status.Reason, failed.Status.Message, reasonFieldNotSupported)
 	}
-	c.waitPodPhase("plain", v1.PodRunning, 30*time.Second)
+	c.waitPodPhase("plain", v1.PodRunning, 60*time.Second)
+	waitFor(t, 20*time.Second, "the pod's file on its ephemeral volume", func() (bool, string) {
+		raw, err := os.ReadFile(filepath.Join(dir, "proof"))
+		return err == nil && strings.TrimSpace(string(raw)) == "ephemeral", string(raw)
+	})
 
 	c.waitRefusalEvent(c.ns, "ebs", "spec.volumes[0].awsElasticBlockStore")
 	c.waitRefusalEvent("default", "dra-"+nodeName, "spec.containers[0].resources.claims")
