@@ -103,7 +103,7 @@ var actedOn = map[string]string{
 	"SELinuxOptions.user": "runtime", "SELinuxOptions.role": "runtime", "SELinuxOptions.type": "runtime", "SELinuxOptions.level": "runtime",
 	"SeccompProfile.type": "runtime", "SeccompProfile.localhostProfile": "runtime",
 	"AppArmorProfile.type": "runtime, admission", "AppArmorProfile.localhostProfile": "runtime",
-	"PodSecurityContext.seLinuxOptions": "runtime sandbox", "PodSecurityContext.runAsUser": "runtime/security.go",
+	"PodSecurityContext.seLinuxOptions": "runtime/security.go (the containers' default)", "PodSecurityContext.runAsUser": "runtime/security.go",
 	"PodSecurityContext.runAsGroup": "runtime/security.go", "PodSecurityContext.runAsNonRoot": "runtime/security.go",
 	"PodSecurityContext.supplementalGroups":       "runtime/security.go",
 	"PodSecurityContext.supplementalGroupsPolicy": "runtime (part userns of issue 31)",
