@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/status"
@@ -47,6 +48,8 @@ type Admitter struct {
 	Pressure func(pod *v1.Pod) (bool, string, string)
 	// Shutdown, when set, refuses every pod while the node shuts down.
 	Shutdown func(pod *v1.Pod) (bool, string, string)
+	// Recorder, when set, gets a Warning event on the pod for each refusal, as upstream posts.
+	Recorder record.EventRecorder
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources
@@ -165,8 +168,12 @@ func Requests(pod *v1.Pod) v1.ResourceList {
 	return out
 }
 
-// Reject records the refusal as the pod's final status: phase Failed with the reason.
+// Reject records the refusal as the pod's final status, phase Failed with the reason, and
+// posts it as a Warning event.
 func (a *Admitter) Reject(pod *v1.Pod, reason, message string) {
+	if a.Recorder != nil {
+		a.Recorder.Event(pod, v1.EventTypeWarning, reason, message)
+	}
 	now := metav1.Now()
 	a.Statuses.Set(pod, v1.PodStatus{
 		Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message,

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/podfields"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
@@ -78,11 +79,14 @@ var safeSysctls = map[string]bool{
 	"net.ipv4.tcp_wmem":                   true,
 }
 
-// podChecks refuses what this node cannot run whatever its load: another OS, a sysctl it does
-// not allow, an AppArmor profile it cannot enforce.
+// podChecks refuses what this node cannot run whatever its load: another OS, a pod field it
+// does not honour, a sysctl it does not allow, an AppArmor profile it cannot enforce.
 func (a *Admitter) podChecks(pod *v1.Pod) (bool, string, string) {
 	if ok, reason, msg := checkOS(pod); !ok {
 		return false, reason, msg
+	}
+	if field, why := podfields.Check(&pod.Spec); field != "" {
+		return false, podfields.Reason, field + ": " + why
 	}
 	if ok, reason, msg := checkSysctls(pod, a.AllowedUnsafeSysctls); !ok {
 		return false, reason, msg

@@ -1,11 +1,16 @@
 package admission
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/internal/podfields"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/status"
 )
 
 func TestCheckOS(t *testing.T) {
@@ -73,5 +78,38 @@ func TestCheckAppArmor(t *testing.T) {
 	}
 	if ok, _, _ := checkAppArmor(pod, true); !ok {
 		t.Fatal("refused on a host with AppArmor")
+	}
+}
+
+// A pod setting a field nodelet does not honour is refused, naming the field; the refusal is
+// the pod's Failed status and a Warning event.
+func TestAdmitRefusesUnhonouredPodField(t *testing.T) {
+	recorder := record.NewFakeRecorder(4)
+	st := status.NewManager(nil)
+	a := &Admitter{Statuses: st, Recorder: recorder, HostHasAppArmor: func() bool { return true }}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "img", UID: "u1"}, Spec: v1.PodSpec{
+		Containers: []v1.Container{{Name: "c", Image: "i"}},
+		Volumes:    []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}}},
+	}}
+	ok, reason, msg := a.Admit(pod, nil)
+	if ok || reason != podfields.Reason || !strings.HasPrefix(msg, "spec.volumes[0].image: ") {
+		t.Fatalf("Admit = %v, %q, %q; want a refusal naming spec.volumes[0].image", ok, reason, msg)
+	}
+	a.Reject(pod, reason, msg)
+	if got, _ := st.Get(pod.UID); got.Phase != v1.PodFailed || got.Reason != podfields.Reason || !strings.Contains(got.Message, "containerd 2.1") {
+		t.Errorf("status %+v", got)
+	}
+	select {
+	case ev := <-recorder.Events:
+		if want := "Warning " + podfields.Reason + " spec.volumes[0].image: "; !strings.HasPrefix(ev, want) {
+			t.Errorf("event %q, want it to start with %q", ev, want)
+		}
+	default:
+		t.Error("no event for the refusal")
+	}
+
+	pod.Spec.Volumes[0].VolumeSource = v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}
+	if ok, reason, msg := a.Admit(pod, nil); !ok {
+		t.Errorf("the same pod with an emptyDir refused: %s: %s", reason, msg)
 	}
 }

@@ -366,7 +366,7 @@ func (n *agent) run(ctx context.Context) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
-	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls}
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Recorder: n.recorder}
 	admit.Node = n.node
 	if n.devices != nil {
 		admit.Devices = n.devices

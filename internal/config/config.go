@@ -147,13 +147,18 @@ func (f *Flags) nodeName() (string, error) {
 	return strings.ToLower(strings.TrimSpace(name)), nil
 }
 
-// applyLogging keeps klog's verbosity and logging.verbosity in step: -v on
-// the command line wins, otherwise the file's verbosity is applied to klog.
+// applyLogging keeps klog's verbosity and vmodule in step with logging.verbosity and
+// logging.vmodule (the command line wins, otherwise the file's values are applied to klog),
+// and flushes klog's buffer every logging.flushFrequency.
 func (f *Flags) applyLogging(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.KubeletConfiguration) {
 	flag := fs.Lookup("v")
 	if flag == nil || f.logFlags == nil {
 		return
 	}
+	if every := kc.Logging.FlushFrequency.Duration.Duration; every > 0 {
+		klog.StartFlushDaemon(every)
+	}
+	f.applyVModule(fs, kc)
 	if fs.Changed("v") {
 		if level, err := strconv.ParseUint(flag.Value.String(), 10, 32); err == nil {
 			kc.Logging.Verbosity = logsapi.VerbosityLevel(level)
@@ -165,6 +170,27 @@ func (f *Flags) applyLogging(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.Kubelet
 		if err := f.logFlags.Set("v", level); err != nil {
 			klog.ErrorS(err, "Could not apply logging.verbosity", "verbosity", level)
 		}
+	}
+}
+
+// applyVModule: --vmodule wins over logging.vmodule, which is applied to klog otherwise.
+func (f *Flags) applyVModule(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.KubeletConfiguration) {
+	if fs.Lookup("vmodule") == nil {
+		return
+	}
+	if fs.Changed("vmodule") {
+		kc.Logging.VModule = nil
+		if err := logsapi.VModuleConfigurationPflag(&kc.Logging.VModule).Set(fs.Lookup("vmodule").Value.String()); err != nil {
+			klog.ErrorS(err, "Could not record --vmodule in logging.vmodule")
+		}
+		return
+	}
+	if len(kc.Logging.VModule) == 0 {
+		return
+	}
+	value := logsapi.VModuleConfigurationPflag(&kc.Logging.VModule).String()
+	if err := f.logFlags.Set("vmodule", value); err != nil {
+		klog.ErrorS(err, "Could not apply logging.vmodule", "vmodule", value)
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,7 +19,10 @@ var actedOn = map[string]string{
 	"staticPodURL": "URL source", "staticPodURLHeader": "URL source", "address": "server", "port": "server",
 	"readOnlyPort": "server", "tlsCertFile": "server", "tlsPrivateKeyFile": "server", "tlsCipherSuites": "server",
 	"tlsMinVersion": "server", "rotateCertificates": "certificates", "serverTLSBootstrap": "certificates",
-	"authentication": "server authn", "authorization": "server authz", "registryPullQPS": "images",
+	"authentication.x509.clientCAFile": "server authn", "authentication.webhook.enabled": "server authn",
+	"authentication.webhook.cacheTTL": "server authn", "authentication.anonymous.enabled": "server authn",
+	"authorization.mode": "server authz", "authorization.webhook.cacheAuthorizedTTL": "server authz",
+	"authorization.webhook.cacheUnauthorizedTTL": "server authz", "registryPullQPS": "images",
 	"registryBurst": "images", "eventRecordQPS": "kubeclient", "eventBurst": "kubeclient",
 	"enableDebuggingHandlers": "server", "healthzPort": "healthz", "healthzBindAddress": "healthz",
 	"oomScoreAdj": "app/host", "clusterDomain": "runtime DNS", "clusterDNS": "runtime DNS",
@@ -37,7 +41,9 @@ var actedOn = map[string]string{
 	"containerLogMaxFiles": "logs rotation", "containerLogMonitorInterval": "logs rotation",
 	"systemReserved": "node, cgroups", "kubeReserved": "node, cgroups", "systemReservedCgroup": "cgroups",
 	"kubeReservedCgroup": "cgroups", "enforceNodeAllocatable": "cgroups", "allowedUnsafeSysctls": "admission",
-	"providerID": "node", "logging": "klog (format, verbosity; vmodule is refused)", "enableSystemLogHandler": "server",
+	"providerID": "node", "logging.format": "klog text (validation refuses the others)",
+	"logging.flushFrequency": "klog flush daemon (config.applyLogging)", "logging.verbosity": "klog -v (config.applyLogging)",
+	"logging.vmodule": "klog --vmodule (config.applyVModule)", "enableSystemLogHandler": "server",
 	"enableProfilingHandler": "server", "enableDebugFlagsHandler": "server", "seccompDefault": "runtime",
 	"registerWithTaints": "node, admission", "registerNode": "node", "localStorageCapacityIsolation": "eviction",
 	"containerRuntimeEndpoint": "runtime", "imageServiceEndpoint": "images, runtime", "failCgroupV1": "app/host",
@@ -58,37 +64,78 @@ var inertUpstream = map[string]string{
 	"streamingConnectionIdleTimeout": "upstream stores it but proxies streams to the runtime, which times them out",
 }
 
+// TestEveryConfigFieldIsActedOnOrRefused walks KubeletConfiguration and the structs nested in
+// it (authentication.webhook, logging.options.text...): each field whose value is one setting is
+// in exactly one list, under its dotted path; a struct is listed as a whole only when it is
+// refused or inert whole (tracing), else its fields are. A list entry naming no field fails too.
 func TestEveryConfigFieldIsActedOnOrRefused(t *testing.T) {
-	// A dotted entry (logging.vmodule) refuses part of a field; the field may be acted on
-	// otherwise, and counts as refused when it is not.
-	refused, refusedPart := map[string]bool{}, map[string]bool{}
+	refused := map[string]bool{}
 	for _, u := range unsupportedFields {
-		if top, _, dotted := strings.Cut(u.field, "."); dotted {
-			refusedPart[top] = true
-		} else {
-			refused[u.field] = true
-		}
+		refused[u.field] = true
 	}
-	typ := reflect.TypeOf(kubeletconfigv1beta1.KubeletConfiguration{})
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		if f.Anonymous || name == "" {
-			continue // TypeMeta
-		}
-		_, acted := actedOn[name]
-		_, inert := inertUpstream[name]
-		if refusedPart[name] && !acted && !inert {
-			refused[name] = true
-		}
-		n := 0
-		for _, in := range []bool{acted, inert, refused[name]} {
-			if in {
-				n++
+	seen := map[string]bool{}
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name := strings.Split(f.Tag.Get("json"), ",")[0]
+			if f.Anonymous && prefix == "" || name == "-" {
+				continue // TypeMeta; fields not in the file
+			}
+			if f.Anonymous { // an embedded struct's fields are this struct's
+				walk(prefix, derefType(f.Type))
+				continue
+			}
+			path := prefix + name
+			seen[path] = true
+			_, acted := actedOn[path]
+			_, inert := inertUpstream[path]
+			n := 0
+			for _, in := range []bool{acted, inert, refused[path]} {
+				if in {
+					n++
+				}
+			}
+			nested := isNestedSettings(f.Type)
+			switch {
+			case nested && acted:
+				t.Errorf("field %s: a struct of settings; list its fields instead of the whole", path)
+			case nested && n == 0:
+				walk(path+".", derefType(f.Type))
+			case n != 1:
+				t.Errorf("field %s: acted on %v, inert upstream %v, refused %v; it must be exactly one", path, acted, inert, refused[path])
 			}
 		}
-		if n != 1 {
-			t.Errorf("field %s: acted on %v, inert upstream %v, refused %v; it must be exactly one", name, acted, inert, refused[name])
+	}
+	walk("", reflect.TypeOf(kubeletconfigv1beta1.KubeletConfiguration{}))
+	for _, list := range []map[string]string{actedOn, inertUpstream} {
+		for path := range list {
+			if !seen[path] {
+				t.Errorf("list entry %s names no KubeletConfiguration field", path)
+			}
 		}
 	}
+	for path := range refused {
+		if !seen[path] {
+			t.Errorf("unsupportedFields entry %s names no KubeletConfiguration field", path)
+		}
+	}
+}
+
+var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+
+// isNestedSettings says whether a field of this type holds several settings: a struct of the
+// configuration's own (not a value type such as a Duration or a quantity, which marshals
+// itself, nor an API type such as a Taint, which is one setting).
+func isNestedSettings(typ reflect.Type) bool {
+	typ = derefType(typ)
+	return typ.Kind() == reflect.Struct && !reflect.PointerTo(typ).Implements(jsonMarshaler) &&
+		!strings.HasPrefix(typ.PkgPath(), "k8s.io/apimachinery/") && !strings.HasPrefix(typ.PkgPath(), "k8s.io/api/")
+}
+
+func derefType(typ reflect.Type) reflect.Type {
+	if typ.Kind() == reflect.Pointer {
+		return typ.Elem()
+	}
+	return typ
 }

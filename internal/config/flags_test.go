@@ -272,6 +272,30 @@ func TestVerbosityFlagAndFile(t *testing.T) {
 	}
 }
 
+// logging.vmodule reaches klog (this file's name is the pattern), and --vmodule beats it.
+func TestVModuleFlagAndFile(t *testing.T) {
+	defer func() {
+		fs := pflag.NewFlagSet("reset", pflag.ContinueOnError)
+		AddFlags(fs)
+		_ = fs.Parse([]string{"--vmodule="})
+	}()
+	path := writeConfig(t, "k.yaml", header+"logging:\n  vmodule:\n  - filePattern: flags_test\n    verbosity: 4\n")
+	cfg := mustComplete(t, "--config="+path)
+	if !klog.V(4).Enabled() || klog.V(5).Enabled() {
+		t.Errorf("the file's logging.vmodule was not applied to klog: V(4) %v, V(5) %v", klog.V(4).Enabled(), klog.V(5).Enabled())
+	}
+	if len(cfg.Kubelet.Logging.VModule) != 1 {
+		t.Errorf("logging.vmodule = %v", cfg.Kubelet.Logging.VModule)
+	}
+	cfg = mustComplete(t, "--config="+path, "--vmodule=flags_test=2")
+	if klog.V(3).Enabled() || !klog.V(2).Enabled() {
+		t.Error("--vmodule=flags_test=2 must beat the file")
+	}
+	if got := cfg.Kubelet.Logging.VModule; len(got) != 1 || got[0].Verbosity != 2 {
+		t.Errorf("logging.vmodule = %v, want the flag's", got)
+	}
+}
+
 func TestPodInfraContainerImageIsAcceptedAndIgnored(t *testing.T) {
 	cfg := mustComplete(t, "--pod-infra-container-image=registry.k8s.io/pause:3.10")
 	if !reflect.DeepEqual(cfg.Kubelet, defaulted()) {

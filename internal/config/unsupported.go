@@ -72,8 +72,11 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool { return c.ShowHiddenMetricsForVersion == "" }},
 	{"tracing", "exports OpenTelemetry traces", "unset",
 		func(c *kubeletConfig) bool { return c.Tracing == nil }},
-	{"logging.vmodule", "sets per-file verbosity (nodelet: use the --vmodule flag)", "empty",
-		func(c *kubeletConfig) bool { return len(c.Logging.VModule) == 0 }},
+	{"logging.options", "tunes the text and json log writers (splitStream, infoBufferSize) behind its LoggingAlphaOptions feature gate", "unset",
+		func(c *kubeletConfig) bool {
+			o := c.Logging.Options
+			return !o.Text.SplitStream && o.Text.InfoBufferSize.Value() == 0 && !o.JSON.SplitStream && o.JSON.InfoBufferSize.Value() == 0
+		}},
 }
 
 // gatesLike are the upstream feature gates whose settings nodelet already behaves like: pod and

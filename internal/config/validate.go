@@ -358,6 +358,9 @@ func (v *validator) checkMisc(kc *kubeletconfigv1beta1.KubeletConfiguration) {
 	if kc.Logging.Format != "" {
 		v.oneOf("logging.format", kc.Logging.Format, "text")
 	}
+	if kc.Logging.FlushFrequency.Duration.Duration <= 0 {
+		v.add("logging.flushFrequency", "must be greater than 0 (the default is 5s)")
+	}
 	if kc.MemorySwap.SwapBehavior != "" {
 		v.oneOf("memorySwap.swapBehavior", kc.MemorySwap.SwapBehavior, "NoSwap", "LimitedSwap")
 	}

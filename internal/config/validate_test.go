@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 )
@@ -167,7 +166,8 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
 		{`featureGates["ImageMaximumGCAge"]`, func(c *kc) { c.FeatureGates = map[string]bool{"ImageMaximumGCAge": false} }},
 		{"singleProcessOOMKill", func(c *kc) { c.SingleProcessOOMKill = ptr.To(true) }},
-		{"logging.vmodule", func(c *kc) { c.Logging.VModule = logsapi.VModuleConfiguration{{FilePattern: "pleg*", Verbosity: 4}} }},
+		{"logging.options", func(c *kc) { c.Logging.Options.Text.SplitStream = true }},
+		{"logging.options", func(c *kc) { c.Logging.Options.JSON.InfoBufferSize.Set("64Ki") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/storage/ephemeral"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -271,7 +272,7 @@ func (p *Provider) ClaimVolumeStats(ctx context.Context) []statsapi.VolumeStats 
 	var out []statsapi.VolumeStats
 	for _, pod := range p.d.Pods() {
 		for i := range pod.Spec.Volumes {
-			if vol := &pod.Spec.Volumes[i]; vol.PersistentVolumeClaim != nil {
+			if vol := &pod.Spec.Volumes[i]; claimName(pod, vol) != "" {
 				if vs, ok := p.externalVolumeStats(ctx, pod, vol); ok {
 					out = append(out, vs)
 				}
@@ -282,7 +283,8 @@ func (p *Provider) ClaimVolumeStats(ctx context.Context) []statsapi.VolumeStats 
 }
 
 func (p *Provider) externalVolumeStats(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (statsapi.VolumeStats, bool) {
-	if p.d.Volumes == nil || (vol.CSI == nil && vol.PersistentVolumeClaim == nil) {
+	claim := claimName(pod, vol)
+	if p.d.Volumes == nil || (vol.CSI == nil && claim == "") {
 		return statsapi.VolumeStats{}, false
 	}
 	fs, ok := p.d.Volumes.VolumeStats(ctx, pod, vol.Name)
@@ -290,10 +292,21 @@ func (p *Provider) externalVolumeStats(ctx context.Context, pod *v1.Pod, vol *v1
 		return statsapi.VolumeStats{}, false
 	}
 	vs := statsapi.VolumeStats{Name: vol.Name, FsStats: fs}
-	if vol.PersistentVolumeClaim != nil {
-		vs.PVCRef = &statsapi.PVCReference{Name: vol.PersistentVolumeClaim.ClaimName, Namespace: pod.Namespace}
+	if claim != "" {
+		vs.PVCRef = &statsapi.PVCReference{Name: claim, Namespace: pod.Namespace}
 	}
 	return vs, true
+}
+
+// claimName is the claim behind a persistentVolumeClaim or generic ephemeral volume, else "".
+func claimName(pod *v1.Pod, vol *v1.Volume) string {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim.ClaimName
+	case vol.Ephemeral != nil:
+		return ephemeral.VolumeClaimName(pod, vol)
+	}
+	return ""
 }
 
 // ephemeralStorage is what the pod uses of the node's disk: writable layers, logs and

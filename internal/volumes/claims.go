@@ -15,12 +15,11 @@ type ClaimGetter interface {
 	GetPersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
 }
 
-// claimedVolume resolves a persistentVolumeClaim volume to its PersistentVolume: the claim
-// must be bound (and not being deleted) and the volume bound back to it.
-func (m *Manager) claimedVolume(ctx context.Context, ns string, vol *v1.Volume) (*v1.PersistentVolumeClaim, *v1.PersistentVolume, error) {
-	ref := vol.PersistentVolumeClaim
+// claimedVolume resolves volume's claim ref to its PersistentVolume: the claim must be bound
+// (and not being deleted) and the volume bound back to it.
+func (m *Manager) claimedVolume(ctx context.Context, ns, volume string, ref *v1.PersistentVolumeClaimVolumeSource) (*v1.PersistentVolumeClaim, *v1.PersistentVolume, error) {
 	if m.claims == nil {
-		return nil, nil, fmt.Errorf("volume %q: persistentVolumeClaim %q needs the API server; nodelet runs standalone", vol.Name, ref.ClaimName)
+		return nil, nil, fmt.Errorf("volume %q: persistentVolumeClaim %q needs the API server; nodelet runs standalone", volume, ref.ClaimName)
 	}
 	pvc, err := m.claims.GetPersistentVolumeClaim(ctx, ns, ref.ClaimName)
 	if err != nil {

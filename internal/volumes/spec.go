@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/storage/ephemeral"
 )
 
 // expectedVolumes names the volumes pod's containers (init, app and ephemeral) mount or map,
@@ -53,7 +54,7 @@ func (m *Manager) resolve(ctx context.Context, pod *v1.Pod) *desiredPod {
 			dp.failed[name] = fmt.Errorf("PV %s: its volume source is not supported by nodelet (hostPath and local are)", spec.PV.Name)
 			continue
 		case plugin == nil:
-			dp.failed[name] = fmt.Errorf("volume %q: unsupported volume type (nodelet supports emptyDir, hostPath, configMap, secret, downwardAPI, projected and persistentVolumeClaim of hostPath and local volumes)", name)
+			dp.failed[name] = fmt.Errorf("volume %q: unsupported volume type (nodelet supports emptyDir, hostPath, configMap, secret, downwardAPI, projected, csi, and persistentVolumeClaim and ephemeral volumes of hostPath, local and csi PersistentVolumes)", name)
 			continue
 		}
 		dp.volumes[name] = desiredVolume{spec: spec, plugin: plugin}
@@ -67,16 +68,35 @@ func (m *Manager) spec(ctx context.Context, pod *v1.Pod, name string) (*Spec, er
 		if vol.Name != name {
 			continue
 		}
-		if vol.PersistentVolumeClaim == nil {
+		ref := claimOf(pod, vol)
+		if ref == nil {
 			return &Spec{Volume: vol}, nil
 		}
-		pvc, pv, err := m.claimedVolume(ctx, pod.Namespace, vol)
+		pvc, pv, err := m.claimedVolume(ctx, pod.Namespace, vol.Name, ref)
 		if err != nil {
 			return nil, err
 		}
-		return &Spec{Volume: vol, PV: pv, Claim: pvc, ReadOnly: vol.PersistentVolumeClaim.ReadOnly}, nil
+		if vol.Ephemeral != nil {
+			if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {
+				return nil, err
+			}
+		}
+		return &Spec{Volume: vol, PV: pv, Claim: pvc, ReadOnly: ref.ReadOnly}, nil
 	}
 	return nil, fmt.Errorf("volume mount %q: no such volume", name)
+}
+
+// claimOf is the claim a volume uses: a persistentVolumeClaim volume's, or the one the
+// ephemeral volume controller creates for a generic ephemeral volume (<pod>-<volume>, owned by
+// the pod); nil for the other volumes.
+func claimOf(pod *v1.Pod, vol *v1.Volume) *v1.PersistentVolumeClaimVolumeSource {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim
+	case vol.Ephemeral != nil:
+		return &v1.PersistentVolumeClaimVolumeSource{ClaimName: ephemeral.VolumeClaimName(pod, vol)}
+	}
+	return nil
 }
 
 func (m *Manager) pluginFor(spec *Spec) Plugin {

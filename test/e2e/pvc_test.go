@@ -60,6 +60,24 @@ func TestPersistentVolumeClaimOfALocalVolume(t *testing.T) {
 // and claim bound to it, of size and mode (nil: Filesystem).
 func (c *cluster) claimLocalVolume(claim, path, size string, mode *v1.PersistentVolumeMode) {
 	c.t.Helper()
+	pvName := c.localVolume(path, size, mode)
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claim},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: ptr.To("e2e-manual"),
+			VolumeName: pvName, VolumeMode: mode,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(context.Background(), pvc, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// localVolume makes a local PersistentVolume of path for this node, of storage class
+// e2e-manual, size and mode (nil: Filesystem), removed at cleanup, and returns its name.
+func (c *cluster) localVolume(path, size string, mode *v1.PersistentVolumeMode) string {
+	c.t.Helper()
 	ctx := context.Background()
 	pvName := "e2e-local-" + rand.String(5)
 	pv := &v1.PersistentVolume{
@@ -82,15 +100,5 @@ func (c *cluster) claimLocalVolume(claim, path, size string, mode *v1.Persistent
 	c.t.Cleanup(func() {
 		_ = c.admin.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
 	})
-	pvc := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claim},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: ptr.To("e2e-manual"),
-			VolumeName: pvName, VolumeMode: mode,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}},
-		},
-	}
-	if _, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		c.t.Fatal(err)
-	}
+	return pvName
 }

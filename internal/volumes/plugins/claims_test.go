@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/volumes"
 )
@@ -102,5 +103,34 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	standalone := newEnv(t)
 	if err := standalone.mount(claiming("host", false)); err == nil || !strings.Contains(err.Error(), "needs the API server") {
 		t.Errorf("standalone: %v", err)
+	}
+}
+
+// A generic ephemeral volume uses the claim the ephemeral volume controller made for it,
+// <pod>-<volume>, and only when the pod owns it (upstream's check and words).
+func TestGenericEphemeralVolumeUsesThePodsClaim(t *testing.T) {
+	dir := t.TempDir()
+	claims := &fakeClaims{claims: map[string]*v1.PersistentVolumeClaim{}, volumes: map[string]*v1.PersistentVolume{}}
+	claims.bind("default", "scratch-data", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "eph")}}, false)
+	claims.bind("default", "stranger-data", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(dir, "other")}}, false)
+	e := newEnv(t, func(_ *Deps, o *volumes.Options) { o.Claims = claims })
+	ephemeralPod := func(name string) *v1.Pod {
+		return mounting(name, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{},
+		}}})
+	}
+	pod := ephemeralPod("scratch")
+	claims.claims["default/scratch-data"].OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true),
+	}}
+	if err := e.mount(pod); err != nil {
+		t.Fatalf("ephemeral volume of its own claim: %v", err)
+	}
+	if path, ro, err := e.vm.HostPath(pod, "data"); err != nil || ro || path != filepath.Join(dir, "eph") {
+		t.Errorf("ephemeral volume: %q %v, %v", path, ro, err)
+	}
+	err := e.mount(ephemeralPod("stranger"))
+	if want := "PVC default/stranger-data was not created for pod default/stranger (pod is not owner)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("claim the pod does not own: %v, want %q", err, want)
 	}
 }
