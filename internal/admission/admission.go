@@ -47,6 +47,14 @@ type Admitter struct {
 	Pressure func(pod *v1.Pod) (bool, string, string)
 	// Shutdown, when set, refuses every pod while the node shuts down.
 	Shutdown func(pod *v1.Pod) (bool, string, string)
+	// RuntimeFeatures says what the runtime reported it can do; nil means nothing optional.
+	RuntimeFeatures RuntimeFeatures
+}
+
+// RuntimeFeatures is what admission asks of the runtime's reported features
+// (*runtimefeatures.Store).
+type RuntimeFeatures interface {
+	SupplementalGroupsPolicy() bool
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources

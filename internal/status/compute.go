@@ -206,6 +206,10 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	if previous != nil && previous.State == runtime.StateExited {
 		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(in.RuntimeName, previous)}
 	}
+	if current != nil && current.User != nil {
+		u := current.User
+		cs.User = &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: u.UID, GID: u.GID, SupplementalGroups: u.SupplementalGroups}}
+	}
 	if w, ok := in.Waiting[c.Name]; ok {
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 		if current != nil {
