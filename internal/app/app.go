@@ -102,6 +102,8 @@ type agent struct {
 
 	features *runtimefeatures.Store // what the runtime reports it can do (CRI Status)
 	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
+	// runtimeHandler is the pod's CRI handler (its RuntimeClass's), as the runtime is given.
+	runtimeHandler func(pod *v1.Pod) (string, error)
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -304,6 +306,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.cgroups != nil {
 		opts.PodCgroup = n.cgroups.EnsurePod
 	}
+	n.runtimeHandler = opts.RuntimeHandler
 	return opts
 }
 
@@ -323,6 +326,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		deps.Forget = n.cluster.apiStatus.Forget
 	}
 	deps.Forget = releaseUserNamespace(n.idRanges, deps.Forget)
+	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	if n.devices != nil {
 		forget := deps.Forget
 		deps.Forget = func(uid types.UID) {

@@ -3,6 +3,7 @@ package app
 import (
 	"path/filepath"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/config"
@@ -33,4 +34,14 @@ func releaseUserNamespace(ranges *userns.Manager, forget func(types.UID)) func(t
 		}
 		ranges.Release(uid)
 	}
+}
+
+// supportsRecursiveReadOnly says whether the runtime reports recursive read-only mounts for
+// pod's handler (for its status; the runtime manager decides the mounts themselves).
+func (n *agent) supportsRecursiveReadOnly(pod *v1.Pod) bool {
+	handler, err := "", error(nil)
+	if n.runtimeHandler != nil {
+		handler, err = n.runtimeHandler(pod)
+	}
+	return err == nil && n.features.RecursiveReadOnlyMounts(handler)
 }

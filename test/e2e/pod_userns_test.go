@@ -16,7 +16,8 @@ import (
 
 // containerd 1.6 reports no user namespaces, recursive read-only mounts or
 // supplementalGroupsPolicy; nodelet refuses each pod field needing one as upstream does,
-// while a pod asking recursiveReadOnly only IfPossible runs with a plain read-only mount:
+// while a pod asking recursiveReadOnly only IfPossible runs with a plain read-only mount
+// (status.volumeMounts saying Disabled):
 //   - hostUsers: false stays Pending with upstream's FailedCreatePodSandBox event, and no
 //     sandbox is run with the host's IDs;
 //   - recursiveReadOnly Enabled waits in CreateContainerConfigError with upstream's message;
@@ -56,6 +57,10 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 		}
 		return condition(p, v1.PodReady) == v1.ConditionTrue, string(p.Status.Phase)
 	})
+	if p, _ := c.getPod("readonly"); len(p.Status.ContainerStatuses) != 1 || len(p.Status.ContainerStatuses[0].VolumeMounts) != 1 ||
+		ptr.Deref(p.Status.ContainerStatuses[0].VolumeMounts[0].RecursiveReadOnly, "") != v1.RecursiveReadOnlyDisabled {
+		t.Errorf("readonly pod's volumeMounts status %+v, want data read-only with recursiveReadOnly Disabled", p.Status.ContainerStatuses)
+	}
 
 	wantSandbox := "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 	waitFor(t, 30*time.Second, "userns FailedCreatePodSandBox event", func() (bool, string) {
