@@ -20,7 +20,7 @@ type PodIDRanges interface {
 
 // featuresReport is what a CRI Status answer says the runtime can do.
 func featuresReport(resp *runtimeapi.StatusResponse) runtimefeatures.Report {
-	r := runtimefeatures.Report{SupplementalGroupsPolicy: resp.GetFeatures().GetSupplementalGroupsPolicy()}
+	r := runtimefeatures.Report{Features: resp.GetFeatures() != nil, SupplementalGroupsPolicy: resp.GetFeatures().GetSupplementalGroupsPolicy()}
 	for _, h := range resp.GetRuntimeHandlers() {
 		r.Handlers = append(r.Handlers, runtimefeatures.Handler{
 			Name:                    h.GetName(),

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Handler is one runtime handler (a RuntimeClass's handler; "" is the runtime's default) and
@@ -20,7 +23,9 @@ type Handler struct {
 // Report is one CRI Status answer's features.
 type Report struct {
 	// Handlers is empty when the runtime is too old to list them (containerd 1.6).
-	Handlers                 []Handler
+	Handlers []Handler
+	// Features says the runtime sent runtime-wide features at all (containerd 1.6 does not).
+	Features                 bool
 	SupplementalGroupsPolicy bool
 }
 
@@ -37,7 +42,8 @@ func (s *Store) Observe(r Report) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.observed = true
-	s.report = Report{Handlers: slices.Clone(r.Handlers), SupplementalGroupsPolicy: r.SupplementalGroupsPolicy}
+	s.report = r
+	s.report.Handlers = slices.Clone(r.Handlers)
 }
 
 // Observed says whether the runtime has reported at all.
@@ -52,6 +58,23 @@ func (s *Store) Handlers() []Handler {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return slices.Clone(s.report.Handlers)
+}
+
+// NodeStatus is what the node reports of them, as upstream: status.runtimeHandlers (empty
+// when the runtime lists none) and status.features (nil when the runtime sent none).
+func (s *Store) NodeStatus() ([]v1.NodeRuntimeHandler, *v1.NodeFeatures) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	handlers := make([]v1.NodeRuntimeHandler, 0, len(s.report.Handlers))
+	for _, h := range s.report.Handlers {
+		handlers = append(handlers, v1.NodeRuntimeHandler{Name: h.Name, Features: &v1.NodeRuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: ptr.To(h.RecursiveReadOnlyMounts), UserNamespaces: ptr.To(h.UserNamespaces),
+		}})
+	}
+	if !s.report.Features {
+		return handlers, nil
+	}
+	return handlers, &v1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(s.report.SupplementalGroupsPolicy)}
 }
 
 // SupplementalGroupsPolicy says whether the runtime can apply supplementalGroupsPolicy Strict.

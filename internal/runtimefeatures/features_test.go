@@ -29,3 +29,19 @@ func TestStoreAnswersPerHandler(t *testing.T) {
 		t.Fatal("runtime-wide feature or handler list lost")
 	}
 }
+
+// The node reports handlers and features as upstream: an empty handler list and no features
+// for a runtime that sent none (containerd 1.6), each handler's two features otherwise.
+func TestNodeStatus(t *testing.T) {
+	s := &Store{}
+	s.Observe(Report{})
+	if handlers, features := s.NodeStatus(); len(handlers) != 0 || handlers == nil || features != nil {
+		t.Fatalf("runtime reporting nothing: %v %v", handlers, features)
+	}
+	s.Observe(Report{Features: true, Handlers: []Handler{{Name: "runc", UserNamespaces: true}}})
+	handlers, features := s.NodeStatus()
+	if len(handlers) != 1 || handlers[0].Name != "runc" || !*handlers[0].Features.UserNamespaces ||
+		*handlers[0].Features.RecursiveReadOnlyMounts || features == nil || *features.SupplementalGroupsPolicy {
+		t.Fatalf("runtime reporting runc with user namespaces: %+v %+v", handlers, features)
+	}
+}
