@@ -32,28 +32,19 @@ type Report struct {
 // Store holds the latest Report. The zero value knows nothing: every feature is unsupported
 // until Observe is called, as upstream treats a runtime that has not answered yet.
 type Store struct {
-	mu       sync.RWMutex
-	observed bool
-	report   Report
+	mu     sync.RWMutex
+	report Report
 }
 
 // Observe replaces what the runtime reported.
 func (s *Store) Observe(r Report) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.observed = true
 	s.report = r
 	s.report.Handlers = slices.Clone(r.Handlers)
 }
 
-// Observed says whether the runtime has reported at all.
-func (s *Store) Observed() bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.observed
-}
-
-// Handlers returns the reported handlers (for the node's status.runtimeHandlers).
+// Handlers returns the reported handlers.
 func (s *Store) Handlers() []Handler {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
