@@ -50,6 +50,14 @@ type Admitter struct {
 	Shutdown func(pod *v1.Pod) (bool, string, string)
 	// Recorder, when set, gets a Warning event on the pod for each refusal, as upstream posts.
 	Recorder record.EventRecorder
+	// RuntimeFeatures says what the runtime reported it can do; nil means nothing optional.
+	RuntimeFeatures RuntimeFeatures
+}
+
+// RuntimeFeatures is what admission asks of the runtime's reported features
+// (*runtimefeatures.Store).
+type RuntimeFeatures interface {
+	SupplementalGroupsPolicy() bool
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources

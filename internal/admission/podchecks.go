@@ -91,6 +91,9 @@ func (a *Admitter) podChecks(pod *v1.Pod) (bool, string, string) {
 	if ok, reason, msg := checkSysctls(pod, a.AllowedUnsafeSysctls); !ok {
 		return false, reason, msg
 	}
+	if ok, reason, msg := checkSupplementalGroupsPolicy(pod, a.RuntimeFeatures); !ok {
+		return false, reason, msg
+	}
 	hasAppArmor := HostHasAppArmor
 	if a.HostHasAppArmor != nil {
 		hasAppArmor = a.HostHasAppArmor
@@ -156,4 +159,22 @@ func sharedNamespace(pod *v1.Pod, name string) string {
 		return fmt.Sprintf("sysctl %q is not namespaced and cannot be set per pod", name)
 	}
 	return ""
+}
+
+// ReasonSupplementalGroupsPolicyNotSupported refuses supplementalGroupsPolicy Strict on a
+// runtime that does not report it, as upstream.
+const ReasonSupplementalGroupsPolicyNotSupported = "SupplementalGroupsPolicyNotSupported"
+
+// checkSupplementalGroupsPolicy refuses supplementalGroupsPolicy Strict unless the runtime
+// reports it can apply it: merged groups would silently give the pod the image's groups.
+func checkSupplementalGroupsPolicy(pod *v1.Pod, features RuntimeFeatures) (bool, string, string) {
+	psc := pod.Spec.SecurityContext
+	if psc == nil || psc.SupplementalGroupsPolicy == nil || *psc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyStrict {
+		return true, "", ""
+	}
+	if features != nil && features.SupplementalGroupsPolicy() {
+		return true, "", ""
+	}
+	return false, ReasonSupplementalGroupsPolicyNotSupported,
+		fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)
 }

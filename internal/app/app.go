@@ -45,6 +45,7 @@ import (
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtimeclass"
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/services"
 	"github.com/nodelet/nodelet/internal/shutdown"
 	"github.com/nodelet/nodelet/internal/source"
@@ -52,6 +53,7 @@ import (
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/syncloop"
 	"github.com/nodelet/nodelet/internal/timeline"
+	"github.com/nodelet/nodelet/internal/userns"
 	"github.com/nodelet/nodelet/internal/version"
 	"github.com/nodelet/nodelet/internal/volumes"
 )
@@ -97,6 +99,11 @@ type agent struct {
 	events      *nodeui.Events      // the node's recent events, for the node page
 	localNode   *v1.Node            // the Node a standalone node would register (node())
 	stop        <-chan struct{}     // closed when nodelet is asked to stop (SIGTERM)
+
+	features *runtimefeatures.Store // what the runtime reports it can do (CRI Status)
+	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
+	// runtimeHandler is the pod's CRI handler (its RuntimeClass's), as the runtime is given.
+	runtimeHandler func(pod *v1.Pod) (string, error)
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -222,6 +229,10 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		n.devices = startDevicePlugins(ctx, cfg.RootDir)
 	}
 	n.volumes = n.newVolumes()
+	n.features = &runtimefeatures.Store{}
+	if n.idRanges, err = newUserNamespaces(cfg); err != nil {
+		return nil, err
+	}
 	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
@@ -230,6 +241,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	name, ver, err := waitForRuntime(ctx, rt, kc.ContainerRuntimeEndpoint)
 	if err != nil {
 		return nil, err
+	}
+	if err := rt.Status(ctx); err != nil { // reads the runtime's features before any pod syncs
+		klog.InfoS("Container runtime not ready yet", "err", err)
 	}
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
 	n.prober = prober.New(prober.Deps{
@@ -273,6 +287,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
+		Features: n.features, IDRanges: n.idRanges,
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API
@@ -291,6 +306,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.cgroups != nil {
 		opts.PodCgroup = n.cgroups.EnsurePod
 	}
+	n.runtimeHandler = opts.RuntimeHandler
 	return opts
 }
 
@@ -309,6 +325,8 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		deps.Terminated = n.cluster.apiStatus.PodTerminated
 		deps.Forget = n.cluster.apiStatus.Forget
 	}
+	deps.Forget = releaseUserNamespace(n.idRanges, deps.Forget)
+	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	if n.devices != nil {
 		forget := deps.Forget
 		deps.Forget = func(uid types.UID) {
@@ -367,7 +385,7 @@ func (n *agent) run(ctx context.Context) error {
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Recorder: n.recorder}
-	admit.Node = n.node
+	admit.Node, admit.RuntimeFeatures = n.node, n.features
 	if n.devices != nil {
 		admit.Devices = n.devices
 	}

@@ -79,7 +79,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(n.comps.ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
-	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder}
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
 	// the volume manager their volumes.
 	sourcesReady := func() bool { return false }

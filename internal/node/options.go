@@ -97,6 +97,9 @@ type Deps struct {
 	// VolumesInUse lists the attachable volumes set up on the node (the volume manager);
 	// nil reports none.
 	VolumesInUse func() []v1.UniqueVolumeName
+	// RuntimeFeatures returns status.runtimeHandlers and status.features (nil features leave
+	// the posted ones); nil reports neither.
+	RuntimeFeatures func() ([]v1.NodeRuntimeHandler, *v1.NodeFeatures)
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()

@@ -93,6 +93,13 @@ func (c *Controller) setStatus(ctx context.Context, n *v1.Node, now time.Time) {
 	if c.deps.VolumesInUse != nil {
 		n.Status.VolumesInUse = c.deps.VolumesInUse()
 	}
+	if c.deps.RuntimeFeatures != nil {
+		handlers, features := c.deps.RuntimeFeatures()
+		n.Status.RuntimeHandlers = handlers
+		if features != nil {
+			n.Status.Features = features
+		}
+	}
 	c.setConditions(n, now)
 }
 

@@ -58,6 +58,9 @@ type Deps struct {
 	Terminated func(pod *v1.Pod)
 	// Forget, in cluster mode, drops what the API side keeps for a pod removed for good.
 	Forget func(uid types.UID)
+	// RecursiveReadOnly says whether pod's runtime handler makes recursive read-only mounts,
+	// for its status; nil means it does not.
+	RecursiveReadOnly func(pod *v1.Pod) bool
 	// Prober runs the pods' liveness, readiness and startup probes; nil runs none.
 	Prober *prober.Manager
 	// Timeline, when set, shows a starting pod's wait for its volumes.
@@ -295,6 +298,9 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *statu
 		// The API has the pod finished already (a node shutdown or eviction before nodelet
 		// restarted): it stays finished and its containers are not started again, as upstream.
 		in.Previous = &api
+	}
+	if s.RecursiveReadOnly != nil {
+		in.SupportsRecursiveReadOnly = s.RecursiveReadOnly(pod)
 	}
 	if s.Prober != nil {
 		in.Ready = func(name, id string) bool { return s.Prober.Ready(pod, name, id) }

@@ -66,6 +66,9 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, sc, imageRef); err != nil {
 		return nil, err
 	}
+	if sc.SupplementalGroupsPolicy, err = supplementalGroupsPolicy(pod.Spec.SecurityContext); err != nil {
+		return nil, err
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -89,6 +92,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err := m.applyDevices(ctx, pod, c, cfg); err != nil {
 		return nil, err
 	}
+	useSandboxUserNamespace(cfg, sb)
 	return cfg, nil
 }
 

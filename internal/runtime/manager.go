@@ -18,6 +18,7 @@ import (
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -85,6 +86,11 @@ type Options struct {
 	// PodCgroup makes the pod's cgroup and returns it as the sandbox's cgroup parent; nil
 	// leaves the placement to the runtime. An error fails the sandbox's creation.
 	PodCgroup func(pod *v1.Pod) (string, error)
+	// Features records what each CRI Status reports the runtime can do, and is asked before
+	// a pod field needing one of those features is sent; nil keeps a private store.
+	Features *runtimefeatures.Store
+	// IDRanges gives hostUsers: false pods their user namespace range; nil refuses them.
+	IDRanges PodIDRanges
 }
 
 // manager implements Manager over CRI.
@@ -117,6 +123,9 @@ type manager struct {
 
 	// prepulled holds image outcomes PullImages got ahead of a start, each used once.
 	prepulled *utilcache.LRUExpireCache
+
+	features *runtimefeatures.Store
+	idRanges PodIDRanges
 
 	capacityOnce sync.Once
 	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
@@ -191,6 +200,9 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 			Client: img, Recorder: opts.Recorder, Serialize: true, RequestTimeout: opts.RequestTimeout,
 		})
 	}
+	if opts.Features == nil {
+		opts.Features = &runtimefeatures.Store{}
+	}
 	if opts.PullSecrets == nil {
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
 	}
@@ -211,6 +223,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		hostEtcHosts:     etcHostsPath,
 		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		devices: opts.Devices, prepulled: newPrepulled(),
+		features: opts.Features, idRanges: opts.IDRanges,
 	}
 }
 
@@ -231,6 +244,7 @@ func (m *manager) Status(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("runtime status: %w", err)
 	}
+	m.features.Observe(featuresReport(resp))
 	ready := map[string]*runtimeapi.RuntimeCondition{}
 	for _, c := range resp.GetStatus().GetConditions() {
 		ready[c.Type] = c

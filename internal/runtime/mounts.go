@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/atomicfile"
 )
@@ -59,10 +60,18 @@ func (m *manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Dev
 func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
+	var supportsRRO *bool // looked up on the first mount asking for recursive read-only
 	for i, vm := range c.VolumeMounts {
 		sub, err := subPath(vm, vars)
 		if err != nil {
 			return nil, err
+		}
+		if vm.RecursiveReadOnly != nil && supportsRRO == nil {
+			supportsRRO = ptr.To(m.supportsRecursiveReadOnly(pod))
+		}
+		rro, err := RecursiveReadOnly(vm, ptr.Deref(supportsRRO, false))
+		if err != nil {
+			return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
 		}
 		if m.volumes == nil {
 			return nil, fmt.Errorf("volume mount %q: nodelet runs without a volume manager", vm.Name)
@@ -78,10 +87,11 @@ func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string,
 			return nil, err
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
-			ContainerPath: vm.MountPath,
-			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly || readOnly,
-			Propagation:   propagation(vm.MountPropagation),
+			ContainerPath:     vm.MountPath,
+			HostPath:          hostPath,
+			Readonly:          vm.ReadOnly || readOnly,
+			Propagation:       propagation(vm.MountPropagation),
+			RecursiveReadOnly: rro,
 		})
 		mountsEtcHosts = mountsEtcHosts || vm.MountPath == etcHostsPath
 	}

@@ -32,6 +32,9 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		hostname = ""
 	}
 	linux := sandboxLinuxConfig(pod, m.seccomp())
+	if err := m.sandboxUserAndGroups(pod, linux.SecurityContext); err != nil {
+		return nil, err
+	}
 	if m.podCgroup != nil {
 		if linux.CgroupParent, err = m.podCgroup(pod); err != nil {
 			return nil, fmt.Errorf("pod cgroup: %w", err)

@@ -150,6 +150,7 @@ func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 		Message:    st.Message,
 		Image:      specImage(st.Annotations, st.GetImage().GetImage()),
 		ImageRef:   st.ImageRef,
+		User:       containerUser(st),
 	}
 	cs.Hash, cs.RestartCount = hashAndRestarts(st.Annotations)
 	if cs.State == StateExited {

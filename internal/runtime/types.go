@@ -69,6 +69,7 @@ type ContainerStatus struct {
 	ImageRef     string // resolved image ID / digest
 	Hash         uint64 // hash of the v1.Container spec it was created from
 	RestartCount int
+	User         *ContainerUser // as the runtime reports it; nil when it does not
 }
 
 // PodStatus is everything the runtime holds for one pod UID. Sandboxes and Containers are

@@ -31,6 +31,9 @@ type Input struct {
 	// Final says the pod's containers were stopped for good (it is being deleted): whatever
 	// its restart policy, its phase is now Succeeded or Failed.
 	Final bool
+	// SupportsRecursiveReadOnly says the pod's runtime handler makes recursive read-only
+	// mounts (containerStatuses[].volumeMounts).
+	SupportsRecursiveReadOnly bool
 }
 
 // Verdict overrides the computed phase (when Phase is set) and gives the pod-level reason:
@@ -198,13 +201,17 @@ func containerStatuses(in Input, containers []v1.Container, init bool) []v1.Cont
 }
 
 func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
-	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, VolumeMounts: volumeMountStatuses(c, in.SupportsRecursiveReadOnly)}
 	current, previous := instances(in.Runtime, c.Name)
 	if current != nil && current.Image != "" {
 		cs.Image = current.Image // what runs, not what the spec was changed to since
 	}
 	if previous != nil && previous.State == runtime.StateExited {
 		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(in.RuntimeName, previous)}
+	}
+	if current != nil && current.User != nil {
+		u := current.User
+		cs.User = &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: u.UID, GID: u.GID, SupplementalGroups: u.SupplementalGroups}}
 	}
 	if w, ok := in.Waiting[c.Name]; ok {
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}

@@ -80,6 +80,9 @@ type Fake struct {
 	nextIP      int
 	lastTime    time.Time
 	handlers    map[string]bool // the runtime handlers configured besides the default ("")
+
+	// reported holds the handlers and features Status reports (SetFeatures).
+	reported *runtimeapi.StatusResponse
 }
 
 // New returns an empty fake that is not served; most tests want Start.

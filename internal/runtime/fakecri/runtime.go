@@ -32,7 +32,11 @@ func (f *Fake) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.S
 		}
 		st.Conditions = append(st.Conditions, cond)
 	}
-	return &runtimeapi.StatusResponse{Status: st}, nil
+	resp := &runtimeapi.StatusResponse{Status: st}
+	if f.reported != nil {
+		resp.RuntimeHandlers, resp.Features = f.reported.RuntimeHandlers, f.reported.Features
+	}
+	return resp, nil
 }
 
 // RunPodSandbox creates a ready sandbox; non-host-network sandboxes get a 10.85.0.x IP.

@@ -1,0 +1,42 @@
+package admission
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
+)
+
+// supplementalGroupsPolicy Strict is refused, with upstream's reason and message, unless the
+// runtime reports the feature; Merge and unset are admitted everywhere.
+func TestSupplementalGroupsPolicyAdmission(t *testing.T) {
+	withPolicy := func(p *v1.SupplementalGroupsPolicy) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{SupplementalGroupsPolicy: p}}}
+	}
+	unsupported := &runtimefeatures.Store{}
+	unsupported.Observe(runtimefeatures.Report{})
+	supported := &runtimefeatures.Store{}
+	supported.Observe(runtimefeatures.Report{SupplementalGroupsPolicy: true})
+	strict, merge := ptr.To(v1.SupplementalGroupsPolicyStrict), ptr.To(v1.SupplementalGroupsPolicyMerge)
+	for _, features := range []RuntimeFeatures{nil, unsupported} {
+		a := &Admitter{HostHasAppArmor: func() bool { return true }, RuntimeFeatures: features}
+		ok, reason, msg := a.podChecks(withPolicy(strict))
+		if ok || reason != "SupplementalGroupsPolicyNotSupported" || msg != "SupplementalGroupsPolicy=Strict is not supported in this node" {
+			t.Errorf("Strict without the feature: %v %q %q", ok, reason, msg)
+		}
+		for _, p := range []*v1.SupplementalGroupsPolicy{nil, merge} {
+			if ok, reason, _ := a.podChecks(withPolicy(p)); !ok {
+				t.Errorf("policy %v refused: %s", p, reason)
+			}
+		}
+		if ok, _, _ := a.podChecks(&v1.Pod{}); !ok {
+			t.Error("pod without a security context refused")
+		}
+	}
+	a := &Admitter{HostHasAppArmor: func() bool { return true }, RuntimeFeatures: supported}
+	if ok, reason, _ := a.podChecks(withPolicy(strict)); !ok {
+		t.Errorf("Strict on a runtime with the feature refused: %s", reason)
+	}
+}
