@@ -85,6 +85,10 @@ type Options struct {
 	// PodCgroup makes the pod's cgroup and returns it as the sandbox's cgroup parent; nil
 	// leaves the placement to the runtime. An error fails the sandbox's creation.
 	PodCgroup func(pod *v1.Pod) (string, error)
+	// Actuated records the resources set on each container; nil disables in-place resize.
+	Actuated ActuatedResources
+	// PodCgroups resizes pod cgroups in place; nil when nodelet makes none.
+	PodCgroups PodCgroups
 }
 
 // manager implements Manager over CRI.
@@ -104,6 +108,8 @@ type manager struct {
 	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
+	actuated    ActuatedResources
+	podCgroups  PodCgroups
 	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
 	timeline       *timeline.Recorder
@@ -211,6 +217,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		hostEtcHosts:     etcHostsPath,
 		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		devices: opts.Devices, prepulled: newPrepulled(),
+		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
 	}
 }
 

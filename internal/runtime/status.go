@@ -152,6 +152,7 @@ func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 		ImageRef:   st.ImageRef,
 	}
 	cs.Hash, cs.RestartCount = hashAndRestarts(st.Annotations)
+	cs.Resources = resizeFromCRI(st.Resources)
 	if cs.State == StateExited {
 		if msg := m.terminationMessage(st, cs.ExitCode); msg != "" {
 			cs.Message = msg
