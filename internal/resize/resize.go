@@ -9,12 +9,14 @@ package resize
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/allocation"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -41,6 +43,8 @@ type Resizer struct {
 	Wake func(uid types.UID)
 	// Backoff is the crash-loop back-off, reset for the containers a resize changes.
 	Backoff *flowcontrol.Backoff
+	// Clock stamps the conditions; nil is the real clock.
+	Clock clock.PassiveClock
 
 	decide sync.Mutex // one resize decision at a time, as each counts the others' allocations
 	mu     sync.Mutex
@@ -216,7 +220,14 @@ func (r *Resizer) setPending(uid types.UID, reason, msg string) {
 		s.pending = nil
 		return
 	}
-	s.pending = updated(s.pending, v1.PodResizePending, reason, msg)
+	s.pending = updated(s.pending, v1.PodResizePending, reason, msg, r.now())
+}
+
+func (r *Resizer) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 func (r *Resizer) setError(uid types.UID, msg string) {

@@ -38,7 +38,7 @@ func (r *Resizer) Decorate(pod *v1.Pod, rs *runtime.PodStatus, st *v1.PodStatus)
 	if s.lastErr != "" {
 		reason = v1.PodReasonError
 	}
-	s.inProgress = updated(s.inProgress, v1.PodResizeInProgress, reason, s.lastErr)
+	s.inProgress = updated(s.inProgress, v1.PodResizeInProgress, reason, s.lastErr, r.now())
 	st.Conditions = append(st.Conditions, *s.inProgress)
 }
 
@@ -133,11 +133,11 @@ func same(a, b v1.ResourceList, name v1.ResourceName) bool {
 // updated returns the condition with reason and message: its times stay while they do not
 // change. (Upstream also stamps lastProbeTime at every sync; stamping it only on change
 // spares the API server a status write per sync of a waiting pod.)
-func updated(old *v1.PodCondition, t v1.PodConditionType, reason, msg string) *v1.PodCondition {
+func updated(old *v1.PodCondition, t v1.PodConditionType, reason, msg string, at time.Time) *v1.PodCondition {
 	if old != nil && old.Reason == reason && old.Message == msg {
 		return old
 	}
-	now := metav1.NewTime(time.Now())
+	now := metav1.NewTime(at)
 	c := &v1.PodCondition{Type: t, Status: v1.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: now, LastTransitionTime: now}
 	if old != nil && old.Reason == reason {
 		c.LastTransitionTime = old.LastTransitionTime
