@@ -152,6 +152,10 @@ func TestPodResizeInPlace(t *testing.T) {
 	// A nodelet restart neither applies the resize again nor forgets it.
 	before := pod
 	c.stop(syscall.SIGTERM)
+	logBefore := len(c.log())
+	if !strings.Contains(c.log(), "Resized container in place") {
+		t.Error("nodelet did not log the in-place resize (the restart check below looks for it)")
+	}
 	c.start()
 	c.waitReady(t)
 	time.Sleep(3 * time.Second) // a few sync rounds of the restarted nodelet
@@ -170,6 +174,11 @@ func TestPodResizeInPlace(t *testing.T) {
 	}
 	if podCondition(pod, v1.PodResizeInProgress) != nil || podCondition(pod, v1.PodResizePending) != nil {
 		t.Errorf("resize conditions after the restart: %v", pod.Status.Conditions)
+	}
+	for _, line := range []string{"Pod resize allocated", "Resized container in place"} {
+		if strings.Contains(c.log()[logBefore:], line) {
+			t.Errorf("the restarted nodelet logged %q: the resize was applied again", line)
+		}
 	}
 }
 
