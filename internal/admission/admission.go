@@ -48,6 +48,8 @@ type Admitter struct {
 	Pressure func(pod *v1.Pod) (bool, string, string)
 	// Shutdown, when set, refuses every pod while the node shuts down.
 	Shutdown func(pod *v1.Pod) (bool, string, string)
+	// Allocated, when set, returns a pod with the resources allocated to it (in-place resize).
+	Allocated func(pod *v1.Pod) *v1.Pod
 	// Recorder, when set, gets a Warning event on the pod for each refusal, as upstream posts.
 	Recorder record.EventRecorder
 	// RuntimeFeatures says what the runtime reported it can do; nil means nothing optional.
@@ -68,6 +70,7 @@ var checked = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEp
 // next to the active pods' requests, when the scheduler's predicates fail (node affinity,
 // node name, host ports, NoExecute taints), or when its devices cannot be set aside.
 func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
+	pod, active = a.allocatedView(pod, active)
 	if ok, reason, msg := a.podChecks(pod); !ok {
 		return false, reason, msg
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podsync"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
+	"github.com/nodelet/nodelet/internal/resize"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtimeclass"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
@@ -84,6 +85,7 @@ type agent struct {
 	devices  *deviceplugin.Manager // nil when its socket could not be served
 	cluster  *cluster              // nil standalone
 	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
+	resizer  *resize.Resizer       // in-place resize decisions over the allocation checkpoint
 	comps    *components           // every long-running part, joined when nodelet stops
 
 	podStates   *podStates          // tells the volume manager when a pod's containers are gone
@@ -233,6 +235,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if n.idRanges, err = newUserNamespaces(cfg); err != nil {
 		return nil, err
 	}
+	if err := n.newResizer(); err != nil {
+		return nil, err
+	}
 	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
@@ -307,6 +312,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		opts.PodCgroup = n.cgroups.EnsurePod
 	}
 	n.runtimeHandler = opts.RuntimeHandler
+	n.resizeRuntimeOptions(&opts)
 	return opts
 }
 
@@ -316,6 +322,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		Prober: n.prober, Volumes: n.volumes, Timeline: n.timeline,
 		Runtime: n.runtime, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
 		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: hostIPs(n.cfg.NodeIP), Recorder: n.recorder,
+		Resizes: n.resizer,
 	}
 	if n.cgroups != nil {
 		deps.RemoveCgroup = n.cgroups.RemovePod
@@ -407,6 +414,7 @@ func (n *agent) run(ctx context.Context) error {
 	if n.cluster != nil {
 		n.cluster.wireLoop(ctx, &loopCfg, admit)
 	}
+	n.wireResize(queue, workers, admit, sourcesReady)
 	loop := syncloop.New(loopCfg)
 	if n.cluster != nil {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })

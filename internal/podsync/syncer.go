@@ -22,6 +22,7 @@ import (
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
+	"github.com/nodelet/nodelet/internal/resize"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
@@ -74,6 +75,9 @@ type Deps struct {
 	// RemoveCgroup removes a pod's cgroup once the runtime holds nothing of the pod; nil when
 	// nodelet makes no pod cgroups. An error (processes still in it) makes the worker retry.
 	RemoveCgroup func(uid types.UID) error
+	// Resizes decides in-place resizes and runs each pod with its allocated resources; nil
+	// runs every pod with its spec's.
+	Resizes *resize.Resizer
 }
 
 // Syncer implements podworkers.Syncer.
@@ -105,6 +109,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	}
 	rs, err := s.readStatus(ctx, pod)
 	if err != nil {
+		return podworkers.Outcome{}, err
+	}
+	if pod, err = s.Resizes.Handle(pod); err != nil {
 		return podworkers.Outcome{}, err
 	}
 	st := s.recordStatus(pod, rs, nil, false)
@@ -139,6 +146,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		defer func() { <-s.starts }()
 	}
 	res := s.Runtime.SyncPod(ctx, pod, rs, s.Backoff)
+	s.Resizes.Done(pod, res)
 	s.setWaiting(pod.UID, res.Waiting)
 	if res.Err != nil && s.Recorder != nil && !imageError(res.Err) {
 		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedSync", "Error syncing pod, skipping: %v", res.Err)
@@ -206,6 +214,7 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *r
 	if err := s.Runtime.KillPod(ctx, pod, toRunning(rs), seconds); err != nil {
 		return fmt.Errorf("killing pod: %w", err)
 	}
+	s.Resizes.RoomMade() // its resources are free for resizes waiting for room
 	if pod != nil {
 		if rs, err := s.readStatus(ctx, pod); err == nil {
 			s.recordStatus(pod, rs, nil, pod.DeletionTimestamp != nil)
@@ -245,6 +254,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 		return fmt.Errorf("removing the pod directory: %w", err)
 	}
 	s.Statuses.Delete(uid)
+	s.Resizes.Forget(uid)
 	metrics.ForgetPod(uid)
 	if s.Forget != nil {
 		s.Forget(uid)
@@ -307,6 +317,7 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *statu
 		in.Started = func(name, id string) bool { return s.Prober.Started(pod, name, id) }
 	}
 	st := status.Compute(in)
+	s.Resizes.Decorate(pod, rs, &st)
 	s.Statuses.Set(pod, st)
 	return st
 }

@@ -139,7 +139,7 @@ func computeActions(pod *v1.Pod, status *PodStatus) podActions {
 			next.backoff = prev != nil && prev.State != StateRunning
 			a.start = append(a.start, next)
 		case st.State == StateRunning:
-			if st.Hash != containerHash(c) {
+			if !hashMatches(st.Hash, c) {
 				a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 				a.start = append(a.start, next)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,15 +16,6 @@ import (
 
 // managedBy marks containers nodelet created.
 const managedBy = "nodelet"
-
-// containerHash identifies a container spec: fnv64a over its JSON. A running container whose
-// hash differs from its spec's is restarted.
-func containerHash(c *v1.Container) uint64 {
-	data, _ := json.Marshal(c) // a v1.Container always marshals
-	h := fnv.New64a()
-	h.Write(data)
-	return h.Sum64()
-}
 
 // containerConfig builds the CRI config of one container instance. imageRef is what
 // EnsureImage returned.

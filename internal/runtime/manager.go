@@ -91,6 +91,10 @@ type Options struct {
 	Features *runtimefeatures.Store
 	// IDRanges gives hostUsers: false pods their user namespace range; nil refuses them.
 	IDRanges PodIDRanges
+	// Actuated records the resources set on each container; nil disables in-place resize.
+	Actuated ActuatedResources
+	// PodCgroups resizes pod cgroups in place; nil when nodelet makes none.
+	PodCgroups PodCgroups
 }
 
 // manager implements Manager over CRI.
@@ -110,6 +114,8 @@ type manager struct {
 	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
+	actuated    ActuatedResources
+	podCgroups  PodCgroups
 	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
 	timeline       *timeline.Recorder
@@ -224,6 +230,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		devices: opts.Devices, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges,
+		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
 	}
 }
 

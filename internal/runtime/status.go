@@ -153,6 +153,7 @@ func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 		User:       containerUser(st),
 	}
 	cs.Hash, cs.RestartCount = hashAndRestarts(st.Annotations)
+	cs.Resources = resizeFromCRI(st.Resources)
 	if cs.State == StateExited {
 		if msg := m.terminationMessage(st, cs.ExitCode); msg != "" {
 			cs.Message = msg

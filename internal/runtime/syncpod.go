@@ -33,6 +33,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	acts := computeActions(pod, status)
+	resize := m.computeResize(pod, status, &acts)
 	klog.V(4).InfoS("SyncPod actions", "pod", klog.KObj(pod), "createSandbox", acts.createSandbox,
 		"attempt", acts.attempt, "kill", len(acts.kill), "start", len(acts.start))
 
@@ -61,6 +62,14 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 		if err := m.killContainer(ctx, pod, running, k.status, graceSeconds(pod), k.message); err != nil {
 			notStopped[k.status.Name] = true
 			res.setErr(err)
+		}
+	}
+
+	if !resize.empty() {
+		res.Resized, res.ResizeErr = true, m.applyResize(ctx, pod, resize)
+		if res.ResizeErr != nil {
+			klog.ErrorS(res.ResizeErr, "Pod resize not done; retrying at the next sync", "pod", klog.KObj(pod))
+			res.setErr(res.ResizeErr)
 		}
 	}
 
@@ -171,6 +180,10 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	}
 	cfg, err := m.containerConfig(ctx, pod, c, sb, s.restartCount, img.ref)
 	if err != nil {
+		fail(ReasonCreateContainerConfigError, err)
+		return
+	}
+	if err := m.recordActuated(pod, c); err != nil {
 		fail(ReasonCreateContainerConfigError, err)
 		return
 	}

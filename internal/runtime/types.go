@@ -70,6 +70,9 @@ type ContainerStatus struct {
 	Hash         uint64 // hash of the v1.Container spec it was created from
 	RestartCount int
 	User         *ContainerUser // as the runtime reports it; nil when it does not
+	// Resources are the cpu and memory settings the runtime reports in effect; nil when it
+	// reports none.
+	Resources *ContainerResources
 }
 
 // PodStatus is everything the runtime holds for one pod UID. Sandboxes and Containers are
@@ -117,6 +120,10 @@ type SyncResult struct {
 	// Waiting reasons by container name (ErrImagePull, ImagePullBackOff, CrashLoopBackOff,
 	// CreateContainerError ...), with messages, for the status computation.
 	Waiting map[string]WaitingReason
+	// Resized says SyncPod acted on an in-place resize; ResizeErr is what stopped it, if
+	// anything (the next sync retries).
+	Resized   bool
+	ResizeErr error
 }
 
 // WaitingReason is why a container is not running yet.

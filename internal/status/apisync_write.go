@@ -159,6 +159,8 @@ var ownedConditions = map[v1.PodConditionType]bool{
 	v1.PodInitialized:            true,
 	v1.ContainersReady:           true,
 	v1.PodReady:                  true,
+	v1.PodResizePending:          true,
+	v1.PodResizeInProgress:       true,
 }
 
 // mergeStatus returns the status the API object should have: nodelet's fields from desired,

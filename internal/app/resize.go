@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/allocation"
+	"github.com/nodelet/nodelet/internal/cgroups"
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/resize"
+	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/syncloop"
+)
+
+// allocationSweepPeriod spaces the removals of checkpoint entries of pods gone while nodelet
+// was down (those removed while it runs go at once).
+const allocationSweepPeriod = time.Minute
+
+// newResizer loads the pods' allocated and actuated resources from the root directory.
+func (n *agent) newResizer() error {
+	allocs, err := allocation.New(n.cfg.RootDir)
+	if err != nil {
+		return err
+	}
+	n.resizer = &resize.Resizer{Allocations: allocs}
+	return nil
+}
+
+// resizeRuntimeOptions gives the runtime manager what it actuates resizes with.
+func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
+	opts.Actuated = n.resizer.Allocations
+	if n.cgroups != nil {
+		opts.PodCgroups = podCgroups{n.cgroups}
+	}
+}
+
+// wireResize connects the resize decisions to admission (which counts pods with their
+// allocations), the active pods and the sync queue, and sweeps the checkpoints of pods gone.
+func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers, admit *admission.Admitter, sourcesReady func() bool) {
+	r := n.resizer
+	r.Fit = admit.FitsResources
+	r.Allocatable = func() v1.ResourceList {
+		if admit.Allocatable == nil {
+			return nil
+		}
+		return admit.Allocatable()
+	}
+	r.ActivePods = func() []*v1.Pod { return n.activePods(workers) }
+	r.Wake = func(uid types.UID) { queue.Enqueue(uid, 0) }
+	r.Backoff = n.syncer.Backoff
+	admit.Allocated = r.Allocated
+	n.comps.loop("allocation checkpoint sweep", func(ctx context.Context) {
+		ticker := time.NewTicker(allocationSweepPeriod)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			if !sourcesReady() {
+				continue
+			}
+			known := func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }
+			if err := r.Allocations.RemoveOrphans(known); err != nil {
+				klog.ErrorS(err, "Could not remove the resource checkpoint entries of removed pods; retrying later")
+			}
+		}
+	})
+}
+
+// podCgroups adapts the cgroup manager to what the runtime resizes pod cgroups through.
+type podCgroups struct{ m *cgroups.Manager }
+
+func (p podCgroups) PodConfig(pod *v1.Pod) (runtime.PodCgroupConfig, runtime.PodCgroupConfig, error) {
+	current, desired, err := p.m.PodConfig(pod)
+	return runtime.PodCgroupConfig(current), runtime.PodCgroupConfig(desired), err
+}
+
+func (p podCgroups) SetPodConfig(pod *v1.Pod, c runtime.PodCgroupConfig) error {
+	return p.m.SetPodConfig(pod, cgroups.PodConfig(c))
+}
+
+func (p podCgroups) PodMemoryUsage(pod *v1.Pod) (int64, error) { return p.m.PodMemoryUsage(pod) }
