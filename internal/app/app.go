@@ -291,6 +291,10 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.cgroups != nil {
 		opts.PodCgroup = n.cgroups.EnsurePod
 	}
+	// The prober is made after the runtime (it execs and kills through it) and before any sync.
+	opts.Started = func(pod *v1.Pod, container, id string) bool {
+		return n.prober == nil || n.prober.Started(pod, container, id)
+	}
 	return opts
 }
 

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // probeKind is liveness, readiness or startup.
@@ -164,7 +166,9 @@ func (w *worker) doProbe() bool {
 	}
 	if cs.State.Running == nil {
 		w.publish(failure)
-		return cs.State.Terminated == nil || pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		// Sidecars restart whatever the pod's policy says.
+		return cs.State.Terminated == nil || pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
+			sidecar.Is(findContainer(pod, w.key.container))
 	}
 	if w.onHold {
 		return true

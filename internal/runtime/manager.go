@@ -85,6 +85,10 @@ type Options struct {
 	// PodCgroup makes the pod's cgroup and returns it as the sandbox's cgroup parent; nil
 	// leaves the placement to the runtime. An error fails the sandbox's creation.
 	PodCgroup func(pod *v1.Pod) (string, error)
+	// Started is the prober's startup result for a running container instance (runtime ID):
+	// a sidecar with a startupProbe lets the next init container start only once it passed.
+	// nil counts every running container as started.
+	Started func(pod *v1.Pod, container, containerID string) bool
 }
 
 // manager implements Manager over CRI.
@@ -104,6 +108,7 @@ type manager struct {
 	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
+	started     func(pod *v1.Pod, container, containerID string) bool
 	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
 	timeline       *timeline.Recorder
@@ -210,6 +215,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
 		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		started: opts.Started,
 		devices: opts.Devices, prepulled: newPrepulled(),
 	}
 }

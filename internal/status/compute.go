@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // Input is everything one status computation looks at.
@@ -115,17 +116,19 @@ func finalPhase(apps []v1.ContainerStatus) v1.PodPhase {
 }
 
 // Phase derives the pod phase from container statuses the way the kubelet defines it:
-// Pending until every container has started at least once, Running while any runs or will be
-// restarted, Succeeded/Failed once all have stopped for good.
+// Pending until every container has started at least once (sidecars: passed their startup
+// probe), Running while any runs or will be restarted, Succeeded/Failed once all app
+// containers have stopped for good. Stopped sidecars do not count.
 func Phase(spec *v1.PodSpec, inits, apps []v1.ContainerStatus) v1.PodPhase {
 	initDone, initFailed := initProgress(spec, inits)
 	if initFailed && spec.RestartPolicy == v1.RestartPolicyNever {
 		return v1.PodFailed
 	}
-	if !initDone {
+	var running, waiting, stopped, succeeded, unknown int
+	sidecarsPending := countSidecars(spec, inits, &running, &waiting, &unknown)
+	if !initDone || (sidecarsPending && !anyStarted(apps)) {
 		return v1.PodPending
 	}
-	var running, waiting, stopped, succeeded, unknown int
 	for _, cs := range apps {
 		switch {
 		case cs.State.Running != nil:
@@ -163,12 +166,16 @@ func Phase(spec *v1.PodSpec, inits, apps []v1.ContainerStatus) v1.PodPhase {
 	return v1.PodPending
 }
 
-// initProgress reports whether every init container has succeeded, and whether one failed.
+// initProgress reports whether every regular init container has succeeded, and whether one
+// failed.
 func initProgress(spec *v1.PodSpec, inits []v1.ContainerStatus) (done, failed bool) {
 	done = true
 	for i := range spec.InitContainers {
 		if i >= len(inits) {
 			return false, failed
+		}
+		if sidecar.Is(&spec.InitContainers[i]) {
+			continue
 		}
 		cs := inits[i]
 		term := cs.State.Terminated
@@ -186,6 +193,46 @@ func initProgress(spec *v1.PodSpec, inits []v1.ContainerStatus) (done, failed bo
 	return done, failed
 }
 
+// countSidecars adds the sidecars to the phase's counts, as upstream: a running one is
+// running, one that never ran is waiting, a stopped one does not count. It reports whether
+// one has not started yet.
+func countSidecars(spec *v1.PodSpec, inits []v1.ContainerStatus, running, waiting, unknown *int) (pending bool) {
+	for i := range spec.InitContainers {
+		if !sidecar.Is(&spec.InitContainers[i]) {
+			continue
+		}
+		if i >= len(inits) {
+			*unknown++
+			continue
+		}
+		cs := inits[i]
+		switch {
+		case cs.State.Running != nil:
+			*running++
+			pending = pending || cs.Started == nil || !*cs.Started
+		case cs.State.Terminated != nil, cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+		case cs.State.Waiting != nil:
+			*waiting++
+			pending = true
+		default:
+			*unknown++
+			pending = true
+		}
+	}
+	return pending
+}
+
+// anyStarted reports whether an app container has run: then the pod was initialized, and a
+// restarting sidecar does not make it Pending again.
+func anyStarted(apps []v1.ContainerStatus) bool {
+	for _, cs := range apps {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func containerStatuses(in Input, containers []v1.Container, init bool) []v1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
@@ -199,6 +246,7 @@ func containerStatuses(in Input, containers []v1.Container, init bool) []v1.Cont
 
 func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	regularInit := init && !sidecar.Is(&c) // ready once it has done its job, not while it runs
 	current, previous := instances(in.Runtime, c.Name)
 	if current != nil && current.Image != "" {
 		cs.Image = current.Image // what runs, not what the spec was changed to since
@@ -234,12 +282,12 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(current.StartedAt)}}
 		started := in.Started == nil || in.Started(c.Name, cs.ContainerID)
 		cs.Started = &started
-		cs.Ready = started && (in.Ready == nil || in.Ready(c.Name, cs.ContainerID))
+		cs.Ready = started && !regularInit && (in.Ready == nil || in.Ready(c.Name, cs.ContainerID))
 	case runtime.StateExited:
 		cs.State = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
 		started := false
 		cs.Started = &started
-		cs.Ready = init && current.ExitCode == 0 // an init container that did its job is ready
+		cs.Ready = regularInit && current.ExitCode == 0
 	default:
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	}
@@ -264,10 +312,19 @@ func instances(rs *runtime.PodStatus, name string) (current, previous *runtime.C
 	return current, nil
 }
 
+// initsDone reports whether every init container is done: exited 0, or for a sidecar,
+// running and started.
 func initsDone(in Input) bool {
 	for _, c := range in.Pod.Spec.InitContainers {
 		cur, _ := instances(in.Runtime, c.Name)
-		if cur == nil || cur.State != runtime.StateExited || cur.ExitCode != 0 {
+		switch {
+		case cur == nil:
+			return false
+		case sidecar.Is(&c):
+			if cur.State != runtime.StateRunning || (in.Started != nil && !in.Started(c.Name, cur.ID)) {
+				return false
+			}
+		case cur.State != runtime.StateExited || cur.ExitCode != 0:
 			return false
 		}
 	}
