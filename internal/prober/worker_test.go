@@ -270,6 +270,25 @@ func TestWorkerStopsWhenContainerIsDoneForGood(t *testing.T) {
 	}
 }
 
+func TestSidecarWorkerOutlivesItsContainerUnderNever(t *testing.T) {
+	f := newFixture(t)
+	always := v1.ContainerRestartPolicyAlways
+	pod := probePod(v1.Container{Name: "app"})
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", RestartPolicy: &always, ReadinessProbe: execProbe("ready")}}
+	w := f.worker(pod, "proxy", readiness)
+	f.running(pod, "proxy", "c1", time.Now())
+	f.exec.reply("ready", execReply{})
+	w.doProbe()
+	if !f.m.Ready(pod, "proxy", "c1") {
+		t.Fatal("sidecar not ready after its readiness probe passed")
+	}
+	f.exited(pod, "proxy", "c1")
+	if !w.doProbe() {
+		t.Error("worker stopped although a sidecar restarts under restartPolicy Never too")
+	}
+}
+
 func TestDeletedPodStopsLivenessAndStartupKeepsReadiness(t *testing.T) {
 	f := newFixture(t)
 	pod := probePod(v1.Container{Name: "app", LivenessProbe: execProbe("alive"), ReadinessProbe: execProbe("ready"),
