@@ -13,7 +13,9 @@ import (
 // Sidecars run beside the app containers: they count in the pod's request and its total
 // local storage limit, as upstream's rule for pod resources says.
 func TestSidecarsCountInRequestAndStorageLimit(t *testing.T) {
-	list := func(name v1.ResourceName, q string) v1.ResourceList { return v1.ResourceList{name: resource.MustParse(q)} }
+	list := func(name v1.ResourceName, q string) v1.ResourceList {
+		return v1.ResourceList{name: resource.MustParse(q)}
+	}
 	pod := &v1.Pod{Spec: v1.PodSpec{
 		InitContainers: []v1.Container{{Name: "proxy", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways),
 			Resources: v1.ResourceRequirements{Requests: list(v1.ResourceMemory, "100Mi"), Limits: list(v1.ResourceEphemeralStorage, "1Mi")}}},
