@@ -222,6 +222,9 @@ func (w *worker) publish(res result) {
 func (w *worker) kill(pod *v1.Pod) {
 	kind := strings.ToLower(w.key.kind.String())
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.key.container, kind)
+	if sidecar.Is(findContainer(pod, w.key.container)) {
+		msg = fmt.Sprintf("Init container %s failed %s probe", w.key.container, kind) // upstream's text
+	}
 	grace := int64(-1)
 	if w.probe.TerminationGracePeriodSeconds != nil {
 		grace = *w.probe.TerminationGracePeriodSeconds

@@ -287,6 +287,18 @@ func TestSidecarWorkerOutlivesItsContainerUnderNever(t *testing.T) {
 	if !w.doProbe() {
 		t.Error("worker stopped although a sidecar restarts under restartPolicy Never too")
 	}
+
+	// A failing liveness probe kills the sidecar with upstream's message for init containers.
+	pod.Spec.InitContainers[0].LivenessProbe = execProbe("alive")
+	lw := f.worker(pod, "proxy", liveness)
+	f.running(pod, "proxy", "c2", time.Now())
+	f.exec.reply("alive", execReply{code: 1})
+	for range 3 {
+		lw.doProbe()
+	}
+	if got := f.kill.all(); len(got) != 1 || got[0].message != "Init container proxy failed liveness probe" {
+		t.Errorf("kills %+v, want one with the init container message", got)
+	}
 }
 
 func TestDeletedPodStopsLivenessAndStartupKeepsReadiness(t *testing.T) {
