@@ -75,13 +75,19 @@ func TestSidecarRestartsBesideAppWhateverThePolicy(t *testing.T) {
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
 	pod.Spec.InitContainers = []v1.Container{sidecarCtr("proxy")}
 	e.sync(pod)
+	e.exit("proxy", 1) // before the app started: restarted too, the pod goes on
+	e.sync(pod)
+	if len(e.containersNamed("app")) != 0 {
+		t.Fatal("app started while its sidecar was down")
+	}
 	e.sync(pod)
 	app := e.running("app")
 
 	e.exit("proxy", 1)
+	e.clock.Step(time.Minute) // past this crash's back-off
 	e.sync(pod)
-	if c := e.running("proxy"); c.Config.Metadata.Attempt != 1 {
-		t.Errorf("restarted sidecar attempt %d, want 1", c.Config.Metadata.Attempt)
+	if c := e.running("proxy"); c.Config.Metadata.Attempt != 2 {
+		t.Errorf("restarted sidecar attempt %d, want 2", c.Config.Metadata.Attempt)
 	}
 	if e.running("app").ID != app.ID {
 		t.Error("the app container was restarted with its sidecar")

@@ -43,6 +43,8 @@ func TestSidecarPhase(t *testing.T) {
 		want    v1.PodPhase
 	}{
 		{"sidecar not started yet", v1.RestartPolicyAlways, rs(true, running("proxy", 0)), nil, nil, v1.PodPending},
+		{"sidecar failing before the app started", v1.RestartPolicyNever, rs(true, exited("proxy", 1)),
+			nil, map[string]runtime.WaitingReason{"proxy": {Reason: "CrashLoopBackOff"}}, v1.PodPending},
 		{"regular init after the sidecar runs", v1.RestartPolicyAlways, rs(true, running("setup", 0), running("proxy", 0)),
 			[]string{"proxy", "setup"}, nil, v1.PodPending},
 		{"app runs beside the sidecar", v1.RestartPolicyAlways, rs(true, running("a", 0), exited("setup", 0), running("proxy", 0)),
