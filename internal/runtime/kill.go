@@ -33,8 +33,8 @@ const (
 
 // KillPod stops every running container in parallel (preStop first, then StopContainer with
 // what is left of the grace period; sidecars only after the app containers, see killOrder)
-// and then every sandbox. gracePeriod < 0 means the pod's
-// own terminationGracePeriodSeconds. Any failure is returned so the caller retries.
+// and then every sandbox. gracePeriod < 0 means the pod's own terminationGracePeriodSeconds.
+// Any failure is returned so the caller retries.
 func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod, gracePeriod int64) error {
 	if running == nil {
 		if pod == nil {

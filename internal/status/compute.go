@@ -124,38 +124,38 @@ func Phase(spec *v1.PodSpec, inits, apps []v1.ContainerStatus) v1.PodPhase {
 	if initFailed && spec.RestartPolicy == v1.RestartPolicyNever {
 		return v1.PodFailed
 	}
-	var running, waiting, stopped, succeeded, unknown int
-	sidecarsPending := countSidecars(spec, inits, &running, &waiting, &unknown)
+	var n phaseCounts
+	sidecarsPending := n.addSidecars(spec, inits)
 	if !initDone || (sidecarsPending && !anyStarted(apps)) {
 		return v1.PodPending
 	}
 	for _, cs := range apps {
 		switch {
 		case cs.State.Running != nil:
-			running++
+			n.running++
 		case cs.State.Terminated != nil:
-			stopped++
+			n.stopped++
 			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
+				n.succeeded++
 			}
 		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
-			stopped++ // has run before; it is between restarts
+			n.stopped++ // has run before; it is between restarts
 		case cs.State.Waiting != nil:
-			waiting++
+			n.waiting++
 		default:
-			unknown++
+			n.unknown++
 		}
 	}
 	switch {
-	case waiting > 0:
+	case n.waiting > 0:
 		return v1.PodPending
-	case running > 0 && unknown == 0:
+	case n.running > 0 && n.unknown == 0:
 		return v1.PodRunning
-	case running == 0 && stopped > 0 && unknown == 0:
+	case n.running == 0 && n.stopped > 0 && n.unknown == 0:
 		switch {
 		case spec.RestartPolicy == v1.RestartPolicyAlways:
 			return v1.PodRunning
-		case stopped == succeeded:
+		case n.stopped == n.succeeded:
 			return v1.PodSucceeded
 		case spec.RestartPolicy == v1.RestartPolicyNever:
 			return v1.PodFailed
@@ -164,6 +164,11 @@ func Phase(spec *v1.PodSpec, inits, apps []v1.ContainerStatus) v1.PodPhase {
 		}
 	}
 	return v1.PodPending
+}
+
+// phaseCounts counts containers by what they mean for the phase.
+type phaseCounts struct {
+	running, waiting, stopped, succeeded, unknown int
 }
 
 // initProgress reports whether every regular init container has succeeded, and whether one
@@ -193,29 +198,29 @@ func initProgress(spec *v1.PodSpec, inits []v1.ContainerStatus) (done, failed bo
 	return done, failed
 }
 
-// countSidecars adds the sidecars to the phase's counts, as upstream: a running one is
-// running, one that never ran is waiting, a stopped one does not count. It reports whether
-// one has not started yet.
-func countSidecars(spec *v1.PodSpec, inits []v1.ContainerStatus, running, waiting, unknown *int) (pending bool) {
+// addSidecars counts the sidecars as upstream: a running one is running, one that never ran
+// is waiting, a stopped one does not count. It reports whether one has not started yet.
+func (n *phaseCounts) addSidecars(spec *v1.PodSpec, inits []v1.ContainerStatus) (pending bool) {
 	for i := range spec.InitContainers {
 		if !sidecar.Is(&spec.InitContainers[i]) {
 			continue
 		}
 		if i >= len(inits) {
-			*unknown++
+			n.unknown++
 			continue
 		}
 		cs := inits[i]
 		switch {
 		case cs.State.Running != nil:
-			*running++
+			n.running++
 			pending = pending || cs.Started == nil || !*cs.Started
 		case cs.State.Terminated != nil, cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			// stopped (or between restarts): does not count
 		case cs.State.Waiting != nil:
-			*waiting++
+			n.waiting++
 			pending = true
 		default:
-			*unknown++
+			n.unknown++
 			pending = true
 		}
 	}
