@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodelet/nodelet/internal/qos"
+	"github.com/nodelet/nodelet/internal/sidecar"
 	"github.com/nodelet/nodelet/internal/status"
 )
 
@@ -153,24 +154,11 @@ func amount(name v1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
-// Requests returns what a pod asks for: the larger of its app containers' sum and its biggest
-// init container (init containers run one at a time, before the app containers), plus overhead.
+// Requests returns what a pod asks for: the most its containers request at once (init
+// containers run one at a time before the app containers, sidecars keep running beside
+// them: sidecar.Fold), plus overhead.
 func Requests(pod *v1.Pod) v1.ResourceList {
-	out := v1.ResourceList{}
-	for _, c := range pod.Spec.Containers {
-		for name, q := range c.Resources.Requests {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		for name, q := range c.Resources.Requests {
-			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
-				out[name] = q.DeepCopy()
-			}
-		}
-	}
+	out := sidecar.Fold(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Requests })
 	for name, q := range pod.Spec.Overhead {
 		sum := out[name]
 		sum.Add(q)

@@ -62,6 +62,26 @@ func TestRequestsCountsInitContainersAsPeak(t *testing.T) {
 	}
 }
 
+// Sidecars run beside the init containers after them and beside the app containers.
+func TestRequestsCountSidecarsBesideEverythingAfterThem(t *testing.T) {
+	p := podRequesting("p", "100m", "")
+	cpu := func(q string) v1.ResourceRequirements {
+		return v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(q)}}
+	}
+	always := v1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = []v1.Container{
+		{Name: "mesh", RestartPolicy: &always, Resources: cpu("300m")},
+		{Name: "migrate", Resources: cpu("500m")},
+	}
+	if got := Requests(p)[v1.ResourceCPU]; got.MilliValue() != 800 {
+		t.Fatalf("cpu request %dm, want 800m (migrate beside the mesh sidecar)", got.MilliValue())
+	}
+	p.Spec.InitContainers[1].Resources = cpu("50m")
+	if got := Requests(p)[v1.ResourceCPU]; got.MilliValue() != 400 {
+		t.Fatalf("cpu request %dm, want 400m (the app beside the sidecar)", got.MilliValue())
+	}
+}
+
 func TestRejectSetsFailedStatus(t *testing.T) {
 	st := status.NewManager(nil)
 	a := &Admitter{Statuses: st}

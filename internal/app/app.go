@@ -313,6 +313,10 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	}
 	n.runtimeHandler = opts.RuntimeHandler
 	n.resizeRuntimeOptions(&opts)
+	// The prober is made after the runtime (it execs and kills through it) and before any sync.
+	opts.Started = func(pod *v1.Pod, container, id string) bool {
+		return n.prober == nil || n.prober.Started(pod, container, id)
+	}
 	return opts
 }
 

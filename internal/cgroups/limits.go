@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodelet/nodelet/internal/qos"
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 const (
@@ -85,9 +86,8 @@ func (s side) podLevel(r *v1.ResourceRequirements) v1.ResourceList {
 }
 
 // podAmount is what the pod as a whole needs of name, its RuntimeClass's overhead
-// included: pod-level resources when set, else the larger of what runs at once — all regular
-// containers plus sidecars (restartable init containers), or each init container plus the
-// sidecars started before it. ok is false when some container does not set the amount.
+// included: pod-level resources when set, else what runs at once at most (sidecar.Fold).
+// ok is false when some container does not set the amount.
 func podAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resource.Quantity) int64) (int64, bool) {
 	amount, ok := containersAmount(pod, name, s, conv)
 	if q, set := pod.Spec.Overhead[name]; set {
@@ -103,28 +103,15 @@ func containersAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resou
 		}
 	}
 	all := true
-	amount := func(c *v1.Container) int64 {
+	folded := sidecar.Fold(pod, func(c *v1.Container) v1.ResourceList {
 		q, ok := s.of(c, name)
 		if !ok {
 			all = false
-			return 0
+			return nil
 		}
-		return conv(q)
-	}
-	var sidecars, initPeak int64
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			sidecars += amount(c)
-			continue
-		}
-		initPeak = max(initPeak, sidecars+amount(c))
-	}
-	total := sidecars
-	for i := range pod.Spec.Containers {
-		total += amount(&pod.Spec.Containers[i])
-	}
-	return max(total, initPeak), all
+		return v1.ResourceList{name: q}
+	})
+	return conv(folded[name]), all
 }
 
 // apply writes l to the cgroup at path (relative to a hierarchy's mount) in every hierarchy

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // containerDevices are the devices one container holds, per resource, and what each plugin
@@ -52,7 +54,7 @@ func (m *Manager) Admit(pod *v1.Pod, active []*v1.Pod) error {
 			continue
 		}
 		plan[c.Name] = cd
-		if c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways { // sidecars keep theirs
+		if !sidecar.Is(c) { // sidecars keep theirs
 			for name, ids := range cd.ids {
 				reusable[name] = append(reusable[name], ids...)
 			}

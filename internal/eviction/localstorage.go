@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // localStorageSignal labels local storage evictions in kubelet_evictions, as upstream does.
@@ -81,22 +83,15 @@ func containerLimit(pod *v1.Pod, name string) (resource.Quantity, bool) {
 	return resource.Quantity{}, false
 }
 
-// podOverLimit compares the pod's whole local usage with the sum of its containers' limits
-// (the larger of that and any init container's limit), when it has such limits.
+// podOverLimit compares the pod's whole local usage with what its containers' limits allow at
+// once (sidecar.Fold), when it has such limits.
 func podOverLimit(pod *v1.Pod, st *statsapi.PodStats) string {
-	var total resource.Quantity
-	limited := false
-	for _, c := range pod.Spec.Containers {
+	total, limited := sidecar.Fold(pod, func(c *v1.Container) v1.ResourceList {
 		if q, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]; ok {
-			total.Add(q)
-			limited = true
+			return v1.ResourceList{v1.ResourceEphemeralStorage: q}
 		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if q, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]; ok && q.Cmp(total) > 0 {
-			total, limited = q.DeepCopy(), true
-		}
-	}
+		return nil
+	})[v1.ResourceEphemeralStorage]
 	if !limited || st.EphemeralStorage == nil || st.EphemeralStorage.UsedBytes == nil {
 		return ""
 	}

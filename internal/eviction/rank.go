@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // candidate is an active pod with its stats, as ranking sees it.
@@ -54,18 +56,8 @@ func request(pod *v1.Pod, s Signal) int64 {
 	default:
 		return 0
 	}
-	var total int64
-	for _, c := range pod.Spec.Containers {
-		if q, ok := c.Resources.Requests[name]; ok {
-			total += q.Value()
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if q, ok := c.Resources.Requests[name]; ok {
-			total = max(total, q.Value())
-		}
-	}
-	return total
+	q := sidecar.Fold(pod, func(c *v1.Container) v1.ResourceList { return c.Resources.Requests })[name]
+	return q.Value()
 }
 
 func priority(pod *v1.Pod) int32 {

@@ -6,12 +6,15 @@ import (
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // ExitCode is a foreground run's exit status for a pod that ended by itself: 0 when it
 // Succeeded; when it Failed, the exit code of the container that failed it — the first init
-// container that exited non-zero, else the first app container in spec order that did — or 1
-// when no container did (the pod was refused or evicted) or the code is not a valid status.
+// container (not a sidecar) that exited non-zero, else the first app container in spec order
+// that did — or 1 when no container did (the pod was refused or evicted) or the code is not a
+// valid status.
 func ExitCode(pod *v1.Pod, st v1.PodStatus) int {
 	if st.Phase == v1.PodSucceeded {
 		return 0
@@ -29,6 +32,9 @@ func failedContainer(pod *v1.Pod, st v1.PodStatus) (string, int32) {
 		statuses []v1.ContainerStatus
 	}{{pod.Spec.InitContainers, st.InitContainerStatuses}, {pod.Spec.Containers, st.ContainerStatuses}} {
 		for _, spec := range group.specs {
+			if sidecar.Is(&spec) {
+				continue // stopped once the app was done: its exit code decides nothing
+			}
 			for _, cs := range group.statuses {
 				if cs.Name != spec.Name {
 					continue

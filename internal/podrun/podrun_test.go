@@ -187,6 +187,14 @@ func TestExitCodeRules(t *testing.T) {
 			t.Errorf("%s: exit code %d, want %d", tc.name, got, tc.want)
 		}
 	}
+	// A sidecar is killed once the app is done: its exit code is not the pod's.
+	always := v1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = append([]v1.Container{{Name: "proxy", RestartPolicy: &always}}, pod.Spec.InitContainers...)
+	failed := v1.PodStatus{Phase: v1.PodFailed, InitContainerStatuses: []v1.ContainerStatus{terminated("proxy", 137), terminated("setup", 0)},
+		ContainerStatuses: []v1.ContainerStatus{terminated("a", 4), terminated("b", 0)}}
+	if got := ExitCode(pod, failed); got != 4 {
+		t.Errorf("with a killed sidecar: exit code %d, want the app's 4", got)
+	}
 	for cause, want := range map[error]int{
 		errors.New("interrupt signal received"): 130, errors.New("terminated signal received"): 143,
 		context.Canceled: 130, nil: 130,

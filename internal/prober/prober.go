@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // UserAgent is what HTTP and gRPC probes identify as, like the kubelet of the same version.
@@ -204,7 +206,7 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 	var out []*v1.Container
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if sidecar.Is(c) {
 			out = append(out, c)
 		}
 	}

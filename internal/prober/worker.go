@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // probeKind is liveness, readiness or startup.
@@ -164,7 +166,9 @@ func (w *worker) doProbe() bool {
 	}
 	if cs.State.Running == nil {
 		w.publish(failure)
-		return cs.State.Terminated == nil || pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		// Sidecars restart whatever the pod's policy says.
+		return cs.State.Terminated == nil || pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
+			sidecar.Is(findContainer(pod, w.key.container))
 	}
 	if w.onHold {
 		return true
@@ -218,6 +222,9 @@ func (w *worker) publish(res result) {
 func (w *worker) kill(pod *v1.Pod) {
 	kind := strings.ToLower(w.key.kind.String())
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.key.container, kind)
+	if sidecar.Is(findContainer(pod, w.key.container)) {
+		msg = fmt.Sprintf("Init container %s failed %s probe", w.key.container, kind) // upstream's text
+	}
 	grace := int64(-1)
 	if w.probe.TerminationGracePeriodSeconds != nil {
 		grace = *w.probe.TerminationGracePeriodSeconds

@@ -270,6 +270,37 @@ func TestWorkerStopsWhenContainerIsDoneForGood(t *testing.T) {
 	}
 }
 
+func TestSidecarWorkerOutlivesItsContainerUnderNever(t *testing.T) {
+	f := newFixture(t)
+	always := v1.ContainerRestartPolicyAlways
+	pod := probePod(v1.Container{Name: "app"})
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{{Name: "proxy", RestartPolicy: &always, ReadinessProbe: execProbe("ready")}}
+	w := f.worker(pod, "proxy", readiness)
+	f.running(pod, "proxy", "c1", time.Now())
+	f.exec.reply("ready", execReply{})
+	w.doProbe()
+	if !f.m.Ready(pod, "proxy", "c1") {
+		t.Fatal("sidecar not ready after its readiness probe passed")
+	}
+	f.exited(pod, "proxy", "c1")
+	if !w.doProbe() {
+		t.Error("worker stopped although a sidecar restarts under restartPolicy Never too")
+	}
+
+	// A failing liveness probe kills the sidecar with upstream's message for init containers.
+	pod.Spec.InitContainers[0].LivenessProbe = execProbe("alive")
+	lw := f.worker(pod, "proxy", liveness)
+	f.running(pod, "proxy", "c2", time.Now())
+	f.exec.reply("alive", execReply{code: 1})
+	for range 3 {
+		lw.doProbe()
+	}
+	if got := f.kill.all(); len(got) != 1 || got[0].message != "Init container proxy failed liveness probe" {
+		t.Errorf("kills %+v, want one with the init container message", got)
+	}
+}
+
 func TestDeletedPodStopsLivenessAndStartupKeepsReadiness(t *testing.T) {
 	f := newFixture(t)
 	pod := probePod(v1.Container{Name: "app", LivenessProbe: execProbe("alive"), ReadinessProbe: execProbe("ready"),

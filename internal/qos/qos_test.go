@@ -50,3 +50,21 @@ func TestClassNeedsEveryContainerGuaranteed(t *testing.T) {
 		t.Fatalf("got %s want Burstable", got)
 	}
 }
+
+// Sidecars are containers like the others for the class (upstream sums every container, init
+// and sidecar included, here): one without limits makes the pod Burstable.
+func TestClassCountsSidecars(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	guaranteed := v1.ResourceRequirements{Limits: res("1", "1Gi")}
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "proxy", RestartPolicy: &always, Resources: guaranteed}},
+		Containers:     []v1.Container{{Name: "app", Resources: guaranteed}},
+	}}
+	if got := Class(pod); got != v1.PodQOSGuaranteed {
+		t.Errorf("got %s want Guaranteed", got)
+	}
+	pod.Spec.InitContainers[0].Resources = v1.ResourceRequirements{}
+	if got := Class(pod); got != v1.PodQOSBurstable {
+		t.Errorf("with an unlimited sidecar: got %s want Burstable", got)
+	}
+}

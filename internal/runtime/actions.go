@@ -32,8 +32,12 @@ type podActions struct {
 	// sandbox is the current ready sandbox when no new one is created.
 	sandbox *SandboxStatus
 	kill    []containerKill
-	// start holds at most one init container, or the app containers to start, in spec order.
+	// start holds the init containers to start (sidecars, and at most one regular init
+	// container) and then the app containers, in spec order.
 	start []containerStart
+	// killPod: every app container is done for good; stop what still runs (the sidecars, in
+	// termination order) and the sandbox, so the pod can complete.
+	killPod bool
 }
 
 func restartPolicy(pod *v1.Pod) v1.RestartPolicy {
@@ -95,8 +99,10 @@ func podFinished(pod *v1.Pod, status *PodStatus, newest map[string]*ContainerSta
 	return false
 }
 
-// computeActions decides the sandbox, then the next init container, then the app containers.
-func computeActions(pod *v1.Pod, status *PodStatus) podActions {
+// computeActions decides the sandbox, then the init containers (the next one to run, and the
+// sidecars to keep running), then the app containers. started reports whether a running
+// sidecar instance passed its startup probe.
+func computeActions(pod *v1.Pod, status *PodStatus, started startedFunc) podActions {
 	var a podActions
 	anySandbox := func(*ContainerStatus) bool { return true }
 	newest := newestByName(status.Containers, anySandbox)
@@ -120,10 +126,11 @@ func computeActions(pod *v1.Pod, status *PodStatus) podActions {
 		}
 	}
 
-	if !initDone(pod, status, inSandbox, &a) {
+	if !initActions(pod, status, inSandbox, started, &a) {
 		return a
 	}
 	policy := restartPolicy(pod)
+	apps, keep := len(a.start), 0
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		st := inSandbox[c.Name]
@@ -142,7 +149,9 @@ func computeActions(pod *v1.Pod, status *PodStatus) podActions {
 			if !hashMatches(st.Hash, c) {
 				a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 				a.start = append(a.start, next)
+				continue
 			}
+			keep++
 		default: // exited, created (start failed), unknown
 			if st.State == StateUnknown {
 				a.kill = append(a.kill, containerKill{status: st})
@@ -153,41 +162,10 @@ func computeActions(pod *v1.Pod, status *PodStatus) podActions {
 			}
 		}
 	}
+	if keep == 0 && len(a.start) == apps {
+		// As upstream: nothing of the app runs or will run again, so the sidecars must not
+		// keep the pod alive.
+		a.killPod, a.start, a.kill = true, nil, nil
+	}
 	return a
-}
-
-// initDone walks the init containers in order and reports whether all have succeeded. When
-// not, it adds the next one to start (if any) to a. Once an app container exists in the
-// sandbox, init is over even if the init containers were removed since.
-func initDone(pod *v1.Pod, status *PodStatus, inSandbox map[string]*ContainerStatus, a *podActions) bool {
-	for _, c := range pod.Spec.Containers {
-		if inSandbox[c.Name] != nil {
-			return true
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		st := inSandbox[c.Name]
-		next := containerStart{spec: c, prev: status.FindContainer(c.Name), restartCount: nextRestartCount(status.Containers, c.Name)}
-		switch {
-		case st == nil:
-			next.backoff = next.prev != nil && next.prev.State != StateRunning
-			a.start = append(a.start, next)
-			return false
-		case st.State == StateRunning:
-			return false
-		case st.State == StateExited && st.ExitCode == 0:
-			continue
-		}
-		// Failed (or never started): restart unless the policy is Never, which fails the pod.
-		if st.State == StateUnknown {
-			a.kill = append(a.kill, containerKill{status: st})
-		}
-		if restartPolicy(pod) != v1.RestartPolicyNever {
-			next.backoff = true
-			a.start = append(a.start, next)
-		}
-		return false
-	}
-	return true
 }

@@ -32,8 +32,9 @@ const (
 )
 
 // KillPod stops every running container in parallel (preStop first, then StopContainer with
-// what is left of the grace period) and then every sandbox. gracePeriod < 0 means the pod's
-// own terminationGracePeriodSeconds. Any failure is returned so the caller retries.
+// what is left of the grace period; sidecars only after the app containers, see killOrder)
+// and then every sandbox. gracePeriod < 0 means the pod's own terminationGracePeriodSeconds.
+// Any failure is returned so the caller retries.
 func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod, gracePeriod int64) error {
 	if running == nil {
 		if pod == nil {
@@ -57,12 +58,13 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 	}
 	stopDone := m.begin(pod, timeline.Stopped, "", "StopContainer/StopPodSandbox", fmt.Sprintf("%d containers", len(toStop)))
 	errs := make([]error, len(toStop))
+	order := newKillOrder(pod, toStop)
 	var wg sync.WaitGroup
 	for i, c := range toStop {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.killContainer(ctx, pod, running, c, gracePeriod, "")
+			errs[i] = m.killContainer(ctx, pod, running, c, gracePeriod, "", order)
 		}()
 	}
 	wg.Wait()
@@ -79,9 +81,10 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 	return nil
 }
 
-// killContainer runs the container's preStop hook and stops it within the grace period.
-// message, when set, replaces the default Killing event text.
-func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, gracePeriod int64, message string) error {
+// killContainer runs the container's preStop hook and stops it within the grace period,
+// once order (nil: none) says it is its turn. message, when set, replaces the default Killing
+// event text.
+func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
 	spec := downward.FindContainer(pod, c.Name)
 	var preStop *v1.LifecycleHandler
 	if spec != nil && spec.Lifecycle != nil {
@@ -118,11 +121,15 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *Runni
 		}
 		grace = max(grace-time.Since(start), minGracePeriod)
 	}
+	if gracePeriod != 0 { // a forced kill (grace 0) stops everything at once, as upstream
+		grace = max(grace-order.wait(c.Name, grace), minGracePeriod)
+	}
 	secs := int64((grace + time.Second - 1) / time.Second)
 	klog.V(2).InfoS("Stopping container", "pod", klog.KObj(pod), "container", c.Name, "id", c.ID, "gracePeriod", secs)
 	if err := m.cri.stopContainer(ctx, c.ID, secs); err != nil && !isNotFound(err) {
 		return fmt.Errorf("stop container %s (%s): %w", c.Name, c.ID, err)
 	}
+	order.done(c.Name)
 	return nil
 }
 

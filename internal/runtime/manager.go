@@ -95,6 +95,10 @@ type Options struct {
 	Actuated ActuatedResources
 	// PodCgroups resizes pod cgroups in place; nil when nodelet makes none.
 	PodCgroups PodCgroups
+	// Started is the prober's startup result for a running container instance (runtime ID):
+	// a sidecar with a startupProbe lets the next init container start only once it passed.
+	// nil counts every running container as started.
+	Started func(pod *v1.Pod, container, containerID string) bool
 }
 
 // manager implements Manager over CRI.
@@ -116,6 +120,7 @@ type manager struct {
 	podCgroup   func(pod *v1.Pod) (string, error)
 	actuated    ActuatedResources
 	podCgroups  PodCgroups
+	started     func(pod *v1.Pod, container, containerID string) bool
 	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
 	timeline       *timeline.Recorder
@@ -228,6 +233,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		serviceEnv:       opts.ServiceEnv,
 		hostEtcHosts:     etcHostsPath,
 		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		started: opts.Started,
 		devices: opts.Devices, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,

@@ -40,7 +40,7 @@ func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus
 	if status == nil {
 		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
-	for _, s := range computeActions(pod, status).start {
+	for _, s := range computeActions(pod, status, m.startedFor(pod)).start {
 		if s.backoff {
 			continue
 		}

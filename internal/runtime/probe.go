@@ -37,7 +37,7 @@ func (m *manager) KillContainer(ctx context.Context, pod *v1.Pod, containerID st
 			return nil
 		}
 		running := &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
-		if err := m.killContainer(ctx, pod, running, c, gracePeriod, message); err != nil {
+		if err := m.killContainer(ctx, pod, running, c, gracePeriod, message, nil); err != nil {
 			return fmt.Errorf("kill container of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		return nil

@@ -32,10 +32,14 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	if status == nil {
 		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
-	acts := computeActions(pod, status)
+	acts := computeActions(pod, status, m.startedFor(pod))
 	resize := m.computeResize(pod, status, &acts)
 	klog.V(4).InfoS("SyncPod actions", "pod", klog.KObj(pod), "createSandbox", acts.createSandbox,
-		"attempt", acts.attempt, "kill", len(acts.kill), "start", len(acts.start))
+		"attempt", acts.attempt, "kill", len(acts.kill), "start", len(acts.start), "killPod", acts.killPod)
+	if acts.killPod {
+		res.Err = m.KillPod(ctx, pod, runningFromStatus(status), graceSeconds(pod))
+		return res
+	}
 
 	var sb *sandboxInfo
 	if acts.createSandbox {
@@ -59,7 +63,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	notStopped := map[string]bool{}
 	running := runningFromStatus(status)
 	for _, k := range acts.kill {
-		if err := m.killContainer(ctx, pod, running, k.status, graceSeconds(pod), k.message); err != nil {
+		if err := m.killContainer(ctx, pod, running, k.status, graceSeconds(pod), k.message, nil); err != nil {
 			notStopped[k.status.Name] = true
 			res.setErr(err)
 		}

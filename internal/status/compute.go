@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // Input is everything one status computation looks at.
@@ -118,44 +119,46 @@ func finalPhase(apps []v1.ContainerStatus) v1.PodPhase {
 }
 
 // Phase derives the pod phase from container statuses the way the kubelet defines it:
-// Pending until every container has started at least once, Running while any runs or will be
-// restarted, Succeeded/Failed once all have stopped for good.
+// Pending until every container has started at least once (sidecars: passed their startup
+// probe), Running while any runs or will be restarted, Succeeded/Failed once all app
+// containers have stopped for good. Stopped sidecars do not count.
 func Phase(spec *v1.PodSpec, inits, apps []v1.ContainerStatus) v1.PodPhase {
 	initDone, initFailed := initProgress(spec, inits)
 	if initFailed && spec.RestartPolicy == v1.RestartPolicyNever {
 		return v1.PodFailed
 	}
-	if !initDone {
+	var n phaseCounts
+	sidecarsPending := n.addSidecars(spec, inits)
+	if !initDone || (sidecarsPending && !anyStarted(apps)) {
 		return v1.PodPending
 	}
-	var running, waiting, stopped, succeeded, unknown int
 	for _, cs := range apps {
 		switch {
 		case cs.State.Running != nil:
-			running++
+			n.running++
 		case cs.State.Terminated != nil:
-			stopped++
+			n.stopped++
 			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
+				n.succeeded++
 			}
 		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
-			stopped++ // has run before; it is between restarts
+			n.stopped++ // has run before; it is between restarts
 		case cs.State.Waiting != nil:
-			waiting++
+			n.waiting++
 		default:
-			unknown++
+			n.unknown++
 		}
 	}
 	switch {
-	case waiting > 0:
+	case n.waiting > 0:
 		return v1.PodPending
-	case running > 0 && unknown == 0:
+	case n.running > 0 && n.unknown == 0:
 		return v1.PodRunning
-	case running == 0 && stopped > 0 && unknown == 0:
+	case n.running == 0 && n.stopped > 0 && n.unknown == 0:
 		switch {
 		case spec.RestartPolicy == v1.RestartPolicyAlways:
 			return v1.PodRunning
-		case stopped == succeeded:
+		case n.stopped == n.succeeded:
 			return v1.PodSucceeded
 		case spec.RestartPolicy == v1.RestartPolicyNever:
 			return v1.PodFailed
@@ -166,12 +169,21 @@ func Phase(spec *v1.PodSpec, inits, apps []v1.ContainerStatus) v1.PodPhase {
 	return v1.PodPending
 }
 
-// initProgress reports whether every init container has succeeded, and whether one failed.
+// phaseCounts counts containers by what they mean for the phase.
+type phaseCounts struct {
+	running, waiting, stopped, succeeded, unknown int
+}
+
+// initProgress reports whether every regular init container has succeeded, and whether one
+// failed.
 func initProgress(spec *v1.PodSpec, inits []v1.ContainerStatus) (done, failed bool) {
 	done = true
 	for i := range spec.InitContainers {
 		if i >= len(inits) {
 			return false, failed
+		}
+		if sidecar.Is(&spec.InitContainers[i]) {
+			continue
 		}
 		cs := inits[i]
 		term := cs.State.Terminated
@@ -189,6 +201,46 @@ func initProgress(spec *v1.PodSpec, inits []v1.ContainerStatus) (done, failed bo
 	return done, failed
 }
 
+// addSidecars counts the sidecars as upstream: a running one is running, one that never ran
+// is waiting, a stopped one does not count. It reports whether one has not started yet.
+func (n *phaseCounts) addSidecars(spec *v1.PodSpec, inits []v1.ContainerStatus) (pending bool) {
+	for i := range spec.InitContainers {
+		if !sidecar.Is(&spec.InitContainers[i]) {
+			continue
+		}
+		if i >= len(inits) {
+			n.unknown++
+			continue
+		}
+		cs := inits[i]
+		switch {
+		case cs.State.Running != nil:
+			n.running++
+			pending = pending || cs.Started == nil || !*cs.Started
+		case cs.State.Terminated != nil, cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			// stopped (or between restarts): does not count
+		case cs.State.Waiting != nil:
+			n.waiting++
+			pending = true
+		default:
+			n.unknown++
+			pending = true
+		}
+	}
+	return pending
+}
+
+// anyStarted reports whether an app container has run: then the pod was initialized, and a
+// restarting sidecar does not make it Pending again.
+func anyStarted(apps []v1.ContainerStatus) bool {
+	for _, cs := range apps {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func containerStatuses(in Input, containers []v1.Container, init bool) []v1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
@@ -202,6 +254,7 @@ func containerStatuses(in Input, containers []v1.Container, init bool) []v1.Cont
 
 func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, VolumeMounts: volumeMountStatuses(c, in.SupportsRecursiveReadOnly)}
+	regularInit := init && !sidecar.Is(&c) // ready once it has done its job, not while it runs
 	current, previous := instances(in.Runtime, c.Name)
 	if current != nil && current.Image != "" {
 		cs.Image = current.Image // what runs, not what the spec was changed to since
@@ -241,12 +294,12 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(current.StartedAt)}}
 		started := in.Started == nil || in.Started(c.Name, cs.ContainerID)
 		cs.Started = &started
-		cs.Ready = started && (in.Ready == nil || in.Ready(c.Name, cs.ContainerID))
+		cs.Ready = started && !regularInit && (in.Ready == nil || in.Ready(c.Name, cs.ContainerID))
 	case runtime.StateExited:
 		cs.State = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
 		started := false
 		cs.Started = &started
-		cs.Ready = init && current.ExitCode == 0 // an init container that did its job is ready
+		cs.Ready = regularInit && current.ExitCode == 0
 	default:
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	}
@@ -271,10 +324,19 @@ func instances(rs *runtime.PodStatus, name string) (current, previous *runtime.C
 	return current, nil
 }
 
+// initsDone reports whether every init container is done: exited 0, or for a sidecar,
+// running and started.
 func initsDone(in Input) bool {
 	for _, c := range in.Pod.Spec.InitContainers {
 		cur, _ := instances(in.Runtime, c.Name)
-		if cur == nil || cur.State != runtime.StateExited || cur.ExitCode != 0 {
+		switch {
+		case cur == nil:
+			return false
+		case sidecar.Is(&c):
+			if cur.State != runtime.StateRunning || (in.Started != nil && !in.Started(c.Name, cur.ID)) {
+				return false
+			}
+		case cur.State != runtime.StateExited || cur.ExitCode != 0:
 			return false
 		}
 	}

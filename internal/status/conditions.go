@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // conditions computes the five pod conditions, keeping each one's transition time while its
@@ -12,7 +14,7 @@ import (
 func conditions(in Input, st *v1.PodStatus) []v1.PodCondition {
 	sandboxReady := in.Runtime != nil && len(in.Runtime.Sandboxes) > 0 && in.Runtime.Sandboxes[0].Ready
 	initialized, initReason := initializedCondition(in.Pod, st)
-	containersReady, notReady := allReady(st.ContainerStatuses)
+	containersReady, notReady := allReady(in.Pod, st)
 	readyReason, readyMsg := "", ""
 	if !containersReady {
 		readyReason, readyMsg = "ContainersNotReady", "containers with unready status: "+notReady
@@ -29,7 +31,7 @@ func conditions(in Input, st *v1.PodStatus) []v1.PodCondition {
 	}
 	out := []v1.PodCondition{
 		cond(in, v1.PodReadyToStartContainers, sandboxReady, "", ""),
-		cond(in, v1.PodInitialized, initialized, initReason, initMessage(initReason, st)),
+		cond(in, v1.PodInitialized, initialized, initReason, initMessage(in.Pod, initReason, st)),
 		cond(in, v1.PodReady, ready, podReadyReason, podReadyMsg),
 		cond(in, v1.ContainersReady, containersReady, readyReason, readyMsg),
 		cond(in, v1.PodScheduled, true, "", ""),
@@ -44,30 +46,59 @@ func initializedCondition(pod *v1.Pod, st *v1.PodStatus) (bool, string) {
 	if st.Phase == v1.PodSucceeded {
 		return true, "PodCompleted"
 	}
-	for _, cs := range st.InitContainerStatuses {
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+	if anyStarted(st.ContainerStatuses) {
+		return true, "" // initialized before; its sidecars may be restarting
+	}
+	for i := range st.InitContainerStatuses {
+		if !initialized(pod, &st.InitContainerStatuses[i]) {
 			return false, "ContainersNotInitialized"
 		}
 	}
 	return true, ""
 }
 
-func initMessage(reason string, st *v1.PodStatus) string {
+// initialized says whether an init container has done its part: a sidecar has started, a
+// regular one has succeeded.
+func initialized(pod *v1.Pod, cs *v1.ContainerStatus) bool {
+	if i := initIndex(pod, cs.Name); i >= 0 && sidecar.Is(&pod.Spec.InitContainers[i]) {
+		return cs.Started != nil && *cs.Started
+	}
+	return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+}
+
+func initIndex(pod *v1.Pod, name string) int {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func initMessage(pod *v1.Pod, reason string, st *v1.PodStatus) string {
 	if reason != "ContainersNotInitialized" {
 		return ""
 	}
 	names := ""
-	for _, cs := range st.InitContainerStatuses {
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+	for i := range st.InitContainerStatuses {
+		if cs := &st.InitContainerStatuses[i]; !initialized(pod, cs) {
 			names = appendName(names, cs.Name)
 		}
 	}
 	return "containers with incomplete status: " + names
 }
 
-func allReady(statuses []v1.ContainerStatus) (bool, string) {
+// allReady reports whether the sidecars and app containers are all ready, else names the
+// ones that are not (sidecars first, as upstream).
+func allReady(pod *v1.Pod, st *v1.PodStatus) (bool, string) {
 	names := ""
-	for _, cs := range statuses {
+	for i := range st.InitContainerStatuses {
+		cs := &st.InitContainerStatuses[i]
+		if i := initIndex(pod, cs.Name); i >= 0 && sidecar.Is(&pod.Spec.InitContainers[i]) && !cs.Ready {
+			names = appendName(names, cs.Name)
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
 		if !cs.Ready {
 			names = appendName(names, cs.Name)
 		}
