@@ -94,9 +94,12 @@ type Deps struct {
 	// DevicesChanged wakes the status loop when devices change, so the scheduler sees them
 	// without waiting for UpdateFrequency. nil never fires.
 	DevicesChanged <-chan struct{}
-	// VolumesInUse lists the attachable volumes set up on the node (the volume manager);
-	// nil reports none.
+	// VolumesInUse lists the attachable volumes set up on the node or about to be (the
+	// volume manager); nil reports none.
 	VolumesInUse func() []v1.UniqueVolumeName
+	// VolumesInUseChanged wakes the status loop when a volume is about to be set up: the
+	// volume manager mounts it only once a status update has listed it. nil never fires.
+	VolumesInUseChanged <-chan struct{}
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()
