@@ -126,9 +126,12 @@ func checkListedInUseFirst(t *testing.T, d *csiDriver) {
 			t.Errorf("no %s calls", method)
 		}
 		for _, c := range calls {
-			if c.ListedInUse == nil || !*c.ListedInUse {
-				t.Errorf("%s of %s at %s: the Node did not list the volume in volumesInUse yet (listed: %v)",
-					method, c.VolumeID, c.Time.Format(time.RFC3339Nano), c.ListedInUse)
+			switch {
+			case c.ListedInUse == nil:
+				t.Errorf("%s of %s: the driver could not read the Node (see its log)", method, c.VolumeID)
+			case !*c.ListedInUse:
+				t.Errorf("%s of %s at %s: the Node did not list the volume in volumesInUse yet",
+					method, c.VolumeID, c.Time.Format(time.RFC3339Nano))
 			}
 		}
 	}
