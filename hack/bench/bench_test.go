@@ -325,3 +325,12 @@ func grepMD(md, what string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// The method says that both kubelets wait for volumesInUse before mounting an attached volume.
+func TestMethodSaysBothKubeletsWaitForVolumesInUse(t *testing.T) {
+	var sb strings.Builder
+	renderMethod(func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) }, &results{plan: newPlan(false, "")})
+	if text := sb.String(); !strings.Contains(text, "Both\n  kubelets stage and publish such a volume only once a node status update has listed it in the Node's\n  volumesInUse") {
+		t.Errorf("method lacks the volumesInUse note:\n%s", text)
+	}
+}

@@ -25,6 +25,13 @@ func renderMethod(w writer, r *results) {
 	w("- Floor: the same pods through CRI by this driver (RunPodSandbox, CreateContainer, StartContainer). Latency")
 	w("  = the pod's own first CRI call → StartContainer returned; \"all\" = the run's start → the last pod started.")
 	w("  Each burst runs at %s CRI pods at once and the fastest \"all\" is reported, with its per-pod figures.", joinInts(p.floorParallels))
+	if p.csiPods > 0 {
+		w("- CSI: %d pods at once, each with a claim of its own on test/csidriver (bound beforehand; its CSIDriver says", p.csiPods)
+		w("  attachRequired, so the attach/detach controller makes a VolumeAttachment the driver marks attached). Both")
+		w("  kubelets stage and publish such a volume only once a node status update has listed it in the Node's")
+		w("  volumesInUse (the controller's guard against detaching a volume being mounted): the upstream kubelet at its")
+		w("  next periodic update (nodeStatusUpdateFrequency, 10 s), nodelet with an update it asks for at once.")
+	}
 	w("- First restart: a container exiting 1 after 3 s (restartPolicy Always), median of %d per round. The runtime", p.restarts)
 	w("  row uses the runtime's nanosecond timestamps of the dead and the new container; the API row the same")
 	w("  fields as the pod status reports them (whole seconds).")

@@ -235,7 +235,7 @@ func imagesDuringRun(p *provenance) (changed, removed []string) {
 // imageDiffs lists the images whose digests differ between two records.
 func imageDiffs(a, b map[string]string) []string {
 	names := slices.Sorted(maps.Keys(a))
-	for n := range b {
+	for _, n := range slices.Sorted(maps.Keys(b)) { // sorted: a re-render from kept results is the same page
 		if _, ok := a[n]; !ok {
 			names = append(names, n)
 		}

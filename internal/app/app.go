@@ -415,6 +415,9 @@ func (n *agent) run(ctx context.Context) error {
 		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
 		ProbeUpdates: n.prober.Updates(), Timeline: n.timeline,
 	}
+	if n.containerGC != nil {
+		loopCfg.ContainerDied = n.containerGC.ContainerDied
+	}
 	if n.cluster != nil {
 		n.cluster.wireLoop(ctx, &loopCfg, admit)
 	}

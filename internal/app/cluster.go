@@ -155,7 +155,8 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	deps := node.Deps{
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,
 		Runtime: a.runtime, Images: a.images, Health: health, VolumesInUse: a.volumes.VolumesInUse,
-		RuntimeFeatures: a.features.NodeStatus,
+		RuntimeFeatures:     a.features.NodeStatus,
+		VolumesInUseChanged: a.volumes.InUseChanges(),
 	}
 	if a.devices != nil {
 		deps.Devices, deps.DevicesChanged = a.devices.Resources, a.devices.Changes()

@@ -25,6 +25,16 @@ func (n *agent) newVolumes() *volumes.Manager {
 		deps.Objects, deps.Tokens = n.objects, n.objects
 		opts.Claims, opts.Resizer = n.objects, n.objects
 	}
+	if n.cluster != nil && boolOr(n.cfg.Kubelet.EnableControllerAttachDetach, true) {
+		// As upstream: the attach/detach controller's volumes are mounted only once a node
+		// status update has listed them in volumesInUse (standalone has no Node to wait for).
+		opts.InUseReported = func() []v1.UniqueVolumeName {
+			if node := n.node(); node != nil {
+				return node.Status.VolumesInUse
+			}
+			return nil
+		}
+	}
 	n.csi = csi.NewDrivers()
 	var csiAPI csi.API
 	if n.cluster != nil {

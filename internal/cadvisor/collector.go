@@ -198,8 +198,12 @@ func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, l
 		lv := append(append([]string{}, t.labels...), deviceName(c.src.Sys, l.Device))
 		ch <- prometheus.MustNewConstMetric(fsUsage, prometheus.GaugeValue, float64(l.UsedBytes), lv...)
 		ch <- prometheus.MustNewConstMetric(fsLimit, prometheus.GaugeValue, float64(l.CapacityBytes), lv...)
-		ch <- prometheus.MustNewConstMetric(fsInodesFree, prometheus.GaugeValue, float64(l.InodesFree), lv...)
-		ch <- prometheus.MustNewConstMetric(fsInodesTotal, prometheus.GaugeValue, float64(l.Inodes), lv...)
+		if l.InodesUsed != nil {
+			// As cAdvisor's handlers that measure a writable layer: "total" is the inodes the
+			// layer uses, and no free count is known for it.
+			ch <- prometheus.MustNewConstMetric(fsInodesFree, prometheus.GaugeValue, 0, lv...)
+			ch <- prometheus.MustNewConstMetric(fsInodesTotal, prometheus.GaugeValue, float64(*l.InodesUsed), lv...)
+		}
 	}
 	if t.start != nil {
 		ch <- prometheus.MustNewConstMetric(startTime, prometheus.GaugeValue, float64(*t.start), t.labels...)

@@ -71,7 +71,7 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 		PodsCgroup: "/kubepods", CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys", MachineMemory: 1 << 30,
 		OOMs: &OOMCounter{},
 		Layers: func(context.Context) (map[string]stats.Layer, error) {
-			return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesFree: 500, Inodes: 1000}}, nil
+			return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesUsed: ptr[uint64](12)}}, nil
 		},
 	}
 	src.OOMs.Add("/kubepods/burstable/poduid1/old")
@@ -112,8 +112,8 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 		`container_blkio_device_usage_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",major="8",minor="0",name="c1",namespace="ns",operation="Total",pod="web"} 12288`,
 		`container_fs_usage_bytes{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 4096`,
 		`container_fs_limit_bytes{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 1.073741824e+09`,
-		`container_fs_inodes_free{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 500`,
-		`container_fs_inodes_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 1000`,
+		`container_fs_inodes_free{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 0`,
+		`container_fs_inodes_total{container="app",device="/dev/sda",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 12`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %s", want)

@@ -41,6 +41,9 @@ type API interface {
 	CreateServiceAccountToken(ctx context.Context, namespace, serviceAccount string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error)
 }
 
+// Plugin names the volumes the attach/detach controller attaches (see InUseName).
+var _ volumes.Attachable = (*Plugin)(nil)
+
 // Plugin sets up CSI volumes through the registered drivers.
 type Plugin struct {
 	rootDir, nodeName string
@@ -104,7 +107,11 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 	republish := false
 	if mounted, _ := p.mounter.IsMountPoint(target); mounted {
 		if !p.requiresRepublish(ctx, src.driver) {
-			return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: src.inUseName()}, nil
+			inUse, err := p.InUseName(ctx, pod, s)
+			if err != nil {
+				inUse = src.inUseName() // keep it listed: the controller then leaves it attached
+			}
+			return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: inUse}, nil
 		}
 		republish = true
 	}
@@ -147,7 +154,35 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 		return volumes.Mount{}, err
 	}
 	klog.V(2).InfoS("Published CSI volume", "pod", klog.KObj(pod), "driver", src.driver, "volumeHandle", src.handle, "target", target)
-	return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: src.inUseName()}, nil
+	mnt := volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block}
+	if needsAttaching(src, drv) {
+		mnt.InUse = src.inUseName()
+	}
+	return mnt, nil
+}
+
+// InUseName names a volume the attach/detach controller attaches (a persistent volume whose
+// driver needs attaching) in the node's volumesInUse; the volume manager sets it up only once
+// the node has reported it there. Other volumes have no name.
+func (p *Plugin) InUseName(ctx context.Context, pod *v1.Pod, s *volumes.Spec) (v1.UniqueVolumeName, error) {
+	src := sourceOf(pod, s)
+	if src.ephemeral {
+		return "", nil
+	}
+	drv, err := p.cachedCSIDriver(ctx, src.driver)
+	if err != nil {
+		return "", fmt.Errorf("kubernetes.io/csi: reading CSIDriver %s: %w", src.driver, err)
+	}
+	if !needsAttaching(src, drv) {
+		return "", nil
+	}
+	return src.inUseName(), nil
+}
+
+// needsAttaching: a persistent volume whose driver has no CSIDriver object or one that does
+// not say attachRequired false, as upstream decides.
+func needsAttaching(src source, drv *storagev1.CSIDriver) bool {
+	return !src.ephemeral && (drv == nil || drv.Spec.AttachRequired == nil || *drv.Spec.AttachRequired)
 }
 
 // publish completes req with the tokens and secrets the driver asks for, publishes, and
@@ -194,7 +229,7 @@ func (p *Plugin) csiDriver(ctx context.Context, src source) (*storagev1.CSIDrive
 // attached waits, for a persistent volume whose driver needs attaching, until its
 // VolumeAttachment is attached, and returns the attachment's metadata for the node calls.
 func (p *Plugin) attached(ctx context.Context, src source, drv *storagev1.CSIDriver) (map[string]string, string, error) {
-	if src.ephemeral || (drv != nil && drv.Spec.AttachRequired != nil && !*drv.Spec.AttachRequired) {
+	if !needsAttaching(src, drv) {
 		return nil, "", nil
 	}
 	if p.api == nil {

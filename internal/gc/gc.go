@@ -87,6 +87,8 @@ type ContainerGC struct {
 	opts Options
 	mu   sync.Mutex // one pass at a time: the periodic one or the eviction manager's
 
+	died chan death // from ContainerDied, served by Run
+
 	alwaysReady bool      // no SourcesReady given
 	readySince  time.Time // when the sources were first seen ready; zero while they are not
 }
@@ -114,7 +116,7 @@ func New(opts Options) (*ContainerGC, error) {
 	if opts.Mountinfo == "" {
 		opts.Mountinfo = "/proc/self/mountinfo"
 	}
-	return &ContainerGC{opts: opts, alwaysReady: opts.SourcesReady == nil}, nil
+	return &ContainerGC{opts: opts, died: make(chan death, diedQueueLen), alwaysReady: opts.SourcesReady == nil}, nil
 }
 
 // sourcesReady reports whether the sources have been ready for sourcesSettle.
@@ -133,9 +135,11 @@ func (g *ContainerGC) sourcesReady() bool {
 	return now.Sub(g.readySince) >= sourcesSettle
 }
 
-// Run collects once a period until ctx ends. A failed pass is logged and reported as a node
-// event; it never stops nodelet.
+// Run collects once a period, and trims a container's dead instances when it dies (see
+// ContainerDied), until ctx ends. A failed pass is logged and reported as a node event; it
+// never stops nodelet.
 func (g *ContainerGC) Run(ctx context.Context) error {
+	go g.trimDeaths(ctx)
 	klog.InfoS("Starting container garbage collection", "period", g.opts.Period, "minAge", g.opts.Policy.MinAge,
 		"maxPerPodContainer", g.opts.Policy.MaxPerPodContainer, "maxContainers", g.opts.Policy.MaxContainers)
 	t := time.NewTicker(g.opts.Period)

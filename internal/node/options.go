@@ -94,12 +94,15 @@ type Deps struct {
 	// DevicesChanged wakes the status loop when devices change, so the scheduler sees them
 	// without waiting for UpdateFrequency. nil never fires.
 	DevicesChanged <-chan struct{}
-	// VolumesInUse lists the attachable volumes set up on the node (the volume manager);
-	// nil reports none.
+	// VolumesInUse lists the attachable volumes set up on the node or about to be (the
+	// volume manager); nil reports none.
 	VolumesInUse func() []v1.UniqueVolumeName
 	// RuntimeFeatures returns status.runtimeHandlers and status.features (nil features leave
 	// the posted ones); nil reports neither.
 	RuntimeFeatures func() ([]v1.NodeRuntimeHandler, *v1.NodeFeatures)
+	// VolumesInUseChanged wakes the status loop when a volume is about to be set up: the
+	// volume manager mounts it only once a status update has listed it. nil never fires.
+	VolumesInUseChanged <-chan struct{}
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()

@@ -135,6 +135,8 @@ func (c *Controller) Run(ctx context.Context) {
 			c.updateStatus(ctx)
 		case <-c.deps.DevicesChanged:
 			c.updateStatus(ctx)
+		case <-c.deps.VolumesInUseChanged:
+			c.updateStatus(ctx)
 		}
 	}
 }

@@ -10,10 +10,10 @@ import (
 
 // Layer is a container's writable layer and the filesystem holding it.
 type Layer struct {
-	Device                    string // the filesystem's device number, "major:minor"
-	UsedBytes                 uint64
-	CapacityBytes, InodesFree uint64 // of the filesystem
-	Inodes                    uint64 // of the filesystem
+	Device        string // the filesystem's device number, "major:minor"
+	UsedBytes     uint64
+	InodesUsed    *uint64 // by the layer; nil when the runtime does not say
+	CapacityBytes uint64  // of the filesystem
 }
 
 // Layers reads every container's writable layer from the runtime, by container ID; a
@@ -41,8 +41,11 @@ func (p *Provider) Layers(ctx context.Context) (map[string]Layer, error) {
 		if dev == "" || info.capacity == 0 {
 			continue // nothing to say which filesystem it is on
 		}
-		out[cs.GetAttributes().GetId()] = Layer{Device: dev, UsedBytes: l.GetUsedBytes().GetValue(),
-			CapacityBytes: info.capacity, InodesFree: info.inodesFree, Inodes: info.inodes}
+		layer := Layer{Device: dev, UsedBytes: l.GetUsedBytes().GetValue(), CapacityBytes: info.capacity}
+		if l.GetInodesUsed() != nil {
+			layer.InodesUsed = ptr(l.GetInodesUsed().GetValue())
+		}
+		out[cs.GetAttributes().GetId()] = layer
 	}
 	return out, nil
 }

@@ -63,6 +63,9 @@ type Config struct {
 	DeleteMirror func(mirror *v1.Pod)
 	// Timeline, when set, records each pod's admission.
 	Timeline *timeline.Recorder
+	// ContainerDied, when set, hears of every container death (container GC trims that
+	// container's dead instances at once, as upstream). It must not block the loop.
+	ContainerDied func(uid types.UID, containerID string)
 }
 
 // Loop is the sync loop. Create with New, start with Run.
@@ -248,6 +251,9 @@ func (l *Loop) takeMirrors(op source.Op, pods []*v1.Pod) []*v1.Pod {
 func (l *Loop) handleEvent(ev pleg.Event) {
 	if ev.Type == pleg.ContainerRemoved {
 		return // removals are our own doing; nothing to reconcile
+	}
+	if ev.Type == pleg.ContainerDied && l.cfg.ContainerDied != nil {
+		l.cfg.ContainerDied(ev.UID, ev.ID)
 	}
 	if p, ok := l.cfg.Pods.Get(ev.UID); ok {
 		l.dispatch(p, podworkers.Sync)

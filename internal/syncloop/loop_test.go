@@ -2,6 +2,7 @@ package syncloop
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -170,5 +171,20 @@ func TestOrphanedMirrorStaysWhileItsStaticPodTerminates(t *testing.T) {
 	l.removeOrphanedMirrors()
 	if len(deleted) != 1 || deleted[0] != "gone" {
 		t.Fatalf("deleted mirrors %v, want only the one whose static pod is gone", deleted)
+	}
+}
+
+func TestContainerDeathsReachContainerGC(t *testing.T) {
+	l, _, _ := newLoop(nil, time.Now())
+	var died []string
+	l.cfg.ContainerDied = func(uid types.UID, id string) { died = append(died, string(uid)+"/"+id) }
+	for _, ev := range []pleg.Event{
+		{UID: "a", Type: pleg.ContainerStarted, ID: "c1"}, {UID: "a", Type: pleg.ContainerDied, ID: "c1"},
+		{UID: "a", Type: pleg.ContainerRemoved, ID: "c0"}, {UID: "b", Type: pleg.ContainerDied, ID: "c2"},
+	} {
+		l.handleEvent(ev)
+	}
+	if fmt.Sprint(died) != "[a/c1 b/c2]" {
+		t.Errorf("container GC heard of %v, want the two deaths [a/c1 b/c2]", died)
 	}
 }

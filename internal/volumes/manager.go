@@ -47,6 +47,11 @@ type Options struct {
 	Mounter mount.Mounter
 	// Clock drives back-off and timeouts (default the real clock).
 	Clock clock.Clock
+	// InUseReported returns the node's status.volumesInUse as last posted to or read from
+	// the API server: an Attachable plugin's volume is set up only once it is listed there.
+	// Nil sets them up at once (standalone, where there is no Node, or when nodelet and not
+	// the attach/detach controller attaches).
+	InUseReported func() []v1.UniqueVolumeName
 }
 
 // Manager is the volume manager. Start it with Run.
@@ -60,6 +65,7 @@ type Manager struct {
 	clock   clock.Clock
 	desired *desiredState
 	actual  *actualState
+	inUse   *inUseTracker
 	rec     *reconciler
 	// mountTimeout bounds WaitForAttachAndMount and TearDownPod.
 	mountTimeout time.Duration
@@ -82,7 +88,7 @@ func New(opts Options) *Manager {
 	m := &Manager{
 		rootDir: opts.RootDir, plugins: opts.Plugins, claims: opts.Claims, resizer: opts.Resizer, node: opts.Node,
 		mounter: opts.Mounter, clock: opts.Clock, mountTimeout: podAttachAndMountTimeout,
-		desired: newDesiredState(), actual: newActualState(),
+		desired: newDesiredState(), actual: newActualState(), inUse: newInUseTracker(opts.InUseReported),
 	}
 	m.rec = &reconciler{
 		m: m, pods: opts.Pods, recorder: opts.Recorder, clock: opts.Clock, wake: make(chan struct{}, 1),
@@ -149,21 +155,18 @@ func (m *Manager) DevicePath(pod *v1.Pod, name string) (string, error) {
 	return mnt.Path, nil
 }
 
-// VolumesInUse lists, sorted, the attachable volumes set up for pods: the node reports them
-// so the attach/detach controller leaves them attached until they are torn down.
+// VolumesInUse lists, sorted, the attachable volumes that are set up for pods or about to
+// be: the node reports them so the attach/detach controller leaves them attached until they
+// are torn down.
 func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
-	seen := map[v1.UniqueVolumeName]bool{}
+	out := m.inUse.names()
 	for _, mv := range m.actual.all() {
 		if mv.mount.InUse != "" {
-			seen[mv.mount.InUse] = true
+			out = append(out, mv.mount.InUse)
 		}
 	}
-	out := make([]v1.UniqueVolumeName, 0, len(seen))
-	for name := range seen {
-		out = append(out, name)
-	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 func hasVolume(pod *v1.Pod, name string) bool {

@@ -83,6 +83,7 @@ func (r *reconciler) reconcile(ctx context.Context) time.Duration {
 	r.tearDownUnwanted(now, &next)
 	r.setUpWanted(ctx, now, &next)
 	r.forgetRetries()
+	r.m.inUse.forget(func(k volumeKey) bool { return r.m.desired.wants(k.uid, k.name) })
 	return next
 }
 
@@ -176,6 +177,9 @@ func (r *reconciler) forgetRetries() {
 func (r *reconciler) setUp(ctx context.Context, pod *v1.Pod, k volumeKey, dv desiredVolume, refresh int) {
 	dir := r.m.volumeDir(k.uid, dv.plugin.Name(), k.name)
 	err := r.m.checkNodeAffinity(dv.spec.PV)
+	if err == nil {
+		err = r.m.awaitReportedInUse(ctx, pod, k, dv)
+	}
 	var m Mount
 	if err == nil {
 		m, err = dv.plugin.SetUp(ctx, pod, dv.spec, dir)

@@ -4,7 +4,9 @@
 // given a kubeconfig, also does what the external provisioner and attacher sidecars do for
 // it: it creates a PersistentVolume (a directory) for each claim of a StorageClass naming it,
 // deletes released ones, and marks its VolumeAttachments attached. Every node call is logged
-// as one JSON line to --calls so tests can check what the kubelet asked.
+// as one JSON line to --calls so tests can check what the kubelet asked (and, given a
+// kubeconfig, whether the Node listed the volume in volumesInUse when it was staged or
+// published).
 //
 // Test-only: no driver image is reachable from the test machines.
 package main
@@ -61,6 +63,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	calls.inUse = newInUseChecker(o)
 	endpoint := filepath.Join(o.kubeletDir, "plugins", o.name, "csi.sock")
 	regSocket := filepath.Join(o.kubeletDir, "plugins_registry", o.name+"-reg.sock")
 	driverSrv, err := serve(endpoint, func(s *grpc.Server) {

@@ -268,10 +268,12 @@ func mounted(path string) bool {
 	return false
 }
 
-// callLog appends one JSON line per node call.
+// callLog appends one JSON line per node call; stage and publish calls say whether the Node
+// listed the volume in volumesInUse at the time (when inUse can read it).
 type callLog struct {
-	mu sync.Mutex
-	f  *os.File
+	mu    sync.Mutex
+	f     *os.File
+	inUse *inUseChecker
 }
 
 func openCalls(path string) (*callLog, error) {
@@ -290,7 +292,11 @@ func (c *callLog) record(method, volumeID, path string, volumeContext map[string
 	if c.f == nil {
 		return
 	}
-	b, _ := json.Marshal(map[string]any{"time": time.Now().Format(time.RFC3339Nano), "method": method, "volumeID": volumeID, "path": path, "context": volumeContext, "mountGroup": mountGroup})
+	entry := map[string]any{"time": time.Now().Format(time.RFC3339Nano), "method": method, "volumeID": volumeID, "path": path, "context": volumeContext, "mountGroup": mountGroup}
+	if c.inUse != nil && (method == "NodeStageVolume" || method == "NodePublishVolume") {
+		entry["listedInUse"] = c.inUse.listed(volumeID)
+	}
+	b, _ := json.Marshal(entry)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, _ = c.f.Write(append(b, '\n'))

@@ -106,6 +106,9 @@ type csiCall struct {
 	Context  map[string]string `json:"context"`
 	// MountGroup is the volume_mount_group of a stage or publish call.
 	MountGroup string `json:"mountGroup"`
+	// ListedInUse: at a stage or publish call, whether the Node listed the volume in
+	// status.volumesInUse (nil when the driver has no API access or could not read it).
+	ListedInUse *bool `json:"listedInUse"`
 }
 
 // callsOf returns the logged calls of method made after since.

@@ -27,8 +27,9 @@ import (
 // A StatefulSet of 3 with volumeClaimTemplates on the test CSI driver (registered through
 // plugins_registry, provisioning and attaching through the API server): each replica gets
 // its own volume, staged and published by nodelet, owned by the pod's fsGroup; a restart of
-// nodelet neither publishes again nor unmounts; deleted pods come back to their data; scaled
-// to zero, every volume is unpublished and unstaged and the attachments can go.
+// nodelet neither publishes again nor unmounts; deleted pods come back to their data; every
+// stage and publish came after the Node listed the volume in volumesInUse; scaled to zero,
+// every volume is unpublished and unstaged and the attachments can go.
 func TestCSIStatefulSetKeepsItsData(t *testing.T) {
 	c, d := csiCluster(t, nil, storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}, "--kubeconfig="+adminKubeconfig)
 	node := c.node()
@@ -97,6 +98,7 @@ func TestCSIStatefulSetKeepsItsData(t *testing.T) {
 			return strings.Count(string(raw), pods[i]) == 2, string(raw)
 		})
 	}
+	checkListedInUseFirst(t, d)
 
 	// Scaled to zero: every volume unpublished and unstaged, the attachments removable.
 	scaleDown := time.Now()
@@ -110,6 +112,28 @@ func TestCSIStatefulSetKeepsItsData(t *testing.T) {
 	c.waitAttached(d, 0)
 	if entries, _ := os.ReadDir(filepath.Join(c.rootDir, "plugins", "kubernetes.io", "csi", d.name)); len(entries) != 0 {
 		t.Errorf("staging directories left: %v", entries)
+	}
+}
+
+// checkListedInUseFirst: as upstream, nodelet staged and published each attached volume only
+// once the Node listed it in status.volumesInUse (the driver read the Node at each call), the
+// attach/detach controller's guard against detaching a volume being mounted.
+func checkListedInUseFirst(t *testing.T, d *csiDriver) {
+	t.Helper()
+	for _, method := range []string{"NodeStageVolume", "NodePublishVolume"} {
+		calls := d.callsOf(method, time.Time{})
+		if len(calls) == 0 {
+			t.Errorf("no %s calls", method)
+		}
+		for _, c := range calls {
+			switch {
+			case c.ListedInUse == nil:
+				t.Errorf("%s of %s: the driver could not read the Node (see its log)", method, c.VolumeID)
+			case !*c.ListedInUse:
+				t.Errorf("%s of %s at %s: the Node did not list the volume in volumesInUse yet",
+					method, c.VolumeID, c.Time.Format(time.RFC3339Nano))
+			}
+		}
 	}
 }
 
