@@ -66,9 +66,9 @@ func (rp *report) writePodAPI(w *bufio.Writer) {
 	fmt.Fprintf(w, "The upstream node suite's own specs for three pod features of Kubernetes 1.33 that the "+
 		"parallel selection leaves out, since they carry a Feature, FeatureGate or Serial label: native sidecars "+
 		"(restartable init containers), in-place pod resize and user namespaces. Focus below (from "+
-		"hack/conformance/podapi.txt), label filter `!Flaky`; the `Serial` specs run first, one at a time (they "+
-		"restart the kubelet through hack/conformance/shim/systemctl, both kubelets alike), then the others in "+
-		"parallel, within one TIMEOUT; `make conformance-podapi` runs it against nodelet and the %s. The "+
+		"hack/conformance/podapi.txt), label filter `!Flaky`; the specs run in parallel within three quarters of "+
+		"TIMEOUT, then the `Serial` ones one at a time in what is left (they restart the kubelet through "+
+		"hack/conformance/shim/systemctl, both kubelets alike); `make conformance-podapi` runs it against nodelet and the %s. The "+
 		"NodeConformance `Containers Lifecycle` specs of plain init containers are in the parallel selection above.\n\n",
 		upstreamName)
 	for _, f := range sec.focus {
