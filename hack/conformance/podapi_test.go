@@ -62,3 +62,36 @@ func TestPodAPISection(t *testing.T) {
 		t.Errorf("a selection never run is not said:\n%s", page)
 	}
 }
+
+// The pod API selection's column is two ginkgo runs with one focus and complementary label
+// filters: each run lists the other's specs as skipped, which must not hide their results.
+func TestRunsOfOneColumnDoNotHideEachOther(t *testing.T) {
+	const serialSpec, parallelSpec = "[sig-node] [Serial] Restarts the kubelet", "[sig-node] Sidecar runs"
+	spec := func(text, state, msg string) string {
+		failure := ""
+		if msg != "" {
+			failure = `, "Failure": {"Message": "` + msg + `"}`
+		}
+		return `{"ContainerHierarchyTexts": ["[sig-node]"], "LeafNodeType": "It", "LeafNodeText": "` +
+			strings.TrimPrefix(text, "[sig-node] ") + `", "State": "` + state + `"` + failure + `}`
+	}
+	parallelRun := `{"SpecReports": [` + spec(parallelSpec, "failed", "boom") + `, ` + spec(serialSpec, "skipped", "") + `]}`
+	serialRun := `{"SpecReports": [` + spec(parallelSpec, "skipped", "") + `, ` + spec(serialSpec, "passed", "") + `]}`
+	for _, order := range [][2]string{{parallelRun, serialRun}, {serialRun, parallelRun}} {
+		path := filepath.Join(t.TempDir(), "report.json")
+		writeTestFile(t, path, "["+order[0]+", "+order[1]+"]")
+		r, err := readRun(path, serialSelection)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.results[parallelSpec].state; got != stateFailed {
+			t.Errorf("%s: %s, want failed", parallelSpec, got)
+		}
+		if got := r.results[serialSpec].state; got != statePassed {
+			t.Errorf("%s: %s, want passed", serialSpec, got)
+		}
+		if len(r.names) != 2 {
+			t.Errorf("names = %v, want each spec once", r.names)
+		}
+	}
+}
