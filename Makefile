@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-smoke test unit fuzz real e2e clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-podapi conformance-smoke test unit fuzz real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -91,8 +91,8 @@ bench-smoke: push-images build csidriver control-plane
 
 # The upstream node conformance suite (k8s.io/kubernetes v1.33.4 test/e2e_node, NodeConformance
 # specs, not Serial/Flaky/Feature/Disruptive) against nodelet, then the upstream kubelet, on a
-# fresh local control plane, then the serial selection (hack/conformance/serial.txt); writes
-# CONFORMANCE.md. Stops the demo/cluster nodelets.
+# fresh local control plane, then the serial selection (hack/conformance/serial.txt) and the pod
+# API selection (hack/conformance/podapi.txt); writes CONFORMANCE.md. Stops the demo/cluster nodelets.
 conformance:
 	hack/demo.sh stop
 	hack/cluster.sh stop
@@ -105,6 +105,13 @@ conformance-serial:
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	hack/conformance.sh serial
+
+# The pod API selection alone: the upstream specs for native sidecars, in-place resize and user
+# namespaces (hack/conformance/podapi.txt), both kubelets; SUBJECTS=nodelet re-runs nodelet's column.
+conformance-podapi:
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	hack/conformance.sh podapi
 
 # A few minutes of conformance specs nodelet passes (hack/conformance/smoke.txt), nodelet only.
 conformance-smoke:

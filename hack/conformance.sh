@@ -12,11 +12,13 @@
 #                                then the serial selection (hack/conformance/serial.txt: eviction, GC,
 #                                OOM, allocatable specs) one spec at a time, each kubelet started
 #                                through hack/conformance/shim/systemctl so the specs can restart it
-#                                on the configuration they write
+#                                on the configuration they write; then the pod API selection
 #   hack/conformance.sh serial   the serial selection only (both kubelets), part by part
+#   hack/conformance.sh podapi   the pod API selection only (hack/conformance/podapi.txt: native
+#                                sidecars, in-place resize, user namespaces; both kubelets)
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
-# Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial"),
+# Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial podapi"),
 #      PART (the serial selection's parts to run, e.g. "2" or "1 3"; default all: each part of
 #      serial.txt runs, and is kept, on its own, both kubelets in turn),
 #      PROCS (parallel ginkgo processes, default 5),
@@ -67,7 +69,12 @@ SMOKE_FILE=$REPO_ROOT/hack/conformance/smoke.txt
 # alive (eviction, GC, OOM, allocatable, summary), run one at a time after the parallel one.
 SERIAL_FILE=$REPO_ROOT/hack/conformance/serial.txt
 SERIAL_LABELS='!Flaky'
-SELECTIONS=${SELECTIONS:-parallel serial}
+# The third: the upstream node suite's specs for native sidecars, in-place resize and user
+# namespaces (Feature/FeatureGate/Serial labels keep them out of the parallel one): in parallel,
+# then its Serial specs one at a time, one TIMEOUT for both.
+PODAPI_FILE=$REPO_ROOT/hack/conformance/podapi.txt
+PODAPI_LABELS='!Flaky'
+SELECTIONS=${SELECTIONS:-parallel serial podapi}
 SELECTION=parallel
 PART_NO=
 RUN_DIR=$OUT
@@ -137,19 +144,23 @@ start_nodelet() {
 		--read-only-port 10255 --max-pods 110 -v=2 $(lock_args)
 }
 
+# under_shim: the serial and pod API selections start the kubelet through the systemctl shim,
+# since their specs restart it.
+under_shim() { [[ $SELECTION == serial || $SELECTION == podapi ]]; }
+
 # lock_args: in the serial selection each kubelet holds the lock file the Lock contention spec
 # contends for, and exits cleanly when it does (the systemctl shim then starts it again).
 lock_args() {
 	[[ $SELECTION != serial ]] || echo "--lock-file=/var/run/kubelet.lock --exit-on-lock-contention"
 }
 
-# launch DIR LOG COMMAND...: starts the kubelet in the background. For the serial selection it
+# launch DIR LOG COMMAND...: starts the kubelet in the background. Under the shim it
 # starts it through the systemctl shim (hack/conformance/shim), which the suite then uses to
 # stop and restart it on the configuration it writes to DIR/work/kubelet-config.
 launch() {
 	local dir=$1 log=$2
 	shift 2
-	if [[ $SELECTION != serial ]]; then
+	if ! under_shim; then
 		"$@" >"$dir/$log" 2>&1 &
 		SUBJECT_PID=$!
 		return
@@ -170,7 +181,7 @@ launch() {
 
 # current_pid: the kubelet's pid now (the serial specs restart it under the shim).
 current_pid() {
-	if [[ $SELECTION == serial && -s ${CONFORMANCE_SHIM_DIR:-}/pid ]]; then
+	if under_shim && [[ -s ${CONFORMANCE_SHIM_DIR:-}/pid ]]; then
 		cat "$CONFORMANCE_SHIM_DIR/pid"
 	else
 		echo "$SUBJECT_PID"
@@ -267,7 +278,7 @@ cleanup_subject() {
 	local pid
 	pid=$(current_pid)
 	# Under the shim, stop through it: its restart loop must not start the kubelet again.
-	[[ $SELECTION != serial ]] || "$REPO_ROOT/hack/conformance/shim/systemctl" stop kubelet-e2e.service || true
+	! under_shim || "$REPO_ROOT/hack/conformance/shim/systemctl" stop kubelet-e2e.service || true
 	kill -TERM "$pid" 2>/dev/null || true
 	for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
 	kill -KILL "$pid" 2>/dev/null || true
@@ -290,7 +301,9 @@ run_suite() {
 	mkdir -p "$dir/work"
 	ln -sf "$CP_BIN/e2e_node.test" "$dir/work/e2e_node.test"
 	: >"$dir/e2e.log"
-	if [[ $SELECTION != serial ]]; then
+	if [[ $SELECTION == podapi ]]; then
+		run_podapi "$dir" "${filter_args[@]}"
+	elif [[ $SELECTION != serial ]]; then
 		[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
 		ginkgo_run "$dir" report.json "$procs" "$labels" "${filter_args[@]}"
 	elif [[ -n ${FOCUS:-} ]]; then
@@ -311,6 +324,47 @@ run_suite() {
 		jq -s add "${reports[@]}" >"$dir/report.json" || true
 	fi
 	grep -E '^(Ran |FAIL!|SUCCESS!|PASS|FAIL)' "$dir/e2e.log" | tail -n 3 || true
+}
+
+# run_podapi DIR ARGS...: the pod API selection within one TIMEOUT: its parallel specs in PROCS
+# processes within three quarters of it, then its Serial specs one at a time in what is left (at
+# least a minute, so their report still lists them, as not run). FOCUS replaces podapi.txt's list.
+run_podapi() {
+	local dir=$1 start=$SECONDS budget left
+	shift
+	local -a focus=()
+	if [[ -n ${FOCUS:-} ]]; then
+		focus=(--focus "$FOCUS")
+	else
+		mapfile -t focus < <(regex_args --focus "$PODAPI_FILE")
+	fi
+	budget=$(duration_seconds "$TIMEOUT")
+	local TIMEOUT=$((budget * 3 / 4))s
+	ginkgo_run "$dir" report-parallel.json "$PROCS" "!Serial && $PODAPI_LABELS" "$@" "${focus[@]}"
+	left=$((budget - (SECONDS - start)))
+	((left >= 60)) || left=60
+	TIMEOUT=${left}s
+	ginkgo_run "$dir" report-serial.json 1 "Serial && $PODAPI_LABELS" "$@" "${focus[@]}"
+	jq -s add "$dir/report-parallel.json" "$dir/report-serial.json" >"$dir/report.json" || true
+}
+
+# duration_seconds D prints a Go-style duration of hours, minutes and seconds (2h, 25m, 1h30m,
+# 90s) in seconds.
+duration_seconds() {
+	local rest=$1 total=0
+	while [[ $rest =~ ^([0-9]+)([hms])(.*)$ ]]; do
+		case ${BASH_REMATCH[2]} in
+		h) ((total += BASH_REMATCH[1] * 3600)) ;;
+		m) ((total += BASH_REMATCH[1] * 60)) ;;
+		s) ((total += BASH_REMATCH[1])) ;;
+		esac
+		rest=${BASH_REMATCH[3]}
+	done
+	if [[ -n $rest || $total == 0 ]]; then
+		echo "conformance: TIMEOUT=$1: give it in hours, minutes or seconds (2h, 25m, 1h30m)" >&2
+		return 1
+	fi
+	echo "$total"
 }
 
 # ginkgo_run DIR REPORT PROCS LABELS ARGS...: one e2e_node.test invocation, its output appended
@@ -335,6 +389,7 @@ ginkgo_run() {
 record_start() {
 	local subject=$1 binary=_output/bin/nodelet version= procs=$PROCS
 	[[ $SELECTION != serial ]] || procs=1 # the serial selection runs one spec at a time
+	[[ $SELECTION != podapi ]] || procs="$PROCS (then its Serial specs, 1)"
 	if [[ $subject == kubelet ]]; then
 		binary=${CP_BIN#"$REPO_ROOT"/}/kubelet
 		version=$("$binary" --version 2>/dev/null || true)
@@ -344,9 +399,22 @@ record_start() {
 		-socket "$SOCKET" || echo "conformance: could not record $subject's provenance" >&2
 }
 
+# drop_loopback_aliases removes the image names that e2e registry tests leave in the runtime
+# (127.0.0.1:PORT/busybox:1.36, the busybox test image under another name): containerd reports a
+# container's image as the first name of its image, which they are, so specs comparing a
+# container's status image with its pod's image would fail on either kubelet.
+drop_loopback_aliases() {
+	local -a refs
+	mapfile -t refs < <(ctr --address "$SOCKET" -n k8s.io images ls -q | grep '^127\.0\.0\.1:' || true)
+	((${#refs[@]})) || return 0
+	say "removing image names left by registry tests: ${refs[*]}"
+	ctr --address "$SOCKET" -n k8s.io images rm "${refs[@]}" >/dev/null || echo "conformance: could not remove ${refs[*]}" >&2
+}
+
 run_subject() {
 	local subject=$1 smoke=${2:-0}
 	rm -rf "${RUN_DIR:?}/$subject" && mkdir -p "$RUN_DIR/$subject"
+	drop_loopback_aliases
 	say "starting $subject as node $NODE"
 	"start_$subject" || return 1
 	if ! wait_node_ready; then
@@ -521,6 +589,7 @@ locked_main() {
 	for SELECTION in $SELECTIONS; do
 		if [[ $SELECTION != serial ]]; then
 			RUN_DIR=$OUT
+			[[ $SELECTION != podapi ]] || RUN_DIR=$OUT/podapi
 			for subject in $SUBJECTS; do
 				run_subject "$subject" || echo "conformance: $subject run of the $SELECTION selection failed" >&2
 			done
@@ -550,13 +619,15 @@ locked_main() {
 	fi
 	"$REPORTER" -nodelet "$(column parallel nodelet)/report.json" -kubelet "$(column parallel kubelet)/report.json" \
 		-serial-dir "$serial_dir" -serial "$serial_file" -skips "$SKIPS_FILE" -causes hack/conformance/causes.txt \
-		-nodelet-log "$(column parallel nodelet)/nodelet.log" -out "$(page_path)"
+		-nodelet-log "$(column parallel nodelet)/nodelet.log" \
+		-podapi "$PODAPI_FILE" -podapi-nodelet "$(column podapi nodelet)" -podapi-kubelet "$(column podapi kubelet)" \
+		-out "$(page_path)"
 }
 
 case $MODE in
-serial)
-	# The serial selection only; the parallel columns of CONFORMANCE.md come from the last full run.
-	export SELECTIONS=serial
+serial | podapi)
+	# That selection only; the other columns of CONFORMANCE.md come from the last runs.
+	export SELECTIONS=$MODE
 	MODE=full
 	;;
 esac
@@ -568,6 +639,7 @@ __locked)
 full | smoke)
 	# A wrong PART is said now, not after the build and the parallel selection.
 	[[ " $SELECTIONS " != *" serial "* || -n ${FOCUS:-} ]] || serial_parts >/dev/null
+	[[ " $SELECTIONS " != *" podapi "* ]] || duration_seconds "$TIMEOUT" >/dev/null # the pod API selection splits it
 	mkdir -p "$OUT"
 	prepare
 	wait_quiet
@@ -578,7 +650,7 @@ full | smoke)
 	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
-	sed -n '2,21s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,23s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

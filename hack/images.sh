@@ -4,7 +4,7 @@
 #
 #   registry.k8s.io/pause:3.10                       images/pause (sandbox image)
 #   nodelet.local/busybox:1.36                       host busybox-static + applet links + nmeter (images/nmeter)
-#     (also registry.k8s.io/e2e-test-images/busybox:1.36.1-1)
+#   registry.k8s.io/e2e-test-images/busybox:1.36.1-1 the same root as a distinct image (config: workdir /)
 #   nodelet.local/testhelper:v1                      images/testhelper on the busybox root
 #
 # `hack/images.sh conformance` also builds what the node conformance suite runs, under the
@@ -99,8 +99,19 @@ build_busybox() {
 	make_busybox_root "$rootfs"
 	# Debian's busybox has no nmeter applet; the node e2e suite times events with it.
 	go_build_static "$rootfs/bin/nmeter" ./images/nmeter
-	"$MKIMAGE" -name nodelet.local/busybox:1.36 -name registry.k8s.io/e2e-test-images/busybox:1.36.1-1 \
-		-cmd sh -out "$OUT/busybox.tar" "$rootfs"
+	"$MKIMAGE" -name nodelet.local/busybox:1.36 -cmd sh -out "$OUT/busybox.tar" "$rootfs"
+}
+
+# build_e2ebusybox: the suite's busybox, the busybox root again as an image of its own (its
+# config differs by workdir /, which changes nothing in a container). One image with both names
+# would not do: containerd reports a container's image as its image's first name,
+# nodelet.local/busybox:1.36, and the specs that compare a container's status image with its
+# pod's (image updates of sidecars) fail on either kubelet.
+build_e2ebusybox() {
+	local rootfs=$OUT/e2ebusybox/rootfs
+	make_busybox_root "$rootfs"
+	go_build_static "$rootfs/bin/nmeter" ./images/nmeter
+	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/busybox:1.36.1-1 -cmd sh -workdir / -out "$OUT/e2ebusybox.tar" "$rootfs"
 }
 
 build_testhelper() {
@@ -302,8 +313,8 @@ main() {
 	go build -trimpath -buildvcs=false -o "$MKIMAGE" ./hack/mkimage
 
 	ensure_image pause "$(input_hash images/pause/*.go)" registry.k8s.io/pause:3.10
-	ensure_image busybox "$(input_hash "$BUSYBOX" images/nmeter/main.go)" \
-		nodelet.local/busybox:1.36 registry.k8s.io/e2e-test-images/busybox:1.36.1-1
+	ensure_image busybox "$(input_hash "$BUSYBOX" images/nmeter/main.go)" nodelet.local/busybox:1.36
+	ensure_image e2ebusybox "$(input_hash "$BUSYBOX" images/nmeter/main.go)" registry.k8s.io/e2e-test-images/busybox:1.36.1-1
 	ensure_image testhelper "$(input_hash "$BUSYBOX" images/testhelper/*.go)" nodelet.local/testhelper:v1
 	[[ $conformance != 1 ]] || conformance_images
 	[[ $PUSH != 1 ]] || push_images

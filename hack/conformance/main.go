@@ -2,7 +2,8 @@
 // runs (nodelet, upstream kubelet) into CONFORMANCE.md, checks a smoke run, or records what a
 // run is about to use (build, images, budget) next to its report.
 //
-//	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -serial-dir hack/conformance/results/serial -out CONFORMANCE.md
+//	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -serial-dir hack/conformance/results/serial \
+//		-podapi hack/conformance/podapi.txt -podapi-nodelet hack/conformance/results/podapi/nodelet -podapi-kubelet ... -out CONFORMANCE.md
 //	go run ./hack/conformance -smoke -nodelet N/report.json
 //	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
 //	go run ./hack/conformance -record-end DIR/run.json
@@ -24,6 +25,7 @@ import (
 type options struct {
 	nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string
 	serialDir, serialPath                                            string
+	podapiPath, podapiNodelet, podapiKubelet                         string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
 	keep, keepTo                                                     string
@@ -36,6 +38,9 @@ func main() {
 	flag.StringVar(&o.kubeletPath, "kubelet", "", "ginkgo JSON report of the upstream kubelet run (optional)")
 	flag.StringVar(&o.serialDir, "serial-dir", "", "the serial selection's results: part-N/{nodelet,kubelet}/report.json (optional)")
 	flag.StringVar(&o.serialPath, "serial", "hack/conformance/serial.txt", "the serial selection's parts and focus list")
+	flag.StringVar(&o.podapiPath, "podapi", "", "the pod API selection's focus list (hack/conformance/podapi.txt; optional)")
+	flag.StringVar(&o.podapiNodelet, "podapi-nodelet", "", "-podapi: the directory of nodelet's column (report.json, run.json, nodelet.log)")
+	flag.StringVar(&o.podapiKubelet, "podapi-kubelet", "", "-podapi: the directory of the upstream kubelet's column")
 	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
 	flag.StringVar(&o.causesPath, "causes", "hack/conformance/causes.txt", "investigated causes of failures")
 	flag.StringVar(&o.out, "out", "CONFORMANCE.md", "where to write the table")
@@ -104,6 +109,11 @@ func execute(o options) error {
 			return err
 		}
 		page.serial = loadSerialSections(o.serialDir, parts, page)
+	}
+	if o.podapiPath != "" {
+		if page.podapi, err = loadPodAPI(o.podapiPath, o.podapiNodelet, o.podapiKubelet, page); err != nil {
+			return err
+		}
 	}
 	if err := writeFile(o.out, page.write); err != nil {
 		return err

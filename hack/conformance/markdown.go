@@ -11,7 +11,7 @@ import (
 )
 
 // report is CONFORMANCE.md: two columns (nodelet, upstream kubelet) and what they came from,
-// then, when it ran, the serial selection in the same shape.
+// then the serial and pod API selections in the same shape.
 type report struct {
 	nodelet, upstream *run
 	skips             []skip
@@ -19,6 +19,7 @@ type report struct {
 	podErrs           map[string]string
 	generated         time.Time
 	serial            []serialSection // the second selection, part by part
+	podapi            *podapiSection  // the third selection
 	heading           string          // the level of the sections below the title: "##" when empty
 }
 
@@ -35,6 +36,9 @@ func (rp *report) write(w *bufio.Writer) {
 	rp.writeBody(w)
 	if len(rp.serial) > 0 {
 		rp.writeSerial(w)
+	}
+	if rp.podapi != nil {
+		rp.writePodAPI(w)
 	}
 }
 

@@ -129,14 +129,24 @@ func writeJSON(path string, v any) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
-// checkoutHead reads .git/HEAD and the ref it names without running git (12 hex digits).
+// checkoutHead reads .git/HEAD and the ref it names without running git (12 hex digits). In a
+// linked worktree .git is a file naming the worktree's git directory, whose HEAD is its own and
+// whose refs are in the repository's common directory.
 func checkoutHead(root string) string {
-	head := readTrim(filepath.Join(root, ".git/HEAD"))
+	gitDir := filepath.Join(root, ".git")
+	if d, ok := strings.CutPrefix(readTrim(gitDir), "gitdir: "); ok {
+		gitDir = relativeTo(root, d)
+	}
+	refsDir := gitDir
+	if c := readTrim(filepath.Join(gitDir, "commondir")); c != "" {
+		refsDir = relativeTo(gitDir, c)
+	}
+	head := readTrim(filepath.Join(gitDir, "HEAD"))
 	ref, isRef := strings.CutPrefix(head, "ref: ")
 	id := head
 	if isRef {
-		id = readTrim(filepath.Join(root, ".git", ref))
-		for _, line := range strings.Split(readTrim(filepath.Join(root, ".git/packed-refs")), "\n") {
+		id = readTrim(filepath.Join(refsDir, ref))
+		for _, line := range strings.Split(readTrim(filepath.Join(refsDir, "packed-refs")), "\n") {
 			if h, name, ok := strings.Cut(line, " "); ok && name == ref && id == "" {
 				id = h
 			}
@@ -146,6 +156,14 @@ func checkoutHead(root string) string {
 		return "unknown"
 	}
 	return id[:12]
+}
+
+// relativeTo resolves a path git wrote relative to dir.
+func relativeTo(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
 }
 
 // vcsRevision is the revision Go stamped into a binary ("" without a stamp).

@@ -110,11 +110,25 @@ func (r *run) add(rep ginkgoReport, sel selector) {
 		if len(focus) > 0 && !matchesAny(focus, text) && !matchesAny(focus, name) {
 			continue // not asked for: absent from this column rather than "not run"
 		}
-		if _, dup := r.results[name]; !dup {
+		res := toResult(spec, matchesAny(skip, text) || matchesAny(skip, name), r.budgetEnded)
+		old, dup := r.results[name]
+		if dup && ranOrSkippedWithReason(old) && !ranOrSkippedWithReason(res) {
+			// A column of several ginkgo runs (the pod API selection's parallel and Serial runs
+			// share a focus): a run whose label filter left the spec out does not hide the
+			// result of the run that ran it.
+			continue
+		}
+		if !dup {
 			r.names = append(r.names, name)
 		}
-		r.results[name] = toResult(spec, matchesAny(skip, text) || matchesAny(skip, name), r.budgetEnded)
+		r.results[name] = res
 	}
+}
+
+// ranOrSkippedWithReason is false for a spec its run left out without a word: excluded by the
+// label filter or --skip, or never started.
+func ranOrSkippedWithReason(res result) bool {
+	return res.state != stateNotRun && (res.state != stateSkipped || res.full != "")
 }
 
 // selector mirrors a selection's label filter.
