@@ -292,7 +292,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
-		Features: n.features, IDRanges: n.idRanges,
+		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !featureGate(kc, "UserNamespacesSupport", true),
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API

@@ -82,13 +82,15 @@ var unsupportedFields = []unsupportedField{
 // gatesLike are the upstream feature gates whose settings nodelet already behaves like: pod and
 // container stats always come from the runtime, imageMaximumGCAge is always honoured, graceful
 // node shutdown is always there (by priority only when shutdownGracePeriodByPodPriority is set),
-// and pods always get the PodReadyToStartContainers condition.
+// pods always get the PodReadyToStartContainers condition, and UserNamespacesSupport=false
+// refuses pods that set hostUsers, as upstream with that gate off.
 var gatesLike = map[string][]bool{
 	"PodAndContainerStatsFromCRI":            {true, false},
 	"ImageMaximumGCAge":                      {true},
 	"GracefulNodeShutdown":                   {true},
 	"GracefulNodeShutdownBasedOnPodPriority": {true, false},
 	"PodReadyToStartContainersCondition":     {true},
+	"UserNamespacesSupport":                  {true, false},
 }
 
 // checkUnsupported refuses every setting nodelet would otherwise silently ignore.

@@ -91,6 +91,9 @@ type Options struct {
 	Features *runtimefeatures.Store
 	// IDRanges gives hostUsers: false pods their user namespace range; nil refuses them.
 	IDRanges PodIDRanges
+	// UserNamespacesOff is featureGates UserNamespacesSupport=false: as upstream, no user
+	// namespace option goes to CRI and a pod that sets hostUsers at all is refused.
+	UserNamespacesOff bool
 	// Actuated records the resources set on each container; nil disables in-place resize.
 	Actuated ActuatedResources
 	// PodCgroups resizes pod cgroups in place; nil when nodelet makes none.
@@ -137,6 +140,7 @@ type manager struct {
 
 	features *runtimefeatures.Store
 	idRanges PodIDRanges
+	usernsOff bool
 
 	capacityOnce sync.Once
 	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
@@ -235,7 +239,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		started: opts.Started,
 		devices: opts.Devices, prepulled: newPrepulled(),
-		features: opts.Features, idRanges: opts.IDRanges,
+		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
 	}
 }

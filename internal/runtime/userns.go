@@ -36,6 +36,12 @@ func featuresReport(resp *runtimeapi.StatusResponse) runtimefeatures.Report {
 // runtime handler supports user namespaces. Otherwise the sandbox is refused with upstream's
 // message rather than run with the host's IDs.
 func (m *manager) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+	if m.usernsOff {
+		if pod.Spec.HostUsers == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("the feature gate %q is disabled: can't set spec.HostUsers", "UserNamespacesSupport")
+	}
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
 	}

@@ -200,6 +200,32 @@ func TestHostUsersFalseRefusedWithoutRuntimeSupport(t *testing.T) {
 	e.running("app")
 }
 
+// featureGates UserNamespacesSupport=false, as upstream with the gate off: a pod that sets
+// hostUsers at all (true or false) is refused with upstream's message even on a runtime that
+// supports user namespaces, and a pod without it gets no user namespace option.
+func TestUserNamespacesGateOff(t *testing.T) {
+	e, ranges := usernsEnv(t, func(o *Options) { o.UserNamespacesOff = true })
+	e.reportFeatures([]*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}}, nil)
+	wantEvent := "Warning FailedCreatePodSandBox Failed to create pod sandbox: the feature gate \"UserNamespacesSupport\" is disabled: can't set spec.HostUsers"
+	for _, hostUsers := range []bool{false, true} {
+		pod := usernsPod(fmt.Sprintf("hostusers-%v", hostUsers))
+		pod.Spec.HostUsers = ptr.To(hostUsers)
+		if res := e.sync(pod); res.Err == nil || !slices.Contains(e.events(), wantEvent) {
+			t.Fatalf("hostUsers %v: err %v events %q; want %q", hostUsers, res.Err, e.events(), wantEvent)
+		}
+	}
+	if got := ranges.Allocated(); len(got) != 0 {
+		t.Fatalf("ranges allocated for refused pods: %v", got)
+	}
+	normal := newPod("normal", ctr("app"))
+	if res := e.sync(normal); res.Err != nil {
+		t.Fatalf("normal pod: %v", res.Err)
+	}
+	if opt := sandboxOf(t, e.fake, normal).Config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(); opt != nil {
+		t.Fatalf("a pod without hostUsers got user namespace options %v with the gate off", opt)
+	}
+}
+
 // recursiveReadOnly as upstream: Enabled needs the runtime's feature (else the container
 // fails with upstream's error), IfPossible falls back to a plain read-only mount, and both
 // need readOnly without propagation.
