@@ -39,4 +39,9 @@ func TestAdmitCountsActiveSidecarsAsAllocated(t *testing.T) {
 	if want := "Node didn't have enough resource: cpu, requested: 1701, used: 300, capacity: 2000"; ok || reason != "OutOfcpu" || msg != want {
 		t.Errorf("got %v %q %q, want OutOfcpu %q (app + sidecar as allocated)", ok, reason, msg, want)
 	}
+	// After a nodelet restart the pod itself is admitted again with what it was allocated,
+	// not refused for the resize still pending in its spec.
+	if ok, reason, msg := a.Admit(withSidecar("1500m"), []*v1.Pod{podRequesting("big", "1600m", "")}); !ok {
+		t.Errorf("re-admission of the pod with a pending resize refused: %s %s", reason, msg)
+	}
 }
