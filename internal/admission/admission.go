@@ -133,7 +133,7 @@ func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 		free.Sub(used)
 		if req.Cmp(free) > 0 {
 			return false, "OutOf" + string(name), fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
-				name, amount(name, req), amount(name, used), amount(name, capacity))
+				name, Amount(name, req), Amount(name, used), Amount(name, capacity))
 		}
 	}
 	return true, "", ""
@@ -146,8 +146,8 @@ func isExtended(name v1.ResourceName) bool {
 		!strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }
 
-// amount prints cpu in millicores and everything else in base units, as upstream messages do.
-func amount(name v1.ResourceName, q resource.Quantity) int64 {
+// Amount prints cpu in millicores and everything else in base units, as upstream messages do.
+func Amount(name v1.ResourceName, q resource.Quantity) int64 {
 	if name == v1.ResourceCPU {
 		return q.MilliValue()
 	}

@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // The checkpoint files in the root directory, named as upstream names them.
@@ -104,13 +106,8 @@ func (m *manager) RemoveOrphans(keep func(types.UID) bool) error {
 // containers and the sidecars (restartable init containers).
 func resizable(pod *v1.Pod) podResources {
 	out := podResources{ContainerResources: map[string]v1.ResourceRequirements{}}
-	for _, c := range pod.Spec.Containers {
+	for _, c := range sidecar.LongRunning(pod) {
 		out.ContainerResources[c.Name] = *c.Resources.DeepCopy()
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			out.ContainerResources[c.Name] = *c.Resources.DeepCopy()
-		}
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/allocation"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
@@ -111,11 +112,11 @@ func (r *Resizer) Handle(pod *v1.Pod) (*v1.Pod, error) {
 func (r *Resizer) canResize(pod *v1.Pod) (bool, string, string) {
 	if r.Allocatable != nil {
 		if alloc := r.Allocatable(); len(alloc) > 0 {
-			want := podRequests(pod)
+			want := admission.Requests(pod) // as admission counts it: the sidecar rule
 			for _, name := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
 				capacity, req := alloc[name], want[name]
 				if _, ok := alloc[name]; ok && req.Cmp(capacity) > 0 {
-					return false, v1.PodReasonInfeasible, fmt.Sprintf(msgCapacity, name, amount(name, req), amount(name, capacity))
+					return false, v1.PodReasonInfeasible, fmt.Sprintf(msgCapacity, name, admission.Amount(name, req), admission.Amount(name, capacity))
 				}
 			}
 		}

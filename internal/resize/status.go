@@ -1,14 +1,15 @@
 package resize
 
 import (
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // Decorate adds to a computed status what resize owns: each container's allocatedResources
@@ -112,17 +113,7 @@ func (r *Resizer) inProgress(pod *v1.Pod, rs *runtime.PodStatus) bool {
 		}
 		return false
 	}
-	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways && check(c) {
-			return true
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if check(&pod.Spec.Containers[i]) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(sidecar.LongRunning(pod), check)
 }
 
 func same(a, b v1.ResourceList, name v1.ResourceName) bool {
@@ -143,15 +134,4 @@ func updated(old *v1.PodCondition, t v1.PodConditionType, reason, msg string, at
 		c.LastTransitionTime = old.LastTransitionTime
 	}
 	return c
-}
-
-// podRequests is what the pod asks of the node, as admission counts it.
-func podRequests(pod *v1.Pod) v1.ResourceList { return admission.Requests(pod) }
-
-// amount prints cpu in millicores and memory in bytes, as upstream's messages do.
-func amount(name v1.ResourceName, q resource.Quantity) int64 {
-	if name == v1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // ActuatedResources records what was set on each container (allocation.Manager): at its
@@ -131,13 +133,8 @@ func (m *manager) computeResize(pod *v1.Pod, status *PodStatus, a *podActions) r
 		}
 		plan.update = append(plan.update, &containerUpdate{spec: c, id: st.ID, actuated: actuated})
 	}
-	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			visit(c)
-		}
-	}
-	for i := range pod.Spec.Containers {
-		visit(&pod.Spec.Containers[i])
+	for _, c := range sidecar.LongRunning(pod) {
+		visit(c)
 	}
 	return plan
 }

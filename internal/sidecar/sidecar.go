@@ -22,6 +22,21 @@ func Has(pod *v1.Pod) bool {
 	return false
 }
 
+// LongRunning returns the sidecars, in spec order, then the app containers: the containers
+// that run side by side once the pod is initialized, the ones an in-place resize changes.
+func LongRunning(pod *v1.Pod) []*v1.Container {
+	var out []*v1.Container
+	for i := range pod.Spec.InitContainers {
+		if Is(&pod.Spec.InitContainers[i]) {
+			out = append(out, &pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
 // Fold is what the pod needs at most at once, from each container's own amounts (of): the
 // larger of all app containers plus all sidecars, and of each regular init container plus the
 // sidecars started before it. This is upstream's rule for pod requests and limits.

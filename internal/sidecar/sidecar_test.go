@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -48,5 +49,24 @@ func TestIs(t *testing.T) {
 	}
 	if !Has(&v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{}, {RestartPolicy: &always}}}}) || Has(&v1.Pod{}) {
 		t.Error("Has")
+	}
+}
+
+func TestLongRunning(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "setup"}, {Name: "proxy", RestartPolicy: &always}, {Name: "log", RestartPolicy: &always}},
+		Containers:     []v1.Container{{Name: "app"}, {Name: "web"}},
+	}}
+	var names []string
+	for _, c := range LongRunning(pod) {
+		names = append(names, c.Name)
+	}
+	if got := fmt.Sprint(names); got != "[proxy log app web]" {
+		t.Errorf("LongRunning = %s, want the sidecars then the app containers", got)
+	}
+	LongRunning(pod)[0].Image = "changed"
+	if pod.Spec.InitContainers[1].Image != "changed" {
+		t.Error("LongRunning must point into the pod's spec")
 	}
 }

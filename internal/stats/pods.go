@@ -10,12 +10,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-helpers/storage/ephemeral"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/volumes"
 )
 
 // emptyDirPlugin is the directory emptyDir volumes live in under a pod's volumes directory.
@@ -272,7 +272,7 @@ func (p *Provider) ClaimVolumeStats(ctx context.Context) []statsapi.VolumeStats 
 	var out []statsapi.VolumeStats
 	for _, pod := range p.d.Pods() {
 		for i := range pod.Spec.Volumes {
-			if vol := &pod.Spec.Volumes[i]; claimName(pod, vol) != "" {
+			if vol := &pod.Spec.Volumes[i]; volumes.ClaimOf(pod, vol) != nil {
 				if vs, ok := p.externalVolumeStats(ctx, pod, vol); ok {
 					out = append(out, vs)
 				}
@@ -283,8 +283,8 @@ func (p *Provider) ClaimVolumeStats(ctx context.Context) []statsapi.VolumeStats 
 }
 
 func (p *Provider) externalVolumeStats(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (statsapi.VolumeStats, bool) {
-	claim := claimName(pod, vol)
-	if p.d.Volumes == nil || (vol.CSI == nil && claim == "") {
+	claim := volumes.ClaimOf(pod, vol)
+	if p.d.Volumes == nil || (vol.CSI == nil && claim == nil) {
 		return statsapi.VolumeStats{}, false
 	}
 	fs, ok := p.d.Volumes.VolumeStats(ctx, pod, vol.Name)
@@ -292,21 +292,10 @@ func (p *Provider) externalVolumeStats(ctx context.Context, pod *v1.Pod, vol *v1
 		return statsapi.VolumeStats{}, false
 	}
 	vs := statsapi.VolumeStats{Name: vol.Name, FsStats: fs}
-	if claim != "" {
-		vs.PVCRef = &statsapi.PVCReference{Name: claim, Namespace: pod.Namespace}
+	if claim != nil {
+		vs.PVCRef = &statsapi.PVCReference{Name: claim.ClaimName, Namespace: pod.Namespace}
 	}
 	return vs, true
-}
-
-// claimName is the claim behind a persistentVolumeClaim or generic ephemeral volume, else "".
-func claimName(pod *v1.Pod, vol *v1.Volume) string {
-	switch {
-	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName
-	case vol.Ephemeral != nil:
-		return ephemeral.VolumeClaimName(pod, vol)
-	}
-	return ""
 }
 
 // ephemeralStorage is what the pod uses of the node's disk: writable layers, logs and

@@ -68,7 +68,7 @@ func (m *Manager) spec(ctx context.Context, pod *v1.Pod, name string) (*Spec, er
 		if vol.Name != name {
 			continue
 		}
-		ref := claimOf(pod, vol)
+		ref := ClaimOf(pod, vol)
 		if ref == nil {
 			return &Spec{Volume: vol}, nil
 		}
@@ -86,10 +86,10 @@ func (m *Manager) spec(ctx context.Context, pod *v1.Pod, name string) (*Spec, er
 	return nil, fmt.Errorf("volume mount %q: no such volume", name)
 }
 
-// claimOf is the claim a volume uses: a persistentVolumeClaim volume's, or the one the
+// ClaimOf is the claim a volume uses: a persistentVolumeClaim volume's, or the one the
 // ephemeral volume controller creates for a generic ephemeral volume (<pod>-<volume>, owned by
 // the pod); nil for the other volumes.
-func claimOf(pod *v1.Pod, vol *v1.Volume) *v1.PersistentVolumeClaimVolumeSource {
+func ClaimOf(pod *v1.Pod, vol *v1.Volume) *v1.PersistentVolumeClaimVolumeSource {
 	switch {
 	case vol.PersistentVolumeClaim != nil:
 		return vol.PersistentVolumeClaim

@@ -16,17 +16,31 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // resizePod patches container resources through the pods/resize subresource, as
 // `kubectl patch pod --subresource resize` does.
 func (c *cluster) resizePod(name string, resources map[string]v1.ResourceRequirements) {
 	c.t.Helper()
-	var containers []map[string]any
-	for n, r := range resources {
-		containers = append(containers, map[string]any{"name": n, "resources": r})
+	c.resizePodWithSidecars(name, resources, nil)
+}
+
+// resizePodWithSidecars also resizes sidecars (restartable init containers), as 1.33 allows.
+func (c *cluster) resizePodWithSidecars(name string, resources, sidecars map[string]v1.ResourceRequirements) {
+	c.t.Helper()
+	list := func(m map[string]v1.ResourceRequirements) []map[string]any {
+		var out []map[string]any
+		for n, r := range m {
+			out = append(out, map[string]any{"name": n, "resources": r})
+		}
+		return out
 	}
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"containers": containers}})
+	spec := map[string]any{"containers": list(resources)}
+	if len(sidecars) > 0 {
+		spec["initContainers"] = list(sidecars)
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": spec})
 	ctx, cancel := criCtx()
 	defer cancel()
 	if _, err := c.admin.CoreV1().Pods(c.ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
@@ -45,7 +59,7 @@ func rl(pairs ...string) v1.ResourceList {
 // containerCgroup reads a file of a running container's cgroup (cgroup v1, cgroupfs driver).
 func containerCgroup(t *testing.T, pod *v1.Pod, container, controller, file string) int64 {
 	t.Helper()
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
 		if cs.Name == container {
 			id := strings.TrimPrefix(cs.ContainerID, "containerd://")
 			return readInt(t, filepath.Join("/sys/fs/cgroup", controller, "kubepods/burstable", "pod"+string(pod.UID), id, file))
@@ -55,8 +69,9 @@ func containerCgroup(t *testing.T, pod *v1.Pod, container, controller, file stri
 	return 0
 }
 
+// containerStatus is the status of an app or init container (names are unique in a pod).
 func containerStatus(pod *v1.Pod, name string) v1.ContainerStatus {
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
 		if cs.Name == name {
 			return cs
 		}
@@ -91,7 +106,8 @@ func (c *cluster) waitPod(name, what string, timeout time.Duration, cond func(*v
 // TestPodResizeInPlace resizes a running pod through the resize subresource: container "cpu"
 // gets a higher CPU limit in place (no restart; new cpu.cfs_quota_us), container "mem" a higher
 // memory limit under resizePolicy RestartContainer (restarted once with the new
-// memory.limit_in_bytes). Then nodelet restarts: the resize is neither applied again nor
+// memory.limit_in_bytes), sidecar "proxy" a higher CPU limit in place; the pod cgroup counts
+// all three. Then nodelet restarts: the resize is neither applied again nor
 // undone, no container restarts and the status stays.
 func TestPodResizeInPlace(t *testing.T) {
 	c := joinCluster(t)
@@ -103,27 +119,39 @@ func TestPodResizeInPlace(t *testing.T) {
 	mem.Name = "mem"
 	mem.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
 	p.Spec.Containers = append(p.Spec.Containers, mem)
+	proxy := p.Spec.Containers[0]
+	proxy.Name, proxy.RestartPolicy = "proxy", ptr.To(v1.ContainerRestartPolicyAlways)
+	p.Spec.InitContainers = []v1.Container{proxy}
 	c.createPod(p)
 	pod := c.waitPodPhase("resize", v1.PodRunning, 60*time.Second)
 	if got := containerCgroup(t, pod, "cpu", "cpu", "cpu.cfs_quota_us"); got != 20000 {
 		t.Fatalf("cpu.cfs_quota_us before the resize: %d, want 20000", got)
 	}
-	cpuID := containerStatus(pod, "cpu").ContainerID
+	cpuID, proxyID := containerStatus(pod, "cpu").ContainerID, containerStatus(pod, "proxy").ContainerID
 
-	c.resizePod("resize", map[string]v1.ResourceRequirements{
+	c.resizePodWithSidecars("resize", map[string]v1.ResourceRequirements{
 		"cpu": {Requests: rl("cpu", "100m", "memory", "32Mi"), Limits: rl("cpu", "400m", "memory", "64Mi")},
 		"mem": {Requests: rl("cpu", "100m", "memory", "32Mi"), Limits: rl("cpu", "200m", "memory", "96Mi")},
+	}, map[string]v1.ResourceRequirements{
+		"proxy": {Requests: rl("cpu", "100m", "memory", "32Mi"), Limits: rl("cpu", "300m", "memory", "64Mi")},
 	})
 	pod = c.waitPod("resize", "resize applied", 30*time.Second, func(p *v1.Pod) (bool, string) {
-		cpu, m := containerStatus(p, "cpu"), containerStatus(p, "mem")
+		cpu, m, px := containerStatus(p, "cpu"), containerStatus(p, "mem"), containerStatus(p, "proxy")
 		done := cpu.Resources != nil && cpu.Resources.Limits.Cpu().String() == "400m" &&
 			m.Resources != nil && m.Resources.Limits.Memory().String() == "96Mi" && m.State.Running != nil &&
+			px.Resources != nil && px.Resources.Limits.Cpu().String() == "300m" &&
 			podCondition(p, v1.PodResizeInProgress) == nil && podCondition(p, v1.PodResizePending) == nil
-		return done, fmt.Sprintf("cpu %v, mem %v restarts %d, conditions %v", cpu.Resources, m.Resources, m.RestartCount, p.Status.Conditions)
+		return done, fmt.Sprintf("cpu %v, mem %v restarts %d, proxy %v, conditions %v", cpu.Resources, m.Resources, m.RestartCount, px.Resources, p.Status.Conditions)
 	})
-	cpu, m := containerStatus(pod, "cpu"), containerStatus(pod, "mem")
+	cpu, m, px := containerStatus(pod, "cpu"), containerStatus(pod, "mem"), containerStatus(pod, "proxy")
 	if cpu.RestartCount != 0 || cpu.ContainerID != cpuID {
 		t.Errorf("the cpu container was restarted (restartCount %d, %s → %s)", cpu.RestartCount, cpuID, cpu.ContainerID)
+	}
+	if px.RestartCount != 0 || px.ContainerID != proxyID || px.AllocatedResources.Cpu().String() != "100m" {
+		t.Errorf("sidecar: restartCount %d, %s → %s, allocatedResources %v; want it resized in place", px.RestartCount, proxyID, px.ContainerID, px.AllocatedResources)
+	}
+	if got := containerCgroup(t, pod, "proxy", "cpu", "cpu.cfs_quota_us"); got != 30000 {
+		t.Errorf("sidecar cpu.cfs_quota_us after the resize: %d, want 30000", got)
 	}
 	if got := cpu.AllocatedResources.Cpu().String(); got != "100m" {
 		t.Errorf("cpu allocatedResources cpu %s, want the 100m request", got)
@@ -139,8 +167,8 @@ func TestPodResizeInPlace(t *testing.T) {
 	}
 	podQuota := readInt(t, fmt.Sprintf("/sys/fs/cgroup/cpu/kubepods/burstable/pod%s/cpu.cfs_quota_us", pod.UID))
 	podMem := readInt(t, fmt.Sprintf("/sys/fs/cgroup/memory/kubepods/burstable/pod%s/memory.limit_in_bytes", pod.UID))
-	if podQuota != 60000 || podMem != 160<<20 {
-		t.Errorf("pod cgroup quota %d memory %d, want 60000 and %d", podQuota, podMem, 160<<20)
+	if podQuota != 90000 || podMem != 224<<20 { // cpu 400m + 200m + 300m, memory 64Mi + 96Mi + 64Mi
+		t.Errorf("pod cgroup quota %d memory %d, want 90000 and %d", podQuota, podMem, 224<<20)
 	}
 	if pod.Status.QOSClass != v1.PodQOSBurstable {
 		t.Errorf("QoS class %s", pod.Status.QOSClass)
@@ -160,7 +188,7 @@ func TestPodResizeInPlace(t *testing.T) {
 	c.waitReady(t)
 	time.Sleep(3 * time.Second) // a few sync rounds of the restarted nodelet
 	pod = c.waitPodPhase("resize", v1.PodRunning, 30*time.Second)
-	for _, name := range []string{"cpu", "mem"} {
+	for _, name := range []string{"cpu", "mem", "proxy"} {
 		was, now := containerStatus(before, name), containerStatus(pod, name)
 		if now.ContainerID != was.ContainerID || now.RestartCount != was.RestartCount {
 			t.Errorf("%s changed across the restart: %s/%d → %s/%d", name, was.ContainerID, was.RestartCount, now.ContainerID, now.RestartCount)
