@@ -110,6 +110,7 @@ http:
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { removeImagesFrom(t, addr) })
 	return startLoggedProcess(t, "registry", toolBin("distribution-registry"), "serve", configPath)
 }
 
@@ -117,6 +118,7 @@ http:
 // slowRegistry, holding every manifest and blob request for delay; it returns the log.
 func startSlowRegistry(t *testing.T, delay time.Duration) string {
 	t.Helper()
+	t.Cleanup(func() { removeImagesFrom(t, slowRegistry) })
 	logPath := startLoggedProcess(t, "slow registry", toolBin("registry"), "-addr", slowRegistry, "-host", "nodelet.local",
 		"-delay", delay.String(), "-data", "/var/lib/nodelet/registry-slow", "-socket", strings.TrimPrefix(endpoint, "unix://"))
 	waitAnswers(t, "the slow registry answering", http.DefaultClient, "http://"+slowRegistry+"/v2/", http.StatusOK)
@@ -147,6 +149,26 @@ func startLoggedProcess(t *testing.T, what, bin string, args ...string) string {
 		}
 	})
 	return logPath
+}
+
+// removeImagesFrom drops the runtime's image names under the registry at addr: a name such as
+// 127.0.0.1:5001/busybox:1.36 left on the shared busybox image would be the name containerd
+// reports for later containers of that image (it reports an image's first name).
+func removeImagesFrom(t *testing.T, addr string) {
+	t.Helper()
+	ctr := []string{"--address", strings.TrimPrefix(endpoint, "unix://"), "-n", "k8s.io", "images"}
+	out, err := exec.Command("ctr", append(ctr, "ls", "-q")...).Output()
+	if err != nil {
+		t.Logf("listing images to remove %s's: %v", addr, err)
+		return
+	}
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasPrefix(name, addr+"/") {
+			if out, err := exec.Command("ctr", append(ctr, "rm", name)...).CombinedOutput(); err != nil {
+				t.Logf("removing image %s: %v: %s", name, err, out)
+			}
+		}
+	}
 }
 
 // runTool runs one of the registry tools and fails the test with its output when it fails.
