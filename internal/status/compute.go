@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -253,7 +254,9 @@ func containerStatuses(in Input, containers []v1.Container, init bool) []v1.Cont
 }
 
 func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
-	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, VolumeMounts: volumeMountStatuses(c, in.SupportsRecursiveReadOnly)}
+	// Started is always there, false until the container runs and its startupProbe passed, as
+	// upstream's prober fills it for every container.
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, VolumeMounts: volumeMountStatuses(c, in.SupportsRecursiveReadOnly), Started: ptr.To(false)}
 	regularInit := init && !sidecar.Is(&c) // ready once it has done its job, not while it runs
 	current, previous := instances(in.Runtime, c.Name)
 	if current != nil && current.Image != "" {
@@ -297,8 +300,6 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 		cs.Ready = started && !regularInit && (in.Ready == nil || in.Ready(c.Name, cs.ContainerID))
 	case runtime.StateExited:
 		cs.State = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
-		started := false
-		cs.Started = &started
 		cs.Ready = regularInit && current.ExitCode == 0
 	default:
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}

@@ -230,3 +230,20 @@ func TestInitContainersNotYetCreatedWaitOnInitialization(t *testing.T) {
 		t.Errorf("no init containers: %+v, want ContainerCreating", w)
 	}
 }
+
+// Every container status carries started, false until the container runs (and its
+// startupProbe passed): upstream's prober fills it for all of them, and clients (the node
+// suite's WaitForPodContainerStarted) dereference it from the first status on.
+func TestStartedIsSetForEveryContainer(t *testing.T) {
+	pod := podWith(v1.RestartPolicyAlways, []string{"init1", "init2"}, "app")
+	st := Compute(Input{Pod: pod, Runtime: rs(true, exited("init1", 1)), Waiting: map[string]runtime.WaitingReason{"init1": {Reason: "CrashLoopBackOff"}}, Now: metav1.NewTime(t0)})
+	for _, cs := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
+		if cs.Started == nil || *cs.Started {
+			t.Errorf("%s: started %v, want false", cs.Name, cs.Started)
+		}
+	}
+	running := Compute(Input{Pod: podWith(v1.RestartPolicyAlways, nil, "app"), Runtime: rs(true, running("app", 0)), Now: metav1.NewTime(t0)})
+	if s := running.ContainerStatuses[0].Started; s == nil || !*s {
+		t.Errorf("running container without a startupProbe: started %v, want true", s)
+	}
+}
