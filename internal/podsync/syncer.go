@@ -114,8 +114,8 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if pod, err = s.Resizes.Handle(pod); err != nil {
 		return podworkers.Outcome{}, err
 	}
-	st := s.recordStatus(pod, rs, nil, false)
-	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+	st, ended := s.recordStatus(pod, rs, nil, false)
+	if ended {
 		s.stopProbes(rs.UID)
 		return podworkers.Outcome{Terminal: true}, nil
 	}
@@ -152,7 +152,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 		s.Recorder.Eventf(pod, v1.EventTypeWarning, "FailedSync", "Error syncing pod, skipping: %v", res.Err)
 	}
 	if rs, err = s.readStatus(ctx, pod); err == nil {
-		st := s.recordStatus(pod, rs, nil, false)
+		st, _ := s.recordStatus(pod, rs, nil, false)
 		metrics.ObservePodStatus(pod, &st)
 	}
 	requeue := res.RequeueAfter
@@ -295,8 +295,9 @@ func (s *Syncer) readStatusFor(ctx context.Context, pod *v1.Pod, running *runtim
 }
 
 // recordStatus computes and keeps pod's status; verdict, if any, is the syncer's decision on
-// the whole pod; final says its containers were stopped for good.
-func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *status.Verdict, final bool) v1.PodStatus {
+// the whole pod; final says its containers were stopped for good. ended says the pod's
+// containers are done for good (its phase is, or is about to be, Succeeded or Failed).
+func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *status.Verdict, final bool) (st v1.PodStatus, ended bool) {
 	prev, ok := s.Statuses.Get(pod.UID)
 	in := status.Input{
 		Pod: pod, Runtime: rs, Waiting: s.getWaiting(pod.UID), RuntimeName: s.RuntimeName,
@@ -316,10 +317,37 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *statu
 		in.Ready = func(name, id string) bool { return s.Prober.Ready(pod, name, id) }
 		in.Started = func(name, id string) bool { return s.Prober.Started(pod, name, id) }
 	}
-	st := status.Compute(in)
+	st = status.Compute(in)
+	ended = st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed
+	if ended && verdict == nil && !final && (in.Previous == nil || !isTerminal(in.Previous.Phase)) && anyRunning(rs) {
+		// As upstream, a pod goes Succeeded or Failed only once none of its containers runs:
+		// a Never pod whose init container failed, or whose app containers are done, still
+		// has sidecars to stop, and clients reading the terminal phase expect them stopped.
+		st.Phase = v1.PodPending
+		if in.Previous != nil && in.Previous.Phase != "" {
+			st.Phase = in.Previous.Phase
+		}
+	}
 	s.Resizes.Decorate(pod, rs, &st)
 	s.Statuses.Set(pod, st)
-	return st
+	return st, ended
+}
+
+func isTerminal(phase v1.PodPhase) bool {
+	return phase == v1.PodSucceeded || phase == v1.PodFailed
+}
+
+// anyRunning says whether one of the pod's containers still runs in the runtime.
+func anyRunning(rs *runtime.PodStatus) bool {
+	if rs == nil {
+		return false
+	}
+	for _, c := range rs.Containers {
+		if c.State == runtime.StateRunning {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Syncer) makeDirs(uid types.UID) error {

@@ -1,0 +1,66 @@
+package podsync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// initFailedBesideSidecar is a restartPolicy Never pod whose second init container failed while
+// the sidecar started before it still runs, until KillPod stops it.
+type initFailedBesideSidecar struct {
+	fakeRuntime
+	sidecarRunning bool
+}
+
+func (f *initFailedBesideSidecar) KillPod(context.Context, *v1.Pod, *runtime.RunningPod, int64) error {
+	f.killed++
+	f.sidecarRunning = false
+	return nil
+}
+
+func (f *initFailedBesideSidecar) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+	start := time.Now().Add(-time.Minute)
+	sidecar := &runtime.ContainerStatus{ID: "s1", Name: "sidecar", State: runtime.StateRunning, StartedAt: start}
+	if !f.sidecarRunning {
+		sidecar.State, sidecar.ExitCode, sidecar.FinishedAt = runtime.StateExited, 137, time.Now()
+	}
+	return &runtime.PodStatus{UID: uid, Name: name, Namespace: ns,
+		Sandboxes: []*runtime.SandboxStatus{{ID: "sb", Ready: f.sidecarRunning}},
+		Containers: []*runtime.ContainerStatus{sidecar,
+			{ID: "i1", Name: "init", State: runtime.StateExited, ExitCode: 1, StartedAt: start, FinishedAt: time.Now()}},
+	}, nil
+}
+
+// As upstream, the pod's phase goes Failed only once its sidecar has been stopped: the sync
+// that finds the init container failed ends the pod, but the status it records keeps the phase
+// it had (the node suite reads the containers' logs as soon as the phase is terminal).
+func TestTerminalPhaseWaitsForRunningSidecars(t *testing.T) {
+	rt := &initFailedBesideSidecar{sidecarRunning: true}
+	s := newTestSyncer(t, rt)
+	pod := testPod()
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{
+		{Name: "sidecar", Image: "busybox", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)},
+		{Name: "init", Image: "busybox"},
+	}
+	out, err := s.SyncPod(context.Background(), pod)
+	if err != nil || !out.Terminal {
+		t.Fatalf("sync with the init container failed = %+v, %v; want terminal", out, err)
+	}
+	if st, _ := s.Statuses.Get(pod.UID); st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+		t.Fatalf("phase %s while the sidecar still runs; want it held", st.Phase)
+	}
+	if err := s.SyncTerminatingPod(context.Background(), pod, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Statuses.Get(pod.UID); rt.killed != 1 || st.Phase != v1.PodFailed {
+		t.Fatalf("after the kill: killed=%d phase %s, want Failed", rt.killed, st.Phase)
+	}
+}
