@@ -323,14 +323,23 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *statu
 		// As upstream, a pod goes Succeeded or Failed only once none of its containers runs:
 		// a Never pod whose init container failed, or whose app containers are done, still
 		// has sidecars to stop, and clients reading the terminal phase expect them stopped.
-		st.Phase = v1.PodPending
-		if in.Previous != nil && in.Previous.Phase != "" {
-			st.Phase = in.Previous.Phase
-		}
+		st.Phase = heldPhase(in.Previous, pod.Status.Phase)
 	}
 	s.Resizes.Decorate(pod, rs, &st)
 	s.Statuses.Set(pod, st)
 	return st, ended
+}
+
+// heldPhase is the phase a pod keeps while its containers are stopped: the one last recorded,
+// else the API's (a nodelet restarted meanwhile), else Pending.
+func heldPhase(previous *v1.PodStatus, api v1.PodPhase) v1.PodPhase {
+	switch {
+	case previous != nil && previous.Phase != "":
+		return previous.Phase
+	case api != "" && !isTerminal(api):
+		return api
+	}
+	return v1.PodPending
 }
 
 func isTerminal(phase v1.PodPhase) bool {

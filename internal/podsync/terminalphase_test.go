@@ -64,3 +64,16 @@ func TestTerminalPhaseWaitsForRunningSidecars(t *testing.T) {
 		t.Fatalf("after the kill: killed=%d phase %s, want Failed", rt.killed, st.Phase)
 	}
 }
+
+// After a nodelet restart nothing is recorded yet: the held phase is the API's.
+func TestHeldPhaseAfterRestartIsTheAPIs(t *testing.T) {
+	if got := heldPhase(nil, v1.PodRunning); got != v1.PodRunning {
+		t.Errorf("no record, API Running: held %s", got)
+	}
+	if got := heldPhase(nil, ""); got != v1.PodPending {
+		t.Errorf("no record, no API phase: held %s", got)
+	}
+	if got := heldPhase(&v1.PodStatus{Phase: v1.PodPending}, v1.PodRunning); got != v1.PodPending {
+		t.Errorf("recorded Pending: held %s", got)
+	}
+}
