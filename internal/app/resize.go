@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
@@ -55,22 +56,15 @@ func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers
 	r.Backoff = n.syncer.Backoff
 	admit.Allocated = r.Allocated
 	n.comps.loop("allocation checkpoint sweep", func(ctx context.Context) {
-		ticker := time.NewTicker(allocationSweepPeriod)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
+		wait.UntilWithContext(ctx, func(context.Context) {
+			if !sourcesReady() { // until every source has reported, a missing pod may still come
 				return
-			case <-ticker.C:
-			}
-			if !sourcesReady() {
-				continue
 			}
 			known := func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }
 			if err := r.Allocations.RemoveOrphans(known); err != nil {
 				klog.ErrorS(err, "Could not remove the resource checkpoint entries of removed pods; retrying later")
 			}
-		}
+		}, allocationSweepPeriod)
 	})
 }
 
