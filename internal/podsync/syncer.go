@@ -305,7 +305,7 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *statu
 	}
 	if ok {
 		in.Previous = &prev
-	} else if api := pod.Status; api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
+	} else if api := pod.Status; status.IsTerminal(api.Phase) {
 		// The API has the pod finished already (a node shutdown or eviction before nodelet
 		// restarted): it stays finished and its containers are not started again, as upstream.
 		in.Previous = &api
@@ -318,8 +318,8 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *statu
 		in.Started = func(name, id string) bool { return s.Prober.Started(pod, name, id) }
 	}
 	st = status.Compute(in)
-	ended = st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed
-	if ended && verdict == nil && !final && (in.Previous == nil || !isTerminal(in.Previous.Phase)) && anyRunning(rs) {
+	ended = status.IsTerminal(st.Phase)
+	if ended && verdict == nil && !final && (in.Previous == nil || !status.IsTerminal(in.Previous.Phase)) && anyRunning(rs) {
 		// As upstream, a pod goes Succeeded or Failed only once none of its containers runs:
 		// a Never pod whose init container failed, or whose app containers are done, still
 		// has sidecars to stop, and clients reading the terminal phase expect them stopped.
@@ -336,14 +336,10 @@ func heldPhase(previous *v1.PodStatus, api v1.PodPhase) v1.PodPhase {
 	switch {
 	case previous != nil && previous.Phase != "":
 		return previous.Phase
-	case api != "" && !isTerminal(api):
+	case api != "" && !status.IsTerminal(api):
 		return api
 	}
 	return v1.PodPending
-}
-
-func isTerminal(phase v1.PodPhase) bool {
-	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }
 
 // anyRunning says whether one of the pod's containers still runs in the runtime.

@@ -181,7 +181,7 @@ func mergeStatus(api, desired v1.PodStatus) v1.PodStatus {
 	if out.QOSClass == "" {
 		out.QOSClass = d.QOSClass
 	}
-	if isTerminal(api.Phase) {
+	if IsTerminal(api.Phase) {
 		out.Phase = api.Phase
 	}
 	out.Conditions = mergeConditions(api.Conditions, d.Conditions)

@@ -62,13 +62,13 @@ func Compute(in Input) v1.PodStatus {
 	st.EphemeralContainerStatuses = ephemeralStatuses(in) // kept out of phase and conditions
 	capTerminationMessages(pod, &st)
 	st.Phase = Phase(&pod.Spec, st.InitContainerStatuses, st.ContainerStatuses)
-	if in.Final && !isTerminal(st.Phase) {
+	if in.Final && !IsTerminal(st.Phase) {
 		st.Phase = finalPhase(st.ContainerStatuses)
 	}
 	if v := in.Verdict; v != nil && v.Phase != "" {
 		st.Phase = v.Phase
 	}
-	if in.Previous != nil && isTerminal(in.Previous.Phase) {
+	if in.Previous != nil && IsTerminal(in.Previous.Phase) {
 		st.Phase = in.Previous.Phase
 	}
 	if in.Runtime != nil {
@@ -98,7 +98,7 @@ func Compute(in Input) v1.PodStatus {
 		}
 	}
 	switch {
-	case in.Previous != nil && isTerminal(in.Previous.Phase):
+	case in.Previous != nil && IsTerminal(in.Previous.Phase):
 		st.Reason, st.Message = in.Previous.Reason, in.Previous.Message
 	case in.Verdict != nil:
 		st.Reason, st.Message = in.Verdict.Reason, in.Verdict.Message
@@ -106,7 +106,8 @@ func Compute(in Input) v1.PodStatus {
 	return st
 }
 
-func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+// IsTerminal says whether phase is Succeeded or Failed, which a pod never leaves.
+func IsTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
 // finalPhase is the phase of a pod that will run no more: Succeeded only if every app
 // container ran and exited 0.

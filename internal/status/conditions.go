@@ -19,7 +19,7 @@ func conditions(in Input, st *v1.PodStatus) []v1.PodCondition {
 	if !containersReady {
 		readyReason, readyMsg = "ContainersNotReady", "containers with unready status: "+notReady
 	}
-	if isTerminal(st.Phase) {
+	if IsTerminal(st.Phase) {
 		containersReady, readyReason, readyMsg = false, "PodCompleted", ""
 		if st.Phase == v1.PodFailed {
 			readyReason = "PodFailed"
