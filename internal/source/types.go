@@ -1,5 +1,5 @@
-// Package source reads pod specs from the static pod directory, a URL and (later) the API server,
-// and merges them into one ordered stream of updates.
+// Package source reads pod specs from the static pod directory, a URL and the API server (the pods
+// bound to this node), and merges them into one ordered stream of updates.
 package source
 
 import v1 "k8s.io/api/core/v1"
