@@ -1,8 +1,11 @@
-// Package credprovider runs kubelet credential provider plugins
-// (--image-credential-provider-config, --image-credential-provider-bin-dir): for an image one
-// of its providers' matchImages patterns matches, the plugin is executed with a
-// CredentialProviderRequest on stdin and answers registry credentials, which are cached by its
-// cacheKeyType for its cacheDuration (or the provider's defaultCacheDuration).
+// Package credprovider runs the kubelet credential provider plugins that answer registry
+// credentials for an image.
+//
+// The plugins come from --image-credential-provider-config and
+// --image-credential-provider-bin-dir: for an image one of its providers' matchImages patterns
+// matches, the plugin is executed with a CredentialProviderRequest on stdin and answers registry
+// credentials, which are cached by its cacheKeyType for its cacheDuration (or the provider's
+// defaultCacheDuration).
 package credprovider
 
 import (

@@ -1,8 +1,10 @@
-// Package csi is nodelet's side of the Container Storage Interface: it registers CSI drivers
-// that announce themselves in the plugins_registry directory (as node-driver-registrar does),
-// keeps the node's CSINode object listing them, and sets up CSI volumes — PersistentVolumes
-// with a csi source and inline ephemeral ones — through the drivers' node service: stage
-// once per node, publish once per pod, and the reverse when the pods are gone.
+// Package csi is nodelet's side of the Container Storage Interface: driver registration, the
+// node's CSINode object, and CSI volume set-up through the drivers' node service.
+//
+// It registers CSI drivers that announce themselves in the plugins_registry directory (as
+// node-driver-registrar does), keeps the node's CSINode object listing them, and sets up CSI
+// volumes — PersistentVolumes with a csi source and inline ephemeral ones — through the drivers'
+// node service: stage once per node, publish once per pod, and the reverse when the pods are gone.
 package csi
 
 import (

@@ -1,6 +1,8 @@
-// Package fsutil removes what nodelet created below its own directories (pod directories, pod
-// log directories, volume directories) without ever leaving them: names that come from pods
-// must be single path components, symlinks are never followed, and nothing on another
+// Package fsutil removes what nodelet created below its own directories without ever leaving
+// them.
+//
+// That is pod directories, pod log directories and volume directories: names that come from
+// pods must be single path components, symlinks are never followed, and nothing on another
 // filesystem or mount (a volume still mounted, a bind mount a container propagated) is entered.
 //
 // It walks with file descriptors (openat with O_NOFOLLOW, statx without following links,

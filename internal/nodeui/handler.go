@@ -1,7 +1,9 @@
-// Package nodeui is the node page: one HTML page (plain HTML, CSS and JavaScript, embedded, no
-// build step) that shows what this node is doing — its capacity, allocatable and conditions,
-// the pods with their phases and a waterfall of each pod's timeline, CPU and memory over the
-// last hour for the node and each pod, and recent events — and the small JSON API it reads.
+// Package nodeui is the node page, one embedded HTML page showing what this node is doing, and
+// the small JSON API it reads.
+//
+// The page is plain HTML, CSS and JavaScript, with no build step: the node's capacity,
+// allocatable and conditions, the pods with their phases and a waterfall of each pod's timeline,
+// CPU and memory over the last hour for the node and each pod, and recent events.
 //
 // Everything is under /ui/ and the page uses relative URLs only, so it works wherever the
 // handler is mounted: on the kubelet API (/ui/, authorized as /pods), behind the API server's

@@ -1,7 +1,9 @@
-// Package objects serves the ConfigMaps and Secrets the node's pods reference, as upstream's
-// configMapAndSecretChangeDetectionStrategy describes: Watch (the default) keeps one
-// single-object watch per referenced object, shared by every pod that uses it and dropped
-// with the last; Cache re-reads an object after a TTL; Get reads it on every use.
+// Package objects serves the ConfigMaps and Secrets the node's pods reference, by upstream's
+// configMapAndSecretChangeDetectionStrategy.
+//
+// Watch (the default) keeps one single-object watch per referenced object, shared by every pod
+// that uses it and dropped with the last; Cache re-reads an object after a TTL; Get reads it on
+// every use.
 package objects
 
 import (

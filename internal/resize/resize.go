@@ -1,9 +1,10 @@
-// Package resize decides in-place pod resizes as the upstream kubelet v1.33 does: a change of
-// a running pod's container resources (from the API's resize subresource) is allocated when it
-// fits the node beside the other pods' allocations, else it waits (PodResizePending, reason
-// Deferred or Infeasible) and is tried again at the pod's next sync, which room appearing on
-// the node (a pod gone, a resize allocated) brings forward. The runtime then actuates the
-// allocation; PodResizeInProgress shows while it differs from what is in effect.
+// Package resize decides in-place pod resizes as the upstream kubelet v1.33 does.
+//
+// A change of a running pod's container resources (from the API's resize subresource) is
+// allocated when it fits the node beside the other pods' allocations, else it waits
+// (PodResizePending, reason Deferred or Infeasible) and is tried again at the pod's next sync,
+// which room appearing on the node (a pod gone, a resize allocated) brings forward. The runtime
+// then actuates the allocation; PodResizeInProgress shows while it differs from what is in effect.
 package resize
 
 import (

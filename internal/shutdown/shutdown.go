@@ -1,8 +1,11 @@
-// Package shutdown is graceful node shutdown: when systemd-logind announces a shutdown (or,
-// where there is no logind, when nodelet is told to stop) and shutdownGracePeriod (or
-// shutdownGracePeriodByPodPriority) is configured, it terminates the pods group by group, lowest priority first, each group within its share of the budget, and
-// records them as upstream does (phase Failed, reason Terminated, a DisruptionTarget
-// condition), while the node reports NotReady and refuses new pods.
+// Package shutdown is graceful node shutdown: the pods terminated group by group, lowest
+// priority first, when the node is about to shut down.
+//
+// When systemd-logind announces a shutdown (or, where there is no logind, when nodelet is told
+// to stop) and shutdownGracePeriod (or shutdownGracePeriodByPodPriority) is configured, each
+// group stops within its share of the budget, and the pods are recorded as upstream does (phase
+// Failed, reason Terminated, a DisruptionTarget condition), while the node reports NotReady and
+// refuses new pods.
 package shutdown
 
 import (
