@@ -125,9 +125,10 @@ conformance-smoke:
 test: export NO_WAIT_QUIET=1
 test: unit real e2e bench-smoke conformance-smoke
 
-# Unit tests: every package except the end-to-end suite, after the dependency check.
+# Unit tests: every package except the end-to-end suite, after the dependency and doc-link checks.
 unit:
 	hack/check-deps.sh
+	hack/check-doc-links.sh
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
 	cd test/registry && $(GO) test -race ./...
 
