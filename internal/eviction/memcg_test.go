@@ -126,10 +126,10 @@ func waitRead(t *testing.T, sum *fakeSummary, what string) {
 	}
 }
 
-// TestRealMemcgThreshold registers a threshold on a memory cgroup of the host's cgroupfs and
+// TestHostMemcgThreshold registers a threshold on a memory cgroup of the host's cgroupfs and
 // charges the cgroup past it (a tmpfs file written from inside it): the kernel signals. It
 // needs root and cgroup v1.
-func TestRealMemcgThreshold(t *testing.T) {
+func TestHostMemcgThreshold(t *testing.T) {
 	const memRoot = "/sys/fs/cgroup/memory"
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")

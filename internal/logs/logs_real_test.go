@@ -1,8 +1,10 @@
+//go:build real
+
 package logs
 
 // A test against the real CRI runtime. It runs only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/logs -run Real -v
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/logs -run Real -v
 //
 // It needs root and the images nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10 in
 // the runtime, and writes container logs under /var/log/pods.

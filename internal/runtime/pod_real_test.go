@@ -1,8 +1,10 @@
+//go:build real
+
 package runtime
 
 // Tests against a real CRI runtime. They run only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/runtime -run Real
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/runtime -run Real
 //
 // They need root, the images nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10 in the
 // runtime, and write container logs under /var/log/pods.

@@ -1,8 +1,10 @@
+//go:build real
+
 package stats
 
 // Tests against a real CRI runtime. They run only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/stats -run Real -v
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/stats -run Real -v
 //
 // They need root and the images nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10.
 

@@ -1,8 +1,10 @@
+//go:build real
+
 package prober
 
 // Probes against a real CRI runtime. They run only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/prober -run Real
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/prober -run Real
 //
 // They need root, the CNI bridge (pod IPs reachable from the host) and the images
 // nodelet.local/testhelper:v1, nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10.

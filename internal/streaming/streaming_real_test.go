@@ -1,9 +1,11 @@
+//go:build real
+
 package streaming
 
 // Tests against a real CRI runtime (containerd). They run only when NODELET_E2E_CRI names its
 // endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/streaming -run Real
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/streaming -run Real
 //
 // They need root and the images nodelet.local/busybox:1.36, nodelet.local/testhelper:v1 and
 // registry.k8s.io/pause:3.10 in the runtime.
