@@ -30,6 +30,7 @@ import (
 
 	noderuntime "github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // eventLog is an EventRecorder keeping "Type Reason Message" lines.
@@ -174,17 +175,6 @@ func (n *realNode) exec(id string, cmd ...string) {
 	}
 }
 
-func waitReal(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func realProbePod(prefix string, c v1.Container, policy v1.RestartPolicy) *v1.Pod {
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
@@ -213,20 +203,20 @@ func TestRealReadinessAndLiveness(t *testing.T) {
 	pod := realProbePod("probes", c, v1.RestartPolicyAlways)
 	n := startRealNode(t, pod)
 
-	waitReal(t, 60*time.Second, "the container to become ready", func() bool { return n.container().Ready })
+	testutil.WaitUntil(t, 60*time.Second, "the container to become ready", func() bool { return n.container().Ready })
 	first := n.container()
 	t.Logf("ready: %s", first.ContainerID)
 
 	n.exec(first.ContainerID, "touch", "/tmp/notready")
-	waitReal(t, 15*time.Second, "readiness to turn false", func() bool { return !n.container().Ready })
+	testutil.WaitUntil(t, 15*time.Second, "readiness to turn false", func() bool { return !n.container().Ready })
 	if !n.events.has("Warning Unhealthy Readiness probe failed: HTTP probe failed with statuscode: 503") {
 		t.Errorf("no Unhealthy event for readiness; events %q", n.events.all())
 	}
 	n.exec(first.ContainerID, "rm", "/tmp/notready")
-	waitReal(t, 15*time.Second, "readiness to come back", func() bool { return n.container().Ready })
+	testutil.WaitUntil(t, 15*time.Second, "readiness to come back", func() bool { return n.container().Ready })
 
 	n.exec(first.ContainerID, "touch", "/tmp/dead")
-	waitReal(t, 60*time.Second, "the container to be killed and restarted", func() bool {
+	testutil.WaitUntil(t, 60*time.Second, "the container to be killed and restarted", func() bool {
 		cs := n.container()
 		return cs.ContainerID != first.ContainerID && cs.State.Running != nil && cs.RestartCount == 1
 	})
@@ -235,7 +225,7 @@ func TestRealReadinessAndLiveness(t *testing.T) {
 			t.Errorf("no %q event; events %q", want, n.events.all())
 		}
 	}
-	waitReal(t, 30*time.Second, "the restarted container to become ready", func() bool { return n.container().Ready })
+	testutil.WaitUntil(t, 30*time.Second, "the restarted container to become ready", func() bool { return n.container().Ready })
 	t.Logf("events:\n%s", strings.Join(n.events.all(), "\n"))
 }
 
@@ -250,7 +240,7 @@ func TestRealFailingLivenessKills(t *testing.T) {
 	}
 	pod := realProbePod("liveness", c, v1.RestartPolicyNever)
 	n := startRealNode(t, pod)
-	waitReal(t, 60*time.Second, "the container to be killed", func() bool { return n.container().State.Terminated != nil })
+	testutil.WaitUntil(t, 60*time.Second, "the container to be killed", func() bool { return n.container().State.Terminated != nil })
 	term := n.container().State.Terminated
 	t.Logf("terminated: exit %d reason %s after %v", term.ExitCode, term.Reason, term.FinishedAt.Sub(term.StartedAt.Time))
 	if term.ExitCode == 0 {
@@ -259,7 +249,7 @@ func TestRealFailingLivenessKills(t *testing.T) {
 	if !n.events.has("Normal Killing Container app failed liveness probe, will be restarted") {
 		t.Errorf("no Killing event; events %q", n.events.all())
 	}
-	waitReal(t, 10*time.Second, "the workers to stop", func() bool {
+	testutil.WaitUntil(t, 10*time.Second, "the workers to stop", func() bool {
 		n.prober.mu.Lock()
 		defer n.prober.mu.Unlock()
 		return len(n.prober.workers) == 0

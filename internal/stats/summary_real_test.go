@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
@@ -112,8 +114,7 @@ func (e *realEnv) start(prefix, script string, volumes ...v1.Volume) *v1.Pod {
 	e.mu.Unlock()
 	ctx := context.Background()
 	backoff := flowcontrol.NewBackOff(time.Second, time.Second)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testutil.WaitUntil(e.t, 2*time.Minute, "pod "+pod.Name+" running", func() bool {
 		st, err := e.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			e.t.Fatal(err)
@@ -122,15 +123,14 @@ func (e *realEnv) start(prefix, script string, volumes ...v1.Volume) *v1.Pod {
 			e.mu.Lock()
 			e.statuses[pod.UID] = st
 			e.mu.Unlock()
-			return pod
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("pod %s did not start", pod.Name)
+			return true
 		}
 		if res := e.mgr.SyncPod(ctx, pod, st, backoff); res.Err != nil {
 			e.t.Fatalf("SyncPod %s: %v", pod.Name, res.Err)
 		}
-	}
+		return false
+	})
+	return pod
 }
 
 func (e *realEnv) removeAll() {
@@ -285,14 +285,8 @@ func median(t *testing.T, n int, f func() error) time.Duration {
 // waitForSize waits until path holds at least size bytes.
 func waitForSize(t *testing.T, path string, size int64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if fi, err := os.Stat(path); err == nil && fi.Size() >= size {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not reach %d bytes", path, size)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.WaitUntil(t, time.Minute, fmt.Sprintf("%s to reach %d bytes", path, size), func() bool {
+		fi, err := os.Stat(path)
+		return err == nil && fi.Size() >= size
+	})
 }
