@@ -22,10 +22,11 @@ done
 # Every package holding real tests must be run below, and every test in them named TestReal*.
 runs=(./internal/runtime/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/
 	./internal/node/ ./internal/status/ ./internal/server/)
-missing=$(comm -23 <(git ls-files '*_real_test.go' | xargs -n1 dirname | sed 's|^|./|; s|$|/|' | sort -u) \
+real_files=$(git ls-files --cached --others --exclude-standard '*_real_test.go')
+missing=$(comm -23 <(xargs -n1 dirname <<<"$real_files" | sed 's|^|./|; s|$|/|' | sort -u) \
 	<(printf '%s\n' "${runs[@]}" | sort -u))
 [[ -z $missing ]] || { echo "real tests in packages this script does not run: $missing" >&2; exit 1; }
-misnamed=$(git ls-files '*_real_test.go' | xargs grep -nE '^func Test' | grep -v ':func TestReal' || true)
+misnamed=$(xargs grep -nE '^func Test' <<<"$real_files" | grep -v ':func TestReal' || true)
 [[ -z $misnamed ]] || { echo "tests in *_real_test.go files must be named TestReal*: $misnamed" >&2; exit 1; }
 
 log=$(mktemp)
