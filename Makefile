@@ -125,10 +125,12 @@ conformance-smoke:
 test: export NO_WAIT_QUIET=1
 test: unit real e2e bench-smoke conformance-smoke
 
-# Unit tests: every package except the end-to-end suite, after the dependency and doc-link checks.
+# Unit tests: every package except the end-to-end suite, after the dependency and doc-link
+# checks; the real tests (`make real`) are only compiled and vetted here.
 unit:
 	hack/check-deps.sh
 	hack/check-doc-links.sh
+	$(GO) vet -tags real $$(git ls-files '*_real_test.go' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
 	cd test/registry && $(GO) test -race ./...
 
@@ -146,8 +148,9 @@ fuzz:
 		$(GO) test $$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME); \
 	done
 
-# The package tests that talk to the real containerd or API server (gated on NODELET_E2E_*
-# variables, which this sets); a skipped test fails the run.
+# The package tests that talk to the real containerd or API server: files *_real_test.go behind
+# the build tag `real`, tests TestReal* (they read NODELET_E2E_* variables, which this sets); a
+# skipped test fails the run.
 real: images control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The package tests that need the real containerd (NODELET_E2E_CRI) or the real API server
-# (NODELET_E2E_KUBECONFIG). `make real` runs them; `make test` runs `make real`. Each package
-# gets the variables it reads; a test that skips here fails the run (nothing may skip silently).
+# (NODELET_E2E_KUBECONFIG). They follow one rule: files named *_real_test.go, behind the build
+# tag `real`, tests named TestReal*. `make real` runs them; `make test` runs `make real`. Each
+# package gets the variables it reads; a test that skips here fails the run, and so does a
+# package with *_real_test.go files that is not run below (nothing may stop running silently).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,16 @@ for node in nodetest apipods-test; do
 	[[ -f $CP/node-$node.kubeconfig ]] || hack/control-plane.sh node-kubeconfig "$node" >/dev/null
 done
 
+# Every package holding real tests must be run below, and every test in them named TestReal*.
+runs=(./internal/runtime/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/
+	./internal/node/ ./internal/status/ ./internal/server/)
+real_files=$(git ls-files --cached --others --exclude-standard '*_real_test.go')
+missing=$(comm -23 <(xargs -n1 dirname <<<"$real_files" | sed 's|^|./|; s|$|/|' | sort -u) \
+	<(printf '%s\n' "${runs[@]}" | sort -u))
+[[ -z $missing ]] || { echo "real tests in packages this script does not run: $missing" >&2; exit 1; }
+misnamed=$(xargs grep -nE '^func Test' <<<"$real_files" | grep -v ':func TestReal' || true)
+[[ -z $misnamed ]] || { echo "tests in *_real_test.go files must be named TestReal*: $misnamed" >&2; exit 1; }
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -27,7 +39,7 @@ run() {
 	while [[ $1 != -- ]]; do envs+=("$1"); shift; done
 	shift
 	echo "==> $name"
-	env "${envs[@]}" "$GO" test -count=1 -v "$@" 2>&1 | tee "$log" | grep -E '^(=== RUN|\s*--- |ok|FAIL|PASS|panic)' || true
+	env "${envs[@]}" "$GO" test -tags real -count=1 -v "$@" 2>&1 | tee "$log" | grep -E '^(=== RUN|\s*--- |ok|FAIL|PASS|panic)' || true
 	if grep -qE '^(FAIL|panic)|--- FAIL' "$log"; then
 		# the failing tests' own lines (klog lines left out)
 		grep -vE '^\s*[IW][0-9]{4} ' "$log" | tail -60 >&2
@@ -42,14 +54,14 @@ run() {
 }
 
 run "real containerd: runtime, logs, prober, stats, streaming" NODELET_E2E_CRI=$CRI -- \
-	./internal/runtime/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/ -run 'Real' \
+	./internal/runtime/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/ -run '^TestReal' \
 	-skip 'CostAt50Pods' # a measurement (prints figures, asserts none), not a test: run it by hand
 run "real API server: node registration, status and lease" \
 	NODELET_E2E_KUBECONFIG=$CP/node-nodetest.kubeconfig NODELET_E2E_ADMIN_KUBECONFIG=$ADMIN -- \
-	./internal/node/ -run 'TestE2E'
+	./internal/node/ -run '^TestReal'
 run "real API server: API pods, status sync, mirror pods" \
 	NODELET_E2E_KUBECONFIG=$ADMIN NODELET_E2E_NODE_KUBECONFIG=$CP/node-apipods-test.kubeconfig -- \
-	./internal/status/ -run 'E2E'
+	./internal/status/ -run '^TestReal'
 run "real API server: the kubelet API's authentication and authorization" NODELET_E2E_KUBECONFIG=$ADMIN -- \
-	./internal/server/ -run 'TestAgainstAPIServer'
+	./internal/server/ -run '^TestReal'
 echo "==> every real-runtime and real-API-server package test passed"

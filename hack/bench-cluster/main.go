@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodelet/nodelet/internal/procstat"
+	"github.com/nodelet/nodelet/hack/procstat"
 )
 
 const nodeName = "bench-node"

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/internal/procstat"
+	"github.com/nodelet/nodelet/hack/procstat"
 )
 
 const node = "bench"

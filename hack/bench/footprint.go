@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/procstat"
+	"github.com/nodelet/nodelet/hack/procstat"
 )
 
 // clockTicks is USER_HZ, the unit of utime/stime in /proc/<pid>/stat (100 on Linux).

@@ -15,6 +15,7 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // These tests run the whole standalone node (sources, merger, sync loop, workers, PLEG,
@@ -74,17 +75,6 @@ func writePod(t *testing.T, dir, name, policy string) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func podContainers(fake *fakecri.Fake, pod string) []fakecri.Container {
 	var out []fakecri.Container
 	for _, c := range fake.Containers() {
@@ -107,14 +97,14 @@ func running(fake *fakecri.Fake, pod string) *fakecri.Container {
 func TestStaticPodLifecycle(t *testing.T) {
 	fake, dir := startNode(t)
 	writePod(t, dir, "web", "Always")
-	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 	first := running(fake, "web")
 
 	// The container dies; the PLEG notices and the first restart is immediate.
 	if err := fake.ExitContainer(first.ID, 1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "web restarted", func() bool {
+	testutil.Eventually(t, "web restarted", func() bool {
 		c := running(fake, "web")
 		return c != nil && c.ID != first.ID && c.Config.Metadata.Attempt == 1
 	})
@@ -123,7 +113,7 @@ func TestStaticPodLifecycle(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "web.json")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "web removed", func() bool {
+	testutil.Eventually(t, "web removed", func() bool {
 		return len(fake.Containers()) == 0 && len(fake.Sandboxes()) == 0
 	})
 }
@@ -131,7 +121,7 @@ func TestStaticPodLifecycle(t *testing.T) {
 func TestNeverPolicyDoesNotRestart(t *testing.T) {
 	fake, dir := startNode(t)
 	writePod(t, dir, "once", "Never")
-	eventually(t, "once running", func() bool { return running(fake, "once") != nil })
+	testutil.Eventually(t, "once running", func() bool { return running(fake, "once") != nil })
 	if err := fake.ExitContainer(running(fake, "once").ID, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +134,7 @@ func TestNeverPolicyDoesNotRestart(t *testing.T) {
 func TestMaxPodsRejectsTheNewestPod(t *testing.T) {
 	fake, dir := startNode(t, "--max-pods=1")
 	writePod(t, dir, "a", "Always")
-	eventually(t, "a running", func() bool { return running(fake, "a") != nil })
+	testutil.Eventually(t, "a running", func() bool { return running(fake, "a") != nil })
 	writePod(t, dir, "b", "Always")
 	time.Sleep(2 * time.Second)
 	if cs := podContainers(fake, "b"); len(cs) != 0 {
@@ -159,7 +149,7 @@ func TestSeparateImageServiceEndpoint(t *testing.T) {
 	imageService.AddImage("busybox:1.36")
 	fake, dir := startNode(t, "--image-service-endpoint="+imageEndpoint)
 	writePod(t, dir, "web", "Always")
-	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 	if n := imageService.CountCalls("ImageStatus"); n == 0 {
 		t.Error("the image service was never asked for the image")
 	}
@@ -174,7 +164,7 @@ func TestLockContentionStopsNodelet(t *testing.T) {
 	cfg, _, _ := testConfig(t, "--lock-file="+lock, "--exit-on-lock-contention")
 	done := make(chan error, 1)
 	go func() { done <- Run(context.Background(), cfg) }()
-	eventually(t, "the lock held", func() bool { _, err := os.Stat(lock); return err == nil })
+	testutil.Eventually(t, "the lock held", func() bool { _, err := os.Stat(lock); return err == nil })
 	time.Sleep(200 * time.Millisecond) // the contention watch is set up
 	select {
 	case err := <-done:
@@ -216,7 +206,7 @@ func TestGracefulNodeShutdownStopsPods(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "web.json"), []byte(pod), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 	cancel()
 	select {
 	case err := <-done:
@@ -248,7 +238,7 @@ func TestStaticPodVolumeLifecycle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "vol.json"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "vol running", func() bool { return running(fake, "vol") != nil })
+	testutil.Eventually(t, "vol running", func() bool { return running(fake, "vol") != nil })
 	c := running(fake, "vol")
 	podDir := filepath.Join(filepath.Dir(dir), "root", "pods", c.Config.Labels[runtime.LabelPodUID])
 	var host string
@@ -266,7 +256,7 @@ func TestStaticPodVolumeLifecycle(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "vol.json")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod's directory removed", func() bool {
+	testutil.Eventually(t, "the pod's directory removed", func() bool {
 		_, err := os.Stat(podDir)
 		return os.IsNotExist(err)
 	})

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // onePlugin serves one healthy device and answers Allocate with an env naming it.
@@ -46,7 +48,7 @@ func TestPluginDevices(t *testing.T) {
 	fake, manifests := startNode(t)
 	dir := filepath.Join(filepath.Dir(manifests), "root", "device-plugins")
 	sock := filepath.Join(dir, "kubelet.sock")
-	eventually(t, "the registration socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	testutil.Eventually(t, "the registration socket", func() bool { _, err := os.Stat(sock); return err == nil })
 
 	lis, err := net.Listen("unix", filepath.Join(dir, "p.sock"))
 	if err != nil {
@@ -76,7 +78,7 @@ func TestPluginDevices(t *testing.T) {
 		}
 	}
 	write("gpu1")
-	eventually(t, "gpu1 running", func() bool { return running(fake, "gpu1") != nil })
+	testutil.Eventually(t, "gpu1 running", func() bool { return running(fake, "gpu1") != nil })
 	cfg := running(fake, "gpu1").Config
 	found := false
 	for _, kv := range cfg.Envs {

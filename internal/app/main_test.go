@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodelet/nodelet/internal/sysctl"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const swapsHeader = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
@@ -74,8 +75,8 @@ func TestHostIsPreparedAtStart(t *testing.T) {
 	mustWrite(filepath.Join(hostFiles.procSys, "vm/overcommit_memory"), "0")
 	fake, dir := startNode(t, "--oom-score-adj=-998")
 	writePod(t, dir, "web", "Always")
-	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
-	eventually(t, "overcommit_memory and oom_score_adj set", func() bool {
+	testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	testutil.Eventually(t, "overcommit_memory and oom_score_adj set", func() bool {
 		return readHostFile(t, filepath.Join(hostFiles.procSys, "vm/overcommit_memory")) == "1" &&
 			readHostFile(t, hostFiles.oomScoreAdj) == "-998"
 	})
@@ -89,7 +90,7 @@ func TestSwapOnRefusedUnlessFailSwapOnIsOff(t *testing.T) {
 	}
 	fake, dir := startNode(t, "--fail-swap-on=false")
 	writePod(t, dir, "web", "Always")
-	eventually(t, "web running with swap on", func() bool { return running(fake, "web") != nil })
+	testutil.Eventually(t, "web running with swap on", func() bool { return running(fake, "web") != nil })
 }
 
 func TestFailCgroupV1RefusesAV1Host(t *testing.T) {

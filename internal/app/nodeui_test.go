@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // The node page on its own port (--node-ui-port) shows the standalone node as it would
@@ -23,13 +24,13 @@ func TestNodePageOnItsOwnPort(t *testing.T) {
 	ln.Close()
 	fake, dir := startNode(t, fmt.Sprintf("--node-ui-port=%d", port))
 	writePod(t, dir, "web", "Always")
-	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 	base := fmt.Sprintf("http://127.0.0.1:%d/ui/", port)
 
 	var pods struct {
 		Pods []struct{ Name, Phase string }
 	}
-	eventually(t, "web Running on the page", func() bool {
+	testutil.Eventually(t, "web Running on the page", func() bool {
 		return getJSON(base+"api/pods", &pods) == nil && len(pods.Pods) == 1 && pods.Pods[0].Name == "web-node1" && pods.Pods[0].Phase == "Running"
 	})
 	var node struct {
@@ -46,7 +47,7 @@ func TestNodePageOnItsOwnPort(t *testing.T) {
 	var events struct {
 		Events []struct{ Reason, Name string }
 	}
-	eventually(t, "the container's Started event on the page", func() bool {
+	testutil.Eventually(t, "the container's Started event on the page", func() bool {
 		if getJSON(base+"api/events", &events) != nil {
 			return false
 		}

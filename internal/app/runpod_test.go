@@ -16,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func oneManifest(t *testing.T, name, policy string) *v1.Pod {
@@ -52,7 +53,7 @@ func TestRunPodStopsAndRemovesOnlyItsPod(t *testing.T) {
 	other := otherSandbox(t, fake)
 	pod := oneManifest(t, "web", "Always")
 	err := RunPod(context.Background(), cfg, pod, func(ctx context.Context, p podrun.Pod) error {
-		eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+		testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 		time.Sleep(2500 * time.Millisecond) // a housekeeping tick would have come by now
 		if p.Done() {
 			t.Error("a running pod is done")
@@ -91,11 +92,11 @@ func TestRunPodReportsTheEnd(t *testing.T) {
 	cfg, fake, _ := testConfig(t)
 	pod := oneManifest(t, "job", "Never")
 	err := RunPod(context.Background(), cfg, pod, func(ctx context.Context, p podrun.Pod) error {
-		eventually(t, "job running", func() bool { return running(fake, "job") != nil })
+		testutil.Eventually(t, "job running", func() bool { return running(fake, "job") != nil })
 		if err := fake.ExitContainer(running(fake, "job").ID, 3); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "job done", p.Done)
+		testutil.Eventually(t, "job done", p.Done)
 		st, _ := p.Status()
 		if code := podrun.ExitCode(pod, st); st.Phase != v1.PodFailed || code != 3 {
 			t.Errorf("phase %s exit code %d, want Failed and 3", st.Phase, code)
@@ -129,7 +130,7 @@ func TestRunPodDriveSeesTheMachineryStop(t *testing.T) {
 	cfg, fake, _ := testConfig(t)
 	pod := oneManifest(t, "web", "Always")
 	err := RunPod(context.Background(), cfg, pod, func(ctx context.Context, p podrun.Pod) error {
-		eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+		testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 		fp := p.(*foregroundPod)
 		fp.n.comps.start("failing part", func(context.Context) error { return errors.New("boom") })
 		select {
@@ -174,7 +175,7 @@ func TestForegroundRunOfAFailingPod(t *testing.T) {
 	f := &podrun.Foreground{Pod: pod, PodLogsDir: cfg.Kubelet.PodLogsDir, Logs: &logs, Events: &events}
 	var res podrun.Result
 	err := RunPod(context.Background(), cfg, pod, func(ctx context.Context, p podrun.Pod) error {
-		eventually(t, "job running", func() bool { return running(fake, "job") != nil })
+		testutil.Eventually(t, "job running", func() bool { return running(fake, "job") != nil })
 		c := running(fake, "job")
 		entry := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F working\n"
 		if err := os.WriteFile(c.LogPath, []byte(entry), 0o644); err != nil {

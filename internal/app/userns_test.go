@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // The whole node on a runtime reporting user namespaces: hostUsers: false static pods get
@@ -49,7 +50,7 @@ func TestUserNamespaceRangesFollowThePods(t *testing.T) {
 	}
 	write("a")
 	write("b")
-	eventually(t, "a and b running", func() bool { return running(fake, "a") != nil && running(fake, "b") != nil })
+	testutil.Eventually(t, "a and b running", func() bool { return running(fake, "a") != nil && running(fake, "b") != nil })
 	a, b := hostID("a"), hostID("b")
 	if a == 0 || b == 0 || a == b {
 		t.Fatalf("host IDs a=%d b=%d, want two distinct ranges", a, b)
@@ -57,9 +58,9 @@ func TestUserNamespaceRangesFollowThePods(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "a.json")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a removed", func() bool { return len(podContainers(fake, "a")) == 0 && !hasSandbox(fake, "a") })
+	testutil.Eventually(t, "a removed", func() bool { return len(podContainers(fake, "a")) == 0 && !hasSandbox(fake, "a") })
 	write("c")
-	eventually(t, "c running", func() bool { return running(fake, "c") != nil })
+	testutil.Eventually(t, "c running", func() bool { return running(fake, "c") != nil })
 	if c := hostID("c"); c != a {
 		t.Fatalf("c got host ID %d, want a's freed range %d", c, a)
 	}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const bootstrapToken = "abcdef.0123456789abcdef"
@@ -94,7 +95,7 @@ func TestBootstrapRunsInTheBackground(t *testing.T) {
 		t.Errorf("API config host %q token %q transport %v: want the bootstrap server, no token, the rotating transport", cfg.Host, cfg.BearerToken, cfg.Transport)
 	}
 	stop := run(m)
-	eventually(t, "ready after TLS bootstrap", func() bool { return isClosed(m.Ready()) })
+	testutil.Eventually(t, "ready after TLS bootstrap", func() bool { return isClosed(m.Ready()) })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestBootstrapRunsInTheBackground(t *testing.T) {
 		t.Fatal("a restart does not start from the stored certificate")
 	}
 	stop = run(again)
-	eventually(t, "ready at once", func() bool { return isClosed(again.Ready()) })
+	testutil.Eventually(t, "ready at once", func() bool { return isClosed(again.Ready()) })
 	if err := stop(); err != nil || f.s.count() != 1 {
 		t.Errorf("restart: %v, %d requests; want no new one", err, f.s.count())
 	}
@@ -158,10 +159,10 @@ func TestExpiredCertificateBootstrapsAgain(t *testing.T) {
 
 	stop := run(m)
 	defer stop()
-	eventually(t, "first certificate", func() bool { return m.Current() != nil })
+	testutil.Eventually(t, "first certificate", func() bool { return m.Current() != nil })
 	first := m.Current()
 	get()
-	eventually(t, "a second TLS bootstrap after expiry", func() bool {
+	testutil.Eventually(t, "a second TLS bootstrap after expiry", func() bool {
 		cur := m.Current()
 		return cur.Leaf.SerialNumber.Cmp(first.Leaf.SerialNumber) != 0 && !expired(cur)
 	})
@@ -231,7 +232,7 @@ func TestRestartWhilePendingKeepsTheKeyAndTheRequest(t *testing.T) {
 	f.s.manual = true
 	_, m := f.identity(t, false)
 	stop := run(m)
-	eventually(t, "a pending request", func() bool { return f.s.count() == 1 })
+	testutil.Eventually(t, "a pending request", func() bool { return f.s.count() == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +257,9 @@ func TestRestartWhilePendingKeepsTheKeyAndTheRequest(t *testing.T) {
 	}
 	stop = run(restarted)
 	defer stop()
-	eventually(t, "the restarted node asking again", func() bool { return creates() == 2 })
+	testutil.Eventually(t, "the restarted node asking again", func() bool { return creates() == 2 })
 	f.s.approve(t, f.s.requests[0].Name)
-	eventually(t, "ready with the approved request's certificate", func() bool { return isClosed(restarted.Ready()) })
+	testutil.Eventually(t, "ready with the approved request's certificate", func() bool { return isClosed(restarted.Ready()) })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestMissingBootstrapKubeconfigAfterJoining(t *testing.T) {
 	f := newFixture(t)
 	_, m := f.identity(t, false)
 	stop := run(m)
-	eventually(t, "bootstrapped", func() bool { return isClosed(m.Ready()) })
+	testutil.Eventually(t, "bootstrapped", func() bool { return isClosed(m.Ready()) })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

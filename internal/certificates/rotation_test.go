@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // storedPair requests a client certificate from s and stores it, as a past bootstrap did.
@@ -69,7 +71,7 @@ func TestRotationSwitchesTheClientCertificate(t *testing.T) {
 
 	stop := run(m)
 	renew <- struct{}{}
-	eventually(t, "rotated", func() bool { return s.count() == 2 && m.Current().Leaf.SerialNumber.Int64() == 3 })
+	testutil.Eventually(t, "rotated", func() bool { return s.count() == 2 && m.Current().Leaf.SerialNumber.Int64() == 3 })
 	get()
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -98,11 +100,11 @@ func TestDeniedRenewalIsRetriedWithANewKey(t *testing.T) {
 	s.deny = true
 	s.mu.Unlock()
 	stop := run(m)
-	eventually(t, "a denied renewal", func() bool { return s.count() >= 2 })
+	testutil.Eventually(t, "a denied renewal", func() bool { return s.count() >= 2 })
 	s.mu.Lock()
 	s.deny = false
 	s.mu.Unlock()
-	eventually(t, "a renewal after the denial", func() bool { return m.Current().Leaf.SerialNumber.Int64() > 2 })
+	testutil.Eventually(t, "a renewal after the denial", func() bool { return m.Current().Leaf.SerialNumber.Int64() > 2 })
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v; a denied renewal must not stop it", err)
 	}
@@ -127,7 +129,7 @@ func TestExpiryDuringFailingRotationFallsBackToBootstrap(t *testing.T) {
 	first := m.Current()
 	stop := run(m)
 	defer stop()
-	eventually(t, "a new certificate after expiry", func() bool {
+	testutil.Eventually(t, "a new certificate after expiry", func() bool {
 		return m.Current().Leaf.SerialNumber.Cmp(first.Leaf.SerialNumber) != 0
 	})
 	if err := stop(); err != nil {
@@ -163,7 +165,7 @@ func TestServingManagerRequestsAtOnce(t *testing.T) {
 	}
 	m.SetClient(s.csrClient())
 	stop := run(m)
-	eventually(t, "a serving certificate", func() bool { return m.Current() != nil })
+	testutil.Eventually(t, "a serving certificate", func() bool { return m.Current() != nil })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

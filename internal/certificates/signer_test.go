@@ -176,18 +176,6 @@ current-context: x
 	return path
 }
 
-// eventually polls cond until it holds or 10 s passed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // run starts m.Run and returns a stop function that cancels it and gives its error (again
 // on later calls).
 func run(m *Manager) func() error {

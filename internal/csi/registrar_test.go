@@ -11,6 +11,7 @@ import (
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/mount/mounttest"
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -43,17 +44,6 @@ func (f *fakeObjects) seen() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.events)
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // startRegistrar runs a registrar on dir/plugins_registry until the test ends.
@@ -112,8 +102,8 @@ func TestRegistrarRegistersADriverAndDeregistersItWhenItsSocketGoes(t *testing.T
 	}
 
 	stopPlugin() // the listener removes its socket
-	eventually(t, "deregistration", func() bool { _, err := drivers.get(fakeDriver); return err != nil })
-	eventually(t, "the CSINode entry removed", func() bool { return len(objs.seen()) == 2 && objs.seen()[1] == "uninstall fake.csi" })
+	testutil.Eventually(t, "deregistration", func() bool { _, err := drivers.get(fakeDriver); return err != nil })
+	testutil.Eventually(t, "the CSINode entry removed", func() bool { return len(objs.seen()) == 2 && objs.seen()[1] == "uninstall fake.csi" })
 }
 
 func TestRegistrarRefusesOtherPluginTypesAndOldVersions(t *testing.T) {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // fakePlugin is a real device plugin gRPC server on a unix socket, driven by the test.
@@ -198,20 +200,9 @@ func resourceCounts(m *Manager, name string) counts {
 	return out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func waitCounts(t *testing.T, m *Manager, name string, want counts) {
 	t.Helper()
-	waitFor(t, name+" counts", func() bool { return resourceCounts(m, name) == want })
+	testutil.Eventually(t, name+" counts", func() bool { return resourceCounts(m, name) == want })
 }
 
 // podWith returns a pod whose containers each request the given number of resourceName.

@@ -7,6 +7,8 @@ import (
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const testResource = "example.com/dev"
@@ -89,7 +91,7 @@ func TestListAndWatchFailingAtOnceReportsZero(t *testing.T) {
 	if err := p.register(m, testResource); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ListAndWatch called", func() bool { return len(p.Calls()) == 2 })
+	testutil.Eventually(t, "ListAndWatch called", func() bool { return len(p.Calls()) == 2 })
 	waitCounts(t, m, testResource, counts{0, 0})
 	time.Sleep(300 * time.Millisecond) // a retry would show up here
 	if got := p.Calls(); len(got) != 2 {
@@ -108,7 +110,7 @@ func TestListAndWatchFailureZeroesAllocatableThenCapacity(t *testing.T) {
 	waitCounts(t, m, testResource, counts{2, 2})
 	p.fail <- errInjected
 	waitCounts(t, m, testResource, counts{2, 0})
-	waitFor(t, "the grace period's timer", fakeClock.HasWaiters)
+	testutil.Eventually(t, "the grace period's timer", fakeClock.HasWaiters)
 	// Within the grace period the devices stay in capacity.
 	fakeClock.Step(grace - time.Second)
 	time.Sleep(100 * time.Millisecond) // an early expiry would show up here

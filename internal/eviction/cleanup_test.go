@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // cleanupEnv runs a manager whose node stays short of memory, with a BestEffort pod (ranked
@@ -45,13 +47,7 @@ func cleanupEnv(t *testing.T) (e *env, evictions chan string, cleaned *atomic.Bo
 func stepSeconds(t *testing.T, e *env, n int) {
 	t.Helper()
 	for range n {
-		deadline := time.Now().Add(5 * time.Second)
-		for !e.clock.HasWaiters() {
-			if time.Now().After(deadline) {
-				t.Fatal("Run is not waiting on the clock")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testutil.Eventually(t, "Run waiting on the clock", e.clock.HasWaiters)
 		select {
 		case e.m.wake <- struct{}{}:
 		default:

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // fakeMemcg is a directory with the two files a memory threshold is registered through.
@@ -94,14 +96,12 @@ func TestMemcgSignalStartsCycle(t *testing.T) {
 		n = only
 	}
 	var event *os.File
-	for deadline := time.Now().Add(5 * time.Second); event == nil; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no eventfd registered 5s after the first cycle's read")
-		}
+	testutil.Eventually(t, "an eventfd registered after the first cycle's read", func() bool {
 		n.mu.Lock()
+		defer n.mu.Unlock()
 		event = n.event
-		n.mu.Unlock()
-	}
+		return event != nil
+	})
 	// What the kernel does on a crossing: add to the eventfd's counter.
 	if _, err := event.Write(binary.NativeEndian.AppendUint64(nil, 1)); err != nil {
 		t.Fatal(err)
@@ -126,10 +126,10 @@ func waitRead(t *testing.T, sum *fakeSummary, what string) {
 	}
 }
 
-// TestRealMemcgThreshold registers a threshold on a memory cgroup of the host's cgroupfs and
+// TestHostMemcgThreshold registers a threshold on a memory cgroup of the host's cgroupfs and
 // charges the cgroup past it (a tmpfs file written from inside it): the kernel signals. It
 // needs root and cgroup v1.
-func TestRealMemcgThreshold(t *testing.T) {
+func TestHostMemcgThreshold(t *testing.T) {
 	const memRoot = "/sys/fs/cgroup/memory"
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // sampleLog has three output lines on stdout, one of them split in partial entries, and
@@ -161,18 +163,18 @@ func (f *follower) wait(t *testing.T) {
 func TestFollowSeesAppendedLinesAndStopsWithContainer(t *testing.T) {
 	path := sampleLog(t)
 	f := startFollow(t, path, Options{TailLines: 1})
-	waitFor(t, "the tail", func() bool { return f.out.String() == "three\n" })
+	testutil.Eventually(t, "the tail", func() bool { return f.out.String() == "three\n" })
 
 	appendFile(t, path, criLine(5, "stdout", "P", "fo"))
 	appendFile(t, path, criLine(6, "stdout", "F", "ur"))
-	waitFor(t, "appended lines", func() bool { return f.out.String() == "three\nfour\n" })
+	testutil.Eventually(t, "appended lines", func() bool { return f.out.String() == "three\nfour\n" })
 
 	// Half a line: nothing is written until the rest arrives.
 	line := criLine(7, "stdout", "F", "five")
 	appendFile(t, path, line[:10])
 	time.Sleep(50 * time.Millisecond)
 	appendFile(t, path, line[10:])
-	waitFor(t, "the completed line", func() bool { return f.out.String() == "three\nfour\nfive\n" })
+	testutil.Eventually(t, "the completed line", func() bool { return f.out.String() == "three\nfour\nfive\n" })
 
 	// The container stops after a last line: it is still read, then Copy returns.
 	appendFile(t, path, criLine(8, "stderr", "F", "bye"))
@@ -187,7 +189,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	writeFile(t, path, criLine(0, "stdout", "F", "1"))
 	f := startFollow(t, path, Options{TailLines: -1})
-	waitFor(t, "the first line", func() bool { return f.out.String() == "1\n" })
+	testutil.Eventually(t, "the first line", func() bool { return f.out.String() == "1\n" })
 
 	// Rotation: the file is renamed, the runtime writes a last line to it before it
 	// reopens, then writes to a new file at the path.
@@ -198,10 +200,10 @@ func TestFollowAcrossRotation(t *testing.T) {
 	appendFile(t, rotated, criLine(1, "stdout", "F", "2"))
 	time.Sleep(20 * time.Millisecond) // the follower sees the path missing meanwhile
 	writeFile(t, path, criLine(2, "stdout", "F", "3"))
-	waitFor(t, "lines from both files", func() bool { return f.out.String() == "1\n2\n3\n" })
+	testutil.Eventually(t, "lines from both files", func() bool { return f.out.String() == "1\n2\n3\n" })
 
 	appendFile(t, path, criLine(3, "stdout", "F", "4"))
-	waitFor(t, "a line appended to the new file", func() bool { return f.out.String() == "1\n2\n3\n4\n" })
+	testutil.Eventually(t, "a line appended to the new file", func() bool { return f.out.String() == "1\n2\n3\n4\n" })
 	f.running.Store(false)
 	f.wait(t)
 }

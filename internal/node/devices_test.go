@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const testDevice v1.ResourceName = "example.com/dev"
@@ -50,7 +52,7 @@ func TestDevicesAreReportedAndPostedOnChange(t *testing.T) {
 	go func() { e.ctrl.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	eventually(t, "registration", func() bool { return e.ctrl.Registered() })
+	testutil.Eventually(t, "registration", func() bool { return e.ctrl.Registered() })
 	n := e.node(t)
 	if c, a := deviceCounts(n); c != 2 || a != 2 {
 		t.Fatalf("registered with devices %d/%d, want 2/2", c, a)
@@ -62,7 +64,7 @@ func TestDevicesAreReportedAndPostedOnChange(t *testing.T) {
 
 	// A change is posted at once, without a tick of the fake clock.
 	devices.set(2, 1)
-	eventually(t, "allocatable 1", func() bool { c, a := deviceCounts(e.node(t)); return c == 2 && a == 1 })
+	testutil.Eventually(t, "allocatable 1", func() bool { c, a := deviceCounts(e.node(t)); return c == 2 && a == 1 })
 	devices.set(0, 0)
-	eventually(t, "zero devices", func() bool { c, a := deviceCounts(e.node(t)); return c == 0 && a == 0 })
+	testutil.Eventually(t, "zero devices", func() bool { c, a := deviceCounts(e.node(t)); return c == 0 && a == 0 })
 }

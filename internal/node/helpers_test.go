@@ -185,18 +185,6 @@ func failN(client *fake.Clientset, verb, resource string, n int, err error) {
 	})
 }
 
-// eventually waits for cond, which background goroutines make true.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func condition(n *v1.Node, typ v1.NodeConditionType) v1.NodeCondition {
 	c, _ := findCondition(n.Status.Conditions, typ)
 	return c

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 type leaseEnv struct {
@@ -114,7 +115,7 @@ func TestLeaseConflictRereadsAndRetries(t *testing.T) {
 
 	done := make(chan struct{})
 	go func() { e.lc.sync(ctx); close(done) }()
-	eventually(t, "the back-off wait", e.clock.HasWaiters)
+	testutil.Eventually(t, "the back-off wait", e.clock.HasWaiters)
 	e.clock.Step(leaseBackoffStart)
 	<-done
 	if g := e.count("get", "leases"); g != 2 {
@@ -132,7 +133,7 @@ func TestLeaseBackoffStopsBeforeNextRenewal(t *testing.T) {
 	go func() { e.lc.sync(context.Background()); close(done) }()
 	// 200+400+800+1600+3200 = 6.2s of waits; the next 6.4s would pass the 10s renewal.
 	for i, wait := range []time.Duration{200, 400, 800, 1600, 3200} {
-		eventually(t, "a back-off wait", func() bool { return e.count("get", "leases") == i+1 && e.clock.HasWaiters() })
+		testutil.Eventually(t, "a back-off wait", func() bool { return e.count("get", "leases") == i+1 && e.clock.HasWaiters() })
 		e.clock.Step(wait * time.Millisecond)
 	}
 	<-done
@@ -148,9 +149,9 @@ func TestLeaseRunRenewsEveryQuarterDuration(t *testing.T) {
 	go func() { e.lc.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	eventually(t, "the lease", func() bool { return e.count("create", "leases") == 1 && e.clock.HasWaiters() })
+	testutil.Eventually(t, "the lease", func() bool { return e.count("create", "leases") == 1 && e.clock.HasWaiters() })
 	e.clock.Step(10 * time.Second)
-	eventually(t, "a renewal", func() bool { return e.count("update", "leases") == 1 })
+	testutil.Eventually(t, "a renewal", func() bool { return e.count("update", "leases") == 1 })
 	if got := e.lease(t).Spec.RenewTime.Time; !got.Equal(testStart.Add(10 * time.Second)) {
 		t.Errorf("renew time = %v", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/version"
 )
 
@@ -194,14 +195,14 @@ func TestRegisterRetriesWithBackoff(t *testing.T) {
 	go func() { e.ctrl.Run(ctx); close(done) }()
 
 	for i, wait := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
-		eventually(t, "a back-off wait", func() bool { return e.count("create", "nodes", "") == i+1 && e.clock.HasWaiters() })
+		testutil.Eventually(t, "a back-off wait", func() bool { return e.count("create", "nodes", "") == i+1 && e.clock.HasWaiters() })
 		e.clock.Step(wait - time.Millisecond)
 		if n := e.count("create", "nodes", ""); n != i+1 {
 			t.Fatalf("retried before the %v back-off: %d creates", wait, n)
 		}
 		e.clock.Step(time.Millisecond)
 	}
-	eventually(t, "registration", e.ctrl.Registered)
+	testutil.Eventually(t, "registration", e.ctrl.Registered)
 	if got := e.reasons(); len(got) == 0 || got[0] != "Starting" {
 		t.Errorf("events = %v, want Starting first", got)
 	}

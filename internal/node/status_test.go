@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // registered returns an env whose node is registered and whose events are drained.
@@ -195,17 +197,17 @@ func TestRunPostsStatusOnEachTick(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	// After registering, Run checks the status once (unchanged: no patch) and starts its ticker.
-	eventually(t, "the first status check", func() bool {
+	testutil.Eventually(t, "the first status check", func() bool {
 		return e.count("get", "nodes", "") == 1 && e.clock.HasWaiters()
 	})
 	e.health.set(errors.New("sync loop stalled"))
 	e.clock.Step(10 * time.Second)
-	eventually(t, "a status patch", func() bool { return e.count("patch", "nodes", "status") == 1 })
+	testutil.Eventually(t, "a status patch", func() bool { return e.count("patch", "nodes", "status") == 1 })
 	if got := condition(e.node(t), v1.NodeReady); got.Status != v1.ConditionFalse {
 		t.Errorf("Ready = %v after the tick, want False", got.Status)
 	}
 	want := []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady"}
-	eventually(t, "NodeNotReady", func() bool { return len(e.recorder.Events) == len(want)+1 })
+	testutil.Eventually(t, "NodeNotReady", func() bool { return len(e.recorder.Events) == len(want)+1 })
 	if got := e.reasons(); !reflect.DeepEqual(got, append(want, "NodeNotReady")) {
 		t.Errorf("events = %v", got)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // A volume about to be set up is posted in volumesInUse at once, without a tick of the fake
@@ -22,13 +24,13 @@ func TestVolumesInUsePostedOnChange(t *testing.T) {
 	done := make(chan struct{})
 	go func() { e.ctrl.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, "registration", func() bool { return e.ctrl.Registered() })
+	testutil.Eventually(t, "registration", func() bool { return e.ctrl.Registered() })
 
 	want := []v1.UniqueVolumeName{"kubernetes.io/csi/d^v1"}
 	mu.Lock()
 	inUse = want
 	mu.Unlock()
 	changed <- struct{}{}
-	eventually(t, "the volume in the posted status", func() bool { return slices.Equal(e.node(t).Status.VolumesInUse, want) })
-	eventually(t, "the volume in Node()", func() bool { return slices.Equal(e.ctrl.Node().Status.VolumesInUse, want) })
+	testutil.Eventually(t, "the volume in the posted status", func() bool { return slices.Equal(e.node(t).Status.VolumesInUse, want) })
+	testutil.Eventually(t, "the volume in Node()", func() bool { return slices.Equal(e.ctrl.Node().Status.VolumesInUse, want) })
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // fakeSummaries hands out summaries built by the test, one per call.
@@ -127,13 +129,7 @@ func TestSamplerRunSamplesUntilStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(s.Snapshot().Times) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("fewer than 3 samples after 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, "3 samples", func() bool { return len(s.Snapshot().Times) >= 3 })
 	// A failing summary is a gap, not a sample.
 	f.mu.Lock()
 	f.err, f.calls = errors.New("runtime down"), 0

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func podUsing(name, configMap, secret string) *v1.Pod {
@@ -66,13 +67,10 @@ func TestWatchStrategySharesOneWatchPerObject(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("ns").Update(ctx, configMap("app", "v2"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for cm, _ := m.GetConfigMap(ctx, "ns", "app"); cm.Data["k"] != "v2"; cm, _ = m.GetConfigMap(ctx, "ns", "app") {
-		if time.Now().After(deadline) {
-			t.Fatal("the change never arrived")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, "the change", func() bool {
+		cm, _ := m.GetConfigMap(ctx, "ns", "app")
+		return cm.Data["k"] == "v2"
+	})
 	if n := gets(cs); n != 0 {
 		t.Errorf("%d GETs, want every read from the watch", n)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // Each container's lines come out whole and prefixed with its name (padded to the longest),
@@ -21,10 +23,10 @@ func TestLogStreamerPrefixesAndFollowsRestarts(t *testing.T) {
 
 	appendLog(t, dir, "init", 0, criLine("stdout", "F", "preparing"))
 	appendLog(t, dir, "app", 0, criLine("stdout", "P", "hel"), criLine("stdout", "F", "lo"), criLine("stderr", "F", "oops"))
-	eventually(t, "attempt 0 copied", func() bool { return len(out.lines()) == 3 })
+	testutil.Eventually(t, "attempt 0 copied", func() bool { return len(out.lines()) == 3 })
 	appendLog(t, dir, "app", 0, criLine("stdout", "F", "last words of attempt 0"))
 	appendLog(t, dir, "app", 1, criLine("stdout", "F", "restarted"))
-	eventually(t, "attempt 1 copied", func() bool { return len(out.lines()) == 5 })
+	testutil.Eventually(t, "attempt 1 copied", func() bool { return len(out.lines()) == 5 })
 	appendLog(t, dir, "app", 1, criLine("stdout", "P", "no newline at the end"))
 
 	s.Drain()

@@ -14,6 +14,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // panicky syncs like fakeSyncer but panics in every SyncPod of pod bad and in the first
@@ -144,12 +145,8 @@ func (p *panicky) syncs(uid types.UID) int {
 
 func waitGone(t *testing.T, w *PodWorkers, uid types.UID) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		if _, ok := w.State(uid); !ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker of %s not forgotten after removal", uid)
-		}
-	}
+	testutil.Eventually(t, "worker of "+string(uid)+" forgotten after removal", func() bool {
+		_, ok := w.State(uid)
+		return !ok
+	})
 }

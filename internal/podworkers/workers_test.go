@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // fakeSyncer records calls; SyncPod blocks while gate is held so tests can pile up updates.
@@ -168,16 +169,7 @@ func TestKillInterruptsSyncAndIsRetriedUntilDone(t *testing.T) {
 	waitFor(t, f, "kill-failed")
 	waitFor(t, f, "kill")
 	waitFor(t, f, "remove")
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if _, ok := w.State("uid-1"); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("worker not forgotten after removal")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitGone(t, w, "uid-1")
 	if f.grace[0] != 5 {
 		t.Fatalf("kill grace %d, want 5", f.grace[0])
 	}
@@ -285,11 +277,7 @@ func TestCleanedUpAfterTheTerminatedPodsCleanup(t *testing.T) {
 	close(f.killGate)
 	waitFor(t, f, "kill")
 	waitFor(t, f, "terminated")
-	for deadline := time.Now().Add(2 * time.Second); !w.CleanedUp("uid-1"); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not cleaned up 2s after the terminated pod's cleanup ran")
-		}
-	}
+	testutil.Eventually(t, "cleaned up after the terminated pod's cleanup ran", func() bool { return w.CleanedUp("uid-1") })
 	if !w.CleanedUp("never-seen") {
 		t.Error("a pod with no worker (removed) reads as not cleaned up")
 	}

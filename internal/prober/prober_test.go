@@ -6,19 +6,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-)
 
-// waitUntil polls cond every 5ms until it holds or 5s pass.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+	"github.com/nodelet/nodelet/internal/testutil"
+)
 
 func (f *fixture) workers() map[workerKey]*worker {
 	f.m.mu.Lock()
@@ -55,8 +45,8 @@ func TestManagerRunsWorkersAndRemovePodStopsThem(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no update after the readiness probe ran")
 	}
-	waitUntil(t, "readiness", func() bool { return f.m.Ready(pod, "app", "containerd://c1") })
-	waitUntil(t, "periodic probes", func() bool { return f.exec.count("alive") >= 3 })
+	testutil.Eventually(t, "readiness", func() bool { return f.m.Ready(pod, "app", "containerd://c1") })
+	testutil.Eventually(t, "periodic probes", func() bool { return f.exec.count("alive") >= 3 })
 
 	f.m.RemovePod(pod)
 	for key, w := range workers {
@@ -73,7 +63,7 @@ func TestManagerRunsWorkersAndRemovePodStopsThem(t *testing.T) {
 		t.Error("results kept after RemovePod")
 	}
 	f.updates()
-	waitUntil(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= baseline })
+	testutil.Eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= baseline })
 }
 
 func TestReadyWakesWorkerForNewInstance(t *testing.T) {
@@ -83,10 +73,10 @@ func TestReadyWakesWorkerForNewInstance(t *testing.T) {
 	f.running(pod, "app", "c1", time.Now())
 	f.m.AddPod(pod)
 	t.Cleanup(func() { f.m.RemovePod(pod) })
-	waitUntil(t, "first instance ready", func() bool { return f.m.Ready(pod, "app", "c1") })
+	testutil.Eventually(t, "first instance ready", func() bool { return f.m.Ready(pod, "app", "c1") })
 
 	f.running(pod, "app", "c2", time.Now())
-	waitUntil(t, "the new instance probed without waiting a period", func() bool { return f.m.Ready(pod, "app", "c2") })
+	testutil.Eventually(t, "the new instance probed without waiting a period", func() bool { return f.m.Ready(pod, "app", "c2") })
 }
 
 func TestWorkerThatEndsItselfIsForgotten(t *testing.T) {

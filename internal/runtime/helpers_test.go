@@ -14,7 +14,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -179,14 +178,4 @@ func (f fakeVolumes) SubPath(pod *v1.Pod, container string, index int, name, sub
 		return "", false, err
 	}
 	return filepath.Join(f.root, "pods", string(pod.UID), "volume-subpaths", name, container, strconv.Itoa(index), subPath), false, nil
-}
-
-// waitUntil polls cond for up to 5 s and fails the test naming what did not happen.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("%s: did not happen within 5s", what)
-	}
 }

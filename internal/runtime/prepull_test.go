@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // eventReasons keeps the reason (second word) of each recorded event.
@@ -101,7 +103,7 @@ func TestFirstStartPullsWhileTheSandboxIsCreated(t *testing.T) {
 	defer release()
 	done := make(chan SyncResult, 1)
 	go func() { done <- e.sync(pod) }()
-	waitUntil(t, "PullImage called while RunPodSandbox is held", func() bool {
+	testutil.Eventually(t, "PullImage called while RunPodSandbox is held", func() bool {
 		return e.fake.CountCalls("RunPodSandbox") == 1 && e.fake.CountCalls("PullImage") == 1
 	})
 	select {

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func sidecarCtr(name string) v1.Container {
@@ -152,7 +154,7 @@ func TestKillPodStopsSidecarsAfterAppsInReverseOrder(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- e.mgr.KillPod(context.Background(), pod, nil, 30) }()
 	<-inPreStop
-	waitUntil(t, "web stopped", func() bool { return e.containersNamed("web")[0].State == runtimeapi.ContainerState_CONTAINER_EXITED })
+	testutil.Eventually(t, "web stopped", func() bool { return e.containersNamed("web")[0].State == runtimeapi.ContainerState_CONTAINER_EXITED })
 	for _, name := range []string{"first", "second"} {
 		if c := e.containersNamed(name)[0]; c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Errorf("sidecar %s %s while the app's preStop runs", name, c.State)

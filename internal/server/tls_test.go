@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // With serverTLSBootstrap the served pair is whatever the certificate manager holds at the
@@ -46,13 +48,9 @@ func TestClientCAFileIsReloaded(t *testing.T) {
 		t.Fatalf("before the change, the second CA's client: %d, want 401", got.code)
 	}
 	copyFile(t, second.pemFile, file)
-	deadline := time.Now().Add(5 * time.Second)
-	for do(t, srv.client(newCert), "GET", srv.secureURL+"/healthz", "").code != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("the new client CA was never trusted")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, "the new client CA trusted", func() bool {
+		return do(t, srv.client(newCert), "GET", srv.secureURL+"/healthz", "").code == http.StatusOK
+	})
 	if got := do(t, srv.client(oldCert), "GET", srv.secureURL+"/healthz", ""); got.code != http.StatusUnauthorized {
 		t.Errorf("the replaced CA's client: %d, want 401", got.code)
 	}

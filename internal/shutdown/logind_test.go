@@ -10,7 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // fakeLogind keeps what a real logind would: the delay limit, the configured override (read
@@ -77,16 +78,6 @@ func (l *fakeLogind) locks() (held, taken int) {
 	return l.held, l.taken
 }
 
-// waitUntil polls cond until it holds, failing the test after 5s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // logind's 5s default is raised to the 30s budget through the drop-in; the lock is held until
 // PrepareForShutdown(true), released once the pods are gone, and taken again when the
 // shutdown is cancelled, after which the node admits pods again. Each signal leaves a
@@ -127,7 +118,7 @@ func TestFollowLogind(t *testing.T) {
 	}
 
 	l.events <- true
-	waitUntil(t, "the lock released after the shutdown", func() bool { h, _ := l.locks(); return h == 0 })
+	testutil.Eventually(t, "the lock released after the shutdown", func() bool { h, _ := l.locks(); return h == 0 })
 	mu.Lock()
 	if len(killed) != 1 || m.Status() != ErrShuttingDown {
 		t.Errorf("killed %v, status %v", killed, m.Status())
@@ -135,7 +126,7 @@ func TestFollowLogind(t *testing.T) {
 	mu.Unlock()
 
 	l.events <- false
-	waitUntil(t, "the lock taken again after the cancel", func() bool { h, n := l.locks(); return h == 1 && n == 2 })
+	testutil.Eventually(t, "the lock taken again after the cancel", func() bool { h, n := l.locks(); return h == 1 && n == 2 })
 	if m.Status() != nil {
 		t.Errorf("still shutting down after the cancel: %v", m.Status())
 	}

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func apiPod(uid string) *v1.Pod {
@@ -222,7 +224,7 @@ func TestMergerSeenAllSources(t *testing.T) {
 		t.Fatal("wrong answer before any snapshot")
 	}
 	send(t, file) // empty snapshot: seen, but no update
-	waitFor(t, func() bool { return m.SeenAllSources(FileSource) })
+	testutil.Eventually(t, "the file source seen", func() bool { return m.SeenAllSources(FileSource) })
 	if m.SeenAllSources(FileSource, APISource) || m.SeenAllSources(HTTPSource) {
 		t.Error("a source that sent nothing counts as seen")
 	}
@@ -230,17 +232,6 @@ func TestMergerSeenAllSources(t *testing.T) {
 	expectUpdate(t, m, ADD, APISource, "a") // the empty file snapshot made no update
 	if !m.SeenAllSources(FileSource, APISource) {
 		t.Error("both sources sent, not seen")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // attachablePlugin is a fakePlugin whose volumes named att* the attach/detach controller
@@ -95,7 +97,7 @@ func TestAttachableVolumeIsSetUpOnlyOnceReportedInUse(t *testing.T) {
 	if got := e.m.VolumesInUse(); !slices.Equal(got, []v1.UniqueVolumeName{inUseName("att")}) {
 		t.Fatalf("volumesInUse before set-up = %v, want the attachable volume", got)
 	}
-	waitUntil(t, "the other volume set up", func() bool { return p.setUpsOf("plain") == 1 })
+	testutil.Eventually(t, "the other volume set up", func() bool { return p.setUpsOf("plain") == 1 })
 	if n := p.setUpsOf("att"); n != 0 {
 		t.Fatalf("the attachable volume was set up %d times before the node reported it in use", n)
 	}
@@ -143,7 +145,7 @@ func TestVolumeInUseForgottenWhenNoLongerWanted(t *testing.T) {
 	e, _ := newAttachableEnv(t, node)
 	e.m.want(t.Context(), podWith("u1", "att"))
 	e.m.rec.reconcile(t.Context()) // starts the set-up, which waits for the node
-	waitUntil(t, "the volume listed in use", func() bool { return len(e.m.VolumesInUse()) == 1 })
+	testutil.Eventually(t, "the volume listed in use", func() bool { return len(e.m.VolumesInUse()) == 1 })
 	e.m.desired.remove("u1")
 	e.m.rec.reconcile(t.Context())
 	if got := e.m.VolumesInUse(); len(got) != 0 {
@@ -152,15 +154,4 @@ func TestVolumeInUseForgottenWhenNoLongerWanted(t *testing.T) {
 	node.post([]v1.UniqueVolumeName{inUseName("att")})
 	e.clock.Step(time.Second)
 	e.m.rec.ops.Wait()
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

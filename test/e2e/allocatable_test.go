@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // TestNodeAllocatableEnforcedOnKubepods starts nodelet with kube- and system-reserved memory
@@ -26,7 +28,7 @@ func TestNodeAllocatableEnforcedOnKubepods(t *testing.T) {
 	wantMemory := capacity - (512+256)<<20
 	cores := int64(len(onlineCPUs(t)))
 	wantShares := (cores*1000 - 500) * 1024 / 1000
-	waitFor(t, 10*time.Second, "kubepods limits", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "kubepods limits", func() (bool, string) {
 		mem := readInt(t, "/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes")
 		shares := readInt(t, "/sys/fs/cgroup/cpu/kubepods/cpu.shares")
 		return mem == wantMemory && shares == wantShares,

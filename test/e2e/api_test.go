@@ -18,6 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // These tests go through the API server to nodelet's 10250, as kubectl does.
@@ -59,7 +61,7 @@ func TestKubectlLogsAllFlags(t *testing.T) {
 func TestKubectlLogsPrevious(t *testing.T) {
 	c := joinCluster(t)
 	c.createPod(podSpec("phoenix", "echo life $(cat /proc/uptime); sleep 2; exit 1"))
-	waitFor(t, 60*time.Second, "a restart", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "a restart", func() (bool, string) {
 		p, err := c.getPod("phoenix")
 		if err != nil || len(p.Status.ContainerStatuses) == 0 {
 			return false, fmt.Sprint(err)
@@ -104,7 +106,7 @@ func TestKubectlPortForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
-	waitFor(t, 15*time.Second, "HTTP through the forwarded port", func() (bool, string) {
+	testutil.WaitFor(t, 15*time.Second, "HTTP through the forwarded port", func() (bool, string) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
 		if err != nil {
 			return false, err.Error()
@@ -121,7 +123,7 @@ func TestKubeletAPIAuth(t *testing.T) {
 	url := "https://127.0.0.1:10250/pods"
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	var resp *http.Response
-	waitFor(t, 10*time.Second, "kubelet API listening", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "kubelet API listening", func() (bool, string) {
 		var err error
 		resp, err = insecure.Get(url)
 		if err != nil {
@@ -184,7 +186,7 @@ func TestContainerLogIsRotated(t *testing.T) {
 	c.createPod(podSpec("chatty", "while true; do echo 0123456789012345678901234567890123456789012345678901234567890123456789; done"))
 	p := c.waitPodPhase("chatty", v1.PodRunning, 60*time.Second)
 	dir := fmt.Sprintf("/var/log/pods/%s_chatty_%s/main", c.ns, p.UID)
-	waitFor(t, 40*time.Second, "a rotated log file", func() (bool, string) {
+	testutil.WaitFor(t, 40*time.Second, "a rotated log file", func() (bool, string) {
 		entries, _ := os.ReadDir(dir)
 		var names []string
 		for _, e := range entries {
@@ -208,7 +210,7 @@ func TestStatsSummaryCoversEveryRunningContainer(t *testing.T) {
 	c.waitPodPhase("busy1", v1.PodRunning, 60*time.Second)
 	c.waitPodPhase("busy2", v1.PodRunning, 60*time.Second)
 	var summary statsapi.Summary
-	waitFor(t, 30*time.Second, "summary with cpu and memory for both containers", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "summary with cpu and memory for both containers", func() (bool, string) {
 		raw := kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/stats/summary")
 		if err := json.Unmarshal([]byte(raw), &summary); err != nil {
 			return false, err.Error()

@@ -17,6 +17,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const blockMark = "nodelet-block"
@@ -33,7 +35,7 @@ func blockWriter(name, claim string) *v1.Pod {
 // waitMarked waits until the image file behind a block volume starts with blockMark.
 func waitMarked(t *testing.T, image string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the pod's bytes at the start of "+image, func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the pod's bytes at the start of "+image, func() (bool, string) {
 		f, err := os.Open(image)
 		if err != nil {
 			return false, err.Error()
@@ -66,7 +68,7 @@ func TestCSIBlockVolumeIsMappedIntoTheContainer(t *testing.T) {
 	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, "blk", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the block volume unpublished and unstaged", func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, "the block volume unpublished and unstaged", func() (bool, string) {
 		left := csiMounts(t, c.rootDir)
 		return len(left) == 0 && len(d.callsOf("NodeUnstageVolume", time.Time{})) == 1, fmt.Sprint(left)
 	})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // A node that has only a bootstrap token joins by TLS bootstrap: its CSR is approved by the
@@ -40,7 +42,7 @@ func TestTLSBootstrapJoinsAndRotates(t *testing.T) {
 	}
 	t.Logf("bootstrapped certificate valid %v → %v", first.NotBefore, first.NotAfter)
 
-	waitFor(t, 4*time.Minute, "the client certificate renewed", func() (bool, string) {
+	testutil.WaitFor(t, 4*time.Minute, "the client certificate renewed", func() (bool, string) {
 		renewed := readLeaf(t, current)
 		return renewed.SerialNumber.Cmp(first.SerialNumber) != 0, "serial " + renewed.SerialNumber.String()
 	})
@@ -48,7 +50,7 @@ func TestTLSBootstrapJoinsAndRotates(t *testing.T) {
 	// The node still acts with the new identity: it runs a new pod and keeps renewing its Lease.
 	c.createPod(podSpec("after-rotation", "exec sleep 3600"))
 	c.waitPodPhase("after-rotation", v1.PodRunning, 60*time.Second)
-	waitFor(t, 30*time.Second, "a Lease renewal after the rotation", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "a Lease renewal after the rotation", func() (bool, string) {
 		lease := kubectl(t, "-n", "kube-node-lease", "get", "lease", nodeName, "-o", "jsonpath={.spec.renewTime}")
 		renewed, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(lease))
 		return err == nil && renewed.After(rotatedAt), lease
@@ -97,7 +99,7 @@ func TestServingCertificateFromACSR(t *testing.T) {
 	waitServingIssued(t, nil)
 	c.createPod(podSpec("logs", "echo served-through-csr; exec sleep 3600"))
 	c.waitPodPhase("logs", v1.PodRunning, 60*time.Second)
-	waitFor(t, 20*time.Second, "kubectl logs through the API server", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "kubectl logs through the API server", func() (bool, string) {
 		out, err := exec.Command("kubectl", "--kubeconfig", adminKubeconfig, "-n", c.ns, "logs", "logs").CombinedOutput()
 		return err == nil && strings.Contains(string(out), "served-through-csr"), string(out)
 	})

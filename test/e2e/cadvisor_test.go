@@ -12,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // TestCadvisorSeriesFromCgroups reads /metrics/cadvisor through the API server's node proxy:
@@ -33,7 +35,7 @@ func TestCadvisorSeriesFromCgroups(t *testing.T) {
 	ctr := fmt.Sprintf(`container="main",id="[^"]+",image="[^"]+",name="[0-9a-f]{64}",namespace="%s",pod="limited"`, c.ns)
 	ctrFs := fmt.Sprintf(`container="main",device="[^"]+",id="[^"]+",image="[^"]+",name="[0-9a-f]{64}",namespace="%s",pod="limited"`, c.ns)
 	var text string
-	waitFor(t, 60*time.Second, "cadvisor series of the limited pod, its 1 MiB file and an OOM kill", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "cadvisor series of the limited pod, its 1 MiB file and an OOM kill", func() (bool, string) {
 		text = kubectl(t, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/metrics/cadvisor")
 		oomKills := value(text, fmt.Sprintf(`container_oom_events_total\{container="",id="[^"]+",image="",name="",namespace="%s",pod="oomer"\}`, c.ns))
 		layer := value(text, "container_fs_usage_bytes\\{"+ctrFs+"\\}")

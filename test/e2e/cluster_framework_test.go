@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // The local control plane (hack/control-plane.sh up) the cluster tests join.
@@ -59,7 +61,7 @@ func (c *cluster) cleanup() {
 	if c.cmd == nil {
 		c.start()
 	}
-	waitFor(c.t, 90*time.Second, "namespace pods gone from the runtime", func() (bool, string) {
+	testutil.WaitFor(c.t, 90*time.Second, "namespace pods gone from the runtime", func() (bool, string) {
 		n := len(namespaceSandboxes(c.t, c.ns))
 		return n == 0, fmt.Sprintf("%d sandboxes", n)
 	})
@@ -148,7 +150,7 @@ func (c *cluster) getPod(name string) (*v1.Pod, error) {
 func (c *cluster) waitPodPhase(name string, phase v1.PodPhase, timeout time.Duration) *v1.Pod {
 	c.t.Helper()
 	var pod *v1.Pod
-	waitFor(c.t, timeout, name+" "+string(phase), func() (bool, string) {
+	testutil.WaitFor(c.t, timeout, name+" "+string(phase), func() (bool, string) {
 		p, err := c.getPod(name)
 		if err != nil {
 			return false, err.Error()
@@ -161,7 +163,7 @@ func (c *cluster) waitPodPhase(name string, phase v1.PodPhase, timeout time.Dura
 
 func (c *cluster) waitPodGone(name string, timeout time.Duration) {
 	c.t.Helper()
-	waitFor(c.t, timeout, name+" deleted", func() (bool, string) {
+	testutil.WaitFor(c.t, timeout, name+" deleted", func() (bool, string) {
 		_, err := c.getPod(name)
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -182,7 +184,7 @@ func (c *cluster) node() *v1.Node {
 // previous test's Ready condition.
 func (c *cluster) waitReady(t *testing.T) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "node Ready", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "node Ready", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		n, err := c.admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func TestNodeRegistersReadyAndRenewsLease(t *testing.T) {
@@ -41,7 +43,7 @@ func TestNodeRegistersReadyAndRenewsLease(t *testing.T) {
 	if *lease.Spec.LeaseDurationSeconds != 40 || *lease.Spec.HolderIdentity != nodeName {
 		t.Fatalf("lease spec %+v", lease.Spec)
 	}
-	waitFor(t, 25*time.Second, "lease renewed", func() (bool, string) {
+	testutil.WaitFor(t, 25*time.Second, "lease renewed", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		l, err := c.admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, nodeName, metav1.GetOptions{})
@@ -72,7 +74,7 @@ func TestAPIPodRunsWithMatchingStatus(t *testing.T) {
 	if p.Status.HostIP == "" || p.Status.StartTime == nil || p.Status.QOSClass != v1.PodQOSBestEffort {
 		t.Fatalf("status incomplete: hostIP %q startTime %v qos %q", p.Status.HostIP, p.Status.StartTime, p.Status.QOSClass)
 	}
-	waitFor(t, 10*time.Second, "conditions", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "conditions", func() (bool, string) {
 		p, _ = c.getPod("api-pod")
 		for _, ct := range []v1.PodConditionType{v1.PodReady, v1.ContainersReady, v1.PodInitialized, v1.PodScheduled, v1.PodReadyToStartContainers} {
 			if condition(p, ct) != v1.ConditionTrue {
@@ -109,7 +111,7 @@ func TestDeploymentOf30AllRunning(t *testing.T) {
 	if _, err := c.admin.AppsV1().Deployments(c.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Minute, "30 pods Running", func() (bool, string) {
+	testutil.WaitFor(t, 3*time.Minute, "30 pods Running", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		pods, err := c.admin.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
@@ -140,7 +142,7 @@ func TestGracefulDeleteEndsWithinGracePeriod(t *testing.T) {
 	kubectl(t, "-n", c.ns, "delete", "pod", "graceful", "--wait=false")
 	c.waitPodGone("graceful", 20*time.Second)
 	t.Logf("pod deleted %v after kubectl delete", time.Since(start).Round(time.Millisecond))
-	waitFor(t, 10*time.Second, "containers gone", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "containers gone", func() (bool, string) {
 		n := len(namespaceSandboxes(t, c.ns))
 		return n == 0, fmt.Sprintf("%d sandboxes", n)
 	})
@@ -151,7 +153,7 @@ func TestStaticPodGetsMirrorPodThatComesBack(t *testing.T) {
 	c.writeManifest("static.yaml", podYAML("static", "Always", "exec sleep 3600"))
 	name := "static-" + nodeName
 	var mirror *v1.Pod
-	waitFor(t, 60*time.Second, "mirror pod Running", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "mirror pod Running", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		p, err := c.admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -166,7 +168,7 @@ func TestStaticPodGetsMirrorPodThatComesBack(t *testing.T) {
 	}
 	before := runningContainer(t, "static", "main")
 	kubectl(t, "-n", "default", "delete", "pod", name, "--wait=false")
-	waitFor(t, 30*time.Second, "mirror pod recreated", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "mirror pod recreated", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		p, err := c.admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -179,7 +181,7 @@ func TestStaticPodGetsMirrorPodThatComesBack(t *testing.T) {
 		t.Fatal("deleting the mirror pod restarted the static pod")
 	}
 	c.removeManifest("static.yaml")
-	waitFor(t, 30*time.Second, "mirror pod deleted with the static pod", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "mirror pod deleted with the static pod", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		_, err := c.admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -217,7 +219,7 @@ func TestAPIServerOutageKillsNothing(t *testing.T) {
 	// controller, seeing a stale Lease, may mark the node Unknown until the next status post.
 	c.createPod(podSpec("after-outage", "exec sleep 3600"))
 	c.waitPodPhase("after-outage", v1.PodRunning, 150*time.Second)
-	waitFor(t, 60*time.Second, "node Ready after the outage", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "node Ready after the outage", func() (bool, string) {
 		n := c.node()
 		return nodeReady(n), fmt.Sprint(n.Status.Conditions)
 	})
@@ -235,7 +237,7 @@ func TestProbesGateReadinessAndRestartOnLivenessFailure(t *testing.T) {
 		Exec: &v1.ExecAction{Command: []string{"sh", "-c", "test ! -e /tmp/dead"}}}}
 	c.createPod(p)
 	c.waitPodPhase("probed", v1.PodRunning, 60*time.Second)
-	waitFor(t, 20*time.Second, "pod Ready through its readiness probe", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "pod Ready through its readiness probe", func() (bool, string) {
 		got, _ := c.getPod("probed")
 		return condition(got, v1.PodReady) == v1.ConditionTrue, string(condition(got, v1.PodReady))
 	})
@@ -246,7 +248,7 @@ func TestProbesGateReadinessAndRestartOnLivenessFailure(t *testing.T) {
 	if _, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: []string{"touch", "/tmp/dead"}, Timeout: 5}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 40*time.Second, "restart after liveness failure", func() (bool, string) {
+	testutil.WaitFor(t, 40*time.Second, "restart after liveness failure", func() (bool, string) {
 		got, _ := c.getPod("probed")
 		if len(got.Status.ContainerStatuses) == 0 {
 			return false, "no status"

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -189,7 +190,7 @@ func (c *cluster) createCSIDriverSpec(d *csiDriver, spec storagev1.CSIDriverSpec
 // waitDriverRegistered waits until the node's CSINode lists the driver with its node ID.
 func (c *cluster) waitDriverRegistered(d *csiDriver) {
 	c.t.Helper()
-	waitFor(c.t, 30*time.Second, "CSINode lists "+d.name, func() (bool, string) {
+	testutil.WaitFor(c.t, 30*time.Second, "CSINode lists "+d.name, func() (bool, string) {
 		cn, err := c.admin.StorageV1().CSINodes().Get(context.Background(), nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

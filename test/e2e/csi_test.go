@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // A StatefulSet of 3 with volumeClaimTemplates on the test CSI driver (registered through
@@ -51,7 +53,7 @@ func TestCSIStatefulSetKeepsItsData(t *testing.T) {
 	}
 	volumeDirs := c.claimDirs(d, pods)
 	for i, dir := range volumeDirs {
-		waitFor(t, 20*time.Second, pods[i]+"'s line on its volume", func() (bool, string) {
+		testutil.WaitFor(t, 20*time.Second, pods[i]+"'s line on its volume", func() (bool, string) {
 			raw, _ := os.ReadFile(filepath.Join(dir, "log"))
 			return strings.Count(string(raw), pods[i]) == 1, string(raw)
 		})
@@ -93,7 +95,7 @@ func TestCSIStatefulSetKeepsItsData(t *testing.T) {
 		}
 	}
 	for i, dir := range volumeDirs {
-		waitFor(t, 3*time.Minute, pods[i]+" back on its data", func() (bool, string) {
+		testutil.WaitFor(t, 3*time.Minute, pods[i]+" back on its data", func() (bool, string) {
 			raw, _ := os.ReadFile(filepath.Join(dir, "log"))
 			return strings.Count(string(raw), pods[i]) == 2, string(raw)
 		})
@@ -105,7 +107,7 @@ func TestCSIStatefulSetKeepsItsData(t *testing.T) {
 	if _, err := c.admin.AppsV1().StatefulSets(c.ns).Patch(ctx, "db", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Minute, "every CSI volume unpublished and unstaged", func() (bool, string) {
+	testutil.WaitFor(t, 2*time.Minute, "every CSI volume unpublished and unstaged", func() (bool, string) {
 		left := csiMounts(t, c.rootDir)
 		return len(left) == 0 && len(d.callsOf("NodeUnstageVolume", scaleDown)) == 3, fmt.Sprint(left)
 	})
@@ -145,7 +147,7 @@ func TestCSIDriverThatGoesAwayAndComesBack(t *testing.T) {
 		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}},
 		"--stage=false")
 	d.stop()
-	waitFor(t, 30*time.Second, "driver removed from the CSINode", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "driver removed from the CSINode", func() (bool, string) {
 		cn, err := c.admin.StorageV1().CSINodes().Get(context.Background(), nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -166,14 +168,14 @@ func TestCSIDriverThatGoesAwayAndComesBack(t *testing.T) {
 		t.Fatalf("NodePublishVolume calls: %+v", published)
 	}
 	volume := filepath.Join(d.dataDir, published[0].VolumeID)
-	waitFor(t, 20*time.Second, "the pod's file on its inline volume", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "the pod's file on its inline volume", func() (bool, string) {
 		raw, err := os.ReadFile(filepath.Join(volume, "f"))
 		return err == nil && strings.TrimSpace(string(raw)) == "hello", fmt.Sprint(err)
 	})
 	if err := c.admin.CoreV1().Pods(c.ns).Delete(context.Background(), "inline", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "inline volume unpublished and gone", func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, "inline volume unpublished and gone", func() (bool, string) {
 		_, err := os.Stat(volume)
 		return len(d.callsOf("NodeUnpublishVolume", time.Time{})) == 1 && os.IsNotExist(err), fmt.Sprint(err)
 	})
@@ -183,7 +185,7 @@ func TestCSIDriverThatGoesAwayAndComesBack(t *testing.T) {
 // each claim's figures from the driver, and /metrics the kubelet_volume_stats_* series.
 func (c *cluster) checkCSIVolumeReports(d *csiDriver) {
 	c.t.Helper()
-	waitFor(c.t, 30*time.Second, "3 volumes in the node's volumesInUse", func() (bool, string) {
+	testutil.WaitFor(c.t, 30*time.Second, "3 volumes in the node's volumesInUse", func() (bool, string) {
 		inUse := c.node().Status.VolumesInUse
 		n := 0
 		for _, v := range inUse {
@@ -236,7 +238,7 @@ func TestCSIVolumeGrowsWhileMounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := resource.MustParse("128Mi")
-	waitFor(t, 90*time.Second, "the claim's status at 128Mi with no resize pending", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "the claim's status at 128Mi with no resize pending", func() (bool, string) {
 		got, err := c.admin.CoreV1().PersistentVolumeClaims(c.ns).Get(ctx, "data", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -272,7 +274,7 @@ func TestCSIDriverAppliesTheFSGroupItself(t *testing.T) {
 		}
 	}
 	dir := c.claimDirs(d, []string{"owner"})[0]
-	waitFor(t, 20*time.Second, "the pod's file on its volume, in group 3000", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "the pod's file on its volume, in group 3000", func() (bool, string) {
 		st, err := os.Stat(filepath.Join(dir, "made-by-pod"))
 		if err != nil {
 			return false, err.Error()
@@ -298,7 +300,7 @@ func TestCSIDriverGetsTokensAndIsRepublished(t *testing.T) {
 	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
 	c.createPod(p)
 	c.waitPodPhase("tokens", v1.PodRunning, 2*time.Minute)
-	waitFor(t, time.Minute, "the volume published again", func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, "the volume published again", func() (bool, string) {
 		n := len(d.callsOf("NodePublishVolume", time.Time{}))
 		return n >= 2, fmt.Sprintf("%d publish calls", n)
 	})
@@ -385,7 +387,7 @@ func (c *cluster) claimDirs(d *csiDriver, pods []string) []string {
 // waitAttached waits until exactly n VolumeAttachments of the driver exist, attached.
 func (c *cluster) waitAttached(d *csiDriver, n int) {
 	c.t.Helper()
-	waitFor(c.t, 2*time.Minute, fmt.Sprintf("%d VolumeAttachments of %s", n, d.name), func() (bool, string) {
+	testutil.WaitFor(c.t, 2*time.Minute, fmt.Sprintf("%d VolumeAttachments of %s", n, d.name), func() (bool, string) {
 		vas, err := c.admin.StorageV1().VolumeAttachments().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -406,7 +408,7 @@ func (c *cluster) waitAttached(d *csiDriver, n int) {
 // waitEvent waits for an event of the pod with reason whose message contains text.
 func (c *cluster) waitEvent(pod, reason, text string, timeout time.Duration) {
 	c.t.Helper()
-	waitFor(c.t, timeout, reason+" event of "+pod, func() (bool, string) {
+	testutil.WaitFor(c.t, timeout, reason+" event of "+pod, func() (bool, string) {
 		evs, err := c.admin.CoreV1().Events(c.ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -15,6 +15,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // memoryAvailable is the node's memory.available as the eviction manager computes it:
@@ -115,7 +117,7 @@ func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	c.createPod(hog)
 
 	sawPressure := false
-	waitFor(t, 3*time.Minute, "hog evicted", func() (bool, string) {
+	testutil.WaitFor(t, 3*time.Minute, "hog evicted", func() (bool, string) {
 		if nodeCondition(c.node(), v1.NodeMemoryPressure) == v1.ConditionTrue {
 			sawPressure = true
 		}
@@ -129,7 +131,7 @@ func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	if p.Status.Reason != "Evicted" || !strings.Contains(p.Status.Message, "The node was low on resource: memory.") {
 		t.Fatalf("hog status: reason %q message %q; want Evicted and the low-on-memory message", p.Status.Reason, p.Status.Message)
 	}
-	waitFor(t, 30*time.Second, "MemoryPressure True on the node", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "MemoryPressure True on the node", func() (bool, string) {
 		sawPressure = sawPressure || nodeCondition(c.node(), v1.NodeMemoryPressure) == v1.ConditionTrue
 		return sawPressure, "not seen"
 	})
@@ -159,7 +161,7 @@ func TestMemoryPressureEvictsBestEffortPod(t *testing.T) {
 	if m := metricsText(t, roPort, "/metrics"); !strings.Contains(m, `kubelet_evictions{eviction_signal="memory.available"} 1`) {
 		t.Errorf("kubelet_evictions not counted:\n%s", grepLines(m, "kubelet_evictions"))
 	}
-	waitFor(t, 2*time.Minute, "MemoryPressure back to False", func() (bool, string) {
+	testutil.WaitFor(t, 2*time.Minute, "MemoryPressure back to False", func() (bool, string) {
 		s := nodeCondition(c.node(), v1.NodeMemoryPressure)
 		return s == v1.ConditionFalse, string(s)
 	})
@@ -201,7 +203,7 @@ func hasPodCondition(p *v1.Pod, typ v1.PodConditionType) bool {
 func (c *cluster) waitForEvent(pod, reason string) v1.Event {
 	c.t.Helper()
 	var found v1.Event
-	waitFor(c.t, 30*time.Second, reason+" event on "+pod, func() (bool, string) {
+	testutil.WaitFor(c.t, 30*time.Second, reason+" event on "+pod, func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		list, err := c.admin.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})

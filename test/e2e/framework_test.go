@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/util/wait"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const nodeName = "e2e-node"
@@ -192,7 +194,7 @@ func (n *nodelet) cleanup() {
 	if n.cmd == nil {
 		n.start()
 	}
-	waitFor(n.t, 90*time.Second, "all test pods removed from the runtime", func() (bool, string) {
+	testutil.WaitFor(n.t, 90*time.Second, "all test pods removed from the runtime", func() (bool, string) {
 		sbs := sandboxes(n.t, "")
 		return len(sbs) == 0, fmt.Sprintf("%d sandboxes left", len(sbs))
 	})
@@ -236,24 +238,6 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
-}
-
-// waitFor polls cond every 100ms until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		last = detail
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s (last: %s)", timeout, what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func criCtx() (context.Context, context.CancelFunc) {
@@ -310,7 +294,7 @@ func runningContainer(t *testing.T, podName, container string) *cri.Container {
 func waitRunning(t *testing.T, podName, container string, timeout time.Duration) *cri.Container {
 	t.Helper()
 	var found *cri.Container
-	waitFor(t, timeout, podName+"/"+container+" running", func() (bool, string) {
+	testutil.WaitFor(t, timeout, podName+"/"+container+" running", func() (bool, string) {
 		found = runningContainer(t, podName, container)
 		return found != nil, fmt.Sprintf("%d containers", len(containers(t, podName, container)))
 	})

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const crashLoopManifest = `apiVersion: v1
@@ -40,11 +42,11 @@ func TestContainerGCKeepsOneDeadInstance(t *testing.T) {
 	n.writeManifest("crashloop.yaml", crashLoopManifest)
 	// The first restart is at once, the second 10 s later: the third instance dies well before
 	// the second periodic pass (one runs at start, the next a minute later).
-	waitFor(t, 2*time.Minute, "the third instance dead", func() (bool, string) {
+	testutil.WaitFor(t, 2*time.Minute, "the third instance dead", func() (bool, string) {
 		newest := newestDead(containers(t, "crashloop", "main"))
 		return newest != nil && newest.Metadata.Attempt >= 2, fmt.Sprintf("newest dead %v", newest.GetMetadata())
 	})
-	waitFor(t, 15*time.Second, "one dead instance, the newest", func() (bool, string) {
+	testutil.WaitFor(t, 15*time.Second, "one dead instance, the newest", func() (bool, string) {
 		list := containers(t, "crashloop", "main")
 		dead, newest := exitedCount(list), newestDead(list)
 		return dead == 1 && newest.Metadata.Attempt >= 2, fmt.Sprintf("%d dead, newest %v", dead, newest.GetMetadata())
@@ -117,7 +119,7 @@ func TestImageGCRemovesUnusedImage(t *testing.T) {
 			t.Logf("nodelet log:\n%s", tail(string(b), 6000))
 		}
 	}()
-	waitFor(t, 2*time.Minute, "unused image removed", func() (bool, string) {
+	testutil.WaitFor(t, 2*time.Minute, "unused image removed", func() (bool, string) {
 		have := images.list(t)
 		return !have["nodelet.local/gc-victim:1"], fmt.Sprint(keys(have))
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // A host-network pod shares the node's network and UTS namespaces; its /etc/hosts is the
@@ -39,7 +41,7 @@ spec:
 		t.Fatal(err)
 	}
 	nodeHostname, _ := os.Hostname()
-	waitFor(t, 10*time.Second, "hosts file and hostname in the log", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "hosts file and hostname in the log", func() (bool, string) {
 		b, _ := os.ReadFile(st.Status.LogPath)
 		out := string(b)
 		return strings.Contains(out, "123.45.67.89\tfoo.alias\tbar.alias") && strings.Contains(out, "host="+nodeHostname), out

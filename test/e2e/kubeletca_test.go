@@ -16,6 +16,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // verifyingAPIServer is where the test's second kube-apiserver listens.
@@ -39,7 +41,7 @@ func TestAPIServerVerifiesTheRotatingServingCertificate(t *testing.T) {
 			"-n", c.ns, "logs", "verified").CombinedOutput()
 		return string(out), err
 	}
-	waitFor(t, 30*time.Second, "the verifying API server refusing the self-signed certificate", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the verifying API server refusing the self-signed certificate", func() (bool, string) {
 		out, err := logs()
 		return err != nil && strings.Contains(out, "x509"), out
 	})
@@ -60,7 +62,7 @@ func TestAPIServerVerifiesTheRotatingServingCertificate(t *testing.T) {
 // reachThrough checks kubectl logs and exec of the "verified" pod through server.
 func reachThrough(t *testing.T, c *cluster, server string, logs func() (string, error)) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "kubectl logs through the verifying API server", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "kubectl logs through the verifying API server", func() (bool, string) {
 		out, err := logs()
 		return err == nil && strings.Contains(out, "reached-through-a-verified-kubelet"), out
 	})
@@ -76,7 +78,7 @@ func reachThrough(t *testing.T, c *cluster, server string, logs func() (string, 
 func waitServingIssued(t *testing.T, previous *x509.Certificate) *x509.Certificate {
 	t.Helper()
 	var leaf *x509.Certificate
-	waitFor(t, 30*time.Second, "10250 serving the issued certificate", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "10250 serving the issued certificate", func() (bool, string) {
 		conn, err := tls.Dial("tcp", "127.0.0.1:10250", &tls.Config{InsecureSkipVerify: true})
 		if err != nil {
 			return false, err.Error()
@@ -94,7 +96,7 @@ func waitServingIssued(t *testing.T, previous *x509.Certificate) *x509.Certifica
 func approveServingCSR(t *testing.T, c *cluster, timeout time.Duration) {
 	t.Helper()
 	var csrName string
-	waitFor(t, timeout, "the node's pending kubelet-serving CSR", func() (bool, string) {
+	testutil.WaitFor(t, timeout, "the node's pending kubelet-serving CSR", func() (bool, string) {
 		out := kubectl(t, "get", "csr", "-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.signerName} {.spec.username} {.metadata.creationTimestamp} {.status.certificate}{"\n"}{end}`)
 		for _, line := range strings.Split(out, "\n") {
 			f := strings.Fields(line) // a pending request has no certificate: 4 fields
@@ -140,7 +142,7 @@ func startVerifyingAPIServer(t *testing.T) string {
 		"--endpoint-reconciler-type", "none", "--audit-log-path", filepath.Join(t.TempDir(), "audit.log"))
 	startLoggedProcess(t, "verifying kube-apiserver", args[0], out...)
 	url := "https://" + verifyingAPIServer
-	waitFor(t, 90*time.Second, "the verifying kube-apiserver ready", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "the verifying kube-apiserver ready", func() (bool, string) {
 		out, err := exec.Command("kubectl", "--kubeconfig", adminKubeconfig, "--server", url, "get", "--raw", "/readyz").CombinedOutput()
 		return err == nil, string(out)
 	})

@@ -18,6 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // The drop-in nodelet writes, where upstream writes it; fakelogind reads it on reload.
@@ -51,7 +53,7 @@ shutdownGracePeriodCriticalPods: 5s
 	}
 	c := joinCluster(t, "--config="+cfgFile)
 	c.waitReady(t)
-	waitFor(t, 30*time.Second, "nodelet's delay lock", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "nodelet's delay lock", func() (bool, string) {
 		locks := inhibitors(t, bus)
 		return len(locks) == 1 && locks[0].What == "shutdown" && locks[0].Who == "kubelet" && locks[0].Mode == "delay", flat(locks)
 	})
@@ -66,7 +68,7 @@ shutdownGracePeriodCriticalPods: 5s
 	if p.Status.Reason != "Terminated" || p.Status.Message != "Pod was terminated in response to imminent node shutdown." {
 		t.Errorf("pod reason %q message %q", p.Status.Reason, p.Status.Message)
 	}
-	waitFor(t, 30*time.Second, "the Node NotReady", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the Node NotReady", func() (bool, string) {
 		for _, cond := range c.node().Status.Conditions {
 			if cond.Type == v1.NodeReady {
 				return cond.Status == v1.ConditionFalse && strings.Contains(cond.Message, "node is shutting down"), cond.Message
@@ -74,7 +76,7 @@ shutdownGracePeriodCriticalPods: 5s
 		}
 		return false, "no Ready condition"
 	})
-	waitFor(t, 30*time.Second, "the lock released", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the lock released", func() (bool, string) {
 		locks := inhibitors(t, bus)
 		return len(locks) == 0, flat(locks)
 	})
@@ -84,10 +86,10 @@ shutdownGracePeriodCriticalPods: 5s
 	waitNodeEvent(t, c, "NodeShutdown", "Shutdown manager detected shutdown event")
 
 	emitPrepareForShutdown(t, bus, false)
-	waitFor(t, 30*time.Second, "the Node Ready again", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the Node Ready again", func() (bool, string) {
 		return nodeReady(c.node()), "not Ready"
 	})
-	waitFor(t, 30*time.Second, "the lock taken again", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the lock taken again", func() (bool, string) {
 		locks := inhibitors(t, bus)
 		return len(locks) == 1, flat(locks)
 	})
@@ -171,7 +173,7 @@ func emitPrepareForShutdown(t *testing.T, bus *dbus.Conn, active bool) {
 
 func waitNodeEvent(t *testing.T, c *cluster, reason, message string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "event "+reason+": "+message, func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "event "+reason+": "+message, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		evs, err := c.admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,reason=" + reason})

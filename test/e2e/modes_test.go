@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func TestRunOnceStartsPodsReportsAndExits(t *testing.T) {
@@ -45,7 +47,7 @@ func TestRunOnceStartsPodsReportsAndExits(t *testing.T) {
 	}
 	// A regular nodelet with no manifests treats the run-once pods as orphans and removes them.
 	startNodelet(t)
-	waitFor(t, 30*time.Second, "run-once pods removed", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "run-once pods removed", func() (bool, string) {
 		return len(sandboxes(t, "ro1")) == 0 && len(sandboxes(t, "ro2")) == 0, "still there"
 	})
 }
@@ -83,7 +85,7 @@ func TestManifestURLSource(t *testing.T) {
 		t.Fatalf("manifest URL fetched without the header; X-Token=%q", token)
 	}
 	srv.set(`{"apiVersion":"v1","kind":"PodList","items":[]}`)
-	waitFor(t, 30*time.Second, "pod removed after the URL dropped it", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "pod removed after the URL dropped it", func() (bool, string) {
 		return len(sandboxes(t, "fromurl")) == 0, "still there"
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // TestSystemOOMPostsNodeEvent runs a process that fills memory in a small memory cgroup of
@@ -32,7 +34,7 @@ func TestSystemOOMPostsNodeEvent(t *testing.T) {
 	if err := hog.Run(); err == nil {
 		t.Fatal("the memory hog exited cleanly; want it OOM-killed")
 	}
-	waitFor(t, 30*time.Second, "SystemOOM event on the node", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "SystemOOM event on the node", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		list, err := c.admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{

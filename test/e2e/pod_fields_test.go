@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const reasonFieldNotSupported = "PodFieldNotSupported"
@@ -58,7 +60,7 @@ func TestPodWithRefusedFieldFailsBesideARunningPod(t *testing.T) {
 		t.Errorf("refused API pod: reason %q, message %q; want %s naming spec.volumes[0].awsElasticBlockStore", failed.Status.Reason, failed.Status.Message, reasonFieldNotSupported)
 	}
 	c.waitPodPhase("plain", v1.PodRunning, 60*time.Second)
-	waitFor(t, 20*time.Second, "the pod's file on its ephemeral volume", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "the pod's file on its ephemeral volume", func() (bool, string) {
 		raw, err := os.ReadFile(filepath.Join(dir, "proof"))
 		return err == nil && strings.TrimSpace(string(raw)) == "ephemeral", string(raw)
 	})
@@ -79,7 +81,7 @@ func TestPodWithRefusedFieldFailsBesideARunningPod(t *testing.T) {
 // waitRefusalEvent waits for the Warning event refusing pod namespace/name for field.
 func (c *cluster) waitRefusalEvent(namespace, name, field string) {
 	c.t.Helper()
-	waitFor(c.t, 20*time.Second, "refusal event for "+name, func() (bool, string) {
+	testutil.WaitFor(c.t, 20*time.Second, "refusal event for "+name, func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		list, err := c.admin.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{

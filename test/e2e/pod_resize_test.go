@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // resizePod patches container resources through the pods/resize subresource, as
@@ -92,7 +94,7 @@ func podCondition(pod *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 func (c *cluster) waitPod(name, what string, timeout time.Duration, cond func(*v1.Pod) (bool, string)) *v1.Pod {
 	c.t.Helper()
 	var pod *v1.Pod
-	waitFor(c.t, timeout, what, func() (bool, string) {
+	testutil.WaitFor(c.t, timeout, what, func() (bool, string) {
 		p, err := c.getPod(name)
 		if err != nil {
 			return false, err.Error()

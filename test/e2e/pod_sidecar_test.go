@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // TestNativeSidecars runs two pods with sidecars (init containers with restartPolicy
@@ -35,7 +37,7 @@ func TestNativeSidecars(t *testing.T) {
 
 	// (a) init order: everything ran once, in order, and nothing had to be retried.
 	p := c.waitPodPhase("mesh", v1.PodRunning, 60*time.Second)
-	waitFor(t, 30*time.Second, "mesh Ready with its sidecars", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "mesh Ready with its sidecars", func() (bool, string) {
 		p, _ = c.getPod("mesh")
 		return condition(p, v1.PodReady) == v1.ConditionTrue && condition(p, v1.PodInitialized) == v1.ConditionTrue,
 			fmt.Sprintf("Ready=%s Initialized=%s", condition(p, v1.PodReady), condition(p, v1.PodInitialized))
@@ -59,7 +61,7 @@ func TestNativeSidecars(t *testing.T) {
 
 	// (b) the logger sidecar crashes while the app runs: only the logger is restarted.
 	execIn(t, app.ContainerID, "touch", "/shared/crash")
-	waitFor(t, 30*time.Second, "logger restarted", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "logger restarted", func() (bool, string) {
 		p, _ = c.getPod("mesh")
 		cs := p.Status.InitContainerStatuses[2]
 		return cs.RestartCount >= 1 && cs.State.Running != nil && cs.LastTerminationState.Terminated != nil,
@@ -80,7 +82,7 @@ func TestNativeSidecars(t *testing.T) {
 	if cs := job.Status.ContainerStatuses[0]; cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 		t.Errorf("job container %+v", cs)
 	}
-	waitFor(t, 20*time.Second, "job's sidecar stopped", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "job's sidecar stopped", func() (bool, string) {
 		job, _ = c.getPod("job")
 		cs := job.Status.InitContainerStatuses[0]
 		return cs.State.Terminated != nil, fmt.Sprintf("%+v", cs.State)

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // containerd 1.6 reports no user namespaces, recursive read-only mounts or
@@ -50,7 +52,7 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 	strict.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: ptr.To(v1.SupplementalGroupsPolicyStrict)}
 	c.createPod(strict)
 
-	waitFor(t, 40*time.Second, "readonly Ready", func() (bool, string) {
+	testutil.WaitFor(t, 40*time.Second, "readonly Ready", func() (bool, string) {
 		p, err := c.getPod("readonly")
 		if err != nil {
 			return false, err.Error()
@@ -63,7 +65,7 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 	}
 
 	wantSandbox := "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
-	waitFor(t, 30*time.Second, "userns FailedCreatePodSandBox event", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "userns FailedCreatePodSandBox event", func() (bool, string) {
 		evs, err := c.admin.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=userns,reason=FailedCreatePodSandBox"})
 		if err != nil {
 			return false, err.Error()
@@ -83,7 +85,7 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 	}
 
 	wantRRO := `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`
-	waitFor(t, 30*time.Second, "rro-enabled CreateContainerConfigError", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "rro-enabled CreateContainerConfigError", func() (bool, string) {
 		p, err := c.getPod("rro-enabled")
 		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
 			return false, fmt.Sprint(err)

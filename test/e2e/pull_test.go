@@ -15,6 +15,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // Without its secret a pod shows ErrImagePull, then ImagePullBackOff, with upstream's messages
@@ -80,11 +82,11 @@ func TestDeletedPodCancelsItsPull(t *testing.T) {
 	if err := c.admin.CoreV1().Pods(c.ns).Delete(context.Background(), "slow", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the registry seeing the pull go away", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the registry seeing the pull go away", func() (bool, string) {
 		raw, _ := os.ReadFile(log)
 		return strings.Contains(string(raw), "the client went away"), tail(string(raw), 500)
 	})
-	waitFor(t, 30*time.Second, "the pod gone from the API", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the pod gone from the API", func() (bool, string) {
 		_, err := c.getPod("slow")
 		return err != nil, fmt.Sprint(err)
 	})
@@ -123,7 +125,7 @@ func TestPullPoliciesAgainstAnAnonymousRegistry(t *testing.T) {
 func (c *cluster) waitWaiting(name, reason string, timeout time.Duration) string {
 	c.t.Helper()
 	var msg string
-	waitFor(c.t, timeout, name+" waiting with "+reason, func() (bool, string) {
+	testutil.WaitFor(c.t, timeout, name+" waiting with "+reason, func() (bool, string) {
 		p, err := c.getPod(name)
 		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
 			return false, fmt.Sprint(err)

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // A pod's persistentVolumeClaim, bound by the controller manager to a local PersistentVolume
@@ -32,7 +34,7 @@ func TestPersistentVolumeClaimOfALocalVolume(t *testing.T) {
 	p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](3000)}
 	c.createPod(p)
 	c.waitPodPhase("writer", v1.PodRunning, 90*time.Second)
-	waitFor(t, 20*time.Second, "the pod's file on the volume", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "the pod's file on the volume", func() (bool, string) {
 		raw, err := os.ReadFile(filepath.Join(dir, "proof"))
 		return err == nil && strings.TrimSpace(string(raw)) == "persisted", string(raw)
 	})
@@ -50,7 +52,7 @@ func TestPersistentVolumeClaimOfALocalVolume(t *testing.T) {
 	reader.Spec.Containers[0].VolumeMounts = p.Spec.Containers[0].VolumeMounts
 	c.createPod(reader)
 	c.waitPodPhase("reader", v1.PodRunning, 90*time.Second)
-	waitFor(t, 20*time.Second, "the second pod read the first one's file", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "the second pod read the first one's file", func() (bool, string) {
 		raw, err := os.ReadFile(filepath.Join(dir, "seen"))
 		return err == nil && strings.TrimSpace(string(raw)) == "persisted", string(raw)
 	})

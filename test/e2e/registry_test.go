@@ -17,6 +17,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // The private registry: the CNCF distribution registry (test/registry, `make registries`) on
@@ -81,7 +83,7 @@ func startAnonymousRegistry(t *testing.T) string {
 // waitAnswers waits until a GET of url through client answers with status want.
 func waitAnswers(t *testing.T, what string, client *http.Client, url string, want int) {
 	t.Helper()
-	waitFor(t, 30*time.Second, what, func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, what, func() (bool, string) {
 		resp, err := client.Get(url)
 		if err != nil {
 			return false, err.Error()
@@ -198,7 +200,7 @@ func privatePod(name string, secrets ...string) *v1.Pod {
 // waitPullRefused waits until the pod's container is waiting on ErrImagePull/ImagePullBackOff.
 func (c *cluster) waitPullRefused(name string) {
 	c.t.Helper()
-	waitFor(c.t, 60*time.Second, name+" refused its image", func() (bool, string) {
+	testutil.WaitFor(c.t, 60*time.Second, name+" refused its image", func() (bool, string) {
 		p, err := c.getPod(name)
 		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
 			return false, fmt.Sprint(err)

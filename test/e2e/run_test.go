@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // lockedBuffer collects a process's output while the test reads it.
@@ -145,7 +147,7 @@ spec:
 // its last lines are streamed, it is removed, and the run exits 130.
 func TestRunWaitInterruptedStopsAndRemovesThePod(t *testing.T) {
 	r := startRun(t, interruptedPod, "--wait", noHealthzArgs(t))
-	waitFor(t, 60*time.Second, "the pod's first line", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "the pod's first line", func() (bool, string) {
 		return strings.Contains(r.stdout.String(), "main | started"), r.stdout.String()
 	})
 	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // A pod's RuntimeClass picks the runtime handler its sandbox runs under (the project
@@ -54,7 +56,7 @@ func TestRuntimeClassPicksTheHandler(t *testing.T) {
 	stuck := podSpec("stuck", "exec sleep 3600")
 	stuck.Spec.RuntimeClassName = &bad
 	c.createPod(stuck)
-	waitFor(t, 60*time.Second, "FailedCreatePodSandBox naming the handler", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "FailedCreatePodSandBox naming the handler", func() (bool, string) {
 		evs, err := c.admin.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=stuck,reason=FailedCreatePodSandBox"})
 		if err != nil {
 			return false, err.Error()

@@ -17,6 +17,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // bootstrapFiles are a node's --bootstrap-kubeconfig (the control plane's bootstrap token),
@@ -75,7 +77,7 @@ func TestTLSBootstrapWhileTheAPIServerIsDownRunsStaticPods(t *testing.T) {
 	back := time.Now()
 	c := &cluster{nodelet: n, admin: adminClient(t), started: back}
 	// The bootstrap request is retried with a back-off of at most 32 s.
-	waitFor(t, 90*time.Second, "node Ready after TLS bootstrap", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "node Ready after TLS bootstrap", func() (bool, string) {
 		node, err := c.admin.CoreV1().Nodes().Get(t.Context(), nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -84,7 +86,7 @@ func TestTLSBootstrapWhileTheAPIServerIsDownRunsStaticPods(t *testing.T) {
 	})
 	t.Logf("node Ready %v after the API server came back", time.Since(back).Round(time.Second))
 	mirror := "bootstrap-static-" + nodeName
-	waitFor(t, 90*time.Second, "the mirror pod Running", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "the mirror pod Running", func() (bool, string) {
 		p, err := c.admin.CoreV1().Pods("default").Get(t.Context(), mirror, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -96,7 +98,7 @@ func TestTLSBootstrapWhileTheAPIServerIsDownRunsStaticPods(t *testing.T) {
 		t.Fatal("the static pod's container was replaced when the node joined")
 	}
 	// Recorded while the API server was down, posted once the node had its identity.
-	waitFor(t, 60*time.Second, "the static pod's Started event in the API", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "the static pod's Started event in the API", func() (bool, string) {
 		events, err := c.admin.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{
 			FieldSelector: "involvedObject.name=" + mirror + ",reason=Started"})
 		if err != nil {
@@ -119,7 +121,7 @@ func TestExpiredClientCertificateBootstrapsAgain(t *testing.T) {
 	t.Cleanup(func() { restartControllerManager(t) })
 	f := newBootstrapFiles(t)
 	c := joinCluster(t, append(f.args(), "--rotate-certificates=false")...)
-	waitFor(t, 30*time.Second, "a bootstrapped client certificate", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "a bootstrapped client certificate", func() (bool, string) {
 		_, err := os.Stat(f.current())
 		return err == nil, fmt.Sprint(err)
 	})
@@ -128,11 +130,11 @@ func TestExpiredClientCertificateBootstrapsAgain(t *testing.T) {
 		t.Fatalf("certificate valid for %v more: the short signing duration is not in effect", life)
 	}
 	t.Logf("first client certificate expires %v", first.NotAfter)
-	waitFor(t, time.Until(first.NotAfter)+60*time.Second, "a new client certificate after the first expired", func() (bool, string) {
+	testutil.WaitFor(t, time.Until(first.NotAfter)+60*time.Second, "a new client certificate after the first expired", func() (bool, string) {
 		cur := readLeaf(t, f.current())
 		return cur.SerialNumber.Cmp(first.SerialNumber) != 0 && cur.NotAfter.After(first.NotAfter), "serial " + cur.SerialNumber.String()
 	})
-	waitFor(t, 40*time.Second, "a Lease renewal after the first certificate expired", func() (bool, string) {
+	testutil.WaitFor(t, 40*time.Second, "a Lease renewal after the first certificate expired", func() (bool, string) {
 		lease := kubectl(t, "-n", "kube-node-lease", "get", "lease", nodeName, "-o", "jsonpath={.spec.renewTime}")
 		renewed, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(lease))
 		return err == nil && renewed.After(first.NotAfter), lease
@@ -153,7 +155,7 @@ func TestRestartWhileTheCSRIsPendingKeepsTheRequest(t *testing.T) {
 	f := newBootstrapFiles(t)
 	c := joinCluster(t, f.args()...)
 	var csr string
-	waitFor(t, 60*time.Second, "the node's pending client CSR", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "the node's pending client CSR", func() (bool, string) {
 		names := nodeClientCSRs(t, c.started)
 		if len(names) == 1 {
 			csr = names[0]
@@ -167,14 +169,14 @@ func TestRestartWhileTheCSRIsPendingKeepsTheRequest(t *testing.T) {
 
 	c.stop(syscall.SIGTERM)
 	c.start()
-	waitFor(t, 60*time.Second, "the restarted nodelet finding its request", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "the restarted nodelet finding its request", func() (bool, string) {
 		return strings.Contains(c.log(), "Found the certificate signing request made with the kept key"), ""
 	})
 	if again, err := os.ReadFile(f.pendingKey()); err != nil || string(again) != string(key) {
 		t.Fatalf("the kept key changed across the restart (%v)", err)
 	}
 	kubectl(t, "certificate", "approve", csr)
-	waitFor(t, 60*time.Second, "node Ready with the approved certificate", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "node Ready with the approved certificate", func() (bool, string) {
 		node, err := c.admin.CoreV1().Nodes().Get(t.Context(), nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

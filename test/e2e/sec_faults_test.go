@@ -17,6 +17,8 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // Faults nodelet must survive with nothing lost (issue 30, item 5): containerd restarting
@@ -164,7 +166,7 @@ func containerdScript(t *testing.T, cmd string) error {
 
 func waitContainerd(t *testing.T) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "containerd answering", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "containerd answering", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		_, err := rt.Version(ctx, &cri.VersionRequest{})
@@ -188,7 +190,7 @@ func TestContainerdRestartKeepsPodsRunning(t *testing.T) {
 		n.writeManifest(name+".yaml", podYAML(name, "Always", "exec sleep 3600"))
 	}
 	before := waitSettled(t, names, 90*time.Second)
-	waitFor(t, 30*time.Second, "the pods Running and Ready on the node page", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the pods Running and Ready on the node page", func() (bool, string) {
 		return allRunningReady(uiPods(t, port), names)
 	})
 
@@ -265,7 +267,7 @@ spec:
 func waitSettled(t *testing.T, names []string, timeout time.Duration) map[string]podIDs {
 	t.Helper()
 	out := map[string]podIDs{}
-	waitFor(t, timeout, fmt.Sprintf("%d pods with one sandbox and one running container each", len(names)), func() (bool, string) {
+	testutil.WaitFor(t, timeout, fmt.Sprintf("%d pods with one sandbox and one running container each", len(names)), func() (bool, string) {
 		uids, ids := podUIDs(t), runtimeIDs(t)
 		for _, name := range names {
 			p := ids[uids[name]]
@@ -301,7 +303,7 @@ func TestSIGKILLMidBurstLeavesOneContainerPerPod(t *testing.T) {
 		names = append(names, name)
 		n.writeManifest(name+".yaml", podYAML(name, "Always", "exec sleep 3600"))
 	}
-	waitFor(t, 90*time.Second, "10 sandboxes of the burst", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "10 sandboxes of the burst", func() (bool, string) {
 		got := len(sandboxes(t, ""))
 		return got >= 10, fmt.Sprintf("%d sandboxes", got)
 	})
@@ -368,7 +370,7 @@ func TestFullRootFilesystem(t *testing.T) {
 	fillUp(t, fill)
 	// A pod added while the disk is full cannot get its files written; it must wait, not break.
 	n.writeManifest("late.yaml", podWithEmptyDir("late"))
-	waitFor(t, 60*time.Second, "DiskPressure True on the node page", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "DiskPressure True on the node page", func() (bool, string) {
 		got := uiCondition(t, port, "DiskPressure")
 		return got == "True", got
 	})
@@ -393,7 +395,7 @@ func TestFullRootFilesystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRunning(t, "late", "main", 90*time.Second)
-	waitFor(t, 60*time.Second, "DiskPressure back to False", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "DiskPressure back to False", func() (bool, string) {
 		got := uiCondition(t, port, "DiskPressure")
 		return got == "False", got
 	})

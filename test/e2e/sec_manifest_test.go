@@ -13,6 +13,8 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // Static and URL manifests are written by whoever controls a file or a URL, not by the node's
@@ -80,7 +82,7 @@ func onlyOwnEntries(t *testing.T, n *nodelet) {
 // waitRefused waits for the log line and the InvalidManifest event naming field.
 func waitRefused(t *testing.T, n *nodelet, field string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "manifest refused naming "+field, func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "manifest refused naming "+field, func() (bool, string) {
 		var logged, evented bool
 		for _, line := range strings.Split(n.log(), "\n") {
 			if !strings.Contains(line, field) {
@@ -110,7 +112,7 @@ func TestSecManifestUIDTraversalInFile(t *testing.T) {
 	}
 	// A running pod whose manifest turns invalid keeps running as it was.
 	n.writeManifest("good.yaml", podWithUID("good", "../../victim"))
-	waitFor(t, 30*time.Second, "the previous version kept", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the previous version kept", func() (bool, string) {
 		return strings.Contains(n.log(), `"Keeping the previous version of the static pod"`), "not logged yet"
 	})
 	if c := runningContainer(t, "good", "main"); c == nil || c.Id != good.Id {
@@ -118,7 +120,7 @@ func TestSecManifestUIDTraversalInFile(t *testing.T) {
 	}
 	n.removeManifest("evil.yaml")
 	n.removeManifest("good.yaml")
-	waitFor(t, 60*time.Second, "good pod removed", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "good pod removed", func() (bool, string) {
 		return len(sandboxes(t, "good")) == 0, "still there"
 	})
 	untouched()
@@ -156,7 +158,7 @@ func TestSecManifestUIDTraversalFromURL(t *testing.T) {
 	}
 	srv.set(list())
 	n.removeManifest("file.yaml")
-	waitFor(t, 60*time.Second, "pods removed", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "pods removed", func() (bool, string) {
 		return len(sandboxes(t, "")) == 0, "still there"
 	})
 	untouched()
@@ -209,7 +211,7 @@ func TestSecManifestHostAliasesInjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	var hosts string
-	waitFor(t, 10*time.Second, "the good pod's /etc/hosts in its log", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "the good pod's /etc/hosts in its log", func() (bool, string) {
 		b, _ := os.ReadFile(st.Status.LogPath)
 		hosts = string(b)
 		return strings.Contains(hosts, "db.local"), hosts

@@ -26,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // Secrets stay secret (issue 30, item 4): the kubelet API and the node page give nothing
@@ -72,7 +74,7 @@ func TestSecretsConfigzMasksManifestURLHeader(t *testing.T) {
 	configz := fmt.Sprintf("https://127.0.0.1:%d/configz", apiPort)
 	var code int
 	var body string
-	waitFor(t, 30*time.Second, "the kubelet API serving /configz", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the kubelet API serving /configz", func() (bool, string) {
 		resp, err := secretsInsecure.Get(configz)
 		if err != nil {
 			return false, err.Error()
@@ -101,7 +103,7 @@ func TestSecretsConfigzMasksManifestURLHeader(t *testing.T) {
 		t.Errorf("/configz on the read-only port: %d %q, want 404 without the credential", code, body)
 	}
 
-	waitFor(t, 30*time.Second, "the manifest server asked with the credential", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "the manifest server asked with the credential", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, got := range received {
@@ -193,7 +195,7 @@ func TestSecretsAnonymousAlwaysAllowBeyondLoopbackRefused(t *testing.T) {
 func secretsWaitAnonymousPods(t *testing.T, port int) {
 	t.Helper()
 	url := fmt.Sprintf("https://127.0.0.1:%d/pods", port)
-	waitFor(t, 30*time.Second, "anonymous GET /pods answered 200", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "anonymous GET /pods answered 200", func() (bool, string) {
 		resp, err := secretsInsecure.Get(url)
 		if err != nil {
 			return false, err.Error()
@@ -265,7 +267,7 @@ func secretsServiceAccount(t *testing.T, c *cluster, name string, verbs ...strin
 	})
 	// nodelet caches a denial for 30 s: ask it only once the API server's RBAC has the binding.
 	user := "system:serviceaccount:" + c.ns + ":" + name
-	waitFor(t, 30*time.Second, user+" allowed "+verbs[len(verbs)-1]+" nodes/proxy", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, user+" allowed "+verbs[len(verbs)-1]+" nodes/proxy", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
 		sar, err := c.admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{

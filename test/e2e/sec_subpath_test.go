@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
@@ -116,7 +117,7 @@ func TestSubPathSymlinkOutOfTheVolumeIsRefused(t *testing.T) {
 		t.Run(tc.pod, func(t *testing.T) {
 			waitRunning(t, tc.pod, "other", 60*time.Second)
 			var w *v1.ContainerStateWaiting
-			waitFor(t, 30*time.Second, "app waiting with CreateContainerConfigError", func() (bool, string) {
+			testutil.WaitFor(t, 30*time.Second, "app waiting with CreateContainerConfigError", func() (bool, string) {
 				w = waitingOf(podStatus(t, port, tc.pod), "app")
 				return w != nil && w.Reason == "CreateContainerConfigError", fmt.Sprintf("%+v", w)
 			})
@@ -181,7 +182,7 @@ spec:
 	// Racer instances counted across polls: container GC trims each racer's dead instances as
 	// they die, so the runtime never holds them all at once.
 	started := map[string]bool{}
-	waitFor(t, 90*time.Second, "racers started 12 times", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "racers started 12 times", func() (bool, string) {
 		for _, c := range containers(t, "sp-swap", "") {
 			if !strings.HasPrefix(c.Metadata.Name, "racer") {
 				continue
@@ -268,7 +269,7 @@ spec:
 	podDirs := map[string]string{}
 	for _, name := range []string{"sp-live", "sp-down"} {
 		c := waitRunning(t, name, "app", 60*time.Second)
-		waitFor(t, 20*time.Second, name+" read its subPaths", func() (bool, string) {
+		testutil.WaitFor(t, 20*time.Second, name+" read its subPaths", func() (bool, string) {
 			log := containerLog(t, c.Id)
 			return strings.Contains(log, "done"), log
 		})
@@ -288,7 +289,7 @@ spec:
 
 	gone := func(name string) {
 		dir := podDirs[name]
-		waitFor(t, 60*time.Second, name+"'s directory and mounts gone", func() (bool, string) {
+		testutil.WaitFor(t, 60*time.Second, name+"'s directory and mounts gone", func() (bool, string) {
 			m := mountsUnder(t, dir)
 			_, err := os.Lstat(dir)
 			return len(m) == 0 && os.IsNotExist(err), fmt.Sprintf("mounts %v, directory: %v", m, err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // The termination-message swap: containers of one pod share an emptyDir. One init container
@@ -84,7 +86,7 @@ spec:
 	// (every exited container's message read again) with the symlinks in place.
 	var pod *v1.Pod
 	var raw []byte
-	waitFor(t, 90*time.Second, "reporter terminated after the swap", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "reporter terminated after the swap", func() (bool, string) {
 		pod, raw = podFromReadOnlyPort(t, roPort, "termswap-"+nodeName)
 		if pod == nil {
 			return false, "pod not listed"

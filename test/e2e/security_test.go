@@ -9,6 +9,8 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // seccompDefault puts a container that names no profile under the runtime's default seccomp
@@ -37,7 +39,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the container's report", func() (bool, string) {
+	testutil.WaitFor(t, 20*time.Second, "the container's report", func() (bool, string) {
 		raw, _ := os.ReadFile(st.Status.LogPath)
 		return strings.Contains(string(raw), "seccomp=2 quota=-1"), string(raw)
 	})

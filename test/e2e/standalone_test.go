@@ -12,6 +12,8 @@ import (
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const busybox = "nodelet.local/busybox:1.36"
@@ -59,7 +61,7 @@ func TestStaticPodRunsWithNetworkAndLogs(t *testing.T) {
 	if !strings.HasPrefix(logPath, "/var/log/pods/default_web-"+nodeName+"_") {
 		t.Fatalf("log path %q not under /var/log/pods/<ns>_<name>_<uid>", logPath)
 	}
-	waitFor(t, 10*time.Second, "log line", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "log line", func() (bool, string) {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "hello from web"), string(b)
 	})
@@ -72,7 +74,7 @@ func TestEditedManifestReplacesPod(t *testing.T) {
 	oldUID := first.Labels["io.kubernetes.pod.uid"]
 
 	n.writeManifest("edit.yaml", podYAML("edit", "Always", "echo v2; exec sleep 3600"))
-	waitFor(t, 60*time.Second, "pod replaced by one with a new UID", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "pod replaced by one with a new UID", func() (bool, string) {
 		c := runningContainer(t, "edit", "main")
 		if c == nil {
 			return false, "no running container"
@@ -87,7 +89,7 @@ func TestDeletedManifestRemovesContainersAndSandbox(t *testing.T) {
 	n.writeManifest("gone.yaml", podYAML("gone", "Always", "exec sleep 3600"))
 	waitRunning(t, "gone", "main", 60*time.Second)
 	n.removeManifest("gone.yaml")
-	waitFor(t, 30*time.Second, "containers and sandbox removed", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "containers and sandbox removed", func() (bool, string) {
 		cs, sbs := containers(t, "gone", ""), sandboxes(t, "gone")
 		return len(cs) == 0 && len(sbs) == 0, fmt.Sprintf("%d containers, %d sandboxes", len(cs), len(sbs))
 	})
@@ -98,7 +100,7 @@ func TestCrashingContainerBacksOffUnderAlways(t *testing.T) {
 	n.writeManifest("crash.yaml", podYAML("crash", "Always", "echo dying; exit 1"))
 	// Record each attempt's creation time as it is seen, so container GC cannot hide one.
 	created := map[uint32]time.Time{}
-	waitFor(t, 90*time.Second, "three restarts", func() (bool, string) {
+	testutil.WaitFor(t, 90*time.Second, "three restarts", func() (bool, string) {
 		for a, at := range createdByAttempt(containers(t, "crash", "main")) {
 			created[a] = at
 		}
@@ -120,7 +122,7 @@ func TestCrashingContainerBacksOffUnderAlways(t *testing.T) {
 func TestExitedContainerStaysDownUnderNever(t *testing.T) {
 	n := startNodelet(t)
 	n.writeManifest("once.yaml", podYAML("once", "Never", "echo done; exit 1"))
-	waitFor(t, 60*time.Second, "container exited", func() (bool, string) {
+	testutil.WaitFor(t, 60*time.Second, "container exited", func() (bool, string) {
 		cs := containers(t, "once", "main")
 		return len(cs) == 1 && cs[0].State == cri.ContainerState_CONTAINER_EXITED, fmt.Sprintf("%d containers", len(cs))
 	})
@@ -138,7 +140,7 @@ func TestMalformedManifestLeavesOtherPodsRunning(t *testing.T) {
 	n.writeManifest("invalid.yaml", podYAML("Invalid_Name", "Always", "true"))
 	n.writeManifest("good2.yaml", podYAML("good2", "Always", "exec sleep 3600"))
 	waitRunning(t, "good2", "main", 60*time.Second)
-	waitFor(t, 15*time.Second, "the bad files named in the log", func() (bool, string) {
+	testutil.WaitFor(t, 15*time.Second, "the bad files named in the log", func() (bool, string) {
 		l := n.log()
 		return strings.Contains(l, "bad.yaml") && strings.Contains(l, "invalid.yaml"), "not yet"
 	})
@@ -173,7 +175,7 @@ func TestOrphanedPodIsRemovedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.start()
-	waitFor(t, 30*time.Second, "orphaned pod removed", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "orphaned pod removed", func() (bool, string) {
 		return len(sandboxes(t, "orphan")) == 0, "still there"
 	})
 }
@@ -209,7 +211,7 @@ func TestKernelTunablesAreSetAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	startNodelet(t)
-	waitFor(t, 10*time.Second, "vm.overcommit_memory=1", func() (bool, string) {
+	testutil.WaitFor(t, 10*time.Second, "vm.overcommit_memory=1", func() (bool, string) {
 		raw, err := os.ReadFile(path)
 		return err == nil && strings.TrimSpace(string(raw)) == "1", string(raw)
 	})

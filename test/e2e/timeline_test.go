@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // The pod timeline is on the kubelet API, reachable through the API server's node proxy with
@@ -47,7 +49,7 @@ func TestPodTimelineThroughTheNodeProxy(t *testing.T) {
 		}
 	}
 	// nodelet explain reads the same through the API server and says the pod is ready.
-	waitFor(t, 30*time.Second, "explain saying the pod is ready", func() (bool, string) {
+	testutil.WaitFor(t, 30*time.Second, "explain saying the pod is ready", func() (bool, string) {
 		out, err := exec.Command(nodeletBin, "explain", c.ns+"/traced", "--kubeconfig", adminKubeconfig, "--node", nodeName).CombinedOutput()
 		return err == nil && strings.Contains(string(out), "Now: ready for") && strings.Contains(string(out), "container started"), string(out)
 	})
@@ -77,7 +79,7 @@ func TestExplainNamesEachPodsBlocker(t *testing.T) {
 		{"unready", "Now: readiness probe of main failing for", false},
 		{"crashing", "Now: container main in back-off after exit 1", false},
 	} {
-		waitFor(t, 90*time.Second, "explain naming "+tc.pod+"'s blocker", func() (bool, string) {
+		testutil.WaitFor(t, 90*time.Second, "explain naming "+tc.pod+"'s blocker", func() (bool, string) {
 			out, ok := explain(tc.pod)
 			return strings.Contains(out, tc.now) && ok == tc.ok, out
 		})

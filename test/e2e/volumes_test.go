@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // TestConfigMapAndSecretReachTheContainer: env and volumes from API objects, and a ConfigMap
@@ -59,7 +61,7 @@ func TestConfigMapAndSecretReachTheContainer(t *testing.T) {
 	if _, err := c.admin.CoreV1().ConfigMaps(c.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 120*time.Second, "the ConfigMap update in the running container's volume", func() (bool, string) {
+	testutil.WaitFor(t, 120*time.Second, "the ConfigMap update in the running container's volume", func() (bool, string) {
 		got := read()
 		return strings.Contains(got, "hello s3cret bonjour"), got
 	})

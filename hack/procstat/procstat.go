@@ -1,4 +1,4 @@
-// Package procstat reads a process's resource use from /proc.
+// Package procstat reads a process's resource use from /proc, for the benchmark drivers in hack/.
 package procstat
 
 import (

@@ -1,8 +1,10 @@
+//go:build real
+
 package runtime
 
 // Tests against a real CRI runtime. They run only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/runtime -run Real
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/runtime -run Real
 //
 // They need root, the images nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10 in the
 // runtime, and write container logs under /var/log/pods.
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
@@ -85,18 +88,6 @@ func cleanupRealPod(t *testing.T, pod *v1.Pod) {
 	_ = m.RemovePod(ctx, pod.UID)
 }
 
-// waitFor polls cond every 200ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func TestRealBusyboxPodLifecycle(t *testing.T) {
 	m := realManager(t)
 	ctx := context.Background()
@@ -116,7 +107,7 @@ func TestRealBusyboxPodLifecycle(t *testing.T) {
 	if res := m.SyncPod(ctx, pod, status, backoff); res.Err != nil || len(res.Waiting) != 0 {
 		t.Fatalf("SyncPod: err %v waiting %v", res.Err, res.Waiting)
 	}
-	waitFor(t, 30*time.Second, "a running container", func() bool {
+	testutil.WaitUntil(t, 30*time.Second, "a running container", func() bool {
 		status, err = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		return err == nil && status.FindContainer("main") != nil && status.FindContainer("main").State == StateRunning
 	})
@@ -131,7 +122,7 @@ func TestRealBusyboxPodLifecycle(t *testing.T) {
 
 	logFile := filepath.Join(realPodLogsDir, "default_"+pod.Name+"_"+string(pod.UID), "main", "0.log")
 	var logs string
-	waitFor(t, 10*time.Second, "the container's log lines", func() bool {
+	testutil.WaitUntil(t, 10*time.Second, "the container's log lines", func() bool {
 		data, _ := os.ReadFile(logFile)
 		logs = string(data)
 		return strings.Contains(logs, "hello") && strings.Contains(logs, "hi from "+pod.Name)
@@ -199,7 +190,7 @@ func TestRealInitAndTerminationMessage(t *testing.T) {
 	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
 
 	var main *ContainerStatus
-	waitFor(t, 60*time.Second, "the app container to exit", func() bool {
+	testutil.WaitUntil(t, 60*time.Second, "the app container to exit", func() bool {
 		status, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +256,7 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 	runningIn := func(attempt uint32, restarts int) *PodStatus {
 		t.Helper()
 		var st *PodStatus
-		waitFor(t, 30*time.Second, "a running container", func() bool {
+		testutil.WaitUntil(t, 30*time.Second, "a running container", func() bool {
 			st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 			c := st.FindContainer("main")
 			return c != nil && c.State == StateRunning && len(st.Sandboxes) > 0 && st.Sandboxes[0].Attempt == attempt
@@ -290,7 +281,7 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 		t.Fatalf("sandbox not replaced: %+v", second.Sandboxes[0])
 	}
 	logDir := filepath.Join(realPodLogsDir, "default_"+pod.Name+"_"+string(pod.UID), "main")
-	waitFor(t, 10*time.Second, "the restarted container's log", func() bool {
+	testutil.WaitUntil(t, 10*time.Second, "the restarted container's log", func() bool {
 		data, _ := os.ReadFile(filepath.Join(logDir, "1.log"))
 		return strings.Contains(string(data), "run")
 	})

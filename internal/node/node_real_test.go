@@ -1,3 +1,5 @@
+//go:build real
+
 package node
 
 import (
@@ -20,13 +22,13 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
-// TestE2ERealAPIServer runs the Node and Lease controllers against a real API server.
+// TestRealAPIServer runs the Node and Lease controllers against a real API server.
 //
 //	NODELET_E2E_KUBECONFIG        kubeconfig of identity system:node:<name> (required, else skipped)
 //	NODELET_E2E_ADMIN_KUBECONFIG  admin kubeconfig for checks and clean-up (optional)
 //	NODELET_E2E_NODE_NAME         node name (default nodetest)
 //	NODELET_E2E_DURATION          how long to run the controllers (default 25s)
-func TestE2ERealAPIServer(t *testing.T) {
+func TestRealAPIServer(t *testing.T) {
 	kubeconfig := os.Getenv("NODELET_E2E_KUBECONFIG")
 	if kubeconfig == "" {
 		t.Skip("NODELET_E2E_KUBECONFIG not set")

@@ -1,9 +1,11 @@
+//go:build real
+
 package streaming
 
 // Tests against a real CRI runtime (containerd). They run only when NODELET_E2E_CRI names its
 // endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/streaming -run Real
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/streaming -run Real
 //
 // They need root and the images nodelet.local/busybox:1.36, nodelet.local/testhelper:v1 and
 // registry.k8s.io/pause:3.10 in the runtime.
@@ -14,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,6 +42,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // realEnv is a pod running on the real runtime with the streaming handlers served over HTTP.
@@ -90,24 +94,20 @@ func startRealPod(t *testing.T) *realEnv {
 
 	ctx := context.Background()
 	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testutil.WaitFor(t, 60*time.Second, "the pod running", func() (bool, string) {
 		status, err := rm.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
 		if err != nil {
 			t.Fatal(err)
 		}
 		shell, web := status.FindContainer("shell"), status.FindContainer("web")
 		if shell != nil && shell.State == runtime.StateRunning && web != nil && web.State == runtime.StateRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod not running after 60s: %+v", status)
+			return true, ""
 		}
 		if res := rm.SyncPod(ctx, p, status, backoff); res.Err != nil {
 			t.Fatalf("SyncPod: %v", res.Err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%+v", status)
+	})
 
 	pods := pod.NewManager()
 	pods.Set(p)

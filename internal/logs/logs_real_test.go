@@ -1,8 +1,10 @@
+//go:build real
+
 package logs
 
 // A test against the real CRI runtime. It runs only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/logs -run Real -v
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/logs -run Real -v
 //
 // It needs root and the images nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10 in
 // the runtime, and writes container logs under /var/log/pods.
@@ -30,6 +32,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
@@ -136,24 +139,20 @@ func (e *realEnv) syncUntilRunning(restarts int) *runtime.ContainerStatus {
 	e.t.Helper()
 	ctx := context.Background()
 	var running *runtime.ContainerStatus
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testutil.WaitUntil(e.t, 60*time.Second, fmt.Sprintf("the container running with %d restarts", restarts), func() bool {
 		st, err := e.rt.GetPodStatus(ctx, e.pod.UID, e.pod.Name, e.pod.Namespace)
 		if err != nil {
 			e.t.Fatal(err)
 		}
 		if c := st.FindContainer("main"); c != nil && c.State == runtime.StateRunning && c.RestartCount == restarts {
 			running = c
-			break
+			return true
 		}
 		if res := e.rt.SyncPod(ctx, e.pod, st, e.backoff); res.Err != nil {
 			e.t.Fatalf("SyncPod: %v", res.Err)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("container with %d restarts not running", restarts)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false
+	})
 	return running
 }
 

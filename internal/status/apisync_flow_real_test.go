@@ -1,3 +1,5 @@
+//go:build real
+
 package status_test
 
 import (
@@ -16,7 +18,7 @@ import (
 	"github.com/nodelet/nodelet/internal/source"
 )
 
-func TestE2EAPIPods(t *testing.T) {
+func TestRealAPIPods(t *testing.T) {
 	env := setupE2E(t)
 	pods := env.admin.CoreV1().Pods(e2eNamespace)
 

@@ -1,8 +1,10 @@
+//go:build real
+
 package stats
 
 // Tests against a real CRI runtime. They run only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/stats -run Real -v
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/stats -run Real -v
 //
 // They need root and the images nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10.
 
@@ -10,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +32,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
@@ -110,8 +114,7 @@ func (e *realEnv) start(prefix, script string, volumes ...v1.Volume) *v1.Pod {
 	e.mu.Unlock()
 	ctx := context.Background()
 	backoff := flowcontrol.NewBackOff(time.Second, time.Second)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testutil.WaitUntil(e.t, 2*time.Minute, "pod "+pod.Name+" running", func() bool {
 		st, err := e.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			e.t.Fatal(err)
@@ -120,15 +123,14 @@ func (e *realEnv) start(prefix, script string, volumes ...v1.Volume) *v1.Pod {
 			e.mu.Lock()
 			e.statuses[pod.UID] = st
 			e.mu.Unlock()
-			return pod
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("pod %s did not start", pod.Name)
+			return true
 		}
 		if res := e.mgr.SyncPod(ctx, pod, st, backoff); res.Err != nil {
 			e.t.Fatalf("SyncPod %s: %v", pod.Name, res.Err)
 		}
-	}
+		return false
+	})
+	return pod
 }
 
 func (e *realEnv) removeAll() {
@@ -283,14 +285,8 @@ func median(t *testing.T, n int, f func() error) time.Duration {
 // waitForSize waits until path holds at least size bytes.
 func waitForSize(t *testing.T, path string, size int64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if fi, err := os.Stat(path); err == nil && fi.Size() >= size {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not reach %d bytes", path, size)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.WaitUntil(t, time.Minute, fmt.Sprintf("%s to reach %d bytes", path, size), func() bool {
+		fi, err := os.Stat(path)
+		return err == nil && fi.Size() >= size
+	})
 }

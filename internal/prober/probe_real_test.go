@@ -1,8 +1,10 @@
+//go:build real
+
 package prober
 
 // Probes against a real CRI runtime. They run only when NODELET_E2E_CRI names its endpoint:
 //
-//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test ./internal/prober -run Real
+//	NODELET_E2E_CRI=unix:///run/nodelet/containerd/containerd.sock go test -tags real ./internal/prober -run Real
 //
 // They need root, the CNI bridge (pod IPs reachable from the host) and the images
 // nodelet.local/testhelper:v1, nodelet.local/busybox:1.36 and registry.k8s.io/pause:3.10.
@@ -28,6 +30,7 @@ import (
 
 	noderuntime "github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // eventLog is an EventRecorder keeping "Type Reason Message" lines.
@@ -172,17 +175,6 @@ func (n *realNode) exec(id string, cmd ...string) {
 	}
 }
 
-func waitReal(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func realProbePod(prefix string, c v1.Container, policy v1.RestartPolicy) *v1.Pod {
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
@@ -211,20 +203,20 @@ func TestRealReadinessAndLiveness(t *testing.T) {
 	pod := realProbePod("probes", c, v1.RestartPolicyAlways)
 	n := startRealNode(t, pod)
 
-	waitReal(t, 60*time.Second, "the container to become ready", func() bool { return n.container().Ready })
+	testutil.WaitUntil(t, 60*time.Second, "the container to become ready", func() bool { return n.container().Ready })
 	first := n.container()
 	t.Logf("ready: %s", first.ContainerID)
 
 	n.exec(first.ContainerID, "touch", "/tmp/notready")
-	waitReal(t, 15*time.Second, "readiness to turn false", func() bool { return !n.container().Ready })
+	testutil.WaitUntil(t, 15*time.Second, "readiness to turn false", func() bool { return !n.container().Ready })
 	if !n.events.has("Warning Unhealthy Readiness probe failed: HTTP probe failed with statuscode: 503") {
 		t.Errorf("no Unhealthy event for readiness; events %q", n.events.all())
 	}
 	n.exec(first.ContainerID, "rm", "/tmp/notready")
-	waitReal(t, 15*time.Second, "readiness to come back", func() bool { return n.container().Ready })
+	testutil.WaitUntil(t, 15*time.Second, "readiness to come back", func() bool { return n.container().Ready })
 
 	n.exec(first.ContainerID, "touch", "/tmp/dead")
-	waitReal(t, 60*time.Second, "the container to be killed and restarted", func() bool {
+	testutil.WaitUntil(t, 60*time.Second, "the container to be killed and restarted", func() bool {
 		cs := n.container()
 		return cs.ContainerID != first.ContainerID && cs.State.Running != nil && cs.RestartCount == 1
 	})
@@ -233,7 +225,7 @@ func TestRealReadinessAndLiveness(t *testing.T) {
 			t.Errorf("no %q event; events %q", want, n.events.all())
 		}
 	}
-	waitReal(t, 30*time.Second, "the restarted container to become ready", func() bool { return n.container().Ready })
+	testutil.WaitUntil(t, 30*time.Second, "the restarted container to become ready", func() bool { return n.container().Ready })
 	t.Logf("events:\n%s", strings.Join(n.events.all(), "\n"))
 }
 
@@ -248,7 +240,7 @@ func TestRealFailingLivenessKills(t *testing.T) {
 	}
 	pod := realProbePod("liveness", c, v1.RestartPolicyNever)
 	n := startRealNode(t, pod)
-	waitReal(t, 60*time.Second, "the container to be killed", func() bool { return n.container().State.Terminated != nil })
+	testutil.WaitUntil(t, 60*time.Second, "the container to be killed", func() bool { return n.container().State.Terminated != nil })
 	term := n.container().State.Terminated
 	t.Logf("terminated: exit %d reason %s after %v", term.ExitCode, term.Reason, term.FinishedAt.Sub(term.StartedAt.Time))
 	if term.ExitCode == 0 {
@@ -257,7 +249,7 @@ func TestRealFailingLivenessKills(t *testing.T) {
 	if !n.events.has("Normal Killing Container app failed liveness probe, will be restarted") {
 		t.Errorf("no Killing event; events %q", n.events.all())
 	}
-	waitReal(t, 10*time.Second, "the workers to stop", func() bool {
+	testutil.WaitUntil(t, 10*time.Second, "the workers to stop", func() bool {
 		n.prober.mu.Lock()
 		defer n.prober.mu.Unlock()
 		return len(n.prober.workers) == 0

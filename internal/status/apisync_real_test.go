@@ -1,9 +1,11 @@
+//go:build real
+
 package status_test
 
 // End-to-end check of the cluster-mode pod pieces (API source, status syncer, mirror client)
 // against a real API server. Run with
 //
-//	NODELET_E2E_KUBECONFIG=/var/lib/nodelet-cp/admin.kubeconfig go test ./internal/status -run E2E -v
+//	NODELET_E2E_KUBECONFIG=/var/lib/nodelet-cp/admin.kubeconfig go test -tags real ./internal/status -run Real -v
 //
 // The node's own credentials (hack/control-plane.sh node-kubeconfig apipods-test) are used for
 // nodelet's calls when NODELET_E2E_NODE_KUBECONFIG names them or they lie next to the admin

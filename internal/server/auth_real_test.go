@@ -1,3 +1,5 @@
+//go:build real
+
 package server
 
 import (
@@ -24,13 +26,13 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 )
 
-// TestAgainstAPIServer runs the server with webhook authentication and authorization against a
+// TestRealAPIServerAuth runs the server with webhook authentication and authorization against a
 // real kube-apiserver. NODELET_E2E_KUBECONFIG names an admin kubeconfig (client certificate of
 // system:masters, signed by the cluster CA, which is also the kubelet client CA);
 // NODELET_E2E_PKI (default /var/lib/nodelet-cp/pki) holds apiserver-kubelet-client.crt/.key.
 // NODELET_E2E_NODE_KUBECONFIG, when set, is what the server itself uses for its reviews (a
 // node's credentials, as a real nodelet); otherwise the admin's.
-func TestAgainstAPIServer(t *testing.T) {
+func TestRealAPIServerAuth(t *testing.T) {
 	kubeconfig := os.Getenv("NODELET_E2E_KUBECONFIG")
 	if kubeconfig == "" {
 		t.Skip("NODELET_E2E_KUBECONFIG not set")
