@@ -289,7 +289,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	opts := runtime.Options{
 		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
-		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
+		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !featureGate(kc, "UserNamespacesSupport", true),
@@ -325,7 +325,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps := podsync.Deps{
 		Prober: n.prober, Volumes: n.volumes, Timeline: n.timeline,
 		Runtime: n.runtime, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
-		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: hostIPs(n.cfg.NodeIP), Recorder: n.recorder,
+		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: node.HostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 		Resizes: n.resizer,
 	}
 	if n.cgroups != nil {
@@ -447,7 +447,7 @@ func (n *agent) run(ctx context.Context) error {
 	n.comps.loop("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
+		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
 	}
 	n.startEviction()
 	n.startOOM()

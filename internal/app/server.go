@@ -18,6 +18,7 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/logs"
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/stats"
@@ -40,7 +41,7 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		Address: kc.Address, Port: kc.Port, ReadOnlyPort: kc.ReadOnlyPort,
 		TLSCertFile: kc.TLSCertFile, TLSKeyFile: kc.TLSPrivateKeyFile, TLSMinVersion: kc.TLSMinVersion,
 		TLSCipherSuites: kc.TLSCipherSuites, CertDir: n.cfg.CertDir, NodeName: n.cfg.NodeName,
-		HostIPs: parseIPs(hostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
+		HostIPs: parseIPs(node.HostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
 		Authentication: kc.Authentication, Authorization: kc.Authorization,
 		StreamingVerbFromMethod: n.cfg.StreamingVerbFromMethod,
 		EnableDebuggingHandlers: boolOr(kc.EnableDebuggingHandlers, true),

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/csi"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -19,7 +20,7 @@ import (
 // and claims and request tokens through the API. run() wires its pod states and starts it.
 func (n *agent) newVolumes() *volumes.Manager {
 	n.podStates = &podStates{}
-	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: firstOr(hostIPs(n.cfg.NodeIP))}
+	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: node.PrimaryHostIP(n.cfg.NodeIP)}
 	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates, Node: n.node, Recorder: n.recorder}
 	if n.objects != nil {
 		deps.Objects, deps.Tokens = n.objects, n.objects
