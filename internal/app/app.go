@@ -41,6 +41,7 @@ import (
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resize"
@@ -355,14 +356,14 @@ func (n *agent) startSources(ctx context.Context) {
 	kc := n.cfg.Kubelet
 	n.merger = source.NewMerger()
 	if kc.StaticPodPath != "" {
-		out := n.merger.Channel(source.FileSource)
-		n.sources = append(n.sources, source.FileSource)
+		out := n.merger.Channel(podutil.FileSource)
+		n.sources = append(n.sources, podutil.FileSource)
 		fs := source.NewFileSource(kc.StaticPodPath, n.cfg.NodeName, kc.FileCheckFrequency.Duration, out, n.recorder)
 		n.comps.loop("file source", fs.Run)
 	}
 	if kc.StaticPodURL != "" {
-		out := n.merger.Channel(source.HTTPSource)
-		n.sources = append(n.sources, source.HTTPSource)
+		out := n.merger.Channel(podutil.HTTPSource)
+		n.sources = append(n.sources, podutil.HTTPSource)
 		header := http.Header{}
 		for k, vs := range kc.StaticPodURLHeader {
 			for _, v := range vs {
@@ -373,8 +374,8 @@ func (n *agent) startSources(ctx context.Context) {
 		n.comps.loop("url source", us.Run)
 	}
 	if n.cluster != nil {
-		out := n.merger.Channel(source.APISource)
-		n.sources = append(n.sources, source.APISource)
+		out := n.merger.Channel(podutil.APISource)
+		n.sources = append(n.sources, podutil.APISource)
 		n.cluster.loopAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
 	}
 	if len(n.sources) == 0 {

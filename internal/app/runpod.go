@@ -13,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podrun"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
@@ -57,8 +58,8 @@ func RunPod(ctx context.Context, cfg *config.Config, pod *v1.Pod, drive func(con
 // drivePod starts the pod's source and loop and hands the pod to drive.
 func (n *agent) drivePod(ctx context.Context, pod *v1.Pod, drive func(context.Context, podrun.Pod) error) error {
 	n.merger = source.NewMerger()
-	single := source.NewSinglePod(pod, n.merger.Channel(source.FileSource))
-	n.sources = []string{source.FileSource}
+	single := source.NewSinglePod(pod, n.merger.Channel(podutil.FileSource))
+	n.sources = []string{podutil.FileSource}
 	n.comps.loop("pod source", single.Run)
 	n.comps.loop("merger", n.merger.Run)
 	workers := n.startPodLoop()

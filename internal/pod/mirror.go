@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // MirrorClient creates and deletes mirror pods: the API server's read-only copies of static pods,
@@ -30,9 +30,9 @@ func NewMirrorClient(client kubeclient.Interface, nodeName string) *MirrorClient
 // Create posts the mirror of static. A mirror that already exists is not an error: the caller
 // compares hashes (MatchesStatic) and deletes stale mirrors itself.
 func (c *MirrorClient) Create(ctx context.Context, static *v1.Pod) error {
-	hash := static.Annotations[source.AnnotationHash]
+	hash := static.Annotations[podutil.AnnotationHash]
 	if hash == "" {
-		return fmt.Errorf("static pod %s/%s has no %s annotation", static.Namespace, static.Name, source.AnnotationHash)
+		return fmt.Errorf("static pod %s/%s has no %s annotation", static.Namespace, static.Name, podutil.AnnotationHash)
 	}
 	// The node's UID is read each time (mirror creation is rare) so a re-registered node is never
 	// named with a stale UID, which NodeRestriction would reject.
@@ -61,7 +61,7 @@ func mirrorOf(static *v1.Pod, node *v1.Node) *v1.Pod {
 	for k, v := range static.Annotations {
 		annotations[k] = v
 	}
-	annotations[source.AnnotationMirror] = static.Annotations[source.AnnotationHash]
+	annotations[podutil.AnnotationMirror] = static.Annotations[podutil.AnnotationHash]
 	controller := true
 	mirror := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -120,15 +120,9 @@ func (c *MirrorClient) Delete(ctx context.Context, namespace, name string, uid *
 	}
 }
 
-// IsMirror reports whether pod is a mirror pod.
-func IsMirror(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[source.AnnotationMirror]
-	return ok
-}
-
 // MirrorHash returns the static pod hash a mirror pod was made from ("" if pod is no mirror).
 func MirrorHash(pod *v1.Pod) string {
-	return pod.Annotations[source.AnnotationMirror]
+	return pod.Annotations[podutil.AnnotationMirror]
 }
 
 // MatchesStatic reports whether mirror is the current, live mirror of static: made from the same
@@ -137,8 +131,8 @@ func MatchesStatic(mirror, static *v1.Pod) bool {
 	if mirror == nil || static == nil || mirror.DeletionTimestamp != nil {
 		return false
 	}
-	hash, ok := mirror.Annotations[source.AnnotationMirror]
-	return ok && hash != "" && hash == static.Annotations[source.AnnotationHash]
+	hash, ok := mirror.Annotations[podutil.AnnotationMirror]
+	return ok && hash != "" && hash == static.Annotations[podutil.AnnotationHash]
 }
 
 // FullName is the key static and mirror pods share: "name_namespace".

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/podutil"
 	noderuntime "github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
 )
@@ -166,7 +167,7 @@ func (n *realNode) exec(id string, cmd ...string) {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, errOut, code, err := n.rt.(noderuntime.Streamer).ExecSync(ctx, bareID(id), cmd, 10*time.Second)
+	out, errOut, code, err := n.rt.(noderuntime.Streamer).ExecSync(ctx, podutil.BareContainerID(id), cmd, 10*time.Second)
 	if err != nil || code != 0 {
 		n.t.Fatalf("exec %q: exit %d err %v: %s%s", cmd, code, err, out, errOut)
 	}

@@ -72,3 +72,15 @@ func TestMissingTunableIsAnError(t *testing.T) {
 		t.Fatalf("missing kernel/panic: err = %v", err)
 	}
 }
+
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
+		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
+		"kernel/shm_rmid_forced":           "kernel.shm_rmid_forced",
+	} {
+		if got := Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
