@@ -45,6 +45,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resize"
+	"github.com/nodelet/nodelet/internal/runonce"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtimeclass"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
@@ -130,7 +131,11 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		n.stop = stop
 		daemon.NotifyReady()
 		if cfg.RunOnce {
-			err = n.runOnce(ctx)
+			n.comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
+			err = runonce.Run(ctx, runonce.Deps{
+				Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
+				SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
+			})
 		} else {
 			err = n.run(ctx)
 		}
