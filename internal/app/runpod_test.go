@@ -128,10 +128,12 @@ func TestRunPodRefusesKubeconfigAndServesNothing(t *testing.T) {
 func TestRunPodDriveSeesTheMachineryStop(t *testing.T) {
 	cfg, fake, _ := testConfig(t)
 	pod := oneManifest(t, "web", "Always")
+	var n *agent
+	foregroundStarted = func(a *agent) { n = a }
+	defer func() { foregroundStarted = func(*agent) {} }()
 	err := RunPod(context.Background(), cfg, pod, func(ctx context.Context, p podrun.Pod) error {
 		eventually(t, "web running", func() bool { return running(fake, "web") != nil })
-		fp := p.(*foregroundPod)
-		fp.n.comps.start("failing part", func(context.Context) error { return errors.New("boom") })
+		n.comps.start("failing part", func(context.Context) error { return errors.New("boom") })
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):

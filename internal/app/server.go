@@ -19,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/internal/logs"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/runpod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/stats"
@@ -139,7 +140,7 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	}
 	var containers runtime.LogService = n.runtime.(runtime.LogService)
 	if podLogDir != "" {
-		containers = logsUnder{LogService: containers, dir: podLogDir + string(filepath.Separator)}
+		containers = runpod.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
 	}
 	rotator, err := logs.NewRotator(logs.RotatorOptions{
 		MaxSize: maxSize, MaxFiles: int(int32Or(kc.ContainerLogMaxFiles, 5)), Interval: interval,
