@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -43,9 +42,6 @@ type cluster struct {
 	// before it and the API parts (startAPI, loopAPI) after it.
 	ready <-chan struct{}
 }
-
-// mirrorDeleteTimeout bounds the background deletion of an orphaned mirror pod.
-const mirrorDeleteTimeout = 30 * time.Second
 
 func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comps *components) (*cluster, error) {
 	restCfg, identity, err := certificates.NewClientIdentity(certificates.ClientOptions{
@@ -127,7 +123,7 @@ func (m mirrorAPI) Delete(ctx context.Context, namespace, name string, uid *type
 func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *admission.Admitter) {
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
 	cfg.Reconciled = c.apiStatus.Reconcile
-	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.deleteMirror(ctx, mirror) }
+	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.mirrors.DeleteOrphan(ctx, mirror) }
 	admit.Allocatable = func() v1.ResourceList {
 		if c.node == nil {
 			return nil
@@ -179,26 +175,6 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	c.loopAPI(a.comps, "node status", ctl.Run)
 	c.loopAPI(a.comps, "pod status", c.apiStatus.Run)
 	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
-}
-
-// deleteMirror removes an orphaned mirror pod, retrying a few times: the sync loop has already
-// forgotten it.
-func (c *cluster) deleteMirror(ctx context.Context, mirror *v1.Pod) {
-	uid := mirror.UID
-	for attempt, wait := 0, time.Second; attempt < 5; attempt, wait = attempt+1, wait*2 {
-		dctx, cancel := context.WithTimeout(ctx, mirrorDeleteTimeout)
-		err := c.mirrors.Delete(dctx, mirror.Namespace, mirror.Name, (*types.UID)(&uid))
-		cancel()
-		if err == nil {
-			return
-		}
-		klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
 }
 
 // currentMirror finds a static pod's mirror, but only one that reflects this version of it, so

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,9 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/podutil"
 )
+
+// mirrorDeleteTimeout bounds each attempt of the background deletion of an orphaned mirror pod.
+const mirrorDeleteTimeout = 30 * time.Second
 
 // MirrorClient creates and deletes mirror pods: the API server's read-only copies of static pods,
 // which let the cluster see (and account for) what nodelet runs from files and URLs.
@@ -117,6 +121,26 @@ func (c *MirrorClient) Delete(ctx context.Context, namespace, name string, uid *
 		return nil
 	default:
 		return fmt.Errorf("deleting mirror pod %s/%s: %w", namespace, name, err)
+	}
+}
+
+// DeleteOrphan removes an orphaned mirror pod (its static pod is gone), retrying a few times:
+// the sync loop has already forgotten it, so nothing else would.
+func (c *MirrorClient) DeleteOrphan(ctx context.Context, mirror *v1.Pod) {
+	uid := mirror.UID
+	for attempt, wait := 0, time.Second; attempt < 5; attempt, wait = attempt+1, wait*2 {
+		dctx, cancel := context.WithTimeout(ctx, mirrorDeleteTimeout)
+		err := c.Delete(dctx, mirror.Namespace, mirror.Name, (*types.UID)(&uid))
+		cancel()
+		if err == nil {
+			return
+		}
+		klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
 }
 

@@ -203,3 +203,29 @@ func TestMirrorSet(t *testing.T) {
 		t.Error("Delete left the mirror")
 	}
 }
+
+// An orphaned mirror is deleted even when the first attempt fails, under its own UID.
+func TestMirrorDeleteOrphanRetries(t *testing.T) {
+	mirror := staticPod()
+	mirror.UID = "mirror-uid"
+	client := fake.NewClientset(mirror)
+	attempts := 0
+	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		attempts++
+		if attempts == 1 {
+			return true, nil, apierrors.NewServiceUnavailable("try again")
+		}
+		if uid := a.(k8stesting.DeleteAction).GetDeleteOptions().Preconditions.UID; uid == nil || *uid != "mirror-uid" {
+			t.Errorf("delete precondition UID = %v, want mirror-uid", uid)
+		}
+		return false, nil, nil
+	})
+	mc := NewMirrorClient(kubeclienttest.FromClientset(client), testNode)
+	mc.DeleteOrphan(context.Background(), mirror)
+	if attempts != 2 {
+		t.Errorf("delete attempts = %d, want 2", attempts)
+	}
+	if _, err := client.CoreV1().Pods("default").Get(context.Background(), mirror.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("mirror still there: %v", err)
+	}
+}
