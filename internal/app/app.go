@@ -192,7 +192,7 @@ const (
 
 func build(ctx context.Context, cfg *config.Config, comps *components, mode buildMode) (*agent, error) {
 	kc := cfg.Kubelet
-	for _, dir := range []string{cfg.RootDir, filepath.Join(cfg.RootDir, "pods"), strOr(&kc.PodLogsDir, "/var/log/pods")} {
+	for _, dir := range []string{cfg.RootDir, filepath.Join(cfg.RootDir, "pods"), kc.PodLogsDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
@@ -224,10 +224,10 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareHost(kc); err != nil {
+	if err := prepareHost(cfg); err != nil {
 		return nil, err
 	}
-	if n.cgroups, err = newPodCgroups(kc); err != nil {
+	if n.cgroups, err = newPodCgroups(cfg); err != nil {
 		return nil, err
 	}
 	if err := n.enforceAllocatable(); err != nil {
@@ -282,9 +282,9 @@ func (n *agent) newImages() (*images.Manager, error) {
 	}
 	return images.NewManager(images.Options{
 		Providers: providers,
-		Endpoint:  strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder,
-		Serialize: boolOr(kc.SerializeImagePulls, true), MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)),
-		PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)), PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		Endpoint:  cfg.ImageServiceEndpoint, RootDir: cfg.RootDir, Recorder: n.recorder,
+		Serialize: cfg.SerializeImagePulls, MaxParallel: int(cfg.MaxParallelImagePulls),
+		PullQPS: float32(cfg.RegistryPullQPS), PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 	})
 }
 
@@ -293,11 +293,11 @@ func (n *agent) newImages() (*images.Manager, error) {
 func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtime.Options {
 	kc, cfg := n.cfg.Kubelet, n.cfg
 	opts := runtime.Options{
-		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
-		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
-		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
+		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint, RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		RootDir: cfg.RootDir, PodLogsDir: kc.PodLogsDir, Recorder: n.recorder, Images: imgs,
+		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
-		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
+		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota,
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !featureGate(kc, "UserNamespacesSupport", true),
 	}
 	if n.cluster != nil {
@@ -437,7 +437,7 @@ func (n *agent) run(ctx context.Context) error {
 		n.startLogindWatch() // before healthz answers: see there
 	}
 	checks := map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy}
-	if port := int32Or(kc.HealthzPort, 10248); port > 0 {
+	if port := n.cfg.HealthzPort; port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))
 		if err := healthz.Serve(ctx, addr, checks); err != nil {
 			return err
@@ -526,34 +526,6 @@ func maxPods(kc *kubeletconfigv1beta1.KubeletConfiguration) int32 {
 		return min(kc.MaxPods, kc.PodsPerCore*int32(goruntime.NumCPU()))
 	}
 	return kc.MaxPods
-}
-
-func boolOr(b *bool, def bool) bool {
-	if b == nil {
-		return def
-	}
-	return *b
-}
-
-func strOr(s *string, def string) string {
-	if s == nil || *s == "" {
-		return def
-	}
-	return *s
-}
-
-func int32Or(v *int32, def int32) int32 {
-	if v == nil {
-		return def
-	}
-	return *v
-}
-
-func firstOr(list []string) string {
-	if len(list) == 0 {
-		return ""
-	}
-	return list[0]
 }
 
 // credentialProviders loads the credential provider plugins, when configured.

@@ -52,7 +52,10 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 	if err != nil {
 		return nil, err
 	}
-	clients, err := kubeclient.NewForConfig(restCfg, cfg.Kubelet)
+	clients, err := kubeclient.NewForConfig(restCfg, kubeclient.Limits{
+		ContentType: cfg.Kubelet.ContentType, APIQPS: cfg.KubeAPIQPS, APIBurst: cfg.Kubelet.KubeAPIBurst,
+		EventQPS: cfg.EventRecordQPS, EventBurst: cfg.Kubelet.EventBurst,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +148,8 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		UpdateFrequency: kc.NodeStatusUpdateFrequency.Duration, ReportFrequency: kc.NodeStatusReportFrequency.Duration,
 		LeaseDurationSeconds: kc.NodeLeaseDurationSeconds, MaxPods: maxPods(kc),
 		KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved, EvictionHard: kc.EvictionHard,
-		RootDir: c.cfg.RootDir, MaxImages: int32Or(kc.NodeStatusMaxImages, node.DefaultMaxImages),
-		ProviderID: kc.ProviderID, ControllerAttachDetach: boolOr(kc.EnableControllerAttachDetach, true),
+		RootDir: c.cfg.RootDir, MaxImages: c.cfg.NodeStatusMaxImages,
+		ProviderID: kc.ProviderID, ControllerAttachDetach: c.cfg.EnableControllerAttachDetach,
 	}
 	deps := node.Deps{
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,

@@ -48,7 +48,7 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 		Hard: kc.EvictionHard, Soft: kc.EvictionSoft, SoftGracePeriod: kc.EvictionSoftGracePeriod,
 		MinimumReclaim: kc.EvictionMinimumReclaim, MaxPodGracePeriodSeconds: int64(kc.EvictionMaxPodGracePeriod),
 		PressureTransitionPeriod:      kc.EvictionPressureTransitionPeriod.Duration,
-		LocalStorageCapacityIsolation: boolOr(kc.LocalStorageCapacityIsolation, true),
+		LocalStorageCapacityIsolation: n.cfg.LocalStorageCapacityIsolation,
 		PodsAllocatableEnforced:       slices.Contains(kc.EnforceNodeAllocatable, "pods"),
 		KernelMemcgNotification:       kc.KernelMemcgNotification,
 	}, deps)

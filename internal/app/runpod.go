@@ -62,7 +62,7 @@ func (n *agent) drivePod(ctx context.Context, pod *v1.Pod, drive func(context.Co
 	n.comps.loop("pod source", single.Run)
 	n.comps.loop("merger", n.merger.Run)
 	workers := n.startPodLoop()
-	if err := n.startLogRotation(podrun.LogDir(strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"), pod)); err != nil {
+	if err := n.startLogRotation(podrun.LogDir(n.cfg.Kubelet.PodLogsDir, pod)); err != nil {
 		return err
 	}
 	driveCtx, cancel := context.WithCancelCause(ctx)

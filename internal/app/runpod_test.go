@@ -154,6 +154,7 @@ func TestRunPodDriveSeesTheMachineryStop(t *testing.T) {
 func TestRunPodInterruptedBeforeThePodStarts(t *testing.T) {
 	cfg, _, _ := testConfig(t)
 	cfg.Kubelet.ContainerRuntimeEndpoint = "unix://" + t.TempDir() + "/nothing.sock"
+	cfg.ImageServiceEndpoint = cfg.Kubelet.ContainerRuntimeEndpoint
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(300*time.Millisecond, func() { cancel(errors.New("interrupt signal received")) })
 	start := time.Now()

@@ -31,7 +31,7 @@ import (
 // served only when the configuration allows without one. It says whether the API is served.
 func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check, extra server.Handlers) bool {
 	kc := n.cfg.Kubelet
-	if !boolOr(kc.EnableServer, true) {
+	if !n.cfg.EnableServer {
 		return false
 	}
 	var client kubeclient.Interface
@@ -45,10 +45,10 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		HostIPs: parseIPs(node.HostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
 		Authentication: kc.Authentication, Authorization: kc.Authorization,
 		StreamingVerbFromMethod: n.cfg.StreamingVerbFromMethod,
-		EnableDebuggingHandlers: boolOr(kc.EnableDebuggingHandlers, true),
-		EnableSystemLogHandler:  boolOr(kc.EnableSystemLogHandler, true),
-		EnableProfilingHandler:  boolOr(kc.EnableProfilingHandler, true),
-		EnableDebugFlagsHandler: boolOr(kc.EnableDebugFlagsHandler, true),
+		EnableDebuggingHandlers: n.cfg.EnableDebuggingHandlers,
+		EnableSystemLogHandler:  n.cfg.EnableSystemLogHandler,
+		EnableProfilingHandler:  n.cfg.EnableProfilingHandler,
+		EnableDebugFlagsHandler: n.cfg.EnableDebugFlagsHandler,
 		Client:                  client, Config: kc, HealthChecks: checks,
 		Pods: n.podsWithStatus, RunningPods: n.runningPods,
 	}
@@ -103,7 +103,7 @@ func (n *agent) summaryProvider() *stats.Provider {
 		n.summary = stats.NewSummaryProvider(stats.Deps{
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
 			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
-			PodLogsDir:       strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
+			PodLogsDir:       n.cfg.Kubelet.PodLogsDir,
 			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
 		})
 		metrics.SetClaimVolumeStats(n.summary.ClaimVolumeStats)
@@ -117,7 +117,7 @@ func (n *agent) handlers() server.Handlers {
 	h := server.Handlers{
 		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt.(runtime.LogService)}),
 	}
-	if boolOr(n.cfg.Kubelet.EnableSystemLogHandler, true) {
+	if n.cfg.EnableSystemLogHandler {
 		h.NodeLogs = logs.NewNodeLogsHandler("/var/log")
 	}
 	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: rt.(runtime.Streamer)})
@@ -143,7 +143,7 @@ func (n *agent) startLogRotation(podLogDir string) error {
 		containers = runpod.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
 	}
 	rotator, err := logs.NewRotator(logs.RotatorOptions{
-		MaxSize: maxSize, MaxFiles: int(int32Or(kc.ContainerLogMaxFiles, 5)), Interval: interval,
+		MaxSize: maxSize, MaxFiles: int(n.cfg.ContainerLogMaxFiles), Interval: interval,
 		Runtime: containers,
 	})
 	if err != nil {

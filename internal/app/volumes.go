@@ -26,7 +26,7 @@ func (n *agent) newVolumes() *volumes.Manager {
 		deps.Objects, deps.Tokens = n.objects, n.objects
 		opts.Claims, opts.Resizer = n.objects, n.objects
 	}
-	if n.cluster != nil && boolOr(n.cfg.Kubelet.EnableControllerAttachDetach, true) {
+	if n.cluster != nil && n.cfg.EnableControllerAttachDetach {
 		// As upstream: the attach/detach controller's volumes are mounted only once a node
 		// status update has listed them in volumesInUse (standalone has no Node to wait for).
 		opts.InUseReported = func() []v1.UniqueVolumeName {

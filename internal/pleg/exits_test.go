@@ -65,7 +65,10 @@ func TestWatchExitsRelistsAfterEachExitAndResubscribes(t *testing.T) {
 func TestWatchExitsGivesUpWithoutEvents(t *testing.T) {
 	w := &scriptedWatcher{results: []watchResult{{err: runtime.ErrNoExitEvents}}}
 	done := make(chan struct{})
-	go func() { watchExits(context.Background(), w, func() { t.Error("relist without an exit") }, time.Second); close(done) }()
+	go func() {
+		watchExits(context.Background(), w, func() { t.Error("relist without an exit") }, time.Second)
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

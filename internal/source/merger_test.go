@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/podutil"
 )
@@ -93,7 +94,7 @@ func TestMergerOps(t *testing.T) {
 		{"spec", func(p *v1.Pod) { p.Spec.Containers[0].Image = "x:2" }, UPDATE},
 		{"labels", func(p *v1.Pod) { p.Labels = map[string]string{"app": "y"} }, UPDATE},
 		{"annotations", func(p *v1.Pod) { p.Annotations = map[string]string{"note": "1"} }, UPDATE},
-		{"grace period", func(p *v1.Pod) { p.DeletionGracePeriodSeconds = ptr(int64(10)) }, UPDATE},
+		{"grace period", func(p *v1.Pod) { p.DeletionGracePeriodSeconds = ptr.To(int64(10)) }, UPDATE},
 		{"deletion", func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, DELETE},
 		{"status", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }, RECONCILE},
 	}

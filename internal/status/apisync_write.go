@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
 
-
 	"github.com/nodelet/nodelet/internal/podutil"
 )
 
