@@ -102,7 +102,6 @@ type agent struct {
 	timeline    *timeline.Recorder  // each pod's steps, for /debug/pods/{ns}/{name}/timeline
 	events      *nodeui.Events      // the node's recent events, for the node page
 	localNode   *v1.Node            // the Node a standalone node would register (node())
-	stop        <-chan struct{}     // closed when nodelet is asked to stop (SIGTERM)
 
 	features *runtimefeatures.Store // what the runtime reports it can do (CRI Status)
 	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
@@ -128,7 +127,6 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	}
 	n, err := build(ctx, cfg, comps, asDaemon)
 	if err == nil {
-		n.stop = stop
 		daemon.NotifyReady()
 		if cfg.RunOnce {
 			n.comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
@@ -137,7 +135,7 @@ func Run(ctx context.Context, cfg *config.Config) error {
 				SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
 			})
 		} else {
-			err = n.run(ctx)
+			err = n.run(ctx, stop)
 		}
 	}
 	// Whatever ended (a failure, ctx, or run-once finishing its pods), every component stops now.
@@ -152,12 +150,20 @@ func Run(ctx context.Context, cfg *config.Config) error {
 // one a standalone node would register otherwise.
 func (n *agent) node() *v1.Node {
 	if n.cluster != nil {
-		if n.cluster.node == nil {
-			return nil
+		if ctl := n.clusterNode(); ctl != nil {
+			return ctl.Node()
 		}
-		return n.cluster.node.Node()
+		return nil
 	}
 	return n.localNode
+}
+
+// clusterNode is the node controller in cluster mode once it is made, else nil.
+func (n *agent) clusterNode() *node.Controller {
+	if n.cluster == nil {
+		return nil
+	}
+	return n.cluster.node.Load()
 }
 
 // holdLockFile takes --lock-file and, with --exit-on-lock-contention, stops nodelet (cleanly)
@@ -389,7 +395,9 @@ func (n *agent) startSources(ctx context.Context) {
 	n.comps.loop("merger", n.merger.Run)
 }
 
-func (n *agent) run(ctx context.Context) error {
+// run starts the daemon's components and returns when ctx ends or stop is closed (nodelet
+// is asked to stop: SIGTERM), after the graceful node shutdown when that is configured.
+func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	kc := n.cfg.Kubelet
 	relister := pleg.New(n.runtime, plegPeriod)
 	relister.OnRelist(metrics.ObservePLEGRelist)
@@ -460,7 +468,7 @@ func (n *agent) run(ctx context.Context) error {
 	n.comps.loop("sync loop", loop.Run)
 	select {
 	case <-ctx.Done():
-	case <-n.stop:
+	case <-stop:
 		// With logind, its signal is the node shutdown and a stop request only stops nodelet.
 		if n.shutdown != nil && !n.shutdown.Watching() {
 			n.shutDown(ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -36,7 +37,9 @@ type cluster struct {
 	clients   *kubeclient.Clients
 	apiStatus *status.APISyncer
 	mirrors   *pod.MirrorClient
-	node      *node.Controller
+	// node is the node controller, stored once start made it. The volume manager, admission
+	// and the CSI registrar read it from their own goroutines, from before then on.
+	node atomic.Pointer[node.Controller]
 	// ready is closed once the node has a client certificate. TLS bootstrap runs in the
 	// background, so the parts that need no API (static pods, the runtime, healthz) start
 	// before it and the API parts (startAPI, loopAPI) after it.
@@ -128,11 +131,10 @@ func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *adm
 	cfg.Reconciled = c.apiStatus.Reconcile
 	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.mirrors.DeleteOrphan(ctx, mirror) }
 	admit.Allocatable = func() v1.ResourceList {
-		if c.node == nil {
-			return nil
-		}
-		if n := c.node.Node(); n != nil {
-			return n.Status.Allocatable
+		if ctl := c.node.Load(); ctl != nil {
+			if n := ctl.Node(); n != nil {
+				return n.Status.Allocatable
+			}
 		}
 		return nil
 	}
@@ -168,7 +170,7 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		klog.ErrorS(err, "Node controller not started; the node will not be registered")
 		return
 	}
-	c.node = ctl
+	c.node.Store(ctl)
 	lease, err := node.NewLeaseController(opts, deps)
 	if err != nil {
 		klog.ErrorS(err, "Lease controller not started")

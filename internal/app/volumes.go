@@ -54,8 +54,8 @@ func (n *agent) startCSIRegistrar() {
 	var objs csi.NodeObjects
 	if n.cluster != nil {
 		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, func(node *v1.Node) {
-			if n.cluster.node != nil {
-				n.cluster.node.ObserveNode(node)
+			if ctl := n.clusterNode(); ctl != nil {
+				ctl.ObserveNode(node)
 			}
 		})
 	}
