@@ -409,8 +409,8 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
-	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Recorder: n.recorder}
-	admit.Node, admit.RuntimeFeatures = n.node, n.features
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
+		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features}
 	if n.devices != nil {
 		admit.Devices = n.devices
 	}

@@ -18,12 +18,11 @@ import (
 	"github.com/nodelet/nodelet/internal/source"
 )
 
-// Run-once limits: how long to wait for the sources, and for each pod to come up.
-const (
-	sourceWait = 30 * time.Second
-	podWait    = 5 * time.Minute
-	retryEvery = time.Second
-)
+// sourceWait bounds the wait for every source's first report.
+const sourceWait = 30 * time.Second
+
+// podWait bounds the wait for one pod to run or finish; its sync is retried every retryEvery.
+const podWait, retryEvery = 5 * time.Minute, time.Second
 
 // Deps are what run-once reads and drives: the merged pod sources, the per-pod sync and the
 // statuses it records.

@@ -74,13 +74,14 @@ func TestMissingTunableIsAnError(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
-	for in, want := range map[string]string{
-		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
-		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
-		"kernel/shm_rmid_forced":           "kernel.shm_rmid_forced",
-	} {
-		if got := Normalize(in); got != want {
-			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
-		}
+	// A "." inside a slash-separated component (a VLAN interface) becomes "/".
+	if got := Normalize("net/ipv4/conf/eno2.100/rp_filter"); got != "net.ipv4.conf.eno2/100.rp_filter" {
+		t.Errorf("Normalize(slashes) = %q", got)
+	}
+	if got := Normalize("kernel/shm_rmid_forced"); got != "kernel.shm_rmid_forced" {
+		t.Errorf("Normalize(kernel/shm_rmid_forced) = %q", got)
+	}
+	if got := Normalize("kernel.shm_rmid_forced"); got != "kernel.shm_rmid_forced" {
+		t.Errorf("the dotted form changed: %q", got)
 	}
 }
