@@ -41,7 +41,9 @@ type Settings struct {
 	NodeStatusMaxImages          int32
 	EnableControllerAttachDetach bool
 	KubeAPIQPS                   int32
-	EventRecordQPS               int32
+	// UserNamespacesSupport is that feature gate (on unless featureGates turns it off).
+	UserNamespacesSupport bool
+	EventRecordQPS        int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -82,6 +84,10 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	}
 	if s.ImageServiceEndpoint == "" {
 		s.ImageServiceEndpoint = kc.ContainerRuntimeEndpoint
+	}
+	s.UserNamespacesSupport = true
+	if on, set := kc.FeatureGates["UserNamespacesSupport"]; set {
+		s.UserNamespacesSupport = on
 	}
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls

@@ -13,6 +13,7 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 		ResolverConfig: DefaultResolvConf, CPUCFSQuota: true, CgroupsPerQOS: true, PodPidsLimit: -1,
 		LocalStorageCapacityIsolation: true, ContainerLogMaxFiles: 5, FailSwapOn: true, OOMScoreAdj: -999,
 		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
+		UserNamespacesSupport: true,
 	}
 	if s != want {
 		t.Errorf("default settings:\n got %+v\nwant %+v", s, want)
