@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/internal/podfields"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/sysctl"
 )
 
 // Rejection reasons API users match on.
@@ -120,7 +120,7 @@ func checkSysctls(pod *v1.Pod, allowedUnsafe []string) (bool, string, string) {
 		return true, "", ""
 	}
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		name := runtime.NormalizeSysctl(s.Name)
+		name := sysctl.Normalize(s.Name)
 		if safeSysctls[name] {
 			continue
 		}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodelet/nodelet/internal/podfields"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
 )
 
@@ -55,9 +54,6 @@ func TestCheckSysctls(t *testing.T) {
 		if ok != tc.ok || (!ok && reason != ReasonSysctlForbidden) {
 			t.Errorf("%s: ok=%v reason=%q msg=%q, want ok=%v", tc.name, ok, reason, msg, tc.ok)
 		}
-	}
-	if got := runtime.NormalizeSysctl("net/ipv4/conf/eno2.100/rp_filter"); got != "net.ipv4.conf.eno2/100.rp_filter" {
-		t.Errorf("NormalizeSysctl = %q", got)
 	}
 }
 

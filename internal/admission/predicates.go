@@ -7,7 +7,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // The scheduler's predicates the upstream kubelet also checks at admission, so a pod bound
@@ -44,7 +44,7 @@ func predicates(pod *v1.Pod, node *v1.Node, active []*v1.Pod) (bool, string, str
 	if !portsFree(pod, active) {
 		return predicateFailed(ReasonNodePorts)
 	}
-	if !source.IsStatic(pod) {
+	if !podutil.IsStatic(pod) {
 		noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
 		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, noExecute); untolerated {
 			return predicateFailed(ReasonTaintToleration)

@@ -122,7 +122,7 @@ func (n *agent) systemContainers() []stats.SystemContainer {
 		out = append(out, stats.SystemContainer{Name: stats.SystemContainerRuntime, PID: pid})
 	}
 	if n.cgroups != nil {
-		out = append(out, stats.SystemContainer{Name: stats.SystemContainerPods, Cgroup: path.Join("/", strOr(&kc.CgroupRoot, "/"), "kubepods")})
+		out = append(out, stats.SystemContainer{Name: stats.SystemContainerPods, Cgroup: path.Join("/", kc.CgroupRoot, "kubepods")})
 	}
 	if kc.SystemCgroups != "" {
 		out = append(out, stats.SystemContainer{Name: stats.SystemContainerMisc, Cgroup: kc.SystemCgroups})

@@ -41,9 +41,11 @@ import (
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resize"
+	"github.com/nodelet/nodelet/internal/runonce"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtimeclass"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
@@ -100,7 +102,6 @@ type agent struct {
 	timeline    *timeline.Recorder  // each pod's steps, for /debug/pods/{ns}/{name}/timeline
 	events      *nodeui.Events      // the node's recent events, for the node page
 	localNode   *v1.Node            // the Node a standalone node would register (node())
-	stop        <-chan struct{}     // closed when nodelet is asked to stop (SIGTERM)
 
 	features *runtimefeatures.Store // what the runtime reports it can do (CRI Status)
 	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
@@ -126,12 +127,15 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	}
 	n, err := build(ctx, cfg, comps, asDaemon)
 	if err == nil {
-		n.stop = stop
 		daemon.NotifyReady()
 		if cfg.RunOnce {
-			err = n.runOnce(ctx)
+			n.comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
+			err = runonce.Run(ctx, runonce.Deps{
+				Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
+				SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
+			})
 		} else {
-			err = n.run(ctx)
+			err = n.run(ctx, stop)
 		}
 	}
 	// Whatever ended (a failure, ctx, or run-once finishing its pods), every component stops now.
@@ -146,12 +150,20 @@ func Run(ctx context.Context, cfg *config.Config) error {
 // one a standalone node would register otherwise.
 func (n *agent) node() *v1.Node {
 	if n.cluster != nil {
-		if n.cluster.node == nil {
-			return nil
+		if ctl := n.clusterNode(); ctl != nil {
+			return ctl.Node()
 		}
-		return n.cluster.node.Node()
+		return nil
 	}
 	return n.localNode
+}
+
+// clusterNode is the node controller in cluster mode once it is made, else nil.
+func (n *agent) clusterNode() *node.Controller {
+	if n.cluster == nil {
+		return nil
+	}
+	return n.cluster.node.Load()
 }
 
 // holdLockFile takes --lock-file and, with --exit-on-lock-contention, stops nodelet (cleanly)
@@ -186,7 +198,7 @@ const (
 
 func build(ctx context.Context, cfg *config.Config, comps *components, mode buildMode) (*agent, error) {
 	kc := cfg.Kubelet
-	for _, dir := range []string{cfg.RootDir, filepath.Join(cfg.RootDir, "pods"), strOr(&kc.PodLogsDir, "/var/log/pods")} {
+	for _, dir := range []string{cfg.RootDir, filepath.Join(cfg.RootDir, "pods"), kc.PodLogsDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
@@ -218,10 +230,10 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareHost(kc); err != nil {
+	if err := prepareHost(cfg); err != nil {
 		return nil, err
 	}
-	if n.cgroups, err = newPodCgroups(kc); err != nil {
+	if n.cgroups, err = newPodCgroups(cfg); err != nil {
 		return nil, err
 	}
 	if err := n.enforceAllocatable(); err != nil {
@@ -276,9 +288,9 @@ func (n *agent) newImages() (*images.Manager, error) {
 	}
 	return images.NewManager(images.Options{
 		Providers: providers,
-		Endpoint:  strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder,
-		Serialize: boolOr(kc.SerializeImagePulls, true), MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)),
-		PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)), PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		Endpoint:  cfg.ImageServiceEndpoint, RootDir: cfg.RootDir, Recorder: n.recorder,
+		Serialize: cfg.SerializeImagePulls, MaxParallel: int(cfg.MaxParallelImagePulls),
+		PullQPS: float32(cfg.RegistryPullQPS), PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
 	})
 }
 
@@ -287,12 +299,12 @@ func (n *agent) newImages() (*images.Manager, error) {
 func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtime.Options {
 	kc, cfg := n.cfg.Kubelet, n.cfg
 	opts := runtime.Options{
-		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
-		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
-		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
+		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint, RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		RootDir: cfg.RootDir, PodLogsDir: kc.PodLogsDir, Recorder: n.recorder, Images: imgs,
+		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
-		SeccompDefault: boolOr(kc.SeccompDefault, false), NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
-		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !featureGate(kc, "UserNamespacesSupport", true),
+		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota,
+		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API
@@ -325,7 +337,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps := podsync.Deps{
 		Prober: n.prober, Volumes: n.volumes, Timeline: n.timeline,
 		Runtime: n.runtime, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
-		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: hostIPs(n.cfg.NodeIP), Recorder: n.recorder,
+		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: node.HostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 		Resizes: n.resizer,
 	}
 	if n.cgroups != nil {
@@ -355,14 +367,14 @@ func (n *agent) startSources(ctx context.Context) {
 	kc := n.cfg.Kubelet
 	n.merger = source.NewMerger()
 	if kc.StaticPodPath != "" {
-		out := n.merger.Channel(source.FileSource)
-		n.sources = append(n.sources, source.FileSource)
+		out := n.merger.Channel(podutil.FileSource)
+		n.sources = append(n.sources, podutil.FileSource)
 		fs := source.NewFileSource(kc.StaticPodPath, n.cfg.NodeName, kc.FileCheckFrequency.Duration, out, n.recorder)
 		n.comps.loop("file source", fs.Run)
 	}
 	if kc.StaticPodURL != "" {
-		out := n.merger.Channel(source.HTTPSource)
-		n.sources = append(n.sources, source.HTTPSource)
+		out := n.merger.Channel(podutil.HTTPSource)
+		n.sources = append(n.sources, podutil.HTTPSource)
 		header := http.Header{}
 		for k, vs := range kc.StaticPodURLHeader {
 			for _, v := range vs {
@@ -373,8 +385,8 @@ func (n *agent) startSources(ctx context.Context) {
 		n.comps.loop("url source", us.Run)
 	}
 	if n.cluster != nil {
-		out := n.merger.Channel(source.APISource)
-		n.sources = append(n.sources, source.APISource)
+		out := n.merger.Channel(podutil.APISource)
+		n.sources = append(n.sources, podutil.APISource)
 		n.cluster.loopAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
 	}
 	if len(n.sources) == 0 {
@@ -383,7 +395,9 @@ func (n *agent) startSources(ctx context.Context) {
 	n.comps.loop("merger", n.merger.Run)
 }
 
-func (n *agent) run(ctx context.Context) error {
+// run starts the daemon's components and returns when ctx ends or stop is closed (nodelet
+// is asked to stop: SIGTERM), after the graceful node shutdown when that is configured.
+func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	kc := n.cfg.Kubelet
 	relister := pleg.New(n.runtime, plegPeriod)
 	relister.OnRelist(metrics.ObservePLEGRelist)
@@ -395,8 +409,8 @@ func (n *agent) run(ctx context.Context) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
-	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Recorder: n.recorder}
-	admit.Node, admit.RuntimeFeatures = n.node, n.features
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
+		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features}
 	if n.devices != nil {
 		admit.Devices = n.devices
 	}
@@ -431,7 +445,7 @@ func (n *agent) run(ctx context.Context) error {
 		n.startLogindWatch() // before healthz answers: see there
 	}
 	checks := map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy}
-	if port := int32Or(kc.HealthzPort, 10248); port > 0 {
+	if port := n.cfg.HealthzPort; port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))
 		if err := healthz.Serve(ctx, addr, checks); err != nil {
 			return err
@@ -447,14 +461,14 @@ func (n *agent) run(ctx context.Context) error {
 	n.comps.loop("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
+		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
 	}
 	n.startEviction()
 	n.startOOM()
 	n.comps.loop("sync loop", loop.Run)
 	select {
 	case <-ctx.Done():
-	case <-n.stop:
+	case <-stop:
 		// With logind, its signal is the node shutdown and a stop request only stops nodelet.
 		if n.shutdown != nil && !n.shutdown.Watching() {
 			n.shutDown(ctx)
@@ -520,34 +534,6 @@ func maxPods(kc *kubeletconfigv1beta1.KubeletConfiguration) int32 {
 		return min(kc.MaxPods, kc.PodsPerCore*int32(goruntime.NumCPU()))
 	}
 	return kc.MaxPods
-}
-
-func boolOr(b *bool, def bool) bool {
-	if b == nil {
-		return def
-	}
-	return *b
-}
-
-func strOr(s *string, def string) string {
-	if s == nil || *s == "" {
-		return def
-	}
-	return *s
-}
-
-func int32Or(v *int32, def int32) int32 {
-	if v == nil {
-		return def
-	}
-	return *v
-}
-
-func firstOr(list []string) string {
-	if len(list) == 0 {
-		return ""
-	}
-	return list[0]
 }
 
 // credentialProviders loads the credential provider plugins, when configured.

@@ -13,7 +13,7 @@ import (
 func (n *agent) cadvisorHandler() http.Handler {
 	src := cadvisor.Source{Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get, OOMs: &n.ooms}
 	if n.cgroups != nil {
-		src.PodsCgroup = path.Join("/", strOr(&n.cfg.Kubelet.CgroupRoot, "/"), "kubepods")
+		src.PodsCgroup = path.Join("/", n.cfg.Kubelet.CgroupRoot, "kubepods")
 		src.Layers = n.summaryProvider().Layers
 	} else {
 		src.Pods = nil

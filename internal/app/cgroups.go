@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/cgroups"
+	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
@@ -20,8 +20,9 @@ const cgroupSweepPeriod = time.Minute
 // newPodCgroups makes the QoS cgroups and returns their manager when nodelet owns the pod
 // cgroups: cgroupsPerQOS with the cgroupfs driver. nil means pods get no cgroup parent and
 // the runtime places them.
-func newPodCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*cgroups.Manager, error) {
-	if !boolOr(kc.CgroupsPerQOS, true) {
+func newPodCgroups(cfg *config.Config) (*cgroups.Manager, error) {
+	kc := cfg.Kubelet
+	if !cfg.CgroupsPerQOS {
 		return nil, nil
 	}
 	if kc.CgroupDriver == "systemd" {
@@ -29,8 +30,8 @@ func newPodCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*cgroups.Mana
 		return nil, nil
 	}
 	m, err := cgroups.New(cgroups.Options{
-		CgroupRoot: kc.CgroupRoot, PodPidsLimit: int64Or(kc.PodPidsLimit, -1),
-		NodeMilliCPU: int64(goruntime.NumCPU()) * 1000, NoCPUQuota: !boolOr(kc.CPUCFSQuota, true),
+		CgroupRoot: kc.CgroupRoot, PodPidsLimit: cfg.PodPidsLimit,
+		NodeMilliCPU: int64(goruntime.NumCPU()) * 1000, NoCPUQuota: !cfg.CPUCFSQuota,
 	})
 	if err == nil {
 		err = m.Start()
@@ -72,11 +73,4 @@ func (n *agent) sweepPodCgroups(ctx context.Context, sourcesReady func() bool, r
 			klog.ErrorS(err, "Could not remove the cgroups of removed pods; retrying later")
 		}
 	}
-}
-
-func int64Or(v *int64, def int64) int64 {
-	if v == nil {
-		return def
-	}
-	return *v
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
+	"sync/atomic"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -37,15 +37,14 @@ type cluster struct {
 	clients   *kubeclient.Clients
 	apiStatus *status.APISyncer
 	mirrors   *pod.MirrorClient
-	node      *node.Controller
+	// node is the node controller, stored once start made it. The volume manager, admission
+	// and the CSI registrar read it from their own goroutines, from before then on.
+	node atomic.Pointer[node.Controller]
 	// ready is closed once the node has a client certificate. TLS bootstrap runs in the
 	// background, so the parts that need no API (static pods, the runtime, healthz) start
 	// before it and the API parts (startAPI, loopAPI) after it.
 	ready <-chan struct{}
 }
-
-// mirrorDeleteTimeout bounds the background deletion of an orphaned mirror pod.
-const mirrorDeleteTimeout = 30 * time.Second
 
 func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comps *components) (*cluster, error) {
 	restCfg, identity, err := certificates.NewClientIdentity(certificates.ClientOptions{
@@ -56,7 +55,10 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 	if err != nil {
 		return nil, err
 	}
-	clients, err := kubeclient.NewForConfig(restCfg, cfg.Kubelet)
+	clients, err := kubeclient.NewForConfig(restCfg, kubeclient.Limits{
+		ContentType: cfg.Kubelet.ContentType, APIQPS: cfg.KubeAPIQPS, APIBurst: cfg.Kubelet.KubeAPIBurst,
+		EventQPS: cfg.EventRecordQPS, EventBurst: cfg.Kubelet.EventBurst,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,13 +129,12 @@ func (m mirrorAPI) Delete(ctx context.Context, namespace, name string, uid *type
 func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *admission.Admitter) {
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
 	cfg.Reconciled = c.apiStatus.Reconcile
-	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.deleteMirror(ctx, mirror) }
+	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.mirrors.DeleteOrphan(ctx, mirror) }
 	admit.Allocatable = func() v1.ResourceList {
-		if c.node == nil {
-			return nil
-		}
-		if n := c.node.Node(); n != nil {
-			return n.Status.Allocatable
+		if ctl := c.node.Load(); ctl != nil {
+			if n := ctl.Node(); n != nil {
+				return n.Status.Allocatable
+			}
 		}
 		return nil
 	}
@@ -149,8 +150,8 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		UpdateFrequency: kc.NodeStatusUpdateFrequency.Duration, ReportFrequency: kc.NodeStatusReportFrequency.Duration,
 		LeaseDurationSeconds: kc.NodeLeaseDurationSeconds, MaxPods: maxPods(kc),
 		KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved, EvictionHard: kc.EvictionHard,
-		RootDir: c.cfg.RootDir, MaxImages: int32Or(kc.NodeStatusMaxImages, node.DefaultMaxImages),
-		ProviderID: kc.ProviderID, ControllerAttachDetach: boolOr(kc.EnableControllerAttachDetach, true),
+		RootDir: c.cfg.RootDir, MaxImages: c.cfg.NodeStatusMaxImages,
+		ProviderID: kc.ProviderID, ControllerAttachDetach: c.cfg.EnableControllerAttachDetach,
 	}
 	deps := node.Deps{
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,
@@ -169,7 +170,7 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		klog.ErrorS(err, "Node controller not started; the node will not be registered")
 		return
 	}
-	c.node = ctl
+	c.node.Store(ctl)
 	lease, err := node.NewLeaseController(opts, deps)
 	if err != nil {
 		klog.ErrorS(err, "Lease controller not started")
@@ -179,26 +180,6 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	c.loopAPI(a.comps, "node status", ctl.Run)
 	c.loopAPI(a.comps, "pod status", c.apiStatus.Run)
 	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
-}
-
-// deleteMirror removes an orphaned mirror pod, retrying a few times: the sync loop has already
-// forgotten it.
-func (c *cluster) deleteMirror(ctx context.Context, mirror *v1.Pod) {
-	uid := mirror.UID
-	for attempt, wait := 0, time.Second; attempt < 5; attempt, wait = attempt+1, wait*2 {
-		dctx, cancel := context.WithTimeout(ctx, mirrorDeleteTimeout)
-		err := c.mirrors.Delete(dctx, mirror.Namespace, mirror.Name, (*types.UID)(&uid))
-		cancel()
-		if err == nil {
-			return
-		}
-		klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
 }
 
 // currentMirror finds a static pod's mirror, but only one that reflects this version of it, so

@@ -11,14 +11,10 @@ import (
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/eviction"
 	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
 )
-
-// systemCriticalPriority is the lowest priority of system-critical pods (system-cluster-critical).
-const systemCriticalPriority = 2000000000
 
 // buildEviction makes the eviction manager: its admission check goes into admit, its
 // pressure into n.pressure (read by the node status). It runs once startEviction is called.
@@ -28,7 +24,7 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 		Summary:    n.summaryProvider(),
 		ActivePods: func() []*v1.Pod { return n.activePods(workers) },
 		Evict:      func(p *v1.Pod, grace int64, why eviction.Eviction) { n.evictPod(workers, p, grace, why) },
-		Critical:   criticalPod,
+		Critical:   podutil.IsCritical,
 		OnEvict:    metrics.Evicted,
 		CleanedUp:  func(p *v1.Pod) bool { return workers.CleanedUp(p.UID) },
 	}
@@ -52,7 +48,7 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 		Hard: kc.EvictionHard, Soft: kc.EvictionSoft, SoftGracePeriod: kc.EvictionSoftGracePeriod,
 		MinimumReclaim: kc.EvictionMinimumReclaim, MaxPodGracePeriodSeconds: int64(kc.EvictionMaxPodGracePeriod),
 		PressureTransitionPeriod:      kc.EvictionPressureTransitionPeriod.Duration,
-		LocalStorageCapacityIsolation: boolOr(kc.LocalStorageCapacityIsolation, true),
+		LocalStorageCapacityIsolation: n.cfg.LocalStorageCapacityIsolation,
 		PodsAllocatableEnforced:       slices.Contains(kc.EnforceNodeAllocatable, "pods"),
 		KernelMemcgNotification:       kc.KernelMemcgNotification,
 	}, deps)
@@ -105,12 +101,4 @@ func (n *agent) evictPod(workers *podworkers.PodWorkers, p *v1.Pod, grace int64,
 	}
 	workers.UpdatePod(podworkers.UpdateOptions{Type: podworkers.Kill, Pod: p, Kill: &podworkers.KillOptions{GracePeriod: &grace}})
 	klog.InfoS("Pod evicted", "pod", klog.KObj(p), "gracePeriod", grace)
-}
-
-// criticalPod: static, mirror and system-critical pods are never evicted for node pressure.
-func criticalPod(p *v1.Pod) bool {
-	if source.IsStatic(p) || pod.IsMirror(p) {
-		return true
-	}
-	return p.Spec.Priority != nil && *p.Spec.Priority >= systemCriticalPriority
 }

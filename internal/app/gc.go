@@ -30,7 +30,7 @@ func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool
 			MinAge: policy.MinAge, MaxPerPodContainer: int(policy.MaxPerPodContainer), MaxContainers: int(policy.MaxContainers),
 		},
 		Runtime: containers, NodeName: n.cfg.NodeName, RootDir: n.cfg.RootDir,
-		PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), ContainerLogsDir: runtime.DefaultContainerLogsDir,
+		PodLogsDir: kc.PodLogsDir, ContainerLogsDir: runtime.DefaultContainerLogsDir,
 		PodExists: func(uid types.UID) bool {
 			if _, ok := n.pods.Get(uid); ok {
 				return true
@@ -50,8 +50,8 @@ func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool
 	}
 	igc, err := imagegc.New(imagegc.Options{
 		Policy: imagegc.Policy{
-			HighThresholdPercent: int(int32Or(kc.ImageGCHighThresholdPercent, 85)),
-			LowThresholdPercent:  int(int32Or(kc.ImageGCLowThresholdPercent, 80)),
+			HighThresholdPercent: int(n.cfg.ImageGCHighPercent),
+			LowThresholdPercent:  int(n.cfg.ImageGCLowPercent),
 			MinAge:               kc.ImageMinimumGCAge.Duration, MaxAge: kc.ImageMaximumGCAge.Duration,
 		},
 		Runtime: images, KeepImages: []string{n.cfg.PodInfraContainerImage}, Recorder: n.recorder, NodeRef: ref,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/sysctl"
 )
 
@@ -22,11 +23,12 @@ var hostFiles = struct {
 
 // prepareHost checks and sets up the machine and this process as the upstream kubelet does
 // before its managers start: kernel tunables, swap, cgroup version, OOM score, open files.
-func prepareHost(kc *kubeletconfigv1beta1.KubeletConfiguration) error {
+func prepareHost(cfg *config.Config) error {
+	kc := cfg.Kubelet
 	if err := setKernelTunables(kc); err != nil {
 		return err
 	}
-	if boolOr(kc.FailSwapOn, true) {
+	if cfg.FailSwapOn {
 		on, err := swapOn(hostFiles.swaps)
 		if err != nil {
 			return err
@@ -35,10 +37,10 @@ func prepareHost(kc *kubeletconfigv1beta1.KubeletConfiguration) error {
 			return errors.New("swap is on (/proc/swaps lists a device), which failSwapOn refuses: turn it off with `swapoff -a`, or set failSwapOn: false (--fail-swap-on=false)")
 		}
 	}
-	if boolOr(kc.FailCgroupV1, false) && !cgroupV2(hostFiles.cgroupRoot) {
+	if cfg.FailCgroupV1 && !cgroupV2(hostFiles.cgroupRoot) {
 		return errors.New("the host uses cgroup v1, which failCgroupV1 refuses: boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or set failCgroupV1: false")
 	}
-	score := int32Or(kc.OOMScoreAdj, -999)
+	score := cfg.OOMScoreAdj
 	if err := os.WriteFile(hostFiles.oomScoreAdj, []byte(strconv.Itoa(int(score))), 0o644); err != nil {
 		// As upstream: a process without CAP_SYS_RESOURCE cannot lower its score; carry on.
 		klog.InfoS("Could not set nodelet's OOM score adjustment", "oomScoreAdj", score, "err", err)

@@ -95,12 +95,10 @@ func TestSwapOnRefusedUnlessFailSwapOnIsOff(t *testing.T) {
 
 func TestFailCgroupV1RefusesAV1Host(t *testing.T) {
 	cfg, _, _ := testConfig(t)
-	cfg.Kubelet.FailCgroupV1 = ptrTo(true)
+	cfg.FailCgroupV1 = true
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := Run(ctx, cfg); err == nil || !strings.Contains(err.Error(), "cgroup v1") {
 		t.Fatalf("Run with failCgroupV1 on a v1 host: %v", err)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -57,7 +57,7 @@ func (n *agent) nodePageNames() []string {
 	if h, err := os.Hostname(); err == nil {
 		names = append(names, h)
 	}
-	return append(names, hostIPs(n.cfg.NodeIP)...)
+	return append(names, node.HostIPs(n.cfg.NodeIP)...)
 }
 
 // pageNode is the node the page shows: the registered Node in cluster mode (nil until it is

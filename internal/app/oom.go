@@ -10,7 +10,7 @@ import (
 func (n *agent) startOOM() {
 	pods := "/k8s.io" // containerd's own parent when nodelet makes no pod cgroups
 	if n.cgroups != nil {
-		pods = path.Join("/", strOr(&n.cfg.Kubelet.CgroupRoot, "/"), "kubepods")
+		pods = path.Join("/", n.cfg.Kubelet.CgroupRoot, "kubepods")
 	}
 	w := &oom.Watcher{PodsCgroup: pods, Recorder: n.recorder, NodeRef: gcNodeRef(n.cfg.NodeName), Count: n.ooms.Add}
 	n.comps.start("OOM watcher", w.Run)

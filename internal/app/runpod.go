@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -13,15 +11,13 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podrun"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/runpod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/syncloop"
-	"github.com/nodelet/nodelet/internal/timeline"
 )
-
-// podStatePoll is how often a foreground pod's worker state is looked at while waiting.
-const podStatePoll = 100 * time.Millisecond
 
 // RunPod runs one pod in this process (`nodelet run --wait`) with the daemon's machinery —
 // sync loop, pod workers, PLEG, probes, volumes, hooks, restarts with back-off, log rotation —
@@ -54,22 +50,30 @@ func RunPod(ctx context.Context, cfg *config.Config, pod *v1.Pod, drive func(con
 	return err
 }
 
+// foregroundStarted is called with the foreground agent just before drive; tests make a
+// component of it fail.
+var foregroundStarted = func(*agent) {}
+
 // drivePod starts the pod's source and loop and hands the pod to drive.
 func (n *agent) drivePod(ctx context.Context, pod *v1.Pod, drive func(context.Context, podrun.Pod) error) error {
 	n.merger = source.NewMerger()
-	single := source.NewSinglePod(pod, n.merger.Channel(source.FileSource))
-	n.sources = []string{source.FileSource}
+	single := source.NewSinglePod(pod, n.merger.Channel(podutil.FileSource))
+	n.sources = []string{podutil.FileSource}
 	n.comps.loop("pod source", single.Run)
 	n.comps.loop("merger", n.merger.Run)
 	workers := n.startPodLoop()
-	if err := n.startLogRotation(podrun.LogDir(strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"), pod)); err != nil {
+	if err := n.startLogRotation(podrun.LogDir(n.cfg.Kubelet.PodLogsDir, pod)); err != nil {
 		return err
 	}
 	driveCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stopDrive := context.AfterFunc(n.comps.ctx, func() { cancel(n.stopped()) })
 	defer stopDrive()
-	return drive(driveCtx, &foregroundPod{n: n, pod: pod, source: single, workers: workers})
+	foregroundStarted(n)
+	return drive(driveCtx, runpod.NewPod(runpod.Deps{
+		Pod: pod, Source: single, Workers: workers, Statuses: n.statuses.Get, Timeline: n.timeline,
+		Stopped: n.comps.ctx.Done(), StopErr: n.stopped,
+	}))
 }
 
 // startPodLoop starts the PLEG, the pod workers and the sync loop for the foreground pod.
@@ -94,87 +98,14 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.loop("pleg", relister.Run)
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
+		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
 	}
 	n.comps.loop("sync loop", loop.Run)
 	n.comps.loop("pod workers", func(ctx context.Context) { <-ctx.Done(); workers.Wait() })
 	return workers
 }
 
-// logsUnder is the runtime's log service limited to the containers logging under dir.
-type logsUnder struct {
-	runtime.LogService
-	dir string
-}
-
-func (l logsUnder) RunningContainerLogs(ctx context.Context) ([]*runtime.ContainerLog, error) {
-	all, err := l.LogService.RunningContainerLogs(ctx)
-	var mine []*runtime.ContainerLog
-	for _, c := range all {
-		if strings.HasPrefix(c.Path, l.dir) {
-			mine = append(mine, c)
-		}
-	}
-	return mine, err
-}
-
 // stopped is why the machinery stopped before drive returned.
 func (n *agent) stopped() error {
 	return fmt.Errorf("nodelet stopped: %w", context.Cause(n.comps.ctx))
-}
-
-// foregroundPod is podrun.Pod for the pod RunPod runs.
-type foregroundPod struct {
-	n       *agent
-	pod     *v1.Pod
-	source  *source.SinglePod
-	workers *podworkers.PodWorkers
-}
-
-func (p *foregroundPod) Status() (v1.PodStatus, bool) { return p.n.statuses.Get(p.pod.UID) }
-
-func (p *foregroundPod) Timeline() (timeline.Timeline, bool) {
-	return p.n.timeline.Get(p.pod.Namespace, p.pod.Name)
-}
-
-// Done: the worker finished the pod (terminated, or removed), or admission refused it (no
-// worker, status Failed).
-func (p *foregroundPod) Done() bool {
-	if state, ok := p.workers.State(p.pod.UID); ok {
-		return state == podworkers.Terminated
-	}
-	if _, removed := p.workers.FinishedAt(p.pod.UID); removed {
-		return true
-	}
-	st, ok := p.Status()
-	return ok && (st.Phase == v1.PodFailed || st.Phase == v1.PodSucceeded)
-}
-
-func (p *foregroundPod) Stop(ctx context.Context) error {
-	p.source.Delete(time.Now())
-	return p.waitFor(ctx, "stopped", p.Done)
-}
-
-func (p *foregroundPod) Remove(ctx context.Context) error {
-	p.source.Remove()
-	return p.waitFor(ctx, "removed", func() bool {
-		_, removed := p.workers.FinishedAt(p.pod.UID)
-		return removed
-	})
-}
-
-// waitFor polls cond until it holds, ctx ends, or the machinery stops.
-func (p *foregroundPod) waitFor(ctx context.Context, what string, cond func() bool) error {
-	ticker := time.NewTicker(podStatePoll)
-	defer ticker.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pod not %s in time: %w", what, context.Cause(ctx))
-		case <-p.n.comps.ctx.Done():
-			return p.n.stopped()
-		case <-ticker.C:
-		}
-	}
-	return nil
 }

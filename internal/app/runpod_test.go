@@ -129,10 +129,12 @@ func TestRunPodRefusesKubeconfigAndServesNothing(t *testing.T) {
 func TestRunPodDriveSeesTheMachineryStop(t *testing.T) {
 	cfg, fake, _ := testConfig(t)
 	pod := oneManifest(t, "web", "Always")
+	var n *agent
+	foregroundStarted = func(a *agent) { n = a }
+	defer func() { foregroundStarted = func(*agent) {} }()
 	err := RunPod(context.Background(), cfg, pod, func(ctx context.Context, p podrun.Pod) error {
 		testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
-		fp := p.(*foregroundPod)
-		fp.n.comps.start("failing part", func(context.Context) error { return errors.New("boom") })
+		n.comps.start("failing part", func(context.Context) error { return errors.New("boom") })
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):
@@ -153,6 +155,7 @@ func TestRunPodDriveSeesTheMachineryStop(t *testing.T) {
 func TestRunPodInterruptedBeforeThePodStarts(t *testing.T) {
 	cfg, _, _ := testConfig(t)
 	cfg.Kubelet.ContainerRuntimeEndpoint = "unix://" + t.TempDir() + "/nothing.sock"
+	cfg.ImageServiceEndpoint = cfg.Kubelet.ContainerRuntimeEndpoint
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(300*time.Millisecond, func() { cancel(errors.New("interrupt signal received")) })
 	start := time.Now()

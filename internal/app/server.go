@@ -18,6 +18,8 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/logs"
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/runpod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/stats"
@@ -29,7 +31,7 @@ import (
 // served only when the configuration allows without one. It says whether the API is served.
 func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check, extra server.Handlers) bool {
 	kc := n.cfg.Kubelet
-	if !boolOr(kc.EnableServer, true) {
+	if !n.cfg.EnableServer {
 		return false
 	}
 	var client kubeclient.Interface
@@ -40,13 +42,13 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		Address: kc.Address, Port: kc.Port, ReadOnlyPort: kc.ReadOnlyPort,
 		TLSCertFile: kc.TLSCertFile, TLSKeyFile: kc.TLSPrivateKeyFile, TLSMinVersion: kc.TLSMinVersion,
 		TLSCipherSuites: kc.TLSCipherSuites, CertDir: n.cfg.CertDir, NodeName: n.cfg.NodeName,
-		HostIPs: parseIPs(hostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
+		HostIPs: parseIPs(node.HostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
 		Authentication: kc.Authentication, Authorization: kc.Authorization,
 		StreamingVerbFromMethod: n.cfg.StreamingVerbFromMethod,
-		EnableDebuggingHandlers: boolOr(kc.EnableDebuggingHandlers, true),
-		EnableSystemLogHandler:  boolOr(kc.EnableSystemLogHandler, true),
-		EnableProfilingHandler:  boolOr(kc.EnableProfilingHandler, true),
-		EnableDebugFlagsHandler: boolOr(kc.EnableDebugFlagsHandler, true),
+		EnableDebuggingHandlers: n.cfg.EnableDebuggingHandlers,
+		EnableSystemLogHandler:  n.cfg.EnableSystemLogHandler,
+		EnableProfilingHandler:  n.cfg.EnableProfilingHandler,
+		EnableDebugFlagsHandler: n.cfg.EnableDebugFlagsHandler,
 		Client:                  client, Config: kc, HealthChecks: checks,
 		Pods: n.podsWithStatus, RunningPods: n.runningPods,
 	}
@@ -101,7 +103,7 @@ func (n *agent) summaryProvider() *stats.Provider {
 		n.summary = stats.NewSummaryProvider(stats.Deps{
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
 			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
-			PodLogsDir:       strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
+			PodLogsDir:       n.cfg.Kubelet.PodLogsDir,
 			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
 		})
 		metrics.SetClaimVolumeStats(n.summary.ClaimVolumeStats)
@@ -115,7 +117,7 @@ func (n *agent) handlers() server.Handlers {
 	h := server.Handlers{
 		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt.(runtime.LogService)}),
 	}
-	if boolOr(n.cfg.Kubelet.EnableSystemLogHandler, true) {
+	if n.cfg.EnableSystemLogHandler {
 		h.NodeLogs = logs.NewNodeLogsHandler("/var/log")
 	}
 	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: rt.(runtime.Streamer)})
@@ -138,10 +140,10 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	}
 	var containers runtime.LogService = n.runtime.(runtime.LogService)
 	if podLogDir != "" {
-		containers = logsUnder{LogService: containers, dir: podLogDir + string(filepath.Separator)}
+		containers = runpod.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
 	}
 	rotator, err := logs.NewRotator(logs.RotatorOptions{
-		MaxSize: maxSize, MaxFiles: int(int32Or(kc.ContainerLogMaxFiles, 5)), Interval: interval,
+		MaxSize: maxSize, MaxFiles: int(n.cfg.ContainerLogMaxFiles), Interval: interval,
 		Runtime: containers,
 	})
 	if err != nil {

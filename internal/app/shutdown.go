@@ -42,8 +42,8 @@ func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorker
 			return !ok || (state != podworkers.Syncing && state != podworkers.Terminating)
 		},
 		StatusChanged: func() {
-			if n.cluster != nil && n.cluster.node != nil {
-				n.cluster.node.UpdateStatusNow(ctx) // the Ready condition at once, not at the next update
+			if ctl := n.clusterNode(); ctl != nil {
+				ctl.UpdateStatusNow(ctx) // the Ready condition at once, not at the next update
 			}
 		},
 		Event: func(message string) {
@@ -116,6 +116,8 @@ func (n *agent) shutDown(ctx context.Context) {
 	for !n.cluster.apiStatus.Written() && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 	}
-	n.cluster.node.UpdateStatusNow(ctx)
+	if ctl := n.clusterNode(); ctl != nil {
+		ctl.UpdateStatusNow(ctx)
+	}
 	klog.InfoS("Node shutdown done; nodelet stopping")
 }

@@ -6,8 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
-
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/userns"
 )
@@ -46,13 +44,4 @@ func (n *agent) supportsRecursiveReadOnly(pod *v1.Pod) bool {
 		handler, err = n.runtimeHandler(pod)
 	}
 	return err == nil && n.features.RecursiveReadOnlyMounts(handler)
-}
-
-// featureGate is the setting of an upstream feature gate nodelet accepts (config refuses the
-// others), def when featureGates does not name it.
-func featureGate(kc *kubeletconfigv1beta1.KubeletConfiguration, gate string, def bool) bool {
-	if on, set := kc.FeatureGates[gate]; set {
-		return on
-	}
-	return def
 }

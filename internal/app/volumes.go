@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/csi"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -19,13 +20,13 @@ import (
 // and claims and request tokens through the API. run() wires its pod states and starts it.
 func (n *agent) newVolumes() *volumes.Manager {
 	n.podStates = &podStates{}
-	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: firstOr(hostIPs(n.cfg.NodeIP))}
+	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: node.PrimaryHostIP(n.cfg.NodeIP)}
 	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates, Node: n.node, Recorder: n.recorder}
 	if n.objects != nil {
 		deps.Objects, deps.Tokens = n.objects, n.objects
 		opts.Claims, opts.Resizer = n.objects, n.objects
 	}
-	if n.cluster != nil && boolOr(n.cfg.Kubelet.EnableControllerAttachDetach, true) {
+	if n.cluster != nil && n.cfg.EnableControllerAttachDetach {
 		// As upstream: the attach/detach controller's volumes are mounted only once a node
 		// status update has listed them in volumesInUse (standalone has no Node to wait for).
 		opts.InUseReported = func() []v1.UniqueVolumeName {
@@ -53,8 +54,8 @@ func (n *agent) startCSIRegistrar() {
 	var objs csi.NodeObjects
 	if n.cluster != nil {
 		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, func(node *v1.Node) {
-			if n.cluster.node != nil {
-				n.cluster.node.ObserveNode(node)
+			if ctl := n.clusterNode(); ctl != nil {
+				ctl.ObserveNode(node)
 			}
 		})
 	}

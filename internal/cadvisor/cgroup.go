@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"k8s.io/utils/ptr"
 )
 
 // cgroupStats are one cgroup's figures on cgroup v1; a nil field could not be read.
@@ -51,7 +53,7 @@ func readCgroup(root, path string) cgroupStats {
 	// difference.
 	s.memSwapLimit = readUint(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
 	if memsw := readUint(filepath.Join(mem, "memory.memsw.usage_in_bytes")); memsw != nil && s.memUsage != nil {
-		s.memSwap = ptr(*memsw - min(*memsw, *s.memUsage))
+		s.memSwap = ptr.To(*memsw - min(*memsw, *s.memUsage))
 	}
 	if oc := readKV(filepath.Join(mem, "memory.oom_control")); oc != nil {
 		s.oomKills = get(oc, "oom_kill")
@@ -60,7 +62,7 @@ func readCgroup(root, path string) cgroupStats {
 	s.ioOps = blkio(filepath.Join(root, "blkio", path, "blkio.throttle.io_serviced"))
 	pids := firstDir(root, path, "pids", "memory")
 	if limit, err := os.ReadFile(filepath.Join(root, "pids", path, "pids.max")); err == nil {
-		s.pidsMax = ptr(uint64(0)) // "max": unlimited, which cAdvisor reports as 0
+		s.pidsMax = ptr.To(uint64(0)) // "max": unlimited, which cAdvisor reports as 0
 		if v, err := strconv.ParseUint(strings.TrimSpace(string(limit)), 10, 64); err == nil {
 			s.pidsMax = &v
 		}
@@ -139,7 +141,7 @@ func ticksToNs(ticks *uint64) *uint64 {
 	if ticks == nil {
 		return nil
 	}
-	return ptr(*ticks * (1e9 / userHZ))
+	return ptr.To(*ticks * (1e9 / userHZ))
 }
 
 // deviceIO is one block device's ("major:minor") figures by operation (Read, Write, Sync,

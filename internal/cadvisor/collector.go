@@ -6,6 +6,7 @@ package cadvisor
 
 import (
 	"context"
+	"k8s.io/utils/ptr"
 	"net/http"
 	"os"
 	"path"
@@ -174,10 +175,10 @@ func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, l
 	if t.path != "/" {
 		gauge(specCPUShares, s.cpuShares)
 		if s.cpuQuota != nil && *s.cpuQuota > 0 {
-			gauge(specCPUQuota, ptr(uint64(*s.cpuQuota)))
+			gauge(specCPUQuota, ptr.To(uint64(*s.cpuQuota)))
 		}
 		if s.cpuPeriod != nil && *s.cpuPeriod > 0 {
-			gauge(specCPUPeriod, ptr(uint64(*s.cpuPeriod)))
+			gauge(specCPUPeriod, ptr.To(uint64(*s.cpuPeriod)))
 		}
 		gauge(specMemoryLimit, limitOrZero(s.memLimit))
 		gauge(specMemoryReserve, limitOrZero(s.memSoftLimit))
@@ -185,8 +186,8 @@ func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, l
 			gauge(specMemorySwapLimit, limitOrZero(s.memSwapLimit))
 		}
 		gauge(threadsMax, s.pidsMax)
-		gauge(processes, ptr(uint64(len(s.procs))))
-		gauge(threads, ptr(uint64(len(s.tasks))))
+		gauge(processes, ptr.To(uint64(len(s.procs))))
+		gauge(threads, ptr.To(uint64(len(s.tasks))))
 		fds, sockets, nofile := processFiles(c.src.Proc, s.procs)
 		gauge(fileDescriptors, &fds)
 		gauge(socketsDesc, &sockets)
@@ -275,12 +276,10 @@ func (c *collector) emitIO(ch chan<- prometheus.Metric, t target, s cgroupStats)
 // cAdvisor does.
 func limitOrZero(v *uint64) *uint64 {
 	if v == nil || *v >= 1<<62 {
-		return ptr(uint64(0))
+		return ptr.To(uint64(0))
 	}
 	return v
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // machineIDs are the boot_id, machine_id and system_uuid labels of the machine series; one
 // that cannot be read is empty.

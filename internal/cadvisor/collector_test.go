@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/stats"
@@ -71,7 +72,7 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 		PodsCgroup: "/kubepods", CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys", MachineMemory: 1 << 30,
 		OOMs: &OOMCounter{},
 		Layers: func(context.Context) (map[string]stats.Layer, error) {
-			return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesUsed: ptr[uint64](12)}}, nil
+			return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesUsed: ptr.To[uint64](12)}}, nil
 		},
 	}
 	src.OOMs.Add("/kubepods/burstable/poduid1/old")

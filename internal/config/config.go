@@ -43,7 +43,6 @@ type Config struct {
 	NodeName                 string // --hostname-override or the host name, lower-cased and trimmed
 	RunOnce                  bool
 	NodeLabels               map[string]string
-	RegisterNode             bool
 	RegisterWithTaints       []corev1.Taint
 	CertDir                  string
 	// ContainerGC comes from deprecated flags only; PodInfraContainerImage is kept from image GC.
@@ -60,6 +59,8 @@ type Config struct {
 	// StreamingVerbFromMethod authorizes exec, attach, port-forward and run with the HTTP
 	// method's verb, as upstream (--streaming-authorization-verb=http-method); else create.
 	StreamingVerbFromMethod bool
+	// Settings are Kubelet's optional fields as plain values, defaults applied.
+	Settings
 }
 
 // The values of --streaming-authorization-verb.
@@ -114,7 +115,7 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		NodeName:           nodeName,
 		RunOnce:            kc.RunOnce,
 		NodeLabels:         maps.Clone(f.NodeLabels),
-		RegisterNode:       deref(kc.RegisterNode),
+		Settings:           settingsOf(kc),
 		RegisterWithTaints: kc.RegisterWithTaints,
 		CertDir:            f.CertDir,
 		ContainerGC:        f.ContainerGC,

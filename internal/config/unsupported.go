@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 )
 
 // unsupportedField is a setting nodelet reads, so that a configuration written for the upstream
@@ -21,7 +22,7 @@ type unsupportedField struct {
 
 var unsupportedFields = []unsupportedField{
 	{"enableSystemLogQuery", "answers journal queries on /logs", "false",
-		func(c *kubeletConfig) bool { return !deref(c.EnableSystemLogQuery) }},
+		func(c *kubeletConfig) bool { return !ptr.Deref(c.EnableSystemLogQuery, false) }},
 	{"enableContentionProfiling", "turns on block profiling", "false",
 		func(c *kubeletConfig) bool { return !c.EnableContentionProfiling }},
 	{"podCIDR", "hands the pod range to the runtime (CRI UpdateRuntimeConfig)", "empty (the CNI configuration decides)",
@@ -53,7 +54,7 @@ var unsupportedFields = []unsupportedField{
 	{"topologyManagerPolicyOptions", "tunes the topology manager", "empty",
 		func(c *kubeletConfig) bool { return len(c.TopologyManagerPolicyOptions) == 0 }},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
-		func(c *kubeletConfig) bool { return deref(c.ContainerLogMaxWorkers) == 1 }},
+		func(c *kubeletConfig) bool { return ptr.Deref(c.ContainerLogMaxWorkers, 0) == 1 }},
 	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,
 		func(c *kubeletConfig) bool {
 			return c.MemorySwap.SwapBehavior == "" || c.MemorySwap.SwapBehavior == "NoSwap"

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 )
 
 // FieldError is one invalid setting, named by its path in the
@@ -181,7 +182,7 @@ func (v *validator) checkImages(kc *kubeletconfigv1beta1.KubeletConfiguration) {
 	}
 	if kc.MaxParallelImagePulls != nil {
 		v.atLeast("maxParallelImagePulls", int64(*kc.MaxParallelImagePulls), 1)
-		if *kc.MaxParallelImagePulls > 1 && deref(kc.SerializeImagePulls) {
+		if *kc.MaxParallelImagePulls > 1 && ptr.Deref(kc.SerializeImagePulls, false) {
 			v.add("maxParallelImagePulls", "must be 1 or unset when serializeImagePulls is true, got %d", *kc.MaxParallelImagePulls)
 		}
 	}
@@ -376,14 +377,6 @@ func (v *validator) checkMisc(kc *kubeletconfigv1beta1.KubeletConfiguration) {
 			v.add("userNamespaces.idsPerPod", "must be a positive multiple of 65536 below 2^32, got %d", n)
 		}
 	}
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -4,6 +4,7 @@ import (
 	"net"
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 )
 
 // checkAnonymousAPI refuses an HTTPS API that lets anonymous requests do anything
@@ -12,7 +13,7 @@ import (
 // beyond it the operator must say so with --allow-insecure-anonymous-api.
 func (v *validator) checkAnonymousAPI(cfg *Config) {
 	kc := cfg.Kubelet
-	if cfg.AllowInsecureAnonymousAPI || !deref(kc.EnableServer) || !deref(kc.Authentication.Anonymous.Enabled) ||
+	if cfg.AllowInsecureAnonymousAPI || !ptr.Deref(kc.EnableServer, false) || !ptr.Deref(kc.Authentication.Anonymous.Enabled, false) ||
 		kc.Authorization.Mode != kubeletconfigv1beta1.KubeletAuthorizationModeAlwaysAllow {
 		return
 	}

@@ -15,6 +15,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // Capacity is the machine's size, which an unset limit reads as.
@@ -134,7 +136,7 @@ func formatMap(m map[string]string) string {
 func (f Fields) ResourceValue(ref *v1.ResourceFieldSelector, c *v1.Container) (string, error) {
 	target := c
 	if ref.ContainerName != "" && (c == nil || ref.ContainerName != c.Name) {
-		target = FindContainer(f.Pod, ref.ContainerName)
+		target = podutil.FindContainer(f.Pod, ref.ContainerName)
 		if target == nil {
 			return "", fmt.Errorf("container %q not found", ref.ContainerName)
 		}
@@ -168,16 +170,4 @@ func (f Fields) ResourceValue(ref *v1.ResourceFieldSelector, c *v1.Container) (s
 		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
 	return "", fmt.Errorf("unsupported resource %q", ref.Resource)
-}
-
-// FindContainer returns pod's init or app container called name, or nil.
-func FindContainer(pod *v1.Pod, name string) *v1.Container {
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/version"
 )
@@ -29,26 +28,34 @@ type Clients struct {
 // heartbeatTimeout bounds one heartbeat request, well under the 40s lease duration.
 const heartbeatTimeout = 10 * time.Second
 
-// New reads kubeconfig and builds the three clients with the configuration's rate limits.
-func New(kubeconfig string, kc *kubeletconfig.KubeletConfiguration) (*Clients, error) {
+// Limits are the request settings of the API and event clients (kubeAPIQPS/Burst,
+// eventRecordQPS/eventBurst and contentType of the completed configuration).
+type Limits struct {
+	ContentType          string
+	APIQPS, APIBurst     int32
+	EventQPS, EventBurst int32
+}
+
+// New reads kubeconfig and builds the three clients with the given limits.
+func New(kubeconfig string, limits Limits) (*Clients, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("reading --kubeconfig %s: %w", kubeconfig, err)
 	}
-	return NewForConfig(cfg, kc)
+	return NewForConfig(cfg, limits)
 }
 
 // NewForConfig builds the three clients on cfg (e.g. one whose transport presents a rotating
 // client certificate).
-func NewForConfig(cfg *rest.Config, kc *kubeletconfig.KubeletConfiguration) (*Clients, error) {
+func NewForConfig(cfg *rest.Config, limits Limits) (*Clients, error) {
 	cfg.UserAgent = "nodelet/" + version.Version
-	if kc.ContentType != "" {
-		cfg.ContentType = kc.ContentType
+	if limits.ContentType != "" {
+		cfg.ContentType = limits.ContentType
 	}
 	api := rest.CopyConfig(cfg)
-	api.QPS, api.Burst = float32(deref(kc.KubeAPIQPS, 50)), int(kc.KubeAPIBurst)
+	api.QPS, api.Burst = float32(limits.APIQPS), int(limits.APIBurst)
 	events := rest.CopyConfig(cfg)
-	events.QPS, events.Burst = float32(deref(kc.EventRecordQPS, 50)), int(kc.EventBurst)
+	events.QPS, events.Burst = float32(limits.EventQPS), int(limits.EventBurst)
 	beat := rest.CopyConfig(cfg)
 	beat.QPS, beat.Burst, beat.Timeout = -1, 0, heartbeatTimeout // no client-side throttling
 
@@ -64,11 +71,4 @@ func NewForConfig(cfg *rest.Config, kc *kubeletconfig.KubeletConfiguration) (*Cl
 		*b.out = cs
 	}
 	return c, nil
-}
-
-func deref(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }

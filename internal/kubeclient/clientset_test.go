@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/reference"
-	kubeletconfig "k8s.io/kubelet/config/v1beta1"
-	"k8s.io/utils/ptr"
 )
 
 const protobuf = "application/vnd.kubernetes.protobuf"
@@ -68,7 +66,7 @@ func (s *apiServer) last() request {
 }
 
 // startClients serves a fake API server and builds Clients from a kubeconfig pointing at it.
-func startClients(t *testing.T, kc *kubeletconfig.KubeletConfiguration) (*apiServer, *Clients) {
+func startClients(t *testing.T, limits Limits) (*apiServer, *Clients) {
 	t.Helper()
 	api := &apiServer{t: t, reply: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}}
 	srv := httptest.NewServer(api)
@@ -79,7 +77,7 @@ func startClients(t *testing.T, kc *kubeletconfig.KubeletConfiguration) (*apiSer
 	if err := os.WriteFile(kubeconfig, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clients, err := New(kubeconfig, kc)
+	clients, err := New(kubeconfig, limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +85,7 @@ func startClients(t *testing.T, kc *kubeletconfig.KubeletConfiguration) (*apiSer
 }
 
 func TestClientsSpeakProtobufToTheRightPaths(t *testing.T) {
-	api, clients := startClients(t, &kubeletconfig.KubeletConfiguration{ContentType: protobuf, KubeAPIBurst: 10, EventBurst: 10})
+	api, clients := startClients(t, Limits{ContentType: protobuf, APIQPS: 50, APIBurst: 10, EventQPS: 50, EventBurst: 10})
 	ctx := context.Background()
 
 	list := &v1.PodList{Items: []v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}
@@ -139,7 +137,7 @@ func TestClientsSpeakProtobufToTheRightPaths(t *testing.T) {
 }
 
 func TestClientsWithoutContentTypePreferProtobuf(t *testing.T) {
-	api, clients := startClients(t, &kubeletconfig.KubeletConfiguration{KubeAPIBurst: 10, EventBurst: 10})
+	api, clients := startClients(t, Limits{APIQPS: 50, APIBurst: 10, EventQPS: 50, EventBurst: 10})
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	api.reply = node
 	if _, err := clients.API.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
@@ -159,7 +157,7 @@ func TestClientsRejectQPSWithoutBurst(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(kubeconfig, &kubeletconfig.KubeletConfiguration{KubeAPIQPS: ptr.To[int32](5)}); err == nil {
+	if _, err := New(kubeconfig, Limits{APIQPS: 5}); err == nil {
 		t.Fatal("QPS 5 with burst 0 was accepted")
 	}
 }
@@ -181,7 +179,7 @@ func TestSchemeReferencesPodsAndNodes(t *testing.T) {
 }
 
 func TestClientsGetConfigMapsAndSecrets(t *testing.T) {
-	api, clients := startClients(t, &kubeletconfig.KubeletConfiguration{ContentType: protobuf, KubeAPIBurst: 10, EventBurst: 10})
+	api, clients := startClients(t, Limits{ContentType: protobuf, APIQPS: 50, APIBurst: 10, EventQPS: 50, EventBurst: 10})
 	ctx := context.Background()
 
 	api.reply = &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}, Data: map[string]string{"k": "v"}}
@@ -204,7 +202,7 @@ func TestClientsGetConfigMapsAndSecrets(t *testing.T) {
 }
 
 func TestClientsCreateServiceAccountToken(t *testing.T) {
-	api, clients := startClients(t, &kubeletconfig.KubeletConfiguration{ContentType: protobuf, KubeAPIBurst: 10, EventBurst: 10})
+	api, clients := startClients(t, Limits{ContentType: protobuf, APIQPS: 50, APIBurst: 10, EventQPS: 50, EventBurst: 10})
 	api.reply = &authnv1.TokenRequest{Status: authnv1.TokenRequestStatus{Token: "tok"}}
 	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"api"}}}
 	got, err := clients.API.CoreV1().ServiceAccounts("ns").CreateToken(context.Background(), "default", req, metav1.CreateOptions{})

@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -75,7 +76,7 @@ func newRealEnv(t *testing.T) *realEnv {
 	e.pod = &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "logs-" + id + "-logs-e2e", Namespace: "default", UID: types.UID("logs-e2e-" + id)},
 		Spec: v1.PodSpec{
-			NodeName: "logs-e2e", RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr(int64(1)),
+			NodeName: "logs-e2e", RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr.To(int64(1)),
 			Containers: []v1.Container{{
 				Name: "main", Image: "nodelet.local/busybox:1.36", ImagePullPolicy: v1.PullIfNotPresent,
 				Command:      []string{"sh", "-c", script},
@@ -120,8 +121,6 @@ func (o *ownContainers) ReopenContainerLog(ctx context.Context, id string) error
 	o.reopens++
 	return o.LogService.ReopenContainerLog(ctx, id)
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func (e *realEnv) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

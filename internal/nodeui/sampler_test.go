@@ -9,6 +9,7 @@ import (
 	"time"
 
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -28,20 +29,18 @@ func (f *fakeSummaries) summary(context.Context) (*statsapi.Summary, error) {
 	return f.next, f.err
 }
 
-func u64(v uint64) *uint64 { return &v }
-
 // summaryOf is a summary with the node at nodeMilli millicores and each pod (by UID) at the
 // given millicores, with memory at 1 MiB per millicore.
 func summaryOf(nodeMilli uint64, pods map[string]uint64) *statsapi.Summary {
 	s := &statsapi.Summary{Node: statsapi.NodeStats{
-		CPU:    &statsapi.CPUStats{UsageNanoCores: u64(nodeMilli * 1e6)},
-		Memory: &statsapi.MemoryStats{WorkingSetBytes: u64(nodeMilli << 20)},
+		CPU:    &statsapi.CPUStats{UsageNanoCores: ptr.To[uint64](nodeMilli * 1e6)},
+		Memory: &statsapi.MemoryStats{WorkingSetBytes: ptr.To[uint64](nodeMilli << 20)},
 	}}
 	for uid, m := range pods {
 		s.Pods = append(s.Pods, statsapi.PodStats{
 			PodRef: statsapi.PodReference{Namespace: "ns", Name: "pod-" + uid, UID: uid},
-			CPU:    &statsapi.CPUStats{UsageNanoCores: u64(m * 1e6)},
-			Memory: &statsapi.MemoryStats{WorkingSetBytes: u64(m << 20)},
+			CPU:    &statsapi.CPUStats{UsageNanoCores: ptr.To[uint64](m * 1e6)},
+			Memory: &statsapi.MemoryStats{WorkingSetBytes: ptr.To[uint64](m << 20)},
 		})
 	}
 	return s

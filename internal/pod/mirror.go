@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,8 +13,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
+
+// mirrorDeleteTimeout bounds each attempt of the background deletion of an orphaned mirror pod.
+const mirrorDeleteTimeout = 30 * time.Second
 
 // MirrorClient creates and deletes mirror pods: the API server's read-only copies of static pods,
 // which let the cluster see (and account for) what nodelet runs from files and URLs.
@@ -30,9 +34,9 @@ func NewMirrorClient(client kubeclient.Interface, nodeName string) *MirrorClient
 // Create posts the mirror of static. A mirror that already exists is not an error: the caller
 // compares hashes (MatchesStatic) and deletes stale mirrors itself.
 func (c *MirrorClient) Create(ctx context.Context, static *v1.Pod) error {
-	hash := static.Annotations[source.AnnotationHash]
+	hash := static.Annotations[podutil.AnnotationHash]
 	if hash == "" {
-		return fmt.Errorf("static pod %s/%s has no %s annotation", static.Namespace, static.Name, source.AnnotationHash)
+		return fmt.Errorf("static pod %s/%s has no %s annotation", static.Namespace, static.Name, podutil.AnnotationHash)
 	}
 	// The node's UID is read each time (mirror creation is rare) so a re-registered node is never
 	// named with a stale UID, which NodeRestriction would reject.
@@ -61,7 +65,7 @@ func mirrorOf(static *v1.Pod, node *v1.Node) *v1.Pod {
 	for k, v := range static.Annotations {
 		annotations[k] = v
 	}
-	annotations[source.AnnotationMirror] = static.Annotations[source.AnnotationHash]
+	annotations[podutil.AnnotationMirror] = static.Annotations[podutil.AnnotationHash]
 	controller := true
 	mirror := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -120,15 +124,29 @@ func (c *MirrorClient) Delete(ctx context.Context, namespace, name string, uid *
 	}
 }
 
-// IsMirror reports whether pod is a mirror pod.
-func IsMirror(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[source.AnnotationMirror]
-	return ok
+// DeleteOrphan removes an orphaned mirror pod (its static pod is gone), retrying a few times:
+// the sync loop has already forgotten it, so nothing else would.
+func (c *MirrorClient) DeleteOrphan(ctx context.Context, mirror *v1.Pod) {
+	uid := mirror.UID
+	for attempt, wait := 0, time.Second; attempt < 5; attempt, wait = attempt+1, wait*2 {
+		dctx, cancel := context.WithTimeout(ctx, mirrorDeleteTimeout)
+		err := c.Delete(dctx, mirror.Namespace, mirror.Name, (*types.UID)(&uid))
+		cancel()
+		if err == nil {
+			return
+		}
+		klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // MirrorHash returns the static pod hash a mirror pod was made from ("" if pod is no mirror).
 func MirrorHash(pod *v1.Pod) string {
-	return pod.Annotations[source.AnnotationMirror]
+	return pod.Annotations[podutil.AnnotationMirror]
 }
 
 // MatchesStatic reports whether mirror is the current, live mirror of static: made from the same
@@ -137,8 +155,8 @@ func MatchesStatic(mirror, static *v1.Pod) bool {
 	if mirror == nil || static == nil || mirror.DeletionTimestamp != nil {
 		return false
 	}
-	hash, ok := mirror.Annotations[source.AnnotationMirror]
-	return ok && hash != "" && hash == static.Annotations[source.AnnotationHash]
+	hash, ok := mirror.Annotations[podutil.AnnotationMirror]
+	return ok && hash != "" && hash == static.Annotations[podutil.AnnotationHash]
 }
 
 // FullName is the key static and mirror pods share: "name_namespace".

@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 const testNode = "node1"
@@ -30,8 +30,8 @@ func staticPod() *v1.Pod {
 			Name: "web-node1", Namespace: "default", UID: "static-uid", ResourceVersion: "7",
 			Labels: map[string]string{"app": "web"},
 			Annotations: map[string]string{
-				source.AnnotationSource: source.FileSource,
-				source.AnnotationHash:   "abc123",
+				podutil.AnnotationSource: podutil.FileSource,
+				podutil.AnnotationHash:   "abc123",
 			},
 		},
 		Spec: v1.PodSpec{
@@ -56,8 +56,8 @@ func TestMirrorCreateContent(t *testing.T) {
 	if got.UID == static.UID || got.ResourceVersion == static.ResourceVersion {
 		t.Errorf("mirror kept the static pod's UID %q or resourceVersion %q", got.UID, got.ResourceVersion)
 	}
-	if got.Annotations[source.AnnotationMirror] != "abc123" {
-		t.Errorf("mirror annotation = %q, want the static hash", got.Annotations[source.AnnotationMirror])
+	if got.Annotations[podutil.AnnotationMirror] != "abc123" {
+		t.Errorf("mirror annotation = %q, want the static hash", got.Annotations[podutil.AnnotationMirror])
 	}
 	if got.Labels["app"] != "web" || got.Spec.Containers[0].Image != "busybox" || got.Spec.NodeName != testNode {
 		t.Errorf("mirror does not copy labels/spec: %+v", got)
@@ -75,11 +75,11 @@ func TestMirrorCreateContent(t *testing.T) {
 	if ref.Controller == nil || !*ref.Controller || ref.BlockOwnerDeletion != nil {
 		t.Errorf("owner reference must be controller without blockOwnerDeletion (NodeRestriction): %+v", ref)
 	}
-	if !IsMirror(got) || MirrorHash(got) != "abc123" || !MatchesStatic(got, static) {
+	if !podutil.IsMirror(got) || MirrorHash(got) != "abc123" || !MatchesStatic(got, static) {
 		t.Errorf("helpers do not recognise the mirror")
 	}
 	// The static pod itself must be left as it was.
-	if _, ok := static.Annotations[source.AnnotationMirror]; ok {
+	if _, ok := static.Annotations[podutil.AnnotationMirror]; ok {
 		t.Error("Create modified the static pod's annotations")
 	}
 }
@@ -101,7 +101,7 @@ func TestMirrorCreateErrors(t *testing.T) {
 		t.Errorf("without a node object: got %v, want the node NotFound", err)
 	}
 	noHash := staticPod()
-	delete(noHash.Annotations, source.AnnotationHash)
+	delete(noHash.Annotations, podutil.AnnotationHash)
 	mc = NewMirrorClient(kubeclienttest.FromClientset(fake.NewClientset(testNodeObject())), testNode)
 	if err := mc.Create(context.Background(), noHash); err == nil {
 		t.Error("static pod without hash: want an error")
@@ -157,12 +157,12 @@ func TestMirrorDeleteErrors(t *testing.T) {
 func TestMatchesStatic(t *testing.T) {
 	static := staticPod()
 	mirror := staticPod()
-	mirror.Annotations[source.AnnotationMirror] = "abc123"
+	mirror.Annotations[podutil.AnnotationMirror] = "abc123"
 	if !MatchesStatic(mirror, static) {
 		t.Error("same hash: want match")
 	}
 	stale := mirror.DeepCopy()
-	stale.Annotations[source.AnnotationMirror] = "old"
+	stale.Annotations[podutil.AnnotationMirror] = "old"
 	if MatchesStatic(stale, static) {
 		t.Error("other hash: want no match")
 	}
@@ -171,7 +171,7 @@ func TestMatchesStatic(t *testing.T) {
 	if MatchesStatic(deleting, static) {
 		t.Error("mirror being deleted: want no match")
 	}
-	if MatchesStatic(static, static) || IsMirror(static) || MirrorHash(static) != "" {
+	if MatchesStatic(static, static) || podutil.IsMirror(static) || MirrorHash(static) != "" {
 		t.Error("a pod without mirror annotation is no mirror")
 	}
 }
@@ -184,7 +184,7 @@ func TestMirrorSet(t *testing.T) {
 	}
 	mirror := staticPod()
 	mirror.UID = "mirror-uid"
-	mirror.Annotations[source.AnnotationMirror] = "old"
+	mirror.Annotations[podutil.AnnotationMirror] = "old"
 	set.Set(mirror)
 	if got, ok := set.Get("web-node1_default"); !ok || got.UID != "mirror-uid" {
 		t.Fatalf("Get = %v, %v", got, ok)
@@ -193,7 +193,7 @@ func TestMirrorSet(t *testing.T) {
 		t.Error("Lookup returned a stale mirror")
 	}
 	fresh := mirror.DeepCopy()
-	fresh.Annotations[source.AnnotationMirror] = "abc123"
+	fresh.Annotations[podutil.AnnotationMirror] = "abc123"
 	set.Set(fresh)
 	if got, ok := set.Lookup(static); !ok || got != fresh {
 		t.Errorf("Lookup = %v, %v, want the fresh mirror", got, ok)
@@ -201,5 +201,31 @@ func TestMirrorSet(t *testing.T) {
 	set.Delete(FullName(static))
 	if _, ok := set.Get("web-node1_default"); ok {
 		t.Error("Delete left the mirror")
+	}
+}
+
+// An orphaned mirror is deleted even when the first attempt fails, under its own UID.
+func TestMirrorDeleteOrphanRetries(t *testing.T) {
+	mirror := staticPod()
+	mirror.UID = "mirror-uid"
+	client := fake.NewClientset(mirror)
+	attempts := 0
+	client.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		attempts++
+		if attempts == 1 {
+			return true, nil, apierrors.NewServiceUnavailable("try again")
+		}
+		if uid := a.(k8stesting.DeleteAction).GetDeleteOptions().Preconditions.UID; uid == nil || *uid != "mirror-uid" {
+			t.Errorf("delete precondition UID = %v, want mirror-uid", uid)
+		}
+		return false, nil, nil
+	})
+	mc := NewMirrorClient(kubeclienttest.FromClientset(client), testNode)
+	mc.DeleteOrphan(context.Background(), mirror)
+	if attempts != 2 {
+		t.Errorf("delete attempts = %d, want 2", attempts)
+	}
+	if _, err := client.CoreV1().Pods("default").Get(context.Background(), mirror.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("mirror still there: %v", err)
 	}
 }

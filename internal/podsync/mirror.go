@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // MirrorAPI creates and deletes mirror pods in the API server.
@@ -46,7 +46,7 @@ func (m *Mirrors) Ensure(ctx context.Context, static *v1.Pod) error {
 // version with the same name replaces the mirror itself).
 func (m *Mirrors) Delete(ctx context.Context, static *v1.Pod) error {
 	mirror, ok := m.Pods.MirrorOf(static)
-	if !ok || pod.MirrorHash(mirror) != static.Annotations[source.AnnotationHash] {
+	if !ok || pod.MirrorHash(mirror) != static.Annotations[podutil.AnnotationHash] {
 		return nil
 	}
 	uid := mirror.UID

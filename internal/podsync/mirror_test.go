@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 type fakeMirrorAPI struct{ calls []string }
@@ -26,12 +26,12 @@ func (f *fakeMirrorAPI) Delete(_ context.Context, ns, name string, uid *types.UI
 
 func staticPod(hash string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: types.UID(hash),
-		Annotations: map[string]string{source.AnnotationSource: source.FileSource, source.AnnotationHash: hash}}}
+		Annotations: map[string]string{podutil.AnnotationSource: podutil.FileSource, podutil.AnnotationHash: hash}}}
 }
 
 func mirrorPod(hash, uid string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: types.UID(uid),
-		Annotations: map[string]string{source.AnnotationMirror: hash}}}
+		Annotations: map[string]string{podutil.AnnotationMirror: hash}}}
 }
 
 func TestMirrorsEnsure(t *testing.T) {

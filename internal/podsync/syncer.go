@@ -20,11 +20,11 @@ import (
 
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resize"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -131,7 +131,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 	if err := s.makeDirs(pod.UID); err != nil {
 		return podworkers.Outcome{}, err
 	}
-	if s.Mirrors != nil && source.IsStatic(pod) {
+	if s.Mirrors != nil && podutil.IsStatic(pod) {
 		if err := s.Mirrors.Ensure(ctx, pod); err != nil {
 			klog.ErrorS(err, "Mirror pod not in place; the static pod runs anyway", "pod", klog.KObj(pod))
 		}
@@ -237,7 +237,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 		}
 		return nil
 	}
-	if s.Mirrors != nil && pod != nil && source.IsStatic(pod) {
+	if s.Mirrors != nil && pod != nil && podutil.IsStatic(pod) {
 		if err := s.Mirrors.Delete(ctx, pod); err != nil {
 			return fmt.Errorf("deleting mirror pod: %w", err)
 		}

@@ -13,8 +13,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/source"
 )
 
 // retryAfterError is how soon a failed step is tried again. Kills retry on this too, so a kill
@@ -137,7 +137,7 @@ func (p *PodWorkers) FinishedAt(uid types.UID) (time.Time, bool) {
 // name, another UID) still has a worker: a changed manifest is a new pod, and it must not run
 // next to the old one, nor replace its mirror pod, before the old one has terminated.
 func (p *PodWorkers) earlierInstanceActive(w *worker, pod *v1.Pod) bool {
-	if pod == nil || !source.IsStatic(pod) {
+	if pod == nil || !podutil.IsStatic(pod) {
 		return false
 	}
 	p.mu.Lock()

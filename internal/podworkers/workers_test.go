@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -235,7 +235,7 @@ func TestNewStaticPodVersionWaitsForTheOldOne(t *testing.T) {
 	static := func(uid types.UID, gen int64) *v1.Pod {
 		p := testPod(gen)
 		p.UID = uid
-		p.Annotations = map[string]string{source.AnnotationSource: source.FileSource}
+		p.Annotations = map[string]string{podutil.AnnotationSource: podutil.FileSource}
 		return p
 	}
 	w.UpdatePod(UpdateOptions{Type: Create, Pod: static("v1", 1)})

@@ -222,5 +222,3 @@ func probePod(c v1.Container) *v1.Pod {
 			TerminationGracePeriodSeconds: &grace},
 	}
 }
-
-func int64Ptr(v int64) *int64 { return &v }

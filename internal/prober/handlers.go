@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // outcome is what one handler run found. warning marks a success worth an event (an HTTP
@@ -104,7 +105,7 @@ func (m *Manager) execProbe(ctx context.Context, cmd []string, containerID strin
 	if m.deps.Exec == nil {
 		return outcome{}, errors.New("exec probes are not supported")
 	}
-	stdout, stderr, code, err := m.deps.Exec(ctx, bareID(containerID), cmd, timeout)
+	stdout, stderr, code, err := m.deps.Exec(ctx, podutil.BareContainerID(containerID), cmd, timeout)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
 			return outcome{res: failure, output: fmt.Sprintf("command %q timed out", strings.Join(cmd, " "))}, nil

@@ -27,7 +27,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/podutil"
 	noderuntime "github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/testutil"
@@ -169,7 +171,7 @@ func (n *realNode) exec(id string, cmd ...string) {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, errOut, code, err := n.rt.(noderuntime.Streamer).ExecSync(ctx, bareID(id), cmd, 10*time.Second)
+	out, errOut, code, err := n.rt.(noderuntime.Streamer).ExecSync(ctx, podutil.BareContainerID(id), cmd, 10*time.Second)
 	if err != nil || code != 0 {
 		n.t.Fatalf("exec %q: exit %d err %v: %s%s", cmd, code, err, out, errOut)
 	}
@@ -182,7 +184,7 @@ func realProbePod(prefix string, c v1.Container, policy v1.RestartPolicy) *v1.Po
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + id, Namespace: "default", UID: types.UID("e2e-" + id + "-uid")},
 		Spec: v1.PodSpec{Containers: []v1.Container{c}, RestartPolicy: policy,
-			TerminationGracePeriodSeconds: int64Ptr(5)},
+			TerminationGracePeriodSeconds: ptr.To[int64](5)},
 	}
 }
 
@@ -197,7 +199,7 @@ func TestRealReadinessAndLiveness(t *testing.T) {
 		},
 		LivenessProbe: &v1.Probe{
 			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "test ! -e /tmp/dead"}}},
-			PeriodSeconds: 1, FailureThreshold: 2, TerminationGracePeriodSeconds: int64Ptr(1),
+			PeriodSeconds: 1, FailureThreshold: 2, TerminationGracePeriodSeconds: ptr.To[int64](1),
 		},
 	}
 	pod := realProbePod("probes", c, v1.RestartPolicyAlways)
@@ -235,7 +237,7 @@ func TestRealFailingLivenessKills(t *testing.T) {
 		Command: []string{"sleep", "3600"},
 		LivenessProbe: &v1.Probe{
 			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"false"}}},
-			PeriodSeconds: 1, FailureThreshold: 1, TerminationGracePeriodSeconds: int64Ptr(2),
+			PeriodSeconds: 1, FailureThreshold: 1, TerminationGracePeriodSeconds: ptr.To[int64](2),
 		},
 	}
 	pod := realProbePod("liveness", c, v1.RestartPolicyNever)

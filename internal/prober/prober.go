@@ -6,7 +6,6 @@ package prober
 import (
 	"context"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
@@ -152,7 +152,7 @@ func (m *Manager) Started(pod *v1.Pod, container, containerID string) bool {
 // succeeded reports a success for this instance; with no result for it yet it wakes the
 // worker, so a new container is probed now instead of at the next period.
 func (m *Manager) succeeded(key workerKey, containerID string) bool {
-	id := bareID(containerID)
+	id := podutil.BareContainerID(containerID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.results[key]
@@ -173,7 +173,7 @@ func (m *Manager) setResult(w *worker, containerID string, value result) bool {
 	if m.workers[w.key] != w {
 		return false
 	}
-	next := probeResult{containerID: bareID(containerID), value: value}
+	next := probeResult{containerID: podutil.BareContainerID(containerID), value: value}
 	if old, ok := m.results[w.key]; ok && old == next {
 		return false
 	}
@@ -223,12 +223,4 @@ func findContainer(pod *v1.Pod, name string) *v1.Container {
 		}
 	}
 	return nil
-}
-
-// bareID strips the "<runtime>://" prefix of an API container ID.
-func bareID(id string) string {
-	if i := strings.Index(id, "://"); i >= 0 {
-		return id[i+3:]
-	}
-	return id
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -25,7 +26,7 @@ func TestManagerRunsWorkersAndRemovePodStopsThem(t *testing.T) {
 	f := newFixture(t)
 	f.m.unit = 10 * time.Millisecond
 	c := v1.Container{Name: "app", LivenessProbe: execProbe("alive"), ReadinessProbe: execProbe("ready")}
-	sidecar := v1.Container{Name: "side", ReadinessProbe: execProbe("ready"), RestartPolicy: ptr(v1.ContainerRestartPolicyAlways)}
+	sidecar := v1.Container{Name: "side", ReadinessProbe: execProbe("ready"), RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}
 	plainInit := v1.Container{Name: "init", ReadinessProbe: execProbe("ready")}
 	pod := probePod(c)
 	pod.Spec.InitContainers = []v1.Container{plainInit, sidecar}
@@ -95,5 +96,3 @@ func TestWorkerThatEndsItselfIsForgotten(t *testing.T) {
 		t.Error("a stopped worker is still registered")
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func TestReadinessDefaultsToNotReadyUntilSuccess(t *testing.T) {
@@ -124,8 +125,8 @@ func TestLivenessKillGracePeriod(t *testing.T) {
 		podGrace   *int64
 		want       int64
 	}{
-		{"probe-level grace wins", int64Ptr(5), int64Ptr(30), 5},
-		{"pod grace otherwise", nil, int64Ptr(30), 30},
+		{"probe-level grace wins", ptr.To[int64](5), ptr.To[int64](30), 5},
+		{"pod grace otherwise", nil, ptr.To[int64](30), 30},
 		{"runtime default when neither", nil, nil, -1},
 	}
 	for _, tt := range tests {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/allocation"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/source"
 )
 
 // Messages of the PodResizePending condition, as upstream words them.
@@ -85,7 +85,7 @@ func (r *Resizer) Handle(pod *v1.Pod) (*v1.Pod, error) {
 		r.setPending(pod.UID, "", "")
 		return pod, nil
 	}
-	if source.IsStatic(pod) {
+	if podutil.IsStatic(pod) {
 		r.setPending(pod.UID, v1.PodReasonInfeasible, msgStatic)
 		return allocated, nil
 	}

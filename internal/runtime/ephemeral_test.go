@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 )
 
 func debugger(name, target string) v1.EphemeralContainer {
@@ -228,7 +229,7 @@ func TestEphemeralStartFailureIsRetried(t *testing.T) {
 func TestKillPodStopsEphemeralContainers(t *testing.T) {
 	e := newTestEnv(t)
 	pod := newPod("web", ctr("app", "sleep", "1d"))
-	pod.Spec.TerminationGracePeriodSeconds = int64Ptr(3)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3)
 	runningPod(t, e, pod)
 	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{debugger("debugger", "app")}
 	e.sync(pod)

@@ -153,8 +153,6 @@ func ctr(name string, cmd ...string) v1.Container {
 	return v1.Container{Name: name, Image: testImage, Command: cmd, ImagePullPolicy: v1.PullIfNotPresent}
 }
 
-func int64Ptr(v int64) *int64 { return &v }
-
 // fakeVolumes stands for the volume manager: every volume is where an emptyDir would be,
 // with subPath inside; the runtime only hands the paths to CRI.
 type fakeVolumes struct{ root string }

@@ -19,9 +19,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -85,7 +85,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 // once order (nil: none) says it is its turn. message, when set, replaces the default Killing
 // event text.
 func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
-	spec := downward.FindContainer(pod, c.Name)
+	spec := podutil.FindContainer(pod, c.Name)
 	var preStop *v1.LifecycleHandler
 	if spec != nil && spec.Lifecycle != nil {
 		preStop = spec.Lifecycle.PreStop

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestKillPodStopsContainersAndSandbox(t *testing.T) {
@@ -82,7 +83,7 @@ func TestKillOrphanUsesAnnotations(t *testing.T) {
 	c := ctr("app", "sleep", "1d")
 	c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"bye"}}}}
 	pod := newPod("web", c)
-	pod.Spec.TerminationGracePeriodSeconds = int64Ptr(12)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](12)
 	e.sync(pod)
 
 	// The pod spec is gone: kill what GetPods found, with the pod's own grace (-1).

@@ -7,12 +7,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/objects/objectstest"
 )
-
-func boolPtr(b bool) *bool { return &b }
 
 func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 	objs := &objectstest.Fake{}
@@ -31,14 +30,14 @@ func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 		EnvFrom: []v1.EnvFromSource{
 			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}},
 			{Prefix: "S_", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}}},
-			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Optional: boolPtr(true)}},
+			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Optional: ptr.To(true)}},
 		},
 		Env: []v1.EnvVar{
 			{Name: "mode", Value: "slow"}, // env overrides envFrom
 			{Name: "MODE_CM", ValueFrom: cmKey("cfg", "mode", nil)},
 			{Name: "USER", ValueFrom: secKey("creds", "user", nil)},
-			{Name: "OPT_OBJ", ValueFrom: cmKey("missing", "k", boolPtr(true))},
-			{Name: "OPT_KEY", ValueFrom: secKey("creds", "nokey", boolPtr(true))},
+			{Name: "OPT_OBJ", ValueFrom: cmKey("missing", "k", ptr.To(true))},
+			{Name: "OPT_KEY", ValueFrom: secKey("creds", "nokey", ptr.To(true))},
 			{Name: "REF", Value: "$(S_user)@$(mode)"},
 		},
 	}
@@ -59,7 +58,7 @@ func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 
 	for name, env := range map[string]v1.EnvVar{
 		"missing configMap": {Name: "X", ValueFrom: cmKey("missing", "k", nil)},
-		"missing key":       {Name: "X", ValueFrom: cmKey("cfg", "nokey", boolPtr(false))},
+		"missing key":       {Name: "X", ValueFrom: cmKey("cfg", "nokey", ptr.To(false))},
 		"missing secret":    {Name: "X", ValueFrom: secKey("nope", "k", nil)},
 	} {
 		_, _, err := containerEnv(envContext{pod: pod, objects: objects.NewLookups(objs)}, &v1.Container{Env: []v1.EnvVar{env}})
@@ -76,7 +75,7 @@ func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 func TestStandaloneObjectErrorNamesTheObject(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}}
 	c := &v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
-		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k", Optional: boolPtr(true)}}}}}
+		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k", Optional: ptr.To(true)}}}}}
 	_, _, err := containerEnv(envContext{pod: pod}, c)
 	if err == nil || !strings.Contains(err.Error(), "configMap prod/cfg: no API server (standalone)") {
 		t.Errorf("err = %v", err)

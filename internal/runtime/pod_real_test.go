@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
@@ -68,7 +69,7 @@ func realPod(t *testing.T, prefix string, containers ...v1.Container) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + id, Namespace: "default", UID: types.UID("e2e-" + id + "-uid")},
 		Spec: v1.PodSpec{
 			Containers: containers, RestartPolicy: v1.RestartPolicyAlways,
-			TerminationGracePeriodSeconds: int64Ptr(5),
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
 		},
 	}
 	t.Cleanup(func() { cleanupRealPod(t, pod) })

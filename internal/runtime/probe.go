@@ -3,9 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // ContainerKiller stops one container of a pod, as the prober needs after a liveness or
@@ -22,9 +23,7 @@ var _ ContainerKiller = (*manager)(nil)
 
 // KillContainer implements ContainerKiller with the same stopping logic KillPod uses.
 func (m *manager) KillContainer(ctx context.Context, pod *v1.Pod, containerID string, gracePeriod int64, message string) error {
-	if i := strings.Index(containerID, "://"); i >= 0 {
-		containerID = containerID[i+3:]
-	}
+	containerID = podutil.BareContainerID(containerID)
 	st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/sysctl"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -155,7 +156,7 @@ func sandboxLinuxConfig(pod *v1.Pod, seccomp seccompPolicy) *runtimeapi.LinuxPod
 	if len(psc.Sysctls) > 0 {
 		cfg.Sysctls = map[string]string{}
 		for _, s := range psc.Sysctls {
-			cfg.Sysctls[NormalizeSysctl(s.Name)] = s.Value
+			cfg.Sysctls[sysctl.Normalize(s.Name)] = s.Value
 		}
 	}
 	return cfg
@@ -262,21 +263,4 @@ func sandboxIPs(st *runtimeapi.PodSandboxStatus) []string {
 		}
 	}
 	return ips
-}
-
-// NormalizeSysctl turns the "/"-separated form (kernel/shm_rmid_forced) into the dotted one;
-// in that form a "." inside a component (an interface name like eth0.100) becomes "/".
-func NormalizeSysctl(name string) string {
-	if !strings.Contains(name, "/") {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '/':
-			return '.'
-		case '.':
-			return '/'
-		}
-		return r
-	}, name)
 }

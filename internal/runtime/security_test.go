@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"k8s.io/utils/ptr"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func TestProcPathsMaskedUnlessPrivilegedOrUnmasked(t *testing.T) {
 	}
 	unmasked := v1.UnmaskedProcMount
 	for name, csc := range map[string]*v1.SecurityContext{
-		"privileged": {Privileged: boolPtr(true)},
+		"privileged": {Privileged: ptr.To(true)},
 		"unmasked":   {ProcMount: &unmasked},
 	} {
 		pod.Spec.Containers[0].SecurityContext = csc
@@ -60,7 +61,7 @@ func TestRunAsNonRootRefusesRootImagesAndUsers(t *testing.T) {
 	e := newTestEnv(t)
 	rootImage, userImage, namedImage := "example/root:1", "example/user:1", "example/named:1"
 	e.fake.SetImageUser(rootImage, nil, "")
-	e.fake.SetImageUser(userImage, int64Ptr(1234), "")
+	e.fake.SetImageUser(userImage, ptr.To[int64](1234), "")
 	e.fake.SetImageUser(namedImage, nil, "nobody")
 	cases := []struct {
 		name, image string
@@ -68,15 +69,15 @@ func TestRunAsNonRootRefusesRootImagesAndUsers(t *testing.T) {
 		wantErr     string
 	}{
 		{"root-image", rootImage, nil, "image will run as root"},
-		{"explicit-root", userImage, int64Ptr(0), "runAsUser breaks non-root policy"},
+		{"explicit-root", userImage, ptr.To[int64](0), "runAsUser breaks non-root policy"},
 		{"named-user", namedImage, nil, "non-numeric user (nobody)"},
 		{"image-uid", userImage, nil, ""},
-		{"explicit-uid", rootImage, int64Ptr(1000), ""},
+		{"explicit-uid", rootImage, ptr.To[int64](1000), ""},
 	}
 	for _, tc := range cases {
 		c := ctr("app", "sleep", "60")
 		c.Image = tc.image
-		c.SecurityContext = &v1.SecurityContext{RunAsNonRoot: boolPtr(true), RunAsUser: tc.runAsUser}
+		c.SecurityContext = &v1.SecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: tc.runAsUser}
 		pod := newPod(tc.name, c)
 		res := e.sync(pod)
 		w, waiting := res.Waiting["app"]

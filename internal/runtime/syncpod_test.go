@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestFirstSyncCreatesSandboxAndContainer(t *testing.T) {
@@ -245,7 +246,7 @@ func TestFinishedPodGetsNoNewSandbox(t *testing.T) {
 func TestDeadSandboxIsReplaced(t *testing.T) {
 	e := newTestEnv(t)
 	pod := newPod("web", ctr("app", "sleep", "1d"))
-	pod.Spec.TerminationGracePeriodSeconds = int64Ptr(5)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
 	e.sync(pod)
 	old := e.fake.Sandboxes()[0]
 	if err := e.fake.StopSandbox(old.ID); err != nil {
@@ -363,7 +364,7 @@ func TestImagePullErrors(t *testing.T) {
 func TestChangedSpecRestartsContainer(t *testing.T) {
 	e := newTestEnv(t)
 	pod := newPod("web", ctr("app", "sleep", "1d"))
-	pod.Spec.TerminationGracePeriodSeconds = int64Ptr(7)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](7)
 	e.sync(pod)
 	old := e.running("app")
 

@@ -21,6 +21,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -45,7 +46,8 @@ type Options struct {
 	HostIPs   []net.IP // extra IP SANs of the self-signed cert
 	Hostnames []string // extra DNS SANs of the self-signed cert
 
-	// Authentication (incl. X509.ClientCAFile) and Authorization as in the KubeletConfiguration.
+	// Authentication (incl. X509.ClientCAFile) and Authorization as in the completed
+	// KubeletConfiguration; an unset anonymous or webhook switch is off.
 	Authentication kubeletconfigv1beta1.KubeletAuthentication
 	Authorization  kubeletconfigv1beta1.KubeletAuthorization
 	// StreamingVerbFromMethod authorizes exec, attach, port-forward and run with the HTTP
@@ -112,8 +114,8 @@ func New(opts Options, h Handlers) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.authn = &authenticator{clientCAs: clientCAs, anonymous: boolOr(opts.Authentication.Anonymous.Enabled, false)}
-	if boolOr(opts.Authentication.Webhook.Enabled, true) {
+	s.authn = &authenticator{clientCAs: clientCAs, anonymous: ptr.Deref(opts.Authentication.Anonymous.Enabled, false)}
+	if ptr.Deref(opts.Authentication.Webhook.Enabled, false) {
 		if !hasClient {
 			return nil, errors.New("authentication.webhook.enabled needs an API client (--kubeconfig); disable it or set --authentication-token-webhook=false")
 		}
@@ -238,11 +240,4 @@ func (serverLogWriter) Write(p []byte) (int, error) {
 
 func hostPort(address string, port int32) string {
 	return net.JoinHostPort(address, strconv.Itoa(int(port)))
-}
-
-func boolOr(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
 }

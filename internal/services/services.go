@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // ErrNotSynced: the Services have not been listed once yet, so a container started now would
@@ -65,7 +65,7 @@ func (l *Lister) Run(ctx context.Context) { l.informer.RunWithContext(ctx) }
 func (l *Lister) EnvVars(pod *v1.Pod) ([]v1.EnvVar, error) {
 	// A static pod does not wait (as upstream): it may be the API server itself, or start
 	// while TLS bootstrap is under way, and gets the Services known so far.
-	if !l.informer.HasSynced() && !source.IsStatic(pod) {
+	if !l.informer.HasSynced() && !podutil.IsStatic(pod) {
 		return nil, ErrNotSynced
 	}
 	var chosen []*v1.Service

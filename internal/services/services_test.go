@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 func service(ns, name, ip string, ports ...v1.ServicePort) *v1.Service {
@@ -66,7 +66,7 @@ func TestListerPicksNamespaceAndMasterServices(t *testing.T) {
 		t.Fatalf("before the first list: err %v, want ErrNotSynced", err)
 	}
 	// A static pod (the API server itself, or one started during TLS bootstrap) does not wait.
-	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", Annotations: map[string]string{source.AnnotationSource: source.FileSource}}}
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", Annotations: map[string]string{podutil.AnnotationSource: podutil.FileSource}}}
 	if vars, err := l.EnvVars(static); err != nil || len(vars) != 0 {
 		t.Fatalf("static pod before the first list: %v, %v; want no variables and no error", vars, err)
 	}

@@ -18,7 +18,7 @@ import (
 
 // APIWatcher watches the pods the API server binds to this node and sends the full set as a
 // snapshot whenever it changes. Mirror pods are included; the sync loop tells them apart. (The
-// type cannot be called APISource: that name is the source-name constant.)
+// type is not called APISource: that is the source name, podutil.APISource.)
 type APIWatcher struct {
 	informer cache.SharedIndexInformer
 	out      snapshots

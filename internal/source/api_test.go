@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 func boundPod(name string) *v1.Pod {
@@ -74,7 +75,7 @@ func expectQuiet(t *testing.T, out <-chan []*v1.Pod) {
 func TestAPISourceInitialSnapshotAfterSync(t *testing.T) {
 	client := fake.NewClientset(boundPod("b"), boundPod("a"))
 	mirror := boundPod("static-node1")
-	mirror.Annotations = map[string]string{AnnotationMirror: "hash"}
+	mirror.Annotations = map[string]string{podutil.AnnotationMirror: "hash"}
 	if _, err := client.CoreV1().Pods("default").Create(context.Background(), mirror, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

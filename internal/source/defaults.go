@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Values the API server would fill in; static pods never pass through it.
@@ -25,7 +26,7 @@ func SetPodDefaults(pod *v1.Pod) {
 		spec.DNSPolicy = v1.DNSClusterFirst
 	}
 	if spec.TerminationGracePeriodSeconds == nil {
-		spec.TerminationGracePeriodSeconds = ptr(defaultTerminationGracePeriod)
+		spec.TerminationGracePeriodSeconds = ptr.To(defaultTerminationGracePeriod)
 	}
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = defaultSchedulerName
@@ -34,10 +35,10 @@ func SetPodDefaults(pod *v1.Pod) {
 		spec.SecurityContext = &v1.PodSecurityContext{}
 	}
 	if spec.EnableServiceLinks == nil {
-		spec.EnableServiceLinks = ptr(true)
+		spec.EnableServiceLinks = ptr.To(true)
 	}
 	if spec.Priority == nil {
-		spec.Priority = ptr(int32(0))
+		spec.Priority = ptr.To(int32(0))
 	}
 	for i := range spec.InitContainers {
 		setContainerDefaults(&spec.InitContainers[i], spec.HostNetwork)
@@ -150,16 +151,16 @@ func setHTTPGetDefaults(h *v1.HTTPGetAction) {
 func setVolumeDefaults(vs *v1.VolumeSource) {
 	switch {
 	case vs.HostPath != nil && vs.HostPath.Type == nil:
-		vs.HostPath.Type = ptr(v1.HostPathUnset)
+		vs.HostPath.Type = ptr.To(v1.HostPathUnset)
 	case vs.Secret != nil && vs.Secret.DefaultMode == nil:
-		vs.Secret.DefaultMode = ptr(defaultVolumeMode)
+		vs.Secret.DefaultMode = ptr.To(defaultVolumeMode)
 	case vs.ConfigMap != nil && vs.ConfigMap.DefaultMode == nil:
-		vs.ConfigMap.DefaultMode = ptr(defaultVolumeMode)
+		vs.ConfigMap.DefaultMode = ptr.To(defaultVolumeMode)
 	case vs.Projected != nil && vs.Projected.DefaultMode == nil:
-		vs.Projected.DefaultMode = ptr(defaultVolumeMode)
+		vs.Projected.DefaultMode = ptr.To(defaultVolumeMode)
 	case vs.DownwardAPI != nil:
 		if vs.DownwardAPI.DefaultMode == nil {
-			vs.DownwardAPI.DefaultMode = ptr(defaultVolumeMode)
+			vs.DownwardAPI.DefaultMode = ptr.To(defaultVolumeMode)
 		}
 		for i := range vs.DownwardAPI.Items {
 			if ref := vs.DownwardAPI.Items[i].FieldRef; ref != nil && ref.APIVersion == "" {
@@ -168,5 +169,3 @@ func setVolumeDefaults(vs *v1.VolumeSource) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

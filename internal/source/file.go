@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // debounceDelay groups the burst of events one save produces into one re-read.
@@ -20,7 +22,7 @@ const debounceDelay = 100 * time.Millisecond
 
 // FileWatcher reads static pod manifests from a directory (or one file) and
 // sends a full snapshot of the good pods whenever they change. (The type
-// cannot be called FileSource: that name is the source-name constant.)
+// cannot be called podutil.FileSource: that name is the source-name constant.)
 type FileWatcher struct {
 	path     string
 	nodeName string
@@ -44,7 +46,7 @@ func NewFileSource(path, nodeName string, period time.Duration, out chan<- []*v1
 		period:   periodOrDefault(period),
 		out:      snapshots{out: out},
 		recorder: recorder,
-		pods:     newStaticPods(nodeName, FileSource),
+		pods:     newStaticPods(nodeName, podutil.FileSource),
 		reports:  newReportOnce(),
 		lastGood: map[string]*v1.Pod{},
 	}

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // runFileSource starts a file source on path and stops it when the test ends.
@@ -51,8 +53,8 @@ func TestFileSourceFollowsDirectoryChanges(t *testing.T) {
 	out, rec := runFileSource(t, dir, time.Hour)
 
 	first := receiveNames(t, out, "a-node1")
-	if first[0].Annotations[AnnotationSource] != FileSource {
-		t.Errorf("source annotation = %q", first[0].Annotations[AnnotationSource])
+	if first[0].Annotations[podutil.AnnotationSource] != podutil.FileSource {
+		t.Errorf("source annotation = %q", first[0].Annotations[podutil.AnnotationSource])
 	}
 	writeFile(t, filepath.Join(dir, "b.json"),
 		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"containers":[{"name":"c","image":"x:1"}]}}`)
@@ -231,7 +233,7 @@ func TestFileSourceReReadKeepsSnapshot(t *testing.T) {
 	writeFile(t, path, "# touched\n"+manifest("a", "nginx:1"))
 	src.sync(context.Background())
 	expectNoSnapshot(t, out)
-	if src.out.last[0].Annotations[AnnotationSeen] != first[0].Annotations[AnnotationSeen] {
+	if src.out.last[0].Annotations[podutil.AnnotationSeen] != first[0].Annotations[podutil.AnnotationSeen] {
 		t.Error("seen time changed on re-read")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"unicode"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // FuzzDecodeAndValidate feeds bytes through the decoding and validation a static pod
@@ -16,7 +18,7 @@ func FuzzDecodeAndValidate(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := newStaticPods(testNode, HTTPSource)
+		s := newStaticPods(testNode, podutil.HTTPSource)
 		if pod, err := s.fromManifest(data, "/etc/kubernetes/manifests/pod.yaml"); err == nil {
 			checkAccepted(t, pod)
 		}

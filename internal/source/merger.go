@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // Merger turns full snapshots from each source into one ordered stream of
@@ -213,7 +215,7 @@ func (m *Merger) accept(source string, st *sourcePods, snapshot []*v1.Pod) (map[
 			klog.ErrorS(nil, "Ignoring pod with duplicate UID", "source", source, "pod", klog.KObj(in), "uid", in.UID)
 			continue
 		}
-		if old := st.pods[in.UID]; source == APISource && old != nil && sameVersion(old, in) {
+		if old := st.pods[in.UID]; source == podutil.APISource && old != nil && sameVersion(old, in) {
 			// The API server's object is unchanged: keep the stored copy, with nothing to
 			// compare (a burst of pods would otherwise compare every pod at each change).
 			pods[in.UID] = old
@@ -226,14 +228,14 @@ func (m *Merger) accept(source string, st *sourcePods, snapshot []*v1.Pod) (map[
 		}
 		// Always the source it came through: a mirror pod read from the API
 		// carries its static pod's "file" and must not look static.
-		pod.Annotations[AnnotationSource] = source
-		if pod.Annotations[AnnotationSeen] == "" {
+		pod.Annotations[podutil.AnnotationSource] = source
+		if pod.Annotations[podutil.AnnotationSeen] == "" {
 			// Sources that don't stamp first-seen (the API) get it here, kept per UID.
 			seen := time.Now().UTC().Format(time.RFC3339Nano)
-			if old, ok := st.pods[in.UID]; ok && old.Annotations[AnnotationSeen] != "" {
-				seen = old.Annotations[AnnotationSeen]
+			if old, ok := st.pods[in.UID]; ok && old.Annotations[podutil.AnnotationSeen] != "" {
+				seen = old.Annotations[podutil.AnnotationSeen]
 			}
-			pod.Annotations[AnnotationSeen] = seen
+			pod.Annotations[podutil.AnnotationSeen] = seen
 		}
 		pods[pod.UID] = pod
 		order = append(order, pod.UID)
@@ -264,12 +266,12 @@ func specChanged(old, pod *v1.Pod) bool {
 
 // withoutSeen drops the first-seen time, which says nothing about the pod.
 func withoutSeen(annotations map[string]string) map[string]string {
-	if _, ok := annotations[AnnotationSeen]; !ok {
+	if _, ok := annotations[podutil.AnnotationSeen]; !ok {
 		return annotations
 	}
 	out := make(map[string]string, len(annotations))
 	for k, v := range annotations {
-		if k != AnnotationSeen {
+		if k != podutil.AnnotationSeen {
 			out[k] = v
 		}
 	}

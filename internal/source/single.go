@@ -7,13 +7,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // ReadManifest decodes, names, defaults and validates one pod manifest exactly as the static
 // pod directory does for a file at location on node nodeName: the same pod (name with the node
 // suffix, UID, annotations) or the same error that file would be logged with.
 func ReadManifest(data []byte, location, nodeName string) (*v1.Pod, error) {
-	return newStaticPods(nodeName, FileSource).fromManifest(data, location)
+	return newStaticPods(nodeName, podutil.FileSource).fromManifest(data, location)
 }
 
 // IgnoredManifestName reports whether the static pod directory skips a file of this name

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // Through the merger the single pod is an ADD, then a DELETE carrying its grace period (the
@@ -18,7 +20,7 @@ func TestSinglePodAddDeleteRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := runMerger(t)
-	src := NewSinglePod(pod, m.Channel(FileSource))
+	src := NewSinglePod(pod, m.Channel(podutil.FileSource))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -34,7 +36,7 @@ func TestSinglePodAddDeleteRemove(t *testing.T) {
 	if add.Op != ADD || len(add.Pods) != 1 || add.Pods[0].Name != "job-node1" || add.Pods[0].UID != pod.UID {
 		t.Fatalf("first update %v %v, want ADD of job-node1", add.Op, names(add.Pods))
 	}
-	if !m.SeenAllSources(FileSource) {
+	if !m.SeenAllSources(podutil.FileSource) {
 		t.Error("the single pod source has not counted as reported")
 	}
 
@@ -99,7 +101,7 @@ func TestReadManifestMatchesTheFileSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	if pod.UID != fromDir.UID || pod.Name != fromDir.Name || pod.Namespace != fromDir.Namespace ||
-		pod.Spec.RestartPolicy != fromDir.Spec.RestartPolicy || pod.Annotations[AnnotationSource] != FileSource {
+		pod.Spec.RestartPolicy != fromDir.Spec.RestartPolicy || pod.Annotations[podutil.AnnotationSource] != podutil.FileSource {
 		t.Errorf("ReadManifest gave %s/%s uid %s, the directory %s/%s uid %s", pod.Namespace, pod.Name, pod.UID,
 			fromDir.Namespace, fromDir.Name, fromDir.UID)
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // Event reasons for manifests nodelet cannot use.
@@ -142,7 +144,7 @@ func yamlDocuments(data []byte) int {
 // It remembers when each UID was first seen so re-reads stay identical.
 type staticPods struct {
 	nodeName string
-	source   string // FileSource or HTTPSource
+	source   string // podutil.FileSource or podutil.HTTPSource
 	now      func() time.Time
 	seen     map[types.UID]string
 }
@@ -212,9 +214,9 @@ func (s *staticPods) build(pod *v1.Pod, location string) (*v1.Pod, error) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationHash] = string(pod.UID)
-	pod.Annotations[AnnotationSource] = s.source
-	pod.Annotations[AnnotationSeen] = s.seenTime(pod.UID)
+	pod.Annotations[podutil.AnnotationHash] = string(pod.UID)
+	pod.Annotations[podutil.AnnotationSource] = s.source
+	pod.Annotations[podutil.AnnotationSeen] = s.seenTime(pod.UID)
 	return pod, nil
 }
 

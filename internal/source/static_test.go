@@ -7,6 +7,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 func fixedClock(times ...time.Time) func() time.Time {
@@ -20,7 +22,7 @@ func fixedClock(times ...time.Time) func() time.Time {
 }
 
 func TestStaticPodNamingAndAnnotations(t *testing.T) {
-	s := newStaticPods("Node1", FileSource)
+	s := newStaticPods("Node1", podutil.FileSource)
 	first := time.Date(2024, 5, 1, 10, 0, 0, 123, time.UTC)
 	s.now = fixedClock(first)
 	pod, err := s.fromManifest([]byte(manifest("web", "nginx:1.25")), "/etc/pods/web.yaml")
@@ -42,9 +44,9 @@ func TestStaticPodNamingAndAnnotations(t *testing.T) {
 		t.Errorf("UID %q is not hex: %v", pod.UID, err)
 	}
 	want := map[string]string{
-		AnnotationHash:   string(pod.UID),
-		AnnotationSource: FileSource,
-		AnnotationSeen:   first.Format(time.RFC3339Nano),
+		podutil.AnnotationHash:   string(pod.UID),
+		podutil.AnnotationSource: podutil.FileSource,
+		podutil.AnnotationSeen:   first.Format(time.RFC3339Nano),
 	}
 	for k, v := range want {
 		if pod.Annotations[k] != v {
@@ -73,7 +75,7 @@ func TestStaticPodUID(t *testing.T) {
 	base := manifest("web", "nginx:1.25")
 	uid := func(node, location, content string) string {
 		t.Helper()
-		pod, err := newStaticPods(node, FileSource).fromManifest([]byte(content), location)
+		pod, err := newStaticPods(node, podutil.FileSource).fromManifest([]byte(content), location)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,19 +109,19 @@ func TestStaticPodUID(t *testing.T) {
 }
 
 func TestStaticPodSeenStablePerUID(t *testing.T) {
-	s := newStaticPods(testNode, HTTPSource)
+	s := newStaticPods(testNode, podutil.HTTPSource)
 	t1 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.now = fixedClock(t1, t1.Add(time.Minute), t1.Add(2*time.Minute))
 	a, _ := s.fromManifest([]byte(manifest("web", "nginx:1")), "u")
 	b, _ := s.fromManifest([]byte(manifest("web", "nginx:1")), "u")
-	if a.Annotations[AnnotationSeen] != b.Annotations[AnnotationSeen] {
-		t.Errorf("seen changed on re-read: %s vs %s", a.Annotations[AnnotationSeen], b.Annotations[AnnotationSeen])
+	if a.Annotations[podutil.AnnotationSeen] != b.Annotations[podutil.AnnotationSeen] {
+		t.Errorf("seen changed on re-read: %s vs %s", a.Annotations[podutil.AnnotationSeen], b.Annotations[podutil.AnnotationSeen])
 	}
-	if a.Annotations[AnnotationSource] != HTTPSource {
-		t.Errorf("source = %q", a.Annotations[AnnotationSource])
+	if a.Annotations[podutil.AnnotationSource] != podutil.HTTPSource {
+		t.Errorf("source = %q", a.Annotations[podutil.AnnotationSource])
 	}
 	c, _ := s.fromManifest([]byte(manifest("web", "nginx:2")), "u")
-	if c.Annotations[AnnotationSeen] == a.Annotations[AnnotationSeen] {
+	if c.Annotations[podutil.AnnotationSeen] == a.Annotations[podutil.AnnotationSeen] {
 		t.Error("an edited manifest kept the old seen time")
 	}
 	s.forgetOthers(nil)
@@ -146,7 +148,7 @@ func TestDecodeRejections(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := newStaticPods(testNode, FileSource).fromManifest([]byte(tc.content), "f")
+			_, err := newStaticPods(testNode, podutil.FileSource).fromManifest([]byte(tc.content), "f")
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -161,7 +163,7 @@ func TestDecodeRejections(t *testing.T) {
 }
 
 func TestLeadingDocumentSeparatorAccepted(t *testing.T) {
-	if _, err := newStaticPods(testNode, FileSource).fromManifest([]byte("---\n"+manifest("a", "x:1")+"---\n"), "f"); err != nil {
+	if _, err := newStaticPods(testNode, podutil.FileSource).fromManifest([]byte("---\n"+manifest("a", "x:1")+"---\n"), "f"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -175,7 +177,7 @@ items:
 - metadata: {name: b, namespace: kube-system}
   spec: {containers: [{name: c, image: "x:1"}]}
 `
-	pods, err := newStaticPods(testNode, HTTPSource).fromBody([]byte(list), "http://x")
+	pods, err := newStaticPods(testNode, podutil.HTTPSource).fromBody([]byte(list), "http://x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,18 +189,18 @@ items:
 	}
 
 	bad := strings.Replace(list, `name: b, namespace: kube-system`, `name: a`, 1)
-	if _, err := newStaticPods(testNode, HTTPSource).fromBody([]byte(bad), "http://x"); err == nil ||
+	if _, err := newStaticPods(testNode, podutil.HTTPSource).fromBody([]byte(bad), "http://x"); err == nil ||
 		!strings.Contains(err.Error(), `items[1]: duplicate pod name "default/a-node1"`) {
 		t.Errorf("duplicate names: err = %v", err)
 	}
 	noImage := strings.Replace(list, `{name: c, image: "x:1"}]}
 - metadata: {name: b`, `{name: c}]}
 - metadata: {name: b`, 1)
-	if _, err := newStaticPods(testNode, HTTPSource).fromBody([]byte(noImage), "http://x"); err == nil ||
+	if _, err := newStaticPods(testNode, podutil.HTTPSource).fromBody([]byte(noImage), "http://x"); err == nil ||
 		!strings.Contains(err.Error(), "items[0]: spec.containers[0].image: Required value") {
 		t.Errorf("missing image: err = %v", err)
 	}
-	if _, err := newStaticPods(testNode, HTTPSource).fromBody([]byte("apiVersion: v1\nkind: Service\n"), "u"); err == nil ||
+	if _, err := newStaticPods(testNode, podutil.HTTPSource).fromBody([]byte("apiVersion: v1\nkind: Service\n"), "u"); err == nil ||
 		!strings.Contains(err.Error(), "want kind Pod or PodList") {
 		t.Errorf("service: err = %v", err)
 	}

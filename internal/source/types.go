@@ -24,30 +24,9 @@ func (o Op) String() string {
 	return [...]string{"ADD", "UPDATE", "DELETE", "REMOVE", "RECONCILE"}[o]
 }
 
-// Source names, also the value of the kubernetes.io/config.source annotation.
-const (
-	FileSource = "file"
-	HTTPSource = "http"
-	APISource  = "api"
-)
-
-// Annotations nodelet sets on pods from its sources.
-const (
-	AnnotationSource = "kubernetes.io/config.source"
-	AnnotationHash   = "kubernetes.io/config.hash"
-	AnnotationSeen   = "kubernetes.io/config.seen"
-	AnnotationMirror = "kubernetes.io/config.mirror"
-)
-
 // PodUpdate is one merged change handed to the sync loop.
 type PodUpdate struct {
 	Op     Op
 	Source string
 	Pods   []*v1.Pod
-}
-
-// IsStatic reports whether pod came from a static source (file or URL).
-func IsStatic(pod *v1.Pod) bool {
-	s := pod.Annotations[AnnotationSource]
-	return s == FileSource || s == HTTPSource
 }

@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 const (
@@ -57,7 +59,7 @@ func NewURLSource(url string, header http.Header, nodeName string, period time.D
 		out:      snapshots{out: out},
 		recorder: recorder,
 		client:   &http.Client{Timeout: urlTimeout},
-		pods:     newStaticPods(nodeName, HTTPSource),
+		pods:     newStaticPods(nodeName, podutil.HTTPSource),
 		reports:  newReportOnce(),
 	}
 }

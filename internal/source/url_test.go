@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // fakeServer serves whatever body and status the test sets and records the
@@ -61,7 +63,7 @@ func TestURLSourceSendsHeadersAndPod(t *testing.T) {
 	ctx := context.Background()
 	src.sync(ctx)
 	pods := receive(t, out)
-	if len(pods) != 1 || pods[0].Name != "web-node1" || pods[0].Annotations[AnnotationSource] != HTTPSource {
+	if len(pods) != 1 || pods[0].Name != "web-node1" || pods[0].Annotations[podutil.AnnotationSource] != podutil.HTTPSource {
 		t.Fatalf("snapshot = %+v", pods)
 	}
 	if got := fake.requests()[0].Get("X-Token"); got != "secret" {

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 func TestValidatePodHostFields(t *testing.T) {
@@ -85,7 +87,7 @@ func TestSafePathFields(t *testing.T) {
 
 // A manifest-given UID is kept (as upstream) and must then pass the rule.
 func TestStaticPodManifestUIDRefused(t *testing.T) {
-	s := newStaticPods(testNode, FileSource)
+	s := newStaticPods(testNode, podutil.FileSource)
 	data := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  uid: ../../../tmp/x\n" +
 		"spec:\n  containers:\n  - name: main\n    image: busybox:1\n"
 	_, err := s.fromManifest([]byte(data), "/etc/kubernetes/manifests/web.yaml")

@@ -7,13 +7,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // volumeFigures has figures for every volume it is asked about.
 type volumeFigures struct{}
 
 func (volumeFigures) VolumeStats(context.Context, *v1.Pod, string) (statsapi.FsStats, bool) {
-	return statsapi.FsStats{UsedBytes: ptr(uint64(1))}, true
+	return statsapi.FsStats{UsedBytes: ptr.To(uint64(1))}, true
 }
 
 // A persistentVolumeClaim volume and a generic ephemeral volume (the claim <pod>-<volume>) are

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // fsInfo is one filesystem's size, from statfs.
@@ -39,12 +40,12 @@ func statFS(path string) (fsInfo, error) {
 func (f fsInfo) fsStats(at time.Time) *statsapi.FsStats {
 	return &statsapi.FsStats{
 		Time:           metav1.NewTime(at),
-		CapacityBytes:  ptr(f.capacity),
-		AvailableBytes: ptr(f.available),
-		UsedBytes:      ptr(f.used),
-		Inodes:         ptr(f.inodes),
-		InodesFree:     ptr(f.inodesFree),
-		InodesUsed:     ptr(subFloor(f.inodes, f.inodesFree)),
+		CapacityBytes:  ptr.To(f.capacity),
+		AvailableBytes: ptr.To(f.available),
+		UsedBytes:      ptr.To(f.used),
+		Inodes:         ptr.To(f.inodes),
+		InodesFree:     ptr.To(f.inodesFree),
+		InodesUsed:     ptr.To(subFloor(f.inodes, f.inodesFree)),
 	}
 }
 
@@ -52,10 +53,10 @@ func (f fsInfo) fsStats(at time.Time) *statsapi.FsStats {
 // its own use against the filesystem's capacity. A zero fsInfo (statfs failed) leaves the
 // capacity fields out.
 func (f fsInfo) partStats(at time.Time, used, inodesUsed uint64) *statsapi.FsStats {
-	s := &statsapi.FsStats{Time: metav1.NewTime(at), UsedBytes: ptr(used), InodesUsed: ptr(inodesUsed)}
+	s := &statsapi.FsStats{Time: metav1.NewTime(at), UsedBytes: ptr.To(used), InodesUsed: ptr.To(inodesUsed)}
 	if f.capacity > 0 {
-		s.CapacityBytes, s.AvailableBytes = ptr(f.capacity), ptr(f.available)
-		s.Inodes, s.InodesFree = ptr(f.inodes), ptr(f.inodesFree)
+		s.CapacityBytes, s.AvailableBytes = ptr.To(f.capacity), ptr.To(f.available)
+		s.Inodes, s.InodesFree = ptr.To(f.inodes), ptr.To(f.inodesFree)
 	}
 	return s
 }
@@ -156,5 +157,3 @@ func (c *duCache) prune(keep time.Duration) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/ptr"
 )
 
 // Layer is a container's writable layer and the filesystem holding it.
@@ -43,7 +44,7 @@ func (p *Provider) Layers(ctx context.Context) (map[string]Layer, error) {
 		}
 		layer := Layer{Device: dev, UsedBytes: l.GetUsedBytes().GetValue(), CapacityBytes: info.capacity}
 		if l.GetInodesUsed() != nil {
-			layer.InodesUsed = ptr(l.GetInodesUsed().GetValue())
+			layer.InodesUsed = ptr.To(l.GetInodesUsed().GetValue())
 		}
 		out[cs.GetAttributes().GetId()] = layer
 	}

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/volumes"
@@ -54,7 +55,7 @@ func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.
 			if sandbox.Ready {
 				ps.Network = p.podNetwork(ctx, sandbox.ID, livePIDs, now)
 				if n, ok := p.d.Host.podProcessCount(livePIDs[sandbox.ID]); ok {
-					ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(n)}
+					ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr.To(n)}
 				}
 			}
 			ps.VolumeStats = p.volumeStats(ctx, pod, now)
@@ -94,7 +95,7 @@ func (p *Provider) containerStats(pod *v1.Pod, c *runtime.ContainerStatus, cs *r
 		at := time.Unix(0, cpu.GetTimestamp())
 		usage := cpu.GetUsageCoreNanoSeconds().GetValue()
 		out.CPU = &statsapi.CPUStats{
-			Time: metav1.NewTime(at), UsageCoreNanoSeconds: ptr(usage), UsageNanoCores: p.rates.nanoCores(c.ID, at, usage),
+			Time: metav1.NewTime(at), UsageCoreNanoSeconds: ptr.To(usage), UsageNanoCores: p.rates.nanoCores(c.ID, at, usage),
 		}
 	}
 	if mem := cs.GetMemory(); mem != nil {
@@ -114,7 +115,7 @@ func memoryStats(mem *runtimeapi.MemoryUsage, limit uint64) *statsapi.MemoryStat
 		if v == nil {
 			return nil
 		}
-		return ptr(v.GetValue())
+		return ptr.To(v.GetValue())
 	}
 	out := &statsapi.MemoryStats{
 		Time:            metav1.NewTime(time.Unix(0, mem.GetTimestamp())),
@@ -125,9 +126,9 @@ func memoryStats(mem *runtimeapi.MemoryUsage, limit uint64) *statsapi.MemoryStat
 		MajorPageFaults: val(mem.GetMajorPageFaults()),
 	}
 	if mem.GetAvailableBytes().GetValue() > 0 {
-		out.AvailableBytes = ptr(mem.GetAvailableBytes().GetValue())
+		out.AvailableBytes = ptr.To(mem.GetAvailableBytes().GetValue())
 	} else if limit > 0 && out.WorkingSetBytes != nil {
-		out.AvailableBytes = ptr(subFloor(limit, *out.WorkingSetBytes))
+		out.AvailableBytes = ptr.To(subFloor(limit, *out.WorkingSetBytes))
 	}
 	return out
 }
@@ -165,12 +166,12 @@ func sumCPU(cs []statsapi.ContainerStats) *statsapi.CPUStats {
 			continue
 		}
 		if out == nil {
-			out = &statsapi.CPUStats{UsageCoreNanoSeconds: ptr[uint64](0)}
+			out = &statsapi.CPUStats{UsageCoreNanoSeconds: ptr.To[uint64](0)}
 		}
 		out.Time = later(out.Time, c.CPU.Time)
-		*out.UsageCoreNanoSeconds += deref(c.CPU.UsageCoreNanoSeconds)
+		*out.UsageCoreNanoSeconds += ptr.Deref(c.CPU.UsageCoreNanoSeconds, 0)
 		if c.CPU.UsageNanoCores != nil {
-			out.UsageNanoCores = ptr(deref(out.UsageNanoCores) + *c.CPU.UsageNanoCores)
+			out.UsageNanoCores = ptr.To(ptr.Deref(out.UsageNanoCores, 0) + *c.CPU.UsageNanoCores)
 		}
 	}
 	return out
@@ -181,7 +182,7 @@ func sumMemory(cs []statsapi.ContainerStats, limit uint64) *statsapi.MemoryStats
 	var out *statsapi.MemoryStats
 	add := func(dst **uint64, v *uint64) {
 		if v != nil {
-			*dst = ptr(deref(*dst) + *v)
+			*dst = ptr.To(ptr.Deref(*dst, 0) + *v)
 		}
 	}
 	for _, c := range cs {
@@ -200,7 +201,7 @@ func sumMemory(cs []statsapi.ContainerStats, limit uint64) *statsapi.MemoryStats
 		add(&out.MajorPageFaults, m.MajorPageFaults)
 	}
 	if out != nil && limit > 0 && out.WorkingSetBytes != nil {
-		out.AvailableBytes = ptr(subFloor(limit, *out.WorkingSetBytes))
+		out.AvailableBytes = ptr.To(subFloor(limit, *out.WorkingSetBytes))
 	}
 	return out
 }
@@ -316,11 +317,4 @@ func later(a, b metav1.Time) metav1.Time {
 		return b
 	}
 	return a
-}
-
-func deref(p *uint64) uint64 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

@@ -6,6 +6,7 @@ package stats
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"path/filepath"
 	"sync"
 	"time"
@@ -148,12 +149,12 @@ func (p *Provider) nodeStats(now time.Time) (statsapi.NodeStats, error) {
 		NodeName:  p.d.NodeName,
 		StartTime: metav1.NewTime(p.nodeStartTime()),
 		CPU: &statsapi.CPUStats{
-			Time: ts, UsageCoreNanoSeconds: ptr(cpu), UsageNanoCores: p.rates.nanoCores("node", now, cpu),
+			Time: ts, UsageCoreNanoSeconds: ptr.To(cpu), UsageNanoCores: p.rates.nanoCores("node", now, cpu),
 		},
 		Memory: &statsapi.MemoryStats{
-			Time: ts, AvailableBytes: ptr(subFloor(mem.capacity, mem.workingSet)), UsageBytes: ptr(mem.usage),
-			WorkingSetBytes: ptr(mem.workingSet), RSSBytes: ptr(mem.rss),
-			PageFaults: ptr(mem.pageFaults), MajorPageFaults: ptr(mem.majorPageFaults),
+			Time: ts, AvailableBytes: ptr.To(subFloor(mem.capacity, mem.workingSet)), UsageBytes: ptr.To(mem.usage),
+			WorkingSetBytes: ptr.To(mem.workingSet), RSSBytes: ptr.To(mem.rss),
+			PageFaults: ptr.To(mem.pageFaults), MajorPageFaults: ptr.To(mem.majorPageFaults),
 		},
 	}, nil
 }
@@ -182,7 +183,7 @@ func (p *Provider) addNodeExtras(node *statsapi.NodeStats, now time.Time) {
 		klog.V(2).InfoS("Cannot read the node's network stats", "err", err)
 	}
 	if maxPID, tasks, err := h.processLimits(); err == nil {
-		node.Rlimit = &statsapi.RlimitStats{Time: metav1.NewTime(now), MaxPID: ptr(maxPID), NumOfRunningProcesses: ptr(tasks)}
+		node.Rlimit = &statsapi.RlimitStats{Time: metav1.NewTime(now), MaxPID: ptr.To(maxPID), NumOfRunningProcesses: ptr.To(tasks)}
 	} else {
 		klog.V(2).InfoS("Cannot read the node's process limits", "err", err)
 	}
@@ -195,7 +196,7 @@ func networkStats(now time.Time, ifaces []ifaceStats) *statsapi.NetworkStats {
 	n := &statsapi.NetworkStats{Time: metav1.NewTime(now)}
 	for _, i := range ifaces {
 		s := statsapi.InterfaceStats{
-			Name: i.name, RxBytes: ptr(i.rxBytes), RxErrors: ptr(i.rxErrors), TxBytes: ptr(i.txBytes), TxErrors: ptr(i.txErrors),
+			Name: i.name, RxBytes: ptr.To(i.rxBytes), RxErrors: ptr.To(i.rxErrors), TxBytes: ptr.To(i.txBytes), TxErrors: ptr.To(i.txErrors),
 		}
 		n.Interfaces = append(n.Interfaces, s)
 		if i.name == defaultInterface {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // System container names, as the summary API names them.
@@ -81,16 +82,16 @@ func (p *Provider) cgroupStats(name string, paths map[string]string, now time.Ti
 	ts := metav1.NewTime(now)
 	cs := statsapi.ContainerStats{Name: name}
 	if cpu, dir, ok := h.cgroupCPU(paths); ok {
-		cs.CPU = &statsapi.CPUStats{Time: ts, UsageCoreNanoSeconds: ptr(cpu), UsageNanoCores: p.rates.nanoCores("system/"+name, now, cpu)}
+		cs.CPU = &statsapi.CPUStats{Time: ts, UsageCoreNanoSeconds: ptr.To(cpu), UsageNanoCores: p.rates.nanoCores("system/"+name, now, cpu)}
 		if st, err := os.Stat(dir); err == nil {
 			cs.StartTime = metav1.NewTime(st.ModTime())
 		}
 	}
 	if mem, ok := h.cgroupMemory(paths); ok {
-		cs.Memory = &statsapi.MemoryStats{Time: ts, UsageBytes: ptr(mem.usage), WorkingSetBytes: ptr(mem.workingSet),
-			RSSBytes: ptr(mem.rss), PageFaults: ptr(mem.pageFaults), MajorPageFaults: ptr(mem.majorPageFaults)}
+		cs.Memory = &statsapi.MemoryStats{Time: ts, UsageBytes: ptr.To(mem.usage), WorkingSetBytes: ptr.To(mem.workingSet),
+			RSSBytes: ptr.To(mem.rss), PageFaults: ptr.To(mem.pageFaults), MajorPageFaults: ptr.To(mem.majorPageFaults)}
 		if mem.capacity > 0 { // as cAdvisor: what the cgroup's limit leaves
-			cs.Memory.AvailableBytes = ptr(subFloor(mem.capacity, mem.workingSet))
+			cs.Memory.AvailableBytes = ptr.To(subFloor(mem.capacity, mem.workingSet))
 		}
 	}
 	return cs, cs.CPU != nil || cs.Memory != nil

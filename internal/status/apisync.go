@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // MirrorLookup returns the live mirror pod of a static pod, if the API holds one.
@@ -79,7 +79,7 @@ var _ Syncer = (*APISyncer)(nil)
 
 // StatusChanged records st as the newest status of pod and schedules its write.
 func (s *APISyncer) StatusChanged(pod *v1.Pod, st v1.PodStatus) {
-	if isMirror(pod) {
+	if podutil.IsMirror(pod) {
 		// A mirror pod is the API's picture of a static pod; nodelet runs (and reports) the
 		// static pod itself.
 		return
@@ -113,7 +113,7 @@ func (s *APISyncer) MirrorChanged(static *v1.Pod) {
 // ignored: static pods are not deleted through the API, and mirror pods are deleted by whoever
 // manages them.
 func (s *APISyncer) PodTerminated(pod *v1.Pod) {
-	if pod.DeletionTimestamp == nil || source.IsStatic(pod) || isMirror(pod) {
+	if pod.DeletionTimestamp == nil || podutil.IsStatic(pod) || podutil.IsMirror(pod) {
 		return
 	}
 	s.mu.Lock()
@@ -304,11 +304,6 @@ func (s *APISyncer) backoff(failures int) time.Duration {
 		d *= 2
 	}
 	return min(d, s.resync)
-}
-
-func isMirror(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[source.AnnotationMirror]
-	return ok
 }
 
 // Written reports whether every status given so far is in the API server (a shutting-down

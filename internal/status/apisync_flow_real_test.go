@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 func TestRealAPIPods(t *testing.T) {
@@ -97,7 +97,7 @@ func checkMirror(t *testing.T, env *e2eEnv) {
 			Name: "apipods-static-" + e2eNode, Namespace: e2eNamespace, UID: "static-uid-1",
 			Labels: map[string]string{"tier": "static"},
 			Annotations: map[string]string{
-				source.AnnotationSource: source.FileSource, source.AnnotationHash: "hash-1",
+				podutil.AnnotationSource: podutil.FileSource, podutil.AnnotationHash: "hash-1",
 			},
 		},
 		Spec: v1.PodSpec{
@@ -127,7 +127,7 @@ func checkMirror(t *testing.T, env *e2eEnv) {
 		t.Errorf("mirror owner references = %+v, want node %s", refs, node.UID)
 	}
 	snap := env.waitSnapshot("the mirror pod", func(p []*v1.Pod) bool { return findPod(p, static.Name) != nil })
-	if !pod.IsMirror(findPod(snap, static.Name)) {
+	if !podutil.IsMirror(findPod(snap, static.Name)) {
 		t.Error("mirror pod in the snapshot lacks its annotation")
 	}
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
 	"github.com/nodelet/nodelet/internal/pod"
@@ -208,11 +209,9 @@ func e2eRunning(now metav1.Time) v1.PodStatus {
 			cond(v1.ContainersReady), cond(v1.PodScheduled),
 		},
 		ContainerStatuses: []v1.ContainerStatus{{
-			Name: "main", Ready: true, Started: ptr(true), RestartCount: 0,
+			Name: "main", Ready: true, Started: ptr.To(true), RestartCount: 0,
 			Image: "nodelet.local/busybox:1.36", ImageID: "sha256:0123", ContainerID: "containerd://0123",
 			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}},
 		}},
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -13,7 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 func deletingPod(name string, uid types.UID) *v1.Pod {
@@ -77,9 +77,9 @@ func TestAPISyncPodTerminatedWaitsForStatus(t *testing.T) {
 func TestAPISyncPodTerminatedOnlyForDeletedAPIPods(t *testing.T) {
 	notDeleting := apiPodWithStatus("web", "uid-1")
 	static := deletingPod("static", "uid-2")
-	static.Annotations = map[string]string{source.AnnotationSource: source.FileSource}
+	static.Annotations = map[string]string{podutil.AnnotationSource: podutil.FileSource}
 	mirror := deletingPod("mirror", "uid-3")
-	mirror.Annotations = map[string]string{source.AnnotationMirror: "h"}
+	mirror.Annotations = map[string]string{podutil.AnnotationMirror: "h"}
 	client, rec := newFakeAPI(t, notDeleting, static, mirror)
 	s := NewAPISyncer(kubeclienttest.FromClientset(client), nil)
 	for _, p := range []*v1.Pod{notDeleting, static, mirror} {

@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 var (
@@ -240,11 +240,11 @@ func TestAPISyncNeverLeavesTerminalPhase(t *testing.T) {
 func TestAPISyncStaticPodGoesToMirror(t *testing.T) {
 	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "etcd-node1", Namespace: "default", UID: "static-uid",
-		Annotations: map[string]string{source.AnnotationSource: source.FileSource, source.AnnotationHash: "h1"},
+		Annotations: map[string]string{podutil.AnnotationSource: podutil.FileSource, podutil.AnnotationHash: "h1"},
 	}}
 	mirror := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "etcd-node1", Namespace: "default", UID: "mirror-uid",
-		Annotations: map[string]string{source.AnnotationMirror: "h1"},
+		Annotations: map[string]string{podutil.AnnotationMirror: "h1"},
 	}}
 	client, rec := newFakeAPI(t, mirror)
 	var current *v1.Pod

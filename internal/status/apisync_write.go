@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // work is one attempt on an entry, taken under the lock and done without it.
@@ -73,7 +73,7 @@ func (s *APISyncer) writeStatus(ctx context.Context, w *work) outcome {
 
 // target finds where pod's status goes: the pod itself, or a static pod's mirror.
 func (s *APISyncer) target(pod *v1.Pod) (apiTarget, bool) {
-	if !source.IsStatic(pod) {
+	if !podutil.IsStatic(pod) {
 		return apiTarget{pod.Namespace, pod.Name, pod.UID}, true
 	}
 	if s.mirrorOf == nil {
@@ -106,7 +106,7 @@ func (s *APISyncer) read(ctx context.Context, pod *v1.Pod, target apiTarget) (*v
 }
 
 func (s *APISyncer) targetGone(pod *v1.Pod, target apiTarget) outcome {
-	if source.IsStatic(pod) {
+	if podutil.IsStatic(pod) {
 		klog.V(3).InfoS("Mirror pod gone; status waits for a new one", "pod", klog.KObj(pod), "mirrorUID", target.uid)
 		return pending
 	}

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // streamOptions are the standard streams a client asks exec or attach for.
@@ -98,7 +100,7 @@ func (s *server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	// Whether the process has a terminal was fixed when the container started, so the spec
 	// decides it, not the request.
-	spec := containerSpec(pod, name)
+	spec := podutil.FindAnyContainer(pod, name)
 	if spec == nil {
 		writeError(w, r, errorf(http.StatusInternalServerError, "container %s not found in pod %s/%s", name, pod.Namespace, pod.Name))
 		return

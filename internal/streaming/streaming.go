@@ -183,23 +183,3 @@ func (s *server) readySandbox(ctx context.Context, pod *v1.Pod) (string, error) 
 	}
 	return "", errorf(http.StatusInternalServerError, "pod %s/%s has no running sandbox", pod.Namespace, pod.Name)
 }
-
-// containerSpec finds a container of any kind in the pod spec.
-func containerSpec(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		}
-	}
-	return nil
-}

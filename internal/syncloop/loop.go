@@ -16,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
@@ -229,7 +230,7 @@ func (l *Loop) dispatch(p *v1.Pod, t podworkers.UpdateType) {
 func (l *Loop) takeMirrors(op source.Op, pods []*v1.Pod) []*v1.Pod {
 	rest := pods[:0:0]
 	for _, p := range pods {
-		if !pod.IsMirror(p) {
+		if !podutil.IsMirror(p) {
 			rest = append(rest, p)
 			continue
 		}
@@ -305,7 +306,7 @@ func (l *Loop) removeOrphanedMirrors() {
 	}
 	known := l.cfg.Workers.Known()
 	for _, m := range l.cfg.Pods.Mirrors() {
-		if static, ok := l.cfg.Pods.GetByName(m.Namespace, m.Name); ok && source.IsStatic(static) {
+		if static, ok := l.cfg.Pods.GetByName(m.Namespace, m.Name); ok && podutil.IsStatic(static) {
 			continue
 		}
 		if _, terminating := known[types.UID(pod.MirrorHash(m))]; terminating {

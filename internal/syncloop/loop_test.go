@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
@@ -162,7 +163,7 @@ func TestOrphanedMirrorStaysWhileItsStaticPodTerminates(t *testing.T) {
 	mirror := func(name, staticUID string) *v1.Pod {
 		m := mkPod(name, time.Now())
 		m.UID = types.UID("mirror-" + name)
-		m.Annotations = map[string]string{source.AnnotationMirror: staticUID}
+		m.Annotations = map[string]string{podutil.AnnotationMirror: staticUID}
 		return m
 	}
 	l.cfg.Pods.SetMirror(mirror("stopping", "static-1"))

@@ -71,3 +71,20 @@ func read(path string) (int, error) {
 	}
 	return v, nil
 }
+
+// Normalize turns the "/"-separated form (kernel/shm_rmid_forced) into the dotted one;
+// in that form a "." inside a component (an interface name like eth0.100) becomes "/".
+func Normalize(name string) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '/':
+			return '.'
+		case '.':
+			return '/'
+		}
+		return r
+	}, name)
+}

@@ -72,3 +72,16 @@ func TestMissingTunableIsAnError(t *testing.T) {
 		t.Fatalf("missing kernel/panic: err = %v", err)
 	}
 }
+
+func TestNormalize(t *testing.T) {
+	// A "." inside a slash-separated component (a VLAN interface) becomes "/".
+	if got := Normalize("net/ipv4/conf/eno2.100/rp_filter"); got != "net.ipv4.conf.eno2/100.rp_filter" {
+		t.Errorf("Normalize(slashes) = %q", got)
+	}
+	if got := Normalize("kernel/shm_rmid_forced"); got != "kernel.shm_rmid_forced" {
+		t.Errorf("Normalize(kernel/shm_rmid_forced) = %q", got)
+	}
+	if got := Normalize("kernel.shm_rmid_forced"); got != "kernel.shm_rmid_forced" {
+		t.Errorf("the dotted form changed: %q", got)
+	}
+}

@@ -119,7 +119,3 @@ func waitEvent(t *testing.T, e *env) string {
 		return ""
 	}
 }
-
-func int32Ptr(v int32) *int32 { return &v }
-func int64Ptr(v int64) *int64 { return &v }
-func boolPtr(v bool) *bool    { return &v }

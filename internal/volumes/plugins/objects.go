@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 	"github.com/nodelet/nodelet/internal/volumes/tokens"
@@ -208,7 +209,7 @@ func addDownwardAPI(f downward.Fields, items []v1.DownwardAPIVolumeFile, mode os
 		case it.FieldRef != nil:
 			value, err = f.FieldValue(it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
-			c := downward.FindContainer(f.Pod, it.ResourceFieldRef.ContainerName)
+			c := podutil.FindContainer(f.Pod, it.ResourceFieldRef.ContainerName)
 			if c == nil {
 				err = fmt.Errorf("resourceFieldRef: container %q not found", it.ResourceFieldRef.ContainerName)
 			} else {

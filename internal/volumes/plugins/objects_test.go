@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,8 +74,8 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 		v1.Volume{Name: "all", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 			LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
 		v1.Volume{Name: "items", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
-			LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, DefaultMode: int32Ptr(0o400),
-			Items: []v1.KeyToPath{{Key: "a", Path: "nested/x"}, {Key: "b", Path: "y", Mode: int32Ptr(0o600)}}}}},
+			LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, DefaultMode: ptr.To[int32](0o400),
+			Items: []v1.KeyToPath{{Key: "a", Path: "nested/x"}, {Key: "b", Path: "y", Mode: ptr.To[int32](0o600)}}}}},
 		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds"}}},
 	)
 	if err := e.mount(pod); err != nil {
@@ -163,7 +164,7 @@ func TestConfigMapVolumeUpdatesOnResync(t *testing.T) {
 func TestVolumeObjectsMissing(t *testing.T) {
 	e := newEnv(t)
 	pod := mounting("missing", v1.Volume{Name: "opt", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{
-		SecretName: "nope", Optional: boolPtr(true)}}})
+		SecretName: "nope", Optional: ptr.To(true)}}})
 	if err := e.mount(pod); err != nil {
 		t.Fatalf("optional missing secret: %v", err)
 	}
@@ -187,7 +188,7 @@ func TestVolumeObjectsMissing(t *testing.T) {
 func TestStandaloneConfigMapVolumeFails(t *testing.T) {
 	e := newEnv(t, func(d *Deps, _ *volumes.Options) { d.Objects = nil })
 	pod := mounting("standalone", v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
-		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Optional: boolPtr(true)}}})
+		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Optional: ptr.To(true)}}})
 	if _, err := e.setUp(pod, "cfg"); err == nil || !strings.Contains(err.Error(), "configMap default/cfg: no API server (standalone)") {
 		t.Errorf("err = %v", err)
 	}
@@ -198,7 +199,7 @@ func downwardItems() []v1.DownwardAPIVolumeFile {
 		{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}},
 		{Path: "ns", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
 		{Path: "uid", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.uid"}},
-		{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}, Mode: int32Ptr(0o400)},
+		{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}, Mode: ptr.To[int32](0o400)},
 		{Path: "annotations", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.annotations"}},
 		{Path: "cpu_limit", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}},
 		{Path: "mem_request", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "requests.memory", Divisor: resource.MustParse("1Mi")}},
@@ -235,14 +236,14 @@ func TestProjectedVolumeCombinesSources(t *testing.T) {
 	e.objs.AddConfigMap("default", "cfg", map[string]string{"a": "1", "b": "2"})
 	e.objs.AddSecret("default", "creds", map[string]string{"user": "admin"})
 	pod := mounting("proj", v1.Volume{Name: "all", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
-		DefaultMode: int32Ptr(0o440),
+		DefaultMode: ptr.To[int32](0o440),
 		Sources: []v1.VolumeProjection{
 			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"},
 				Items: []v1.KeyToPath{{Key: "a", Path: "cfg/a"}}}},
 			{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}}},
-			{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "absent"}, Optional: boolPtr(true)}},
+			{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "absent"}, Optional: ptr.To(true)}},
 			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
-				{Path: "podname", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}, Mode: int32Ptr(0o644)}}}},
+				{Path: "podname", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}, Mode: ptr.To[int32](0o644)}}}},
 		},
 	}}})
 	m, err := e.setUp(pod, "all")

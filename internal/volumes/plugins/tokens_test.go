@@ -13,6 +13,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/volumes"
 )
@@ -66,7 +67,7 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	projected.tokens.Now = func() time.Time { return now }
 	pod := mounting("sa", v1.Volume{Name: "api", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
 		Sources: []v1.VolumeProjection{
-			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", Audience: "vault", ExpirationSeconds: int64Ptr(600)}},
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", Audience: "vault", ExpirationSeconds: ptr.To[int64](600)}},
 			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
 				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{

@@ -1,4 +1,4 @@
-package app
+package pleg
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestWatchExitsRelistsAfterEachExitAndResubscribes(t *testing.T) {
 	relists := make(chan struct{}, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { watchExits(ctx, w, func() { relists <- struct{}{} }); close(done) }()
+	go func() { watchExits(ctx, w, func() { relists <- struct{}{} }, time.Second); close(done) }()
 	// Two exits, each followed by one relist per delay; the second comes after a resubscribe.
 	want := 2 * len(exitRelistDelays)
 	for i := 0; i < want; i++ {
@@ -65,7 +65,10 @@ func TestWatchExitsRelistsAfterEachExitAndResubscribes(t *testing.T) {
 func TestWatchExitsGivesUpWithoutEvents(t *testing.T) {
 	w := &scriptedWatcher{results: []watchResult{{err: runtime.ErrNoExitEvents}}}
 	done := make(chan struct{})
-	go func() { watchExits(context.Background(), w, func() { t.Error("relist without an exit") }); close(done) }()
+	go func() {
+		watchExits(context.Background(), w, func() { t.Error("relist without an exit") }, time.Second)
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

@@ -1,31 +1,45 @@
-package app
+// Package runonce is nodelet's --runonce mode: start the pods the static sources name, wait
+// until each runs or finishes, print their status and return, leaving them running.
+package runonce
 
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
-// Run-once limits: how long to wait for the sources, and for each pod to come up.
-const (
-	runOnceSourceWait = 30 * time.Second
-	runOncePodWait    = 5 * time.Minute
-	runOnceRetryEvery = time.Second
-)
+// sourceWait bounds the wait for every source's first report.
+const sourceWait = 30 * time.Second
 
-// runOnce starts the pods the static sources name, waits until each is running or finished,
+// podWait bounds the wait for one pod to run or finish; its sync is retried every retryEvery.
+const podWait, retryEvery = 5 * time.Minute, time.Second
+
+// Deps are what run-once reads and drives: the merged pod sources, the per-pod sync and the
+// statuses it records.
+type Deps struct {
+	Updates <-chan source.PodUpdate
+	// SourcesSeen reports whether every configured source has reported once.
+	SourcesSeen func() bool
+	SyncPod     func(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, error)
+	Status      func(uid types.UID) (v1.PodStatus, bool)
+	// Out receives the status table.
+	Out io.Writer
+}
+
+// Run starts the pods the static sources name, waits until each is running or finished,
 // prints their status, and returns. The pods are left running, as upstream's --runonce does.
-func (n *agent) runOnce(ctx context.Context) error {
-	n.comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
-	pods, err := n.firstSnapshot(ctx)
+func Run(ctx context.Context, d Deps) error {
+	pods, err := d.firstSnapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -36,7 +50,7 @@ func (n *agent) runOnce(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			phases[i] = n.runPodOnce(ctx, p)
+			phases[i] = d.runPod(ctx, p)
 		}()
 	}
 	wg.Wait()
@@ -46,7 +60,7 @@ func (n *agent) runOnce(ctx context.Context) error {
 			failed++
 		}
 	}
-	n.printStatuses(pods)
+	d.printStatuses(pods)
 	if failed > 0 {
 		return fmt.Errorf("run once: %d of %d pods did not reach Running or Succeeded", failed, len(pods))
 	}
@@ -54,17 +68,17 @@ func (n *agent) runOnce(ctx context.Context) error {
 }
 
 // firstSnapshot collects ADD updates until every source has reported once.
-func (n *agent) firstSnapshot(ctx context.Context) ([]*v1.Pod, error) {
+func (d Deps) firstSnapshot(ctx context.Context) ([]*v1.Pod, error) {
 	var pods []*v1.Pod
-	timeout := time.After(runOnceSourceWait)
-	for !n.merger.SeenAllSources(n.sources...) || len(n.merger.Updates()) > 0 {
+	timeout := time.After(sourceWait)
+	for !d.SourcesSeen() || len(d.Updates) > 0 {
 		select {
-		case u := <-n.merger.Updates():
+		case u := <-d.Updates:
 			if u.Op == source.ADD {
 				pods = append(pods, u.Pods...)
 			}
 		case <-timeout:
-			return nil, fmt.Errorf("run once: pod sources did not report within %v", runOnceSourceWait)
+			return nil, fmt.Errorf("run once: pod sources did not report within %v", sourceWait)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -72,29 +86,29 @@ func (n *agent) firstSnapshot(ctx context.Context) ([]*v1.Pod, error) {
 	return pods, nil
 }
 
-func (n *agent) runPodOnce(ctx context.Context, p *v1.Pod) v1.PodPhase {
-	deadline := time.Now().Add(runOncePodWait)
+func (d Deps) runPod(ctx context.Context, p *v1.Pod) v1.PodPhase {
+	deadline := time.Now().Add(podWait)
 	for {
-		out, err := n.syncer.SyncPod(ctx, p)
+		out, err := d.SyncPod(ctx, p)
 		if err != nil {
 			klog.ErrorS(err, "Run once: sync failed; retrying", "pod", klog.KObj(p))
 		}
-		st, _ := n.statuses.Get(p.UID)
+		st, _ := d.Status(p.UID)
 		if st.Phase == v1.PodRunning || out.Terminal || time.Now().After(deadline) || ctx.Err() != nil {
 			return st.Phase
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(runOnceRetryEvery):
+		case <-time.After(retryEvery):
 		}
 	}
 }
 
-func (n *agent) printStatuses(pods []*v1.Pod) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+func (d Deps) printStatuses(pods []*v1.Pod) {
+	w := tabwriter.NewWriter(d.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAMESPACE\tNAME\tPHASE\tIP\tCONTAINERS")
 	for _, p := range pods {
-		st, _ := n.statuses.Get(p.UID)
+		st, _ := d.Status(p.UID)
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, st.Phase, st.PodIP, containerSummary(st))
 	}
 	_ = w.Flush()

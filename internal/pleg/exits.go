@@ -1,4 +1,4 @@
-package app
+package pleg
 
 import (
 	"context"
@@ -18,10 +18,15 @@ var exitRelistDelays = []time.Duration{20 * time.Millisecond, 100 * time.Millise
 // exitWatchRetry bounds the wait before resubscribing after the event stream broke.
 const exitWatchRetry = 30 * time.Second
 
-// watchExits relists soon after each container exit, so restarts and status follow a death
+// WatchExits relists soon after each container exit, so restarts and status follow a death
 // within a fraction of a second instead of up to a relist period. Relisting alone stays the
-// source of truth; this only makes it come sooner.
-func watchExits(ctx context.Context, w runtime.ExitWatcher, relist func()) {
+// source of truth; this only makes it come sooner. It returns when ctx ends, or at once when
+// the runtime streams no exit events.
+func (p *PLEG) WatchExits(ctx context.Context, w runtime.ExitWatcher) {
+	watchExits(ctx, w, p.Trigger, p.period)
+}
+
+func watchExits(ctx context.Context, w runtime.ExitWatcher, relist func(), period time.Duration) {
 	wait := time.Second
 	for {
 		began := time.Now()
@@ -34,7 +39,7 @@ func watchExits(ctx context.Context, w runtime.ExitWatcher, relist func()) {
 			return
 		}
 		if errors.Is(err, runtime.ErrNoExitEvents) {
-			klog.InfoS("The runtime streams no container exit events; exits are found by relisting", "period", plegPeriod)
+			klog.InfoS("The runtime streams no container exit events; exits are found by relisting", "period", period)
 			return
 		}
 		if time.Since(began) > exitWatchRetry {

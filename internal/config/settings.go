@@ -1,0 +1,96 @@
+package config
+
+import (
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// Settings are the KubeletConfiguration's optional (pointer) fields and derived values
+// nodelet reads, as plain values: SetDefaults has set each of them once, Complete copies them
+// here, and nothing else defaults them again.
+type Settings struct {
+	RegisterNode bool
+
+	EnableServer            bool
+	EnableDebuggingHandlers bool
+	EnableProfilingHandler  bool
+	EnableDebugFlagsHandler bool
+	EnableSystemLogHandler  bool
+	HealthzPort             int32 // 0: no healthz listener
+	AnonymousAuth           bool  // authentication.anonymous.enabled
+	WebhookAuthn            bool  // authentication.webhook.enabled
+
+	// ImageServiceEndpoint is imageServiceEndpoint, else the container runtime's endpoint.
+	ImageServiceEndpoint  string
+	SerializeImagePulls   bool
+	MaxParallelImagePulls int32 // 0: no limit
+	RegistryPullQPS       int32
+	ImageGCHighPercent    int32
+	ImageGCLowPercent     int32
+
+	ResolverConfig                string
+	SeccompDefault                bool
+	CPUCFSQuota                   bool
+	CgroupsPerQOS                 bool
+	PodPidsLimit                  int64
+	LocalStorageCapacityIsolation bool
+	ContainerLogMaxFiles          int32
+	FailSwapOn                    bool
+	FailCgroupV1                  bool
+	OOMScoreAdj                   int32
+
+	NodeStatusMaxImages          int32
+	EnableControllerAttachDetach bool
+	KubeAPIQPS                   int32
+	// UserNamespacesSupport is that feature gate (on unless featureGates turns it off).
+	UserNamespacesSupport bool
+	EventRecordQPS        int32
+}
+
+// settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
+// pointers, never clear them), so every pointer read here is set.
+func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
+	s := Settings{
+		RegisterNode:            *kc.RegisterNode,
+		EnableServer:            *kc.EnableServer,
+		EnableDebuggingHandlers: *kc.EnableDebuggingHandlers,
+		EnableProfilingHandler:  *kc.EnableProfilingHandler,
+		EnableDebugFlagsHandler: *kc.EnableDebugFlagsHandler,
+		EnableSystemLogHandler:  *kc.EnableSystemLogHandler,
+		HealthzPort:             *kc.HealthzPort,
+		AnonymousAuth:           *kc.Authentication.Anonymous.Enabled,
+		WebhookAuthn:            *kc.Authentication.Webhook.Enabled,
+
+		ImageServiceEndpoint: kc.ImageServiceEndpoint,
+		SerializeImagePulls:  *kc.SerializeImagePulls,
+		RegistryPullQPS:      *kc.RegistryPullQPS,
+		ImageGCHighPercent:   *kc.ImageGCHighThresholdPercent,
+		ImageGCLowPercent:    *kc.ImageGCLowThresholdPercent,
+
+		ResolverConfig:                *kc.ResolverConfig,
+		SeccompDefault:                *kc.SeccompDefault,
+		CPUCFSQuota:                   *kc.CPUCFSQuota,
+		CgroupsPerQOS:                 *kc.CgroupsPerQOS,
+		PodPidsLimit:                  *kc.PodPidsLimit,
+		LocalStorageCapacityIsolation: *kc.LocalStorageCapacityIsolation,
+		ContainerLogMaxFiles:          *kc.ContainerLogMaxFiles,
+		FailSwapOn:                    *kc.FailSwapOn,
+		FailCgroupV1:                  *kc.FailCgroupV1,
+		OOMScoreAdj:                   *kc.OOMScoreAdj,
+
+		NodeStatusMaxImages:          *kc.NodeStatusMaxImages,
+		EnableControllerAttachDetach: *kc.EnableControllerAttachDetach,
+		KubeAPIQPS:                   *kc.KubeAPIQPS,
+		EventRecordQPS:               *kc.EventRecordQPS,
+	}
+	if s.ImageServiceEndpoint == "" {
+		s.ImageServiceEndpoint = kc.ContainerRuntimeEndpoint
+	}
+	s.UserNamespacesSupport = true
+	if on, set := kc.FeatureGates["UserNamespacesSupport"]; set {
+		s.UserNamespacesSupport = on
+	}
+	if kc.MaxParallelImagePulls != nil {
+		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
+	}
+	return s
+}

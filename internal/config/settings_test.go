@@ -1,0 +1,33 @@
+package config
+
+import "testing"
+
+// Complete's Settings carry the defaults of the pointer fields and let flags override them.
+func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
+	s := mustComplete(t).Settings
+	want := Settings{
+		RegisterNode: true, EnableServer: true, EnableDebuggingHandlers: true, EnableProfilingHandler: true,
+		EnableDebugFlagsHandler: true, EnableSystemLogHandler: true, HealthzPort: 10248, WebhookAuthn: true,
+		ImageServiceEndpoint: DefaultContainerRuntimeEndpoint, SerializeImagePulls: true, RegistryPullQPS: 5,
+		ImageGCHighPercent: 85, ImageGCLowPercent: 80,
+		ResolverConfig: DefaultResolvConf, CPUCFSQuota: true, CgroupsPerQOS: true, PodPidsLimit: -1,
+		LocalStorageCapacityIsolation: true, ContainerLogMaxFiles: 5, FailSwapOn: true, OOMScoreAdj: -999,
+		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
+		UserNamespacesSupport: true,
+	}
+	if s != want {
+		t.Errorf("default settings:\n got %+v\nwant %+v", s, want)
+	}
+	s = mustComplete(t, "--healthz-port=0", "--fail-swap-on=false", "--cgroups-per-qos=false",
+		"--enforce-node-allocatable=none", "--container-runtime-endpoint=unix:///run/a.sock",
+		"--serialize-image-pulls=false", "--max-parallel-image-pulls=3").Settings
+	if s.HealthzPort != 0 || s.FailSwapOn || s.CgroupsPerQOS {
+		t.Errorf("flags not applied: %+v", s)
+	}
+	if s.ImageServiceEndpoint != "unix:///run/a.sock" {
+		t.Errorf("imageServiceEndpoint = %q, want the runtime's endpoint", s.ImageServiceEndpoint)
+	}
+	if s.MaxParallelImagePulls != 3 || s.SerializeImagePulls {
+		t.Errorf("parallel pulls: max %d, serialized %v; want 3, false", s.MaxParallelImagePulls, s.SerializeImagePulls)
+	}
+}
