@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -228,7 +229,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		return nil, err
 	}
 	if mode == asDaemon {
-		n.devices = startDevicePlugins(ctx, cfg.RootDir)
+		n.devices = startDevicePlugins(comps, cfg.RootDir)
 	}
 	n.volumes = n.newVolumes()
 	n.features = &runtimefeatures.Store{}
@@ -238,9 +239,13 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := n.newResizer(); err != nil {
 		return nil, err
 	}
+	comps.onStop(func() { _ = imgs.Close() })
 	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
+	}
+	if conn, ok := rt.(io.Closer); ok {
+		comps.onStop(func() { _ = conn.Close() })
 	}
 	n.runtime, n.images = rt, imgs
 	name, ver, err := waitForRuntime(ctx, rt, kc.ContainerRuntimeEndpoint)
@@ -259,6 +264,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 			probes.result(probeType, result, pod, container)
 		},
 	})
+	comps.start("prober", n.prober.Run)
 	n.syncer = podsync.New(n.syncDeps(name))
 	if mode == asDaemon {
 		n.startSources(ctx)
@@ -393,8 +399,9 @@ func (n *agent) run(ctx context.Context) error {
 		return stats.CountRuntime(pods, n.cfg.NodeName)
 	})
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
+	n.comps.start("pod workers", workers.Run)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Recorder: n.recorder}
 	admit.Node, admit.RuntimeFeatures = n.node, n.features
 	if n.devices != nil {
@@ -433,9 +440,11 @@ func (n *agent) run(ctx context.Context) error {
 	checks := map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy}
 	if port := int32Or(kc.HealthzPort, 10248); port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))
-		if err := healthz.Serve(ctx, addr, checks); err != nil {
+		ln, err := healthz.Listen(addr)
+		if err != nil {
 			return err
 		}
+		n.comps.start("healthz", func(ctx context.Context) error { return healthz.Serve(ctx, ln, checks) })
 	}
 	if err := n.startLogRotation(""); err != nil {
 		return err
@@ -487,6 +496,7 @@ func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (s
 // newRecorder returns an event recorder that logs events and, in cluster mode, posts them.
 func (n *agent) newRecorder() record.EventRecorder {
 	b := record.NewBroadcaster()
+	n.comps.onStop(b.Shutdown)
 	b.StartStructuredLogging(2)
 	if n.events != nil {
 		b.StartEventWatcher(n.events.Add)

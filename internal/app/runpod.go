@@ -77,7 +77,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	kc := n.cfg.Kubelet
 	relister := pleg.New(n.runtime, plegPeriod)
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.comps.ctx, n.syncer, queue, kc.SyncFrequency.Duration)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
@@ -97,7 +97,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
 	n.comps.loop("sync loop", loop.Run)
-	n.comps.loop("pod workers", func(ctx context.Context) { <-ctx.Done(); workers.Wait() })
+	n.comps.start("pod workers", workers.Run)
 	return workers
 }
 

@@ -171,11 +171,18 @@ func startManagerWith(t *testing.T, opts Options) (*Manager, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := m.Start(ctx); err != nil {
+	if err := m.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); m.Stop() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 	return m, m.opts.Dir
 }
 

@@ -123,10 +123,23 @@ func waitFor(t *testing.T, f *fakeSyncer, want string) {
 }
 
 func start(t *testing.T, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
-	return New(ctx, f, q, time.Minute), q
+	w := New(f, q, time.Minute)
+	runWorkers(t, w)
+	return w, q
+}
+
+// runWorkers runs w until the test ends and checks Run returned by then.
+func runWorkers(t *testing.T, w *PodWorkers) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 func TestUpdatesCoalesceToNewestSpec(t *testing.T) {

@@ -132,6 +132,15 @@ func newFixture(t *testing.T) *fixture {
 			f.metrics = append(f.metrics, metricCall{probeType, result, container})
 		},
 	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- f.m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 	return f
 }
 
@@ -145,7 +154,6 @@ func (f *fixture) worker(pod *v1.Pod, container string, kind probeKind) *worker 
 	f.m.mu.Lock()
 	f.m.workers[key] = w
 	f.m.mu.Unlock()
-	f.t.Cleanup(w.stop)
 	return w
 }
 

@@ -50,6 +50,8 @@ type Manager struct {
 	mu      sync.Mutex
 	workers map[workerKey]*worker
 	results map[workerKey]probeResult
+	pending []*worker     // added, waiting for Run to start them
+	added   chan struct{} // wakes Run when pending grew
 }
 
 type workerKey struct {
@@ -76,14 +78,48 @@ func New(deps Deps) *Manager {
 		unit:    time.Second,
 		workers: map[workerKey]*worker{},
 		results: map[workerKey]probeResult{},
+		added:   make(chan struct{}, 1),
 	}
+}
+
+// Run starts the workers AddPod registers, each on a context of its own under ctx, until ctx
+// ends; then it waits for every worker it started to return.
+func (m *Manager) Run(ctx context.Context) error {
+	var workers sync.WaitGroup
+	defer workers.Wait()
+	for {
+		m.startPending(ctx, &workers)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.added:
+		}
+	}
+}
+
+// startPending starts the workers added since the last call that were not removed meanwhile.
+func (m *Manager) startPending(ctx context.Context, workers *sync.WaitGroup) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.pending {
+		if m.workers[w.key] != w {
+			continue // removed before it started
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		w.cancel = cancel
+		workers.Go(func() {
+			defer cancel()
+			w.run(wctx)
+		})
+	}
+	m.pending = nil
 }
 
 // Updates delivers the UIDs of pods whose readiness or startup result changed, or whose
 // container a probe killed; the sync loop resyncs them.
 func (m *Manager) Updates() <-chan types.UID { return m.updates }
 
-// AddPod starts a worker for every probe of pod's containers (and restartable init containers)
+// AddPod has Run start a worker for every probe of pod's containers (and restartable init containers)
 // that has none, and hands the newest pod object to the existing ones. Call it at every sync.
 func (m *Manager) AddPod(pod *v1.Pod) {
 	m.mu.Lock()
@@ -100,8 +136,12 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 			}
 			w := newWorker(m, key, pod, probe)
 			m.workers[key] = w
-			go w.run()
+			m.pending = append(m.pending, w)
 		}
+	}
+	select {
+	case m.added <- struct{}{}:
+	default:
 	}
 }
 
