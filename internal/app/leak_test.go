@@ -2,7 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -43,4 +47,33 @@ func freePort(t *testing.T) string {
 	}
 	defer ln.Close()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// A node in cluster mode stops cleanly too, with an API server that answers nothing useful:
+// the registration, lease, status, informers and event sink all retry until cancelled.
+func TestClusterStopLeavesNoGoroutine(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, append(leakOptions, before)...) })
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":503}`, http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(api.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	mustWrite(kubeconfig, fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, api.URL))
+	cfg, fake, manifests := testConfig(t, "--kubeconfig="+kubeconfig, "--healthz-port="+freePort(t), "--healthz-bind-address=127.0.0.1", "--port=0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	writePod(t, manifests, "web", "Always")
+	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
 }
