@@ -305,10 +305,10 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		opts.Objects = n.objects
 		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, n.objects.Manager, n.recorder, pod) }
 		lister := services.NewLister(api)
-		n.cluster.loopAPI(n.comps, "services", lister.Run)
+		n.cluster.startAPI(n.comps, "services", lister.Run)
 		opts.ServiceEnv = lister.EnvVars
 		classes := runtimeclass.New(api)
-		n.cluster.loopAPI(n.comps, "runtime classes", classes.Run)
+		n.cluster.startAPI(n.comps, "runtime classes", classes.Run)
 		opts.RuntimeHandler = classes.Handler
 	}
 	if n.devices != nil {
@@ -364,7 +364,7 @@ func (n *agent) startSources(ctx context.Context) {
 		out := n.merger.Channel(source.FileSource)
 		n.sources = append(n.sources, source.FileSource)
 		fs := source.NewFileSource(kc.StaticPodPath, n.cfg.NodeName, kc.FileCheckFrequency.Duration, out, n.recorder)
-		n.comps.loop("file source", fs.Run)
+		n.comps.start("file source", fs.Run)
 	}
 	if kc.StaticPodURL != "" {
 		out := n.merger.Channel(source.HTTPSource)
@@ -376,17 +376,17 @@ func (n *agent) startSources(ctx context.Context) {
 			}
 		}
 		us := source.NewURLSource(kc.StaticPodURL, header, n.cfg.NodeName, kc.HTTPCheckFrequency.Duration, out, n.recorder)
-		n.comps.loop("url source", us.Run)
+		n.comps.start("url source", us.Run)
 	}
 	if n.cluster != nil {
 		out := n.merger.Channel(source.APISource)
 		n.sources = append(n.sources, source.APISource)
-		n.cluster.loopAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
+		n.cluster.startAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
 	}
 	if len(n.sources) == 0 {
 		klog.InfoS("No pod sources configured: set --pod-manifest-path (staticPodPath) or --manifest-url to run pods")
 	}
-	n.comps.loop("merger", n.merger.Run)
+	n.comps.start("merger", n.merger.Run)
 }
 
 func (n *agent) run(ctx context.Context) error {
@@ -453,14 +453,14 @@ func (n *agent) run(ctx context.Context) error {
 	api := n.observability()
 	api.NodeUI = page.handler
 	n.startNodePage(page, n.startServer(ctx, checks, api))
-	n.comps.loop("pleg", relister.Run)
+	n.comps.start("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
 	n.startEviction()
 	n.startOOM()
-	n.comps.loop("sync loop", loop.Run)
+	n.comps.start("sync loop", loop.Run)
 	select {
 	case <-ctx.Done():
 	case <-n.stop:

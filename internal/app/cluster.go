@@ -40,7 +40,7 @@ type cluster struct {
 	node      *node.Controller
 	// ready is closed once the node has a client certificate. TLS bootstrap runs in the
 	// background, so the parts that need no API (static pods, the runtime, healthz) start
-	// before it and the API parts (startAPI, loopAPI) after it.
+	// before it and the API parts (startAPI) after it.
 	ready <-chan struct{}
 }
 
@@ -89,11 +89,6 @@ func (c *cluster) startAPI(comps *components, name string, run func(context.Cont
 			return nil
 		}
 	})
-}
-
-// loopAPI is startAPI for a component that only returns when its context ends.
-func (c *cluster) loopAPI(comps *components, name string, run func(context.Context)) {
-	c.startAPI(comps, name, func(ctx context.Context) error { run(ctx); return nil })
 }
 
 // mirrorAPI refuses mirror pod calls, rather than send them anonymously, until the node has a
@@ -174,10 +169,10 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	if err != nil {
 		klog.ErrorS(err, "Lease controller not started")
 	} else {
-		c.loopAPI(a.comps, "node lease", lease.Run)
+		c.startAPI(a.comps, "node lease", lease.Run)
 	}
-	c.loopAPI(a.comps, "node status", ctl.Run)
-	c.loopAPI(a.comps, "pod status", c.apiStatus.Run)
+	c.startAPI(a.comps, "node status", ctl.Run)
+	c.startAPI(a.comps, "pod status", c.apiStatus.Run)
 	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
 }
 
@@ -229,7 +224,7 @@ type apiObjects struct {
 func (c *cluster) newAPIObjects(pods *pod.Manager, comps *components) *apiObjects {
 	objs := objects.New(c.clients.API, string(c.cfg.Kubelet.ConfigMapAndSecretChangeDetectionStrategy))
 	pods.OnChange(objs.PodChanged)
-	c.loopAPI(comps, "configmaps and secrets", objs.Run)
+	c.startAPI(comps, "configmaps and secrets", objs.Run)
 	return &apiObjects{Manager: objs, api: c.clients.API}
 }
 

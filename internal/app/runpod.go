@@ -59,8 +59,8 @@ func (n *agent) drivePod(ctx context.Context, pod *v1.Pod, drive func(context.Co
 	n.merger = source.NewMerger()
 	single := source.NewSinglePod(pod, n.merger.Channel(source.FileSource))
 	n.sources = []string{source.FileSource}
-	n.comps.loop("pod source", single.Run)
-	n.comps.loop("merger", n.merger.Run)
+	n.comps.start("pod source", single.Run)
+	n.comps.start("merger", n.merger.Run)
 	workers := n.startPodLoop()
 	if err := n.startLogRotation(podrun.LogDir(strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"), pod)); err != nil {
 		return err
@@ -92,11 +92,11 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	})
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
-	n.comps.loop("pleg", relister.Run)
+	n.comps.start("pleg", relister.Run)
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
-	n.comps.loop("sync loop", loop.Run)
+	n.comps.start("sync loop", loop.Run)
 	n.comps.start("pod workers", workers.Run)
 	return workers
 }

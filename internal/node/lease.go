@@ -52,14 +52,14 @@ func NewLeaseController(opts Options, deps Deps) (*LeaseController, error) {
 }
 
 // Run renews the Lease now and every renewal interval until ctx ends.
-func (l *LeaseController) Run(ctx context.Context) {
+func (l *LeaseController) Run(ctx context.Context) error {
 	ticker := l.clock.NewTicker(l.interval)
 	defer ticker.Stop()
 	for {
 		l.sync(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C():
 		}
 	}

@@ -119,10 +119,10 @@ func (c *Controller) setNode(n *v1.Node) {
 }
 
 // Run registers the Node, then posts its status every UpdateFrequency until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
+func (c *Controller) Run(ctx context.Context) error {
 	c.deps.Recorder.Eventf(c.ref, v1.EventTypeNormal, "Starting", "Starting nodelet.")
 	if !c.registerUntilDone(ctx) {
-		return
+		return nil
 	}
 	c.updateStatus(ctx)
 	ticker := c.deps.Clock.NewTicker(c.opts.UpdateFrequency)
@@ -130,7 +130,7 @@ func (c *Controller) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C():
 			c.updateStatus(ctx)
 		case <-c.deps.DevicesChanged:

@@ -66,14 +66,14 @@ func newSeries(first, size int) *series {
 }
 
 // Run samples at once and then every interval until ctx ends.
-func (s *Sampler) Run(ctx context.Context) {
+func (s *Sampler) Run(ctx context.Context) error {
 	ticker := time.NewTicker(s.interval)
 	defer ticker.Stop()
 	for {
 		s.sample(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C:
 		}
 	}

@@ -45,11 +45,17 @@ func TestWatchStrategySharesOneWatchPerObject(t *testing.T) {
 	cs := fake.NewSimpleClientset(configMap("app", "v1"), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "ns"}})
 	m := New(kubeclienttest.FromClientset(cs), Watch)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go m.Run(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 	for started := false; !started; time.Sleep(time.Millisecond) {
 		m.mu.Lock()
-		started = m.ctx != nil
+		started = m.running
 		m.mu.Unlock()
 	}
 	first, second := podUsing("a", "app", "creds"), podUsing("b", "app", "creds")

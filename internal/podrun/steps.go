@@ -30,7 +30,7 @@ func newStepPrinter(out io.Writer, pod Pod) *stepPrinter {
 }
 
 // Run prints until ctx ends, and once more then.
-func (p *stepPrinter) Run(ctx context.Context) {
+func (p *stepPrinter) Run(ctx context.Context) error {
 	ticker := time.NewTicker(stepPoll)
 	defer ticker.Stop()
 	for {
@@ -38,7 +38,7 @@ func (p *stepPrinter) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			p.print()
-			return
+			return nil
 		case <-ticker.C:
 		}
 	}

@@ -69,10 +69,10 @@ func (s *APIWatcher) notify() {
 // send collapse into one snapshot, and a snapshot equal to the last one is not sent. A lost
 // watch connection changes nothing: the informer keeps its store and re-lists or resumes in the
 // background, replacing the store only with a complete list.
-func (s *APIWatcher) Run(ctx context.Context) {
+func (s *APIWatcher) Run(ctx context.Context) error {
 	go s.informer.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
-		return
+		return nil
 	}
 	klog.V(2).InfoS("API pod source synced", "pods", len(s.informer.GetStore().ListKeys()))
 	for {
@@ -87,7 +87,7 @@ func (s *APIWatcher) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-s.changed:
 		}
 	}
