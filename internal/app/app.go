@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
@@ -474,23 +475,24 @@ func (n *agent) run(ctx context.Context) error {
 	return nil
 }
 
-// waitForRuntime retries the CRI Version call so nodelet may start before its runtime.
-func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (string, string, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		name, ver, err := rt.Version(ctx)
-		if err == nil {
-			return name, ver, nil
+// waitForRuntime retries the CRI Version call every 2s for up to 2 minutes, so nodelet may
+// start before its runtime.
+func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (name, ver string, err error) {
+	var lastErr error
+	answered := func(ctx context.Context) (bool, error) {
+		name, ver, lastErr = rt.Version(ctx)
+		if lastErr != nil {
+			klog.InfoS("Waiting for the container runtime", "endpoint", endpoint, "err", lastErr)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "", "", fmt.Errorf("container runtime at %s is not answering: %w (start it, e.g. `hack/containerd.sh start`, or fix --container-runtime-endpoint)", endpoint, err)
-		}
-		klog.InfoS("Waiting for the container runtime", "endpoint", endpoint, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
+		return lastErr == nil, nil
 	}
+	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, answered); err != nil {
+		if lastErr == nil {
+			lastErr = err
+		}
+		return "", "", fmt.Errorf("container runtime at %s is not answering: %w (start it, e.g. `hack/containerd.sh start`, or fix --container-runtime-endpoint)", endpoint, lastErr)
+	}
+	return name, ver, nil
 }
 
 // newRecorder returns an event recorder that logs events and, in cluster mode, posts them.

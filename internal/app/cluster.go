@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -42,6 +44,8 @@ type cluster struct {
 	// background, so the parts that need no API (static pods, the runtime, healthz) start
 	// before it and the API parts (startAPI) after it.
 	ready <-chan struct{}
+	// deletes are the background deletions of orphaned mirror pods, joined at stop.
+	deletes sync.WaitGroup
 }
 
 // mirrorDeleteTimeout bounds the background deletion of an orphaned mirror pod.
@@ -69,6 +73,7 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 		mirrors:   pod.NewMirrorClient(clients.API, cfg.NodeName),
 		ready:     ready,
 	}
+	comps.onStop(c.deletes.Wait)
 	if identity != nil {
 		identity.SetClient(clients.API.CertificatesV1().CertificateSigningRequests())
 		comps.start("client certificate", identity.Run)
@@ -122,7 +127,7 @@ func (m mirrorAPI) Delete(ctx context.Context, namespace, name string, uid *type
 func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *admission.Admitter) {
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
 	cfg.Reconciled = c.apiStatus.Reconcile
-	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.deleteMirror(ctx, mirror) }
+	cfg.DeleteMirror = func(mirror *v1.Pod) { c.deletes.Go(func() { c.deleteMirror(ctx, mirror) }) }
 	admit.Allocatable = func() v1.ResourceList {
 		if c.node == nil {
 			return nil
@@ -176,24 +181,20 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
 }
 
-// deleteMirror removes an orphaned mirror pod, retrying a few times: the sync loop has already
-// forgotten it.
+// deleteMirror removes an orphaned mirror pod, trying 5 times 1s, 2s, 4s, 8s apart: the sync
+// loop has already forgotten it.
 func (c *cluster) deleteMirror(ctx context.Context, mirror *v1.Pod) {
 	uid := mirror.UID
-	for attempt, wait := 0, time.Second; attempt < 5; attempt, wait = attempt+1, wait*2 {
+	deleted := func(ctx context.Context) (bool, error) {
 		dctx, cancel := context.WithTimeout(ctx, mirrorDeleteTimeout)
+		defer cancel()
 		err := c.mirrors.Delete(dctx, mirror.Namespace, mirror.Name, (*types.UID)(&uid))
-		cancel()
-		if err == nil {
-			return
+		if err != nil {
+			klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
 		}
-		klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
+		return err == nil, nil
 	}
+	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5}, deleted)
 }
 
 // currentMirror finds a static pod's mirror, but only one that reflects this version of it, so
