@@ -139,7 +139,9 @@ func (g *ContainerGC) sourcesReady() bool {
 // ContainerDied), until ctx ends. A failed pass is logged and reported as a node event; it
 // never stops nodelet.
 func (g *ContainerGC) Run(ctx context.Context) error {
-	go g.trimDeaths(ctx)
+	var trimming sync.WaitGroup
+	trimming.Go(func() { g.trimDeaths(ctx) })
+	defer trimming.Wait()
 	klog.InfoS("Starting container garbage collection", "period", g.opts.Period, "minAge", g.opts.Policy.MinAge,
 		"maxPerPodContainer", g.opts.Policy.MaxPerPodContainer, "maxContainers", g.opts.Policy.MaxContainers)
 	t := time.NewTicker(g.opts.Period)
