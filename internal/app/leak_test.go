@@ -26,7 +26,14 @@ func TestStandaloneStopLeavesNoGoroutine(t *testing.T) {
 	// Checked last (cleanups run in reverse), once the fake runtime's server is stopped too.
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, append(leakOptions, before)...) })
-	cfg, fake, manifests := testConfig(t, "--healthz-port="+freePort(t), "--healthz-bind-address=127.0.0.1")
+	runAPodAndStop(t, "--healthz-port="+freePort(t), "--healthz-bind-address=127.0.0.1")
+}
+
+// runAPodAndStop runs nodelet with extra flags until a static pod runs, then cancels it and
+// waits for Run to return.
+func runAPodAndStop(t *testing.T, extra ...string) {
+	t.Helper()
+	cfg, fake, manifests := testConfig(t, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg) }()
@@ -66,14 +73,5 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `, api.URL))
-	cfg, fake, manifests := testConfig(t, "--kubeconfig="+kubeconfig, "--healthz-port="+freePort(t), "--healthz-bind-address=127.0.0.1", "--port=0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	writePod(t, manifests, "web", "Always")
-	eventually(t, "web running", func() bool { return running(fake, "web") != nil })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	runAPodAndStop(t, "--kubeconfig="+kubeconfig, "--healthz-port="+freePort(t), "--healthz-bind-address=127.0.0.1", "--port=0")
 }

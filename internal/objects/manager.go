@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/lifecycle"
 )
 
 // Strategies, as the KubeletConfiguration names them.
@@ -42,8 +43,8 @@ type Manager struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	running bool          // Run is running: referenced objects get a watch (Watch strategy)
-	added   chan struct{} // wakes Run to start new watches
+	running bool                  // Run is running: referenced objects get a watch (Watch strategy)
+	runs    *lifecycle.Goroutines // the watches, under Run's context
 	refs    map[key]int
 	watches map[key]*objectWatch
 	cached  map[key]cachedObject
@@ -63,52 +64,40 @@ type cachedObject struct {
 
 // New returns a manager reading through client with strategy (Watch, Cache or Get).
 func New(client kubeclient.Interface, strategy string) *Manager {
-	return &Manager{client: client, strategy: strategy, now: time.Now, added: make(chan struct{}, 1),
+	return &Manager{client: client, strategy: strategy, now: time.Now, runs: lifecycle.New(),
 		refs: map[key]int{}, watches: map[key]*objectWatch{}, cached: map[key]cachedObject{}}
 }
 
 // Run runs the watches of objects registered so far and of those registered later until ctx
-// ends; then it stops them and waits for them to return.
+// ends; then it waits for them to return.
 func (m *Manager) Run(ctx context.Context) error {
-	var watches sync.WaitGroup
 	m.mu.Lock()
 	m.running = true
 	for k := range m.refs {
 		m.startLocked(k)
 	}
 	m.mu.Unlock()
-	for {
-		m.runWatches(ctx, &watches)
-		select {
-		case <-ctx.Done():
-			m.mu.Lock()
-			m.running = false
-			for k, w := range m.watches {
-				if w.cancel != nil {
-					w.cancel()
-				}
-				delete(m.watches, k)
-			}
-			m.mu.Unlock()
-			watches.Wait()
-			return nil
-		case <-m.added:
-		}
-	}
-}
-
-// runWatches runs the watches startLocked added since the last call.
-func (m *Manager) runWatches(ctx context.Context, watches *sync.WaitGroup) {
+	err := m.runs.Run(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, w := range m.watches {
-		if w.cancel != nil {
-			continue
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		w.cancel = cancel
-		watches.Go(func() { w.controller.RunWithContext(wctx) })
+	m.running = false
+	clear(m.watches)
+	return err
+}
+
+// runWatch runs w until ctx ends or the object's last user goes, unless it went before the
+// watch started.
+func (m *Manager) runWatch(ctx context.Context, k key, w *objectWatch) {
+	m.mu.Lock()
+	if m.watches[k] != w {
+		m.mu.Unlock()
+		return
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.cancel = cancel
+	m.mu.Unlock()
+	w.controller.RunWithContext(ctx)
 }
 
 // PodChanged moves the pod's references from old to updated (either may be nil: a new or a
@@ -152,11 +141,9 @@ func (m *Manager) startLocked(k key) {
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: m.listWatch(k), ObjectType: exampleOf(k.kind), Handler: cache.ResourceEventHandlerFuncs{},
 	})
-	m.watches[k] = &objectWatch{store: store, controller: controller}
-	select {
-	case m.added <- struct{}{}:
-	default:
-	}
+	w := &objectWatch{store: store, controller: controller}
+	m.watches[k] = w
+	m.runs.Go(func(ctx context.Context) { m.runWatch(ctx, k, w) })
 }
 
 func exampleOf(kind string) runtime.Object {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/lifecycle"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
@@ -33,8 +34,7 @@ type PodWorkers struct {
 	// finished remembers when recently removed pods were done, so a runtime listing taken
 	// before that moment is not mistaken for a pod left behind.
 	finished map[types.UID]time.Time
-	pending  []*worker     // created, waiting for Run to start their goroutines
-	added    chan struct{} // wakes Run when pending grew
+	running  *lifecycle.Goroutines // the worker goroutines, under Run's context
 
 	// backoff spaces the retries of pods whose sync panicked; recorder posts those panics.
 	backoff  *flowcontrol.Backoff
@@ -53,38 +53,14 @@ func New(syncer Syncer, queue Requeuer, resync time.Duration) *PodWorkers {
 	return &PodWorkers{
 		syncer: syncer, queue: queue, resync: resync,
 		workers: map[types.UID]*worker{}, finished: map[types.UID]time.Time{},
-		added:   make(chan struct{}, 1),
+		running: lifecycle.New(),
 		backoff: newPanicBackoff(),
 	}
 }
 
-// Run starts the goroutine of every worker UpdatePod creates, until ctx ends; then it waits
-// for all of them to return. Pods keep running: nodelet adopts them at its next start.
-func (p *PodWorkers) Run(ctx context.Context) error {
-	var goroutines sync.WaitGroup
-	defer goroutines.Wait()
-	for {
-		p.startPending(ctx, &goroutines)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-p.added:
-		}
-	}
-}
-
-func (p *PodWorkers) startPending(ctx context.Context, goroutines *sync.WaitGroup) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, w := range p.pending {
-		created := w.created
-		goroutines.Go(func() {
-			metrics.ObservePodWorkerStart(time.Since(created))
-			p.run(ctx, w)
-		})
-	}
-	p.pending = nil
-}
+// Run runs the goroutine of every worker UpdatePod creates until ctx ends; then it waits for
+// all of them to return. Pods keep running: nodelet adopts them at its next start.
+func (p *PodWorkers) Run(ctx context.Context) error { return p.running.Run(ctx) }
 
 // UpdatePod hands an update to the pod's worker, starting one if needed. It never blocks on the
 // worker.
@@ -99,11 +75,11 @@ func (p *PodWorkers) UpdatePod(u UpdateOptions) {
 		}
 		w = newWorker(uid)
 		p.workers[uid] = w
-		p.pending = append(p.pending, w)
-		select {
-		case p.added <- struct{}{}:
-		default:
-		}
+		created := time.Now()
+		p.running.Go(func(ctx context.Context) {
+			metrics.ObservePodWorkerStart(time.Since(created))
+			p.run(ctx, w)
+		})
 	}
 	p.mu.Unlock()
 	w.offer(u)
@@ -225,13 +201,12 @@ type worker struct {
 	run      *runtime.RunningPod
 	kill     *KillOptions
 	cancel   context.CancelCauseFunc // cancels an in-flight SyncPod when a kill arrives
-	created  time.Time               // for the worker start latency metric
 	// cleanedUp: the terminated pod's cleanup (SyncTerminatedPod) has succeeded.
 	cleanedUp bool
 }
 
 func newWorker(uid types.UID) *worker {
-	return &worker{uid: uid, wake: make(chan struct{}, 1), created: time.Now()}
+	return &worker{uid: uid, wake: make(chan struct{}, 1)}
 }
 
 // offer merges an update into the mailbox: the newest spec wins, kill requests accumulate.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/lifecycle"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
@@ -50,8 +51,7 @@ type Manager struct {
 	mu      sync.Mutex
 	workers map[workerKey]*worker
 	results map[workerKey]probeResult
-	pending []*worker     // added, waiting for Run to start them
-	added   chan struct{} // wakes Run when pending grew
+	running *lifecycle.Goroutines // the workers, under Run's context
 }
 
 type workerKey struct {
@@ -78,41 +78,26 @@ func New(deps Deps) *Manager {
 		unit:    time.Second,
 		workers: map[workerKey]*worker{},
 		results: map[workerKey]probeResult{},
-		added:   make(chan struct{}, 1),
+		running: lifecycle.New(),
 	}
 }
 
-// Run starts the workers AddPod registers, each on a context of its own under ctx, until ctx
-// ends; then it waits for every worker it started to return.
-func (m *Manager) Run(ctx context.Context) error {
-	var workers sync.WaitGroup
-	defer workers.Wait()
-	for {
-		m.startPending(ctx, &workers)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.added:
-		}
-	}
-}
+// Run runs the workers AddPod starts, each on a context of its own under ctx, until ctx ends;
+// then it waits for every worker to return.
+func (m *Manager) Run(ctx context.Context) error { return m.running.Run(ctx) }
 
-// startPending starts the workers added since the last call that were not removed meanwhile.
-func (m *Manager) startPending(ctx context.Context, workers *sync.WaitGroup) {
+// runWorker runs w until it or ctx ends, unless RemovePod removed it before it started.
+func (m *Manager) runWorker(ctx context.Context, w *worker) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, w := range m.pending {
-		if m.workers[w.key] != w {
-			continue // removed before it started
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		w.cancel = cancel
-		workers.Go(func() {
-			defer cancel()
-			w.run(wctx)
-		})
+	if m.workers[w.key] != w {
+		m.mu.Unlock()
+		return
 	}
-	m.pending = nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.cancel = cancel
+	m.mu.Unlock()
+	w.run(ctx)
 }
 
 // Updates delivers the UIDs of pods whose readiness or startup result changed, or whose
@@ -136,12 +121,8 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 			}
 			w := newWorker(m, key, pod, probe)
 			m.workers[key] = w
-			m.pending = append(m.pending, w)
+			m.running.Go(func(ctx context.Context) { m.runWorker(ctx, w) })
 		}
-	}
-	select {
-	case m.added <- struct{}{}:
-	default:
 	}
 }
 
