@@ -32,6 +32,19 @@ func (g *Goroutines) Go(f func(context.Context)) {
 	}
 }
 
+// GoStoppable is Go for a function that can also be stopped on its own: it runs on a context
+// under Run's, whose cancel claim gets first; claim says whether f is still wanted (false: it
+// was dropped before it started).
+func (g *Goroutines) GoStoppable(claim func(stop context.CancelFunc) bool, f func(context.Context)) {
+	g.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if claim(cancel) {
+			f(ctx)
+		}
+	})
+}
+
 // Run starts every function given to Go, before or while it runs, until ctx ends; then it
 // waits for all of them to return.
 func (g *Goroutines) Run(ctx context.Context) error {

@@ -50,3 +50,31 @@ func TestNothingStartsAfterRun(t *testing.T) {
 		t.Error("a function ran without Run")
 	}
 }
+
+// GoStoppable runs f only when claim wants it, and the stop claim got ends f alone.
+func TestGoStoppable(t *testing.T) {
+	g := New()
+	stops := make(chan context.CancelFunc, 1)
+	ended := make(chan struct{})
+	dropped := false
+	g.GoStoppable(func(context.CancelFunc) bool { return false }, func(context.Context) { dropped = true })
+	g.GoStoppable(func(stop context.CancelFunc) bool { stops <- stop; return true },
+		func(ctx context.Context) { <-ctx.Done(); close(ended) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	(<-stops)()
+	<-ended // stopped on its own, with Run still running
+	select {
+	case <-done:
+		t.Fatal("Run returned before its context ended")
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if dropped {
+		t.Error("a function its claim dropped ran")
+	}
+}

@@ -85,19 +85,16 @@ func (m *Manager) Run(ctx context.Context) error {
 	return err
 }
 
-// runWatch runs w until ctx ends or the object's last user goes, unless it went before the
-// watch started.
-func (m *Manager) runWatch(ctx context.Context, k key, w *objectWatch) {
+// claimWatch hands a starting watch its stop, unless the object's last user went before it
+// started.
+func (m *Manager) claimWatch(k key, w *objectWatch, stop context.CancelFunc) bool {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.watches[k] != w {
-		m.mu.Unlock()
-		return
+		return false
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w.cancel = cancel
-	m.mu.Unlock()
-	w.controller.RunWithContext(ctx)
+	w.cancel = stop
+	return true
 }
 
 // PodChanged moves the pod's references from old to updated (either may be nil: a new or a
@@ -143,7 +140,7 @@ func (m *Manager) startLocked(k key) {
 	})
 	w := &objectWatch{store: store, controller: controller}
 	m.watches[k] = w
-	m.runs.Go(func(ctx context.Context) { m.runWatch(ctx, k, w) })
+	m.runs.GoStoppable(func(stop context.CancelFunc) bool { return m.claimWatch(k, w, stop) }, controller.RunWithContext)
 }
 
 func exampleOf(kind string) runtime.Object {

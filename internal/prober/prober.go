@@ -86,18 +86,15 @@ func New(deps Deps) *Manager {
 // then it waits for every worker to return.
 func (m *Manager) Run(ctx context.Context) error { return m.running.Run(ctx) }
 
-// runWorker runs w until it or ctx ends, unless RemovePod removed it before it started.
-func (m *Manager) runWorker(ctx context.Context, w *worker) {
+// claimWorker hands a starting worker its stop, unless RemovePod removed it before it started.
+func (m *Manager) claimWorker(w *worker, stop context.CancelFunc) bool {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.workers[w.key] != w {
-		m.mu.Unlock()
-		return
+		return false
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w.cancel = cancel
-	m.mu.Unlock()
-	w.run(ctx)
+	w.cancel = stop
+	return true
 }
 
 // Updates delivers the UIDs of pods whose readiness or startup result changed, or whose
@@ -121,7 +118,7 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 			}
 			w := newWorker(m, key, pod, probe)
 			m.workers[key] = w
-			m.running.Go(func(ctx context.Context) { m.runWorker(ctx, w) })
+			m.running.GoStoppable(func(stop context.CancelFunc) bool { return m.claimWorker(w, stop) }, w.run)
 		}
 	}
 }
