@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 )
 
 // fakePlugin is a real device plugin gRPC server on a unix socket, driven by the test.
@@ -174,15 +176,7 @@ func startManagerWith(t *testing.T, opts Options) (*Manager, string) {
 	if err := m.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	lifecycletest.Start(t, m.Run)
 	return m, m.opts.Dir
 }
 

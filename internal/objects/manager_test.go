@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 )
 
 func podUsing(name, configMap, secret string) *v1.Pod {
@@ -44,15 +45,8 @@ func gets(cs *fake.Clientset) int {
 func TestWatchStrategySharesOneWatchPerObject(t *testing.T) {
 	cs := fake.NewSimpleClientset(configMap("app", "v1"), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "ns"}})
 	m := New(kubeclienttest.FromClientset(cs), Watch)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	lifecycletest.Start(t, m.Run)
+	ctx := context.Background()
 	for started := false; !started; time.Sleep(time.Millisecond) {
 		m.mu.Lock()
 		started = m.running

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 )
@@ -125,21 +126,8 @@ func waitFor(t *testing.T, f *fakeSyncer, want string) {
 func start(t *testing.T, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
 	w := New(f, q, time.Minute)
-	runWorkers(t, w)
+	lifecycletest.Start(t, w.Run)
 	return w, q
-}
-
-// runWorkers runs w until the test ends and checks Run returned by then.
-func runWorkers(t *testing.T, w *PodWorkers) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
 }
 
 func TestUpdatesCoalesceToNewestSpec(t *testing.T) {

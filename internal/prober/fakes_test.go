@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 )
 
 // fakeStatus is the status manager: the latest API status per pod.
@@ -132,15 +134,7 @@ func newFixture(t *testing.T) *fixture {
 			f.metrics = append(f.metrics, metricCall{probeType, result, container})
 		},
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- f.m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	lifecycletest.Start(t, f.m.Run)
 	return f
 }
 
