@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"sort"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,7 +71,9 @@ func (s *APIWatcher) notify() {
 // watch connection changes nothing: the informer keeps its store and re-lists or resumes in the
 // background, replacing the store only with a complete list.
 func (s *APIWatcher) Run(ctx context.Context) error {
-	go s.informer.RunWithContext(ctx)
+	var informer sync.WaitGroup
+	informer.Go(func() { s.informer.RunWithContext(ctx) })
+	defer informer.Wait() // the informer stops with ctx
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
 		return nil
 	}
