@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -67,16 +68,8 @@ func newSeries(first, size int) *series {
 
 // Run samples at once and then every interval until ctx ends.
 func (s *Sampler) Run(ctx context.Context) error {
-	ticker := time.NewTicker(s.interval)
-	defer ticker.Stop()
-	for {
-		s.sample(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
+	wait.NonSlidingUntilWithContext(ctx, s.sample, s.interval)
+	return nil
 }
 
 func (s *Sampler) sample(ctx context.Context) {

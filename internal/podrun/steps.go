@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -31,17 +32,9 @@ func newStepPrinter(out io.Writer, pod Pod) *stepPrinter {
 
 // Run prints until ctx ends, and once more then.
 func (p *stepPrinter) Run(ctx context.Context) error {
-	ticker := time.NewTicker(stepPoll)
-	defer ticker.Stop()
-	for {
-		p.print()
-		select {
-		case <-ctx.Done():
-			p.print()
-			return nil
-		case <-ticker.C:
-		}
-	}
+	wait.NonSlidingUntilWithContext(ctx, func(context.Context) { p.print() }, stepPoll)
+	p.print()
+	return nil
 }
 
 // print writes what happened since the last call.
