@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
@@ -240,7 +242,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		return nil, err
 	}
 	if mode == asDaemon {
-		n.devices = startDevicePlugins(ctx, cfg.RootDir)
+		n.devices = startDevicePlugins(comps, cfg.RootDir)
 	}
 	n.volumes = n.newVolumes()
 	n.features = &runtimefeatures.Store{}
@@ -250,9 +252,13 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := n.newResizer(); err != nil {
 		return nil, err
 	}
+	comps.onStop(func() { _ = imgs.Close() })
 	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
+	}
+	if conn, ok := rt.(io.Closer); ok {
+		comps.onStop(func() { _ = conn.Close() })
 	}
 	n.runtime, n.images = rt, imgs
 	name, ver, err := waitForRuntime(ctx, rt, kc.ContainerRuntimeEndpoint)
@@ -271,6 +277,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 			probes.result(probeType, result, pod, container)
 		},
 	})
+	comps.start("prober", n.prober.Run)
 	n.syncer = podsync.New(n.syncDeps(name))
 	if mode == asDaemon {
 		n.startSources(ctx)
@@ -311,10 +318,10 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		opts.Objects = n.objects
 		opts.PullSecrets = func(pod *v1.Pod) []v1.Secret { return podPullSecrets(ctx, n.objects.Manager, n.recorder, pod) }
 		lister := services.NewLister(api)
-		n.cluster.loopAPI(n.comps, "services", lister.Run)
+		n.cluster.startAPI(n.comps, "services", lister.Run)
 		opts.ServiceEnv = lister.EnvVars
 		classes := runtimeclass.New(api)
-		n.cluster.loopAPI(n.comps, "runtime classes", classes.Run)
+		n.cluster.startAPI(n.comps, "runtime classes", classes.Run)
 		opts.RuntimeHandler = classes.Handler
 	}
 	if n.devices != nil {
@@ -370,7 +377,7 @@ func (n *agent) startSources(ctx context.Context) {
 		out := n.merger.Channel(podutil.FileSource)
 		n.sources = append(n.sources, podutil.FileSource)
 		fs := source.NewFileSource(kc.StaticPodPath, n.cfg.NodeName, kc.FileCheckFrequency.Duration, out, n.recorder)
-		n.comps.loop("file source", fs.Run)
+		n.comps.start("file source", fs.Run)
 	}
 	if kc.StaticPodURL != "" {
 		out := n.merger.Channel(podutil.HTTPSource)
@@ -382,17 +389,17 @@ func (n *agent) startSources(ctx context.Context) {
 			}
 		}
 		us := source.NewURLSource(kc.StaticPodURL, header, n.cfg.NodeName, kc.HTTPCheckFrequency.Duration, out, n.recorder)
-		n.comps.loop("url source", us.Run)
+		n.comps.start("url source", us.Run)
 	}
 	if n.cluster != nil {
 		out := n.merger.Channel(podutil.APISource)
 		n.sources = append(n.sources, podutil.APISource)
-		n.cluster.loopAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
+		n.cluster.startAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
 	}
 	if len(n.sources) == 0 {
 		klog.InfoS("No pod sources configured: set --pod-manifest-path (staticPodPath) or --manifest-url to run pods")
 	}
-	n.comps.loop("merger", n.merger.Run)
+	n.comps.start("merger", n.merger.Run)
 }
 
 // run starts the daemon's components and returns when ctx ends or stop is closed (nodelet
@@ -407,8 +414,9 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 		return stats.CountRuntime(pods, n.cfg.NodeName)
 	})
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(ctx, n.syncer, queue, kc.SyncFrequency.Duration)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
+	n.comps.start("pod workers", workers.Run)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
 		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features}
 	if n.devices != nil {
@@ -447,9 +455,11 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	checks := map[string]healthz.Check{"syncloop": loop.Healthy, "pleg": relister.Healthy}
 	if port := n.cfg.HealthzPort; port > 0 {
 		addr := net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(port)))
-		if err := healthz.Serve(ctx, addr, checks); err != nil {
+		ln, err := healthz.Listen(addr)
+		if err != nil {
 			return err
 		}
+		n.comps.start("healthz", func(ctx context.Context) error { return healthz.Serve(ctx, ln, checks) })
 	}
 	if err := n.startLogRotation(""); err != nil {
 		return err
@@ -458,14 +468,14 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	api := n.observability()
 	api.NodeUI = page.handler
 	n.startNodePage(page, n.startServer(ctx, checks, api))
-	n.comps.loop("pleg", relister.Run)
+	n.comps.start("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
 	}
 	n.startEviction()
 	n.startOOM()
-	n.comps.loop("sync loop", loop.Run)
+	n.comps.start("sync loop", loop.Run)
 	select {
 	case <-ctx.Done():
 	case <-stop:
@@ -479,28 +489,30 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	return nil
 }
 
-// waitForRuntime retries the CRI Version call so nodelet may start before its runtime.
-func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (string, string, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		name, ver, err := rt.Version(ctx)
-		if err == nil {
-			return name, ver, nil
+// waitForRuntime retries the CRI Version call every 2s for up to 2 minutes, so nodelet may
+// start before its runtime.
+func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (name, ver string, err error) {
+	var lastErr error
+	answered := func(ctx context.Context) (bool, error) {
+		name, ver, lastErr = rt.Version(ctx)
+		if lastErr != nil {
+			klog.InfoS("Waiting for the container runtime", "endpoint", endpoint, "err", lastErr)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "", "", fmt.Errorf("container runtime at %s is not answering: %w (start it, e.g. `hack/containerd.sh start`, or fix --container-runtime-endpoint)", endpoint, err)
-		}
-		klog.InfoS("Waiting for the container runtime", "endpoint", endpoint, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
+		return lastErr == nil, nil
 	}
+	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, answered); err != nil {
+		if lastErr == nil {
+			lastErr = err
+		}
+		return "", "", fmt.Errorf("container runtime at %s is not answering: %w (start it, e.g. `hack/containerd.sh start`, or fix --container-runtime-endpoint)", endpoint, lastErr)
+	}
+	return name, ver, nil
 }
 
 // newRecorder returns an event recorder that logs events and, in cluster mode, posts them.
 func (n *agent) newRecorder() record.EventRecorder {
 	b := record.NewBroadcaster()
+	n.comps.onStop(b.Shutdown)
 	b.StartStructuredLogging(2)
 	if n.events != nil {
 		b.StartEventWatcher(n.events.Add)

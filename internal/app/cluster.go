@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -42,8 +43,10 @@ type cluster struct {
 	node atomic.Pointer[node.Controller]
 	// ready is closed once the node has a client certificate. TLS bootstrap runs in the
 	// background, so the parts that need no API (static pods, the runtime, healthz) start
-	// before it and the API parts (startAPI, loopAPI) after it.
+	// before it and the API parts (startAPI) after it.
 	ready <-chan struct{}
+	// deletes are the background deletions of orphaned mirror pods, joined at stop.
+	deletes sync.WaitGroup
 }
 
 func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comps *components) (*cluster, error) {
@@ -71,6 +74,7 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 		mirrors:   pod.NewMirrorClient(clients.API, cfg.NodeName),
 		ready:     ready,
 	}
+	comps.onStop(c.deletes.Wait)
 	if identity != nil {
 		identity.SetClient(clients.API.CertificatesV1().CertificateSigningRequests())
 		comps.start("client certificate", identity.Run)
@@ -91,11 +95,6 @@ func (c *cluster) startAPI(comps *components, name string, run func(context.Cont
 			return nil
 		}
 	})
-}
-
-// loopAPI is startAPI for a component that only returns when its context ends.
-func (c *cluster) loopAPI(comps *components, name string, run func(context.Context)) {
-	c.startAPI(comps, name, func(ctx context.Context) error { run(ctx); return nil })
 }
 
 // mirrorAPI refuses mirror pod calls, rather than send them anonymously, until the node has a
@@ -129,7 +128,7 @@ func (m mirrorAPI) Delete(ctx context.Context, namespace, name string, uid *type
 func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *admission.Admitter) {
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
 	cfg.Reconciled = c.apiStatus.Reconcile
-	cfg.DeleteMirror = func(mirror *v1.Pod) { go c.mirrors.DeleteOrphan(ctx, mirror) }
+	cfg.DeleteMirror = func(mirror *v1.Pod) { c.deletes.Go(func() { c.mirrors.DeleteOrphan(ctx, mirror) }) }
 	admit.Allocatable = func() v1.ResourceList {
 		if ctl := c.node.Load(); ctl != nil {
 			if n := ctl.Node(); n != nil {
@@ -175,10 +174,10 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	if err != nil {
 		klog.ErrorS(err, "Lease controller not started")
 	} else {
-		c.loopAPI(a.comps, "node lease", lease.Run)
+		c.startAPI(a.comps, "node lease", lease.Run)
 	}
-	c.loopAPI(a.comps, "node status", ctl.Run)
-	c.loopAPI(a.comps, "pod status", c.apiStatus.Run)
+	c.startAPI(a.comps, "node status", ctl.Run)
+	c.startAPI(a.comps, "pod status", c.apiStatus.Run)
 	klog.InfoS("Cluster mode", "node", c.cfg.NodeName, "kubeletVersion", version.KubeletVersion)
 }
 
@@ -210,7 +209,7 @@ type apiObjects struct {
 func (c *cluster) newAPIObjects(pods *pod.Manager, comps *components) *apiObjects {
 	objs := objects.New(c.clients.API, string(c.cfg.Kubelet.ConfigMapAndSecretChangeDetectionStrategy))
 	pods.OnChange(objs.PodChanged)
-	c.loopAPI(comps, "configmaps and secrets", objs.Run)
+	c.startAPI(comps, "configmaps and secrets", objs.Run)
 	return &apiObjects{Manager: objs, api: c.clients.API}
 }
 

@@ -12,18 +12,19 @@ import (
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
-// startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins until ctx
-// ends. Without it nodelet still runs pods, only without plugin devices, so a failure is
+// startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins as one of
+// the components. Without it nodelet still runs pods, only without plugin devices, so a failure is
 // logged rather than fatal.
-func startDevicePlugins(ctx context.Context, rootDir string) *deviceplugin.Manager {
+func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager {
 	m, err := deviceplugin.New(deviceplugin.Options{Dir: filepath.Join(rootDir, "device-plugins")})
 	if err == nil {
-		err = m.Start(ctx)
+		err = m.Listen()
 	}
 	if err != nil {
 		klog.ErrorS(err, "Device plugins are not available")
 		return nil
 	}
+	comps.start("device plugins", m.Run)
 	return m
 }
 

@@ -14,6 +14,9 @@ type components struct {
 	g      *errgroup.Group
 	ctx    context.Context
 	cancel context.CancelFunc
+	// closers release what the components share (connections, the event broadcaster) once
+	// every component returned; run in reverse order.
+	closers []func()
 }
 
 func newComponents(ctx context.Context) *components {
@@ -40,9 +43,19 @@ func (c *components) loop(name string, run func(context.Context)) {
 	c.start(name, func(ctx context.Context) error { run(ctx); return nil })
 }
 
-// wait blocks until every component returned and gives the first failure.
+// onStop has wait run release after every component returned.
+func (c *components) onStop(release func()) {
+	c.closers = append(c.closers, release)
+}
+
+// wait blocks until every component returned, releases what they shared and gives the first
+// failure.
 func (c *components) wait() error {
 	err := c.g.Wait()
 	c.cancel()
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		c.closers[i]()
+	}
+	c.closers = nil
 	return err
 }

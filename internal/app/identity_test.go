@@ -19,7 +19,7 @@ func TestAPIComponentsWaitForTheClientCertificate(t *testing.T) {
 	c := &cluster{ready: ready}
 	comps := newComponents(context.Background())
 	started := make(chan struct{})
-	c.loopAPI(comps, "api thing", func(ctx context.Context) { close(started); <-ctx.Done() })
+	c.startAPI(comps, "api thing", func(ctx context.Context) error { close(started); <-ctx.Done(); return nil })
 	standalone := make(chan struct{})
 	comps.loop("standalone thing", func(ctx context.Context) { close(standalone); <-ctx.Done() })
 	<-standalone

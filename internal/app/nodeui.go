@@ -47,7 +47,7 @@ func (n *agent) startNodePage(p *nodePage, onAPI bool) {
 	} else if !onAPI {
 		return
 	}
-	n.comps.loop("node page sampler", p.sampler.Run)
+	n.comps.start("node page sampler", p.sampler.Run)
 }
 
 // nodePageNames are the names and IPs the node page's listener answers to besides its own

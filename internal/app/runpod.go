@@ -59,8 +59,8 @@ func (n *agent) drivePod(ctx context.Context, pod *v1.Pod, drive func(context.Co
 	n.merger = source.NewMerger()
 	single := source.NewSinglePod(pod, n.merger.Channel(podutil.FileSource))
 	n.sources = []string{podutil.FileSource}
-	n.comps.loop("pod source", single.Run)
-	n.comps.loop("merger", n.merger.Run)
+	n.comps.start("pod source", single.Run)
+	n.comps.start("merger", n.merger.Run)
 	workers := n.startPodLoop()
 	if err := n.startLogRotation(podrun.LogDir(n.cfg.Kubelet.PodLogsDir, pod)); err != nil {
 		return err
@@ -81,7 +81,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	kc := n.cfg.Kubelet
 	relister := pleg.New(n.runtime, plegPeriod)
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.comps.ctx, n.syncer, queue, kc.SyncFrequency.Duration)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
 	workers.SetRecorder(n.recorder)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
@@ -96,12 +96,12 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	})
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
-	n.comps.loop("pleg", relister.Run)
+	n.comps.start("pleg", relister.Run)
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
 	}
-	n.comps.loop("sync loop", loop.Run)
-	n.comps.loop("pod workers", func(ctx context.Context) { <-ctx.Done(); workers.Wait() })
+	n.comps.start("sync loop", loop.Run)
+	n.comps.start("pod workers", workers.Run)
 	return workers
 }
 

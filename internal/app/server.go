@@ -149,7 +149,7 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	if err != nil {
 		return err
 	}
-	n.comps.loop("log rotation", rotator.Run)
+	n.comps.start("log rotation", rotator.Run)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
@@ -69,22 +70,21 @@ func (n *agent) startLogindWatch() {
 		klog.ErrorS(err, "Failed to start watching systemd-logind for node shutdown; the stop request (SIGTERM) is the cue")
 		return
 	}
-	n.comps.loop("logind shutdown watch", func(ctx context.Context) {
+	reconnected := func(context.Context) (bool, error) {
+		if follower, err = n.followLogind(); err != nil {
+			klog.V(1).InfoS("systemd-logind is not back yet", "err", err)
+		}
+		return err == nil, nil
+	}
+	n.comps.start("logind shutdown watch", func(ctx context.Context) error {
 		for {
 			err := follower.Run(ctx)
 			if ctx.Err() != nil {
-				return
+				return nil
 			}
 			klog.V(1).InfoS("Watching systemd-logind for node shutdown again", "err", err)
-			for follower = nil; follower == nil; {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(logindReconnect):
-				}
-				if follower, err = n.followLogind(); err != nil {
-					klog.V(1).InfoS("systemd-logind is not back yet", "err", err)
-				}
+			if wait.PollUntilContextCancel(ctx, logindReconnect, false, reconnected) != nil {
+				return nil // stopping
 			}
 		}
 	})
@@ -112,10 +112,8 @@ func (n *agent) shutDown(ctx context.Context) {
 	if n.cluster == nil {
 		return
 	}
-	deadline := time.Now().Add(statusFlushTimeout)
-	for !n.cluster.apiStatus.Written() && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-	}
+	written := func(context.Context) (bool, error) { return n.cluster.apiStatus.Written(), nil }
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, statusFlushTimeout, true, written) // best effort
 	if ctl := n.clusterNode(); ctl != nil {
 		ctl.UpdateStatusNow(ctx)
 	}

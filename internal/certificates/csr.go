@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -161,14 +162,15 @@ func usable(certPEM, keyPEM []byte) error {
 
 // waitIssued polls the request until it carries a certificate.
 func waitIssued(ctx context.Context, csrs kubeclient.CertificateSigningRequestInterface, name string) ([]byte, error) {
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
 	started, lastLog := time.Now(), time.Now()
-	for {
+	var cert []byte
+	var verdict error
+	done := func(ctx context.Context) (bool, error) {
 		csr, err := csrs.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
-			if cert, done, err := issued(csr); done {
-				return cert, err
+			var finished bool
+			if cert, finished, verdict = issued(csr); finished {
+				return true, nil
 			}
 		} else {
 			klog.V(2).InfoS("Reading the certificate signing request failed; will retry", "csr", name, "err", err)
@@ -178,12 +180,12 @@ func waitIssued(ctx context.Context, csrs kubeclient.CertificateSigningRequestIn
 			klog.InfoS("Still waiting for the certificate signing request", "csr", name, "waited", time.Since(started).Round(time.Second),
 				"hint", "an approver must approve it (kube-controller-manager's csrapproving controller with the node bootstrap RBAC bindings, or kubectl certificate approve "+name+")")
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for certificate signing request %s: %w", name, ctx.Err())
-		case <-ticker.C:
-		}
+		return false, nil
 	}
+	if err := wait.PollUntilContextCancel(ctx, pollInterval, true, done); err != nil {
+		return nil, fmt.Errorf("waiting for certificate signing request %s: %w", name, ctx.Err())
+	}
+	return cert, verdict
 }
 
 // issued: done is true once the request is denied, failed or carries its certificate.

@@ -7,6 +7,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
@@ -182,26 +184,26 @@ func (m *Manager) waitDue(ctx context.Context) bool {
 	}
 }
 
-// renewUntilDone requests a certificate until one is stored, retrying with back-off; it
-// returns an error only for a denied bootstrap request.
+// renewUntilDone requests a certificate until one is stored, retrying with back-off (retryStart
+// doubling to retryMax); it returns an error only for a denied bootstrap request.
 func (m *Manager) renewUntilDone(ctx context.Context) error {
-	delay := retryStart
-	for {
+	backoff := wait.Backoff{Duration: retryStart, Factor: 2, Cap: retryMax, Steps: math.MaxInt32}
+	stored := func(ctx context.Context) (bool, error) {
 		fatal, err := m.renew(ctx)
-		if err == nil || ctx.Err() != nil {
-			return nil
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return true, nil
+		case fatal:
+			return false, fmt.Errorf("TLS bootstrap: %w (approve a new request: restart nodelet, which makes one with a new key)", err)
 		}
-		if fatal {
-			return fmt.Errorf("TLS bootstrap: %w (approve a new request: restart nodelet, which makes one with a new key)", err)
-		}
-		klog.ErrorS(err, "Requesting a certificate failed; will retry", "certificate", m.kind, "retryIn", delay)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, retryMax)
+		klog.ErrorS(err, "Requesting a certificate failed; will retry", "certificate", m.kind)
+		return false, nil
 	}
+	err := backoff.DelayFunc().Until(ctx, true, true, stored)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // renew makes one request: with the bootstrap credentials when there is no valid certificate

@@ -240,25 +240,35 @@ func (p *Plugin) attached(ctx context.Context, src source, drv *storagev1.CSIDri
 	defer cancel()
 	// The attacher marks it within a second or so: look often at first.
 	poll := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
-	for {
+	var metadata map[string]string
+	var lastErr error
+	done := func(ctx context.Context) (bool, error) {
 		va, err := p.api.VolumeAttachment(ctx, name)
 		switch {
-		case err == nil && va.DeletionTimestamp != nil:
-			return nil, "", fmt.Errorf("volume attachment %s is being deleted", name)
-		case err == nil && va.Status.Attached:
-			return va.Status.AttachmentMetadata, name, nil
-		case err == nil && va.Status.AttachError != nil:
-			err = fmt.Errorf("attachment %s failed: %s", name, va.Status.AttachError.Message)
+		case err != nil:
+			lastErr = err
+		case va.DeletionTimestamp != nil:
+			return false, fmt.Errorf("volume attachment %s is being deleted", name)
+		case va.Status.Attached:
+			metadata = va.Status.AttachmentMetadata
+			return true, nil
+		case va.Status.AttachError != nil:
+			lastErr = fmt.Errorf("attachment %s failed: %s", name, va.Status.AttachError.Message)
+		default:
+			lastErr = nil
 		}
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = errors.New("not attached yet")
-			}
-			return nil, "", fmt.Errorf("kubernetes.io/csi: attacher.WaitForAttach failed for volume %s (VolumeAttachment %s): %w", src.handle, name, err)
-		case <-time.After(poll.Step()):
-		}
+		return false, nil
 	}
+	err := poll.DelayFunc().Until(ctx, true, true, done)
+	switch {
+	case err == nil:
+		return metadata, name, nil
+	case ctx.Err() == nil:
+		return nil, "", err // being deleted
+	case lastErr == nil:
+		lastErr = errors.New("not attached yet")
+	}
+	return nil, "", fmt.Errorf("kubernetes.io/csi: attacher.WaitForAttach failed for volume %s (VolumeAttachment %s): %w", src.handle, name, lastErr)
 }
 
 // stage stages the volume once for the node (NodeStageVolume is idempotent), keeping a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
@@ -107,20 +109,18 @@ func (r *Registrar) Run(ctx context.Context) error {
 	}
 }
 
-// initialize retries the node objects' initialization (the Node may not be registered yet).
+// initialize retries the node objects' initialization (the Node may not be registered yet),
+// 500ms doubling to 30s apart, until it works or ctx ends.
 func (r *Registrar) initialize(ctx context.Context) error {
-	for delay := 500 * time.Millisecond; ; delay = min(2*delay, 30*time.Second) {
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Steps: math.MaxInt32}
+	initialized := func(ctx context.Context) (bool, error) {
 		err := r.objects.Initialize(ctx)
-		if err == nil {
-			return nil
+		if err != nil {
+			klog.InfoS("Initializing the CSINode failed; retrying", "err", err)
 		}
-		klog.InfoS("Initializing the CSINode failed; retrying", "err", err, "after", delay)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
+		return err == nil, nil
 	}
+	return backoff.DelayFunc().Until(ctx, true, true, initialized)
 }
 
 func (r *Registrar) retryFailed(ctx context.Context) {

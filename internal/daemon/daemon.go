@@ -46,10 +46,8 @@ func WatchContention(ctx context.Context, path string) error {
 	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_OPEN|unix.IN_DELETE_SELF); err != nil {
 		return fmt.Errorf("watching --lock-file %s: %w", path, err)
 	}
-	go func() {
-		<-ctx.Done()
-		_ = file.SetReadDeadline(time.Unix(1, 0))
-	}()
+	stop := context.AfterFunc(ctx, func() { _ = file.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
 	buf := make([]byte, unix.SizeofInotifyEvent+unix.NAME_MAX+1)
 	if _, err := file.Read(buf); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("watching --lock-file %s: %w", path, err)

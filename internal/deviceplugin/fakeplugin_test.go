@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -173,11 +174,10 @@ func startManagerWith(t *testing.T, opts Options) (*Manager, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := m.Start(ctx); err != nil {
+	if err := m.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); m.Stop() })
+	lifecycletest.Start(t, m.Run)
 	return m, m.opts.Dir
 }
 

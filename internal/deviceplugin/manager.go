@@ -59,9 +59,9 @@ type Manager struct {
 	mu        sync.Mutex
 	resources map[string]*pluginResource
 	pods      map[types.UID]map[string]*containerDevices // pod → container name → devices
-	ctx       context.Context                            // lifetime of the ListAndWatch streams
-	cancel    context.CancelFunc
 	server    *grpc.Server
+	listener  net.Listener
+	streams   sync.WaitGroup // the plugins' ListAndWatch streams (follow)
 }
 
 // pluginResource is one extended resource and the plugin serving it. Entries are never deleted:
@@ -105,9 +105,9 @@ func New(opts Options) (*Manager, error) {
 // SocketPath is where plugins register.
 func (m *Manager) SocketPath() string { return filepath.Join(m.opts.Dir, SocketName) }
 
-// Start creates the plugin directory, replaces a stale registration socket and serves
-// registrations until ctx ends or Stop is called.
-func (m *Manager) Start(ctx context.Context) error {
+// Listen creates the plugin directory, replaces a stale registration socket and opens it, so
+// a failure shows at start; Run serves it.
+func (m *Manager) Listen() error {
 	if err := os.MkdirAll(m.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("creating device plugin directory: %w", err)
 	}
@@ -122,20 +122,31 @@ func (m *Manager) Start(ctx context.Context) error {
 	srv := grpc.NewServer()
 	pluginapi.RegisterRegistrationServer(srv, m)
 	m.mu.Lock()
-	m.ctx, m.cancel = context.WithCancel(ctx)
-	m.server = srv
-	streams := m.ctx
+	m.server, m.listener = srv, lis
 	m.mu.Unlock()
-	go func() {
+	return nil
+}
+
+// Run serves registrations on Listen's socket until ctx ends, then stops (see Stop) and waits
+// for the server and every plugin's stream to return.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	srv, lis := m.server, m.listener
+	m.mu.Unlock()
+	if srv == nil {
+		return errors.New("device plugin manager is not listening")
+	}
+	var serving sync.WaitGroup
+	serving.Go(func() {
 		if err := srv.Serve(lis); err != nil {
-			klog.ErrorS(err, "Device plugin registration server stopped", "socket", sock)
+			klog.ErrorS(err, "Device plugin registration server stopped", "socket", m.SocketPath())
 		}
-	}()
-	go func() {
-		<-streams.Done()
-		m.Stop()
-	}()
-	klog.InfoS("Serving device plugin registrations", "socket", sock)
+	})
+	klog.InfoS("Serving device plugin registrations", "socket", m.SocketPath())
+	<-ctx.Done()
+	m.Stop()
+	serving.Wait()
+	m.streams.Wait()
 	return nil
 }
 
@@ -143,7 +154,7 @@ func (m *Manager) Start(ctx context.Context) error {
 // kept as they are.
 func (m *Manager) Stop() {
 	m.mu.Lock()
-	srv, cancel := m.server, m.cancel
+	srv := m.server
 	m.server = nil
 	var plugins []*plugin
 	for _, r := range m.resources {
@@ -158,7 +169,6 @@ func (m *Manager) Stop() {
 	if srv == nil {
 		return
 	}
-	cancel()
 	srv.Stop()
 	for _, p := range plugins {
 		p.close()
@@ -277,15 +287,20 @@ func (m *Manager) install(p *plugin) error {
 		r.expiry.Stop()
 		r.expiry = nil
 	}
-	ctx, cancel := context.WithCancel(m.ctx)
+	// The stream ends when p is closed: replaced, or by Stop; Run waits for it.
+	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
+	m.streams.Add(1)
 	m.mu.Unlock()
 	if old != nil {
 		klog.InfoS("Device plugin replaced by a new registration", "resource", p.resource, "old", old.socket, "new", p.socket)
 		old.close()
 	}
 	m.notify()
-	go m.follow(ctx, p)
+	go func() {
+		defer m.streams.Done()
+		m.follow(ctx, p)
+	}()
 	return nil
 }
 

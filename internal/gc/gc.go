@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -139,22 +140,21 @@ func (g *ContainerGC) sourcesReady() bool {
 // ContainerDied), until ctx ends. A failed pass is logged and reported as a node event; it
 // never stops nodelet.
 func (g *ContainerGC) Run(ctx context.Context) error {
-	go g.trimDeaths(ctx)
+	var trimming sync.WaitGroup
+	trimming.Go(func() { g.trimDeaths(ctx) })
+	defer trimming.Wait()
 	klog.InfoS("Starting container garbage collection", "period", g.opts.Period, "minAge", g.opts.Policy.MinAge,
 		"maxPerPodContainer", g.opts.Policy.MaxPerPodContainer, "maxContainers", g.opts.Policy.MaxContainers)
-	t := time.NewTicker(g.opts.Period)
-	defer t.Stop()
-	for {
-		if err := g.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
-			klog.ErrorS(err, "Container garbage collection failed")
-			if g.opts.Recorder != nil && g.opts.NodeRef != nil {
-				g.opts.Recorder.Event(g.opts.NodeRef, v1.EventTypeWarning, ReasonContainerGCFailed, err.Error())
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+	wait.NonSlidingUntilWithContext(ctx, g.collectAndReport, g.opts.Period)
+	return nil
+}
+
+// collectAndReport runs one pass; a failure is logged and posted as a node event.
+func (g *ContainerGC) collectAndReport(ctx context.Context) {
+	if err := g.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
+		klog.ErrorS(err, "Container garbage collection failed")
+		if g.opts.Recorder != nil && g.opts.NodeRef != nil {
+			g.opts.Recorder.Event(g.opts.NodeRef, v1.EventTypeWarning, ReasonContainerGCFailed, err.Error())
 		}
 	}
 }

@@ -43,26 +43,37 @@ func Handler(checks map[string]Check) http.Handler {
 	})
 }
 
-// Serve listens on addr (host:port) until ctx ends. A listen failure is returned at once.
-func Serve(ctx context.Context, addr string, checks map[string]Check) error {
-	mux := http.NewServeMux()
-	mux.Handle("/healthz", Handler(checks))
+// Listen opens the healthz port; nodelet fails to start when it cannot.
+func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("healthz: listening on %s: %w (is another kubelet running? set --healthz-port=0 to disable)", addr, err)
+		return nil, fmt.Errorf("healthz: listening on %s: %w (is another kubelet running? set --healthz-port=0 to disable)", addr, err)
 	}
+	return ln, nil
+}
+
+// Serve answers /healthz on ln until ctx ends, then shuts the server down and returns.
+func Serve(ctx context.Context, ln net.Listener, checks map[string]Check) error {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", Handler(checks))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shut)
 	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.ErrorS(err, "Healthz server stopped")
-		}
-	}()
 	klog.InfoS("Serving healthz", "address", ln.Addr().String())
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-stopped
+		return nil
+	}
+	// Serving failed by itself: nodelet goes on without healthz, as before.
+	klog.ErrorS(err, "Healthz server stopped")
+	<-ctx.Done()
+	<-stopped
 	return nil
 }

@@ -93,14 +93,14 @@ func NewRotator(opts RotatorOptions) (*Rotator, error) {
 }
 
 // Run checks every interval until ctx ends.
-func (r *Rotator) Run(ctx context.Context) {
+func (r *Rotator) Run(ctx context.Context) error {
 	klog.InfoS("Starting container log rotation", "maxSize", r.maxSize, "maxFiles", r.maxFiles, "interval", r.interval)
 	ticker := time.NewTicker(r.interval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C:
 			r.rotateAll(ctx)
 		}

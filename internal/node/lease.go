@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -52,14 +54,14 @@ func NewLeaseController(opts Options, deps Deps) (*LeaseController, error) {
 }
 
 // Run renews the Lease now and every renewal interval until ctx ends.
-func (l *LeaseController) Run(ctx context.Context) {
+func (l *LeaseController) Run(ctx context.Context) error {
 	ticker := l.clock.NewTicker(l.interval)
 	defer ticker.Stop()
 	for {
 		l.sync(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C():
 		}
 	}
@@ -68,7 +70,8 @@ func (l *LeaseController) Run(ctx context.Context) {
 // sync renews the Lease, retrying with back-off until it works or the next renewal is due.
 func (l *LeaseController) sync(ctx context.Context) {
 	deadline := l.clock.Now().Add(l.interval)
-	delay := leaseBackoffStart
+	backoff := wait.Backoff{Duration: leaseBackoffStart, Factor: 2, Cap: leaseBackoffMax, Steps: math.MaxInt32}
+	nextDelay := backoff.DelayFunc()
 	for attempt := 1; ; attempt++ {
 		err := l.renew(ctx)
 		if err == nil || ctx.Err() != nil {
@@ -78,6 +81,7 @@ func (l *LeaseController) sync(ctx context.Context) {
 		if attempt > 1 && l.onFailure != nil {
 			l.onFailure()
 		}
+		delay := nextDelay()
 		if !l.clock.Now().Add(delay).Before(deadline) {
 			return // the next tick tries again
 		}
@@ -86,7 +90,6 @@ func (l *LeaseController) sync(ctx context.Context) {
 			return
 		case <-l.clock.After(delay):
 		}
-		delay = min(delay*2, leaseBackoffMax)
 	}
 }
 

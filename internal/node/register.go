@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"runtime"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -119,10 +121,10 @@ func (c *Controller) setNode(n *v1.Node) {
 }
 
 // Run registers the Node, then posts its status every UpdateFrequency until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
+func (c *Controller) Run(ctx context.Context) error {
 	c.deps.Recorder.Eventf(c.ref, v1.EventTypeNormal, "Starting", "Starting nodelet.")
 	if !c.registerUntilDone(ctx) {
-		return
+		return nil
 	}
 	c.updateStatus(ctx)
 	ticker := c.deps.Clock.NewTicker(c.opts.UpdateFrequency)
@@ -130,7 +132,7 @@ func (c *Controller) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C():
 			c.updateStatus(ctx)
 		case <-c.deps.DevicesChanged:
@@ -143,7 +145,9 @@ func (c *Controller) Run(ctx context.Context) {
 
 // registerUntilDone retries registration with back-off; false means ctx ended first.
 func (c *Controller) registerUntilDone(ctx context.Context) bool {
-	delay := registerBackoffStart
+	backoff := wait.Backoff{Duration: registerBackoffStart, Factor: 2, Cap: registerBackoffMax, Steps: math.MaxInt32}
+	retry := backoff.DelayFunc().Timer(c.deps.Clock)
+	defer retry.Stop()
 	var lastLog time.Time
 	for attempt := 1; ; attempt++ {
 		err := c.register(ctx)
@@ -158,9 +162,9 @@ func (c *Controller) registerUntilDone(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-c.deps.Clock.After(delay):
+		case <-retry.C():
 		}
-		delay = min(delay*2, registerBackoffMax)
+		retry.Next()
 	}
 }
 

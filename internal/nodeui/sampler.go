@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -66,17 +67,9 @@ func newSeries(first, size int) *series {
 }
 
 // Run samples at once and then every interval until ctx ends.
-func (s *Sampler) Run(ctx context.Context) {
-	ticker := time.NewTicker(s.interval)
-	defer ticker.Stop()
-	for {
-		s.sample(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
+func (s *Sampler) Run(ctx context.Context) error {
+	wait.NonSlidingUntilWithContext(ctx, s.sample, s.interval)
+	return nil
 }
 
 func (s *Sampler) sample(ctx context.Context) {

@@ -16,10 +16,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/lifecycle"
 )
 
 // Strategies, as the KubeletConfiguration names them.
@@ -43,7 +45,8 @@ type Manager struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	ctx     context.Context // Run's; nil until then
+	running bool                  // Run is running: referenced objects get a watch (Watch strategy)
+	runs    *lifecycle.Goroutines // the watches, under Run's context
 	refs    map[key]int
 	watches map[key]*objectWatch
 	cached  map[key]cachedObject
@@ -52,7 +55,7 @@ type Manager struct {
 type objectWatch struct {
 	store      cache.Store
 	controller cache.Controller
-	cancel     context.CancelFunc
+	cancel     context.CancelFunc // nil until Run starts the watch
 }
 
 type cachedObject struct {
@@ -63,25 +66,37 @@ type cachedObject struct {
 
 // New returns a manager reading through client with strategy (Watch, Cache or Get).
 func New(client kubeclient.Interface, strategy string) *Manager {
-	return &Manager{client: client, strategy: strategy, now: time.Now,
+	return &Manager{client: client, strategy: strategy, now: time.Now, runs: lifecycle.New(),
 		refs: map[key]int{}, watches: map[key]*objectWatch{}, cached: map[key]cachedObject{}}
 }
 
-// Run starts the watches of objects registered so far and keeps them until ctx ends.
-func (m *Manager) Run(ctx context.Context) {
+// Run runs the watches of objects registered so far and of those registered later until ctx
+// ends; then it waits for them to return.
+func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
-	m.ctx = ctx
+	m.running = true
 	for k := range m.refs {
 		m.startLocked(k)
 	}
 	m.mu.Unlock()
-	<-ctx.Done()
+	err := m.runs.Run(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k, w := range m.watches {
-		w.cancel()
-		delete(m.watches, k)
+	m.running = false
+	clear(m.watches)
+	return err
+}
+
+// claimWatch hands a starting watch its stop, unless the object's last user went before it
+// started.
+func (m *Manager) claimWatch(k key, w *objectWatch, stop context.CancelFunc) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.watches[k] != w {
+		return false
 	}
+	w.cancel = stop
+	return true
 }
 
 // PodChanged moves the pod's references from old to updated (either may be nil: a new or a
@@ -108,24 +123,26 @@ func (m *Manager) PodChanged(old, updated *v1.Pod) {
 			delete(m.refs, k)
 			delete(m.cached, k)
 			if w := m.watches[k]; w != nil {
-				w.cancel()
+				if w.cancel != nil {
+					w.cancel()
+				}
 				delete(m.watches, k)
 			}
 		}
 	}
 }
 
-// startLocked starts the single-object watch of k (Watch strategy, once Run gave a context).
+// startLocked has Run start the single-object watch of k (Watch strategy, while Run runs).
 func (m *Manager) startLocked(k key) {
-	if m.strategy != Watch || m.ctx == nil || m.watches[k] != nil {
+	if m.strategy != Watch || !m.running || m.watches[k] != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(m.ctx)
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: m.listWatch(k), ObjectType: exampleOf(k.kind), Handler: cache.ResourceEventHandlerFuncs{},
 	})
-	m.watches[k] = &objectWatch{store: store, controller: controller, cancel: cancel}
-	go controller.RunWithContext(ctx)
+	w := &objectWatch{store: store, controller: controller}
+	m.watches[k] = w
+	m.runs.GoStoppable(func(stop context.CancelFunc) bool { return m.claimWatch(k, w, stop) }, controller.RunWithContext)
 }
 
 func exampleOf(kind string) runtime.Object {
@@ -199,12 +216,9 @@ func (m *Manager) get(ctx context.Context, k key) (runtime.Object, error) {
 
 // fromWatch answers from the object's watch once its first list is in.
 func (m *Manager) fromWatch(ctx context.Context, k key, w *objectWatch) (runtime.Object, error) {
-	deadline := time.Now().Add(syncWait)
-	for !w.controller.HasSynced() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("failed to sync %s cache: timed out waiting for the condition", k.kind)
-		}
-		time.Sleep(10 * time.Millisecond)
+	synced := func(context.Context) (bool, error) { return w.controller.HasSynced(), nil }
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, syncWait, true, synced); err != nil {
+		return nil, fmt.Errorf("failed to sync %s cache: timed out waiting for the condition", k.kind)
 	}
 	obj, ok, err := w.store.GetByKey(k.namespace + "/" + k.name)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -45,12 +46,11 @@ func gets(cs *fake.Clientset) int {
 func TestWatchStrategySharesOneWatchPerObject(t *testing.T) {
 	cs := fake.NewSimpleClientset(configMap("app", "v1"), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "ns"}})
 	m := New(kubeclienttest.FromClientset(cs), Watch)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go m.Run(ctx)
+	lifecycletest.Start(t, m.Run)
+	ctx := context.Background()
 	for started := false; !started; time.Sleep(time.Millisecond) {
 		m.mu.Lock()
-		started = m.ctx != nil
+		started = m.running
 		m.mu.Unlock()
 	}
 	first, second := podUsing("a", "app", "creds"), podUsing("b", "app", "creds")

@@ -87,14 +87,14 @@ func (p *PLEG) Trigger() {
 }
 
 // Run relists until ctx ends.
-func (p *PLEG) Run(ctx context.Context) {
+func (p *PLEG) Run(ctx context.Context) error {
 	t := time.NewTicker(p.period)
 	defer t.Stop()
 	for {
 		p.Relist(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		case <-p.relistC:
 		}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -128,20 +129,17 @@ func (c *MirrorClient) Delete(ctx context.Context, namespace, name string, uid *
 // the sync loop has already forgotten it, so nothing else would.
 func (c *MirrorClient) DeleteOrphan(ctx context.Context, mirror *v1.Pod) {
 	uid := mirror.UID
-	for attempt, wait := 0, time.Second; attempt < 5; attempt, wait = attempt+1, wait*2 {
+	deleted := func(ctx context.Context) (bool, error) {
 		dctx, cancel := context.WithTimeout(ctx, mirrorDeleteTimeout)
+		defer cancel()
 		err := c.Delete(dctx, mirror.Namespace, mirror.Name, (*types.UID)(&uid))
-		cancel()
-		if err == nil {
-			return
+		if err != nil {
+			klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
 		}
-		klog.ErrorS(err, "Deleting orphaned mirror pod failed; retrying", "pod", klog.KObj(mirror))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
+		return err == nil, nil
 	}
+	// Five tries, 1s, 2s, 4s, 8s apart.
+	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 5}, deleted)
 }
 
 // MirrorHash returns the static pod hash a mirror pod was made from ("" if pod is no mirror).

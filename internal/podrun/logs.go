@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/logs"
@@ -134,23 +135,18 @@ func (s *LogStreamer) copyAttempt(ctx context.Context, container string, attempt
 // waitAttempt waits for the first attempt numbered from on to have a log file. It gives up
 // (false) once draining finds none, or when ctx ends.
 func (s *LogStreamer) waitAttempt(ctx context.Context, container string, from int) (int, bool) {
-	ticker := time.NewTicker(attemptPoll)
-	defer ticker.Stop()
-	for {
+	attempt, found := 0, false
+	settled := func(context.Context) (bool, error) {
 		// Read the flag first: once draining, a listing that finds nothing is final.
 		draining := s.draining()
-		if attempt, _ := s.firstAttempt(container, from); attempt >= 0 {
-			return attempt, true
+		if first, _ := s.firstAttempt(container, from); first >= 0 {
+			attempt, found = first, true
+			return true, nil
 		}
-		if draining {
-			return 0, false
-		}
-		select {
-		case <-ctx.Done():
-			return 0, false
-		case <-ticker.C:
-		}
+		return draining, nil
 	}
+	_ = wait.PollUntilContextCancel(ctx, attemptPoll, true, settled)
+	return attempt, found
 }
 
 // firstAttempt is the lowest attempt numbered from on with a live log file (N.log; rotated

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -100,14 +101,9 @@ func (f *Foreground) Drive(ctx context.Context, p Pod) (Result, error) {
 
 // await waits until the pod is done, or until ctx ends and then stops it.
 func (f *Foreground) await(ctx context.Context, p Pod) (Result, error) {
-	ticker := time.NewTicker(donePoll)
-	defer ticker.Stop()
-	for !p.Done() {
-		select {
-		case <-ctx.Done():
-			return f.stop(ctx, p)
-		case <-ticker.C:
-		}
+	done := func(context.Context) (bool, error) { return p.Done(), nil }
+	if wait.PollUntilContextCancel(ctx, donePoll, true, done) != nil {
+		return f.stop(ctx, p)
 	}
 	st, _ := p.Status()
 	return Result{Status: st}, nil

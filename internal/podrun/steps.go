@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -30,18 +31,10 @@ func newStepPrinter(out io.Writer, pod Pod) *stepPrinter {
 }
 
 // Run prints until ctx ends, and once more then.
-func (p *stepPrinter) Run(ctx context.Context) {
-	ticker := time.NewTicker(stepPoll)
-	defer ticker.Stop()
-	for {
-		p.print()
-		select {
-		case <-ctx.Done():
-			p.print()
-			return
-		case <-ticker.C:
-		}
-	}
+func (p *stepPrinter) Run(ctx context.Context) error {
+	wait.NonSlidingUntilWithContext(ctx, func(context.Context) { p.print() }, stepPoll)
+	p.print()
+	return nil
 }
 
 // print writes what happened since the last call.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -63,10 +64,9 @@ func podWithUID(uid types.UID) *v1.Pod {
 // clock that stands still: 10ms, 20ms, 40ms...
 func startPanicky(t *testing.T, killPanics int) (*PodWorkers, *fakeQueue, *panicky, *record.FakeRecorder) {
 	s := &panicky{fakeSyncer: newFakeSyncer(), bad: "bad", badKill: "victim", killPanics: killPanics, synced: map[types.UID]int{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
-	w := New(ctx, s, q, time.Minute)
+	w := New(s, q, time.Minute)
+	lifecycletest.Start(t, w.Run)
 	w.backoff = flowcontrol.NewFakeBackOff(10*time.Millisecond, time.Second, testingclock.NewFakeClock(time.Now()))
 	rec := record.NewFakeRecorder(100)
 	w.SetRecorder(rec)

@@ -2,6 +2,7 @@ package podworkers
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/lifecycle"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -23,7 +25,6 @@ const retryAfterError = 2 * time.Second
 
 // PodWorkers owns every pod's worker goroutine.
 type PodWorkers struct {
-	ctx    context.Context
 	syncer Syncer
 	queue  Requeuer
 	resync time.Duration
@@ -33,7 +34,7 @@ type PodWorkers struct {
 	// finished remembers when recently removed pods were done, so a runtime listing taken
 	// before that moment is not mistaken for a pod left behind.
 	finished map[types.UID]time.Time
-	wg       sync.WaitGroup
+	running  *lifecycle.Goroutines // the worker goroutines, under Run's context
 
 	// backoff spaces the retries of pods whose sync panicked; recorder posts those panics.
 	backoff  *flowcontrol.Backoff
@@ -43,15 +44,23 @@ type PodWorkers struct {
 // finishedMemory is how long a removed pod's finish time is kept.
 const finishedMemory = time.Minute
 
-// New returns pod workers that live until ctx ends. resync is the normal interval between
+// errKillArrived interrupts a sync when a kill request comes in.
+var errKillArrived = errors.New("kill requested")
+
+// New returns pod workers; Run runs their goroutines. resync is the normal interval between
 // syncs of a healthy pod (syncFrequency).
-func New(ctx context.Context, syncer Syncer, queue Requeuer, resync time.Duration) *PodWorkers {
+func New(syncer Syncer, queue Requeuer, resync time.Duration) *PodWorkers {
 	return &PodWorkers{
-		ctx: ctx, syncer: syncer, queue: queue, resync: resync,
+		syncer: syncer, queue: queue, resync: resync,
 		workers: map[types.UID]*worker{}, finished: map[types.UID]time.Time{},
+		running: lifecycle.New(),
 		backoff: newPanicBackoff(),
 	}
 }
+
+// Run runs the goroutine of every worker UpdatePod creates until ctx ends; then it waits for
+// all of them to return. Pods keep running: nodelet adopts them at its next start.
+func (p *PodWorkers) Run(ctx context.Context) error { return p.running.Run(ctx) }
 
 // UpdatePod hands an update to the pod's worker, starting one if needed. It never blocks on the
 // worker.
@@ -66,13 +75,11 @@ func (p *PodWorkers) UpdatePod(u UpdateOptions) {
 		}
 		w = newWorker(uid)
 		p.workers[uid] = w
-		p.wg.Add(1)
 		created := time.Now()
-		go func() {
+		p.running.Go(func(ctx context.Context) {
 			metrics.ObservePodWorkerStart(time.Since(created))
-			defer p.wg.Done()
-			p.run(w)
-		}()
+			p.run(ctx, w)
+		})
 	}
 	p.mu.Unlock()
 	w.offer(u)
@@ -121,9 +128,6 @@ func (p *PodWorkers) Known() map[types.UID]State {
 	}
 	return out
 }
-
-// Wait blocks until every worker goroutine has returned (after ctx ends).
-func (p *PodWorkers) Wait() { p.wg.Wait() }
 
 // FinishedAt returns when a pod's worker removed it, if that was within the last minute.
 func (p *PodWorkers) FinishedAt(uid types.UID) (time.Time, bool) {
@@ -196,7 +200,7 @@ type worker struct {
 	recreate *v1.Pod
 	run      *runtime.RunningPod
 	kill     *KillOptions
-	cancel   context.CancelFunc // cancels an in-flight SyncPod when a kill arrives
+	cancel   context.CancelCauseFunc // cancels an in-flight SyncPod when a kill arrives
 	// cleanedUp: the terminated pod's cleanup (SyncTerminatedPod) has succeeded.
 	cleanedUp bool
 }
@@ -222,7 +226,7 @@ func (w *worker) offer(u UpdateOptions) {
 	if u.Type == Kill {
 		w.kill = mergeKill(w.kill, u.Kill)
 		if w.cancel != nil && w.state == Syncing {
-			w.cancel() // interrupt a sync (e.g. a long pull); never a kill or clean-up in progress
+			w.cancel(errKillArrived) // interrupt a sync (e.g. a long pull); never a kill or clean-up in progress
 		}
 	}
 	w.mu.Unlock()
@@ -254,15 +258,18 @@ func mergeKill(have, add *KillOptions) *KillOptions {
 	return &out
 }
 
-// run is the worker goroutine: one step per wake-up until the pod is removed.
-func (p *PodWorkers) run(w *worker) {
+// run is the worker goroutine: one step per wake-up until the pod is removed or ctx ends.
+func (p *PodWorkers) run(ctx context.Context, w *worker) {
 	for {
 		select {
-		case <-p.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-w.wake:
 		}
-		if done := p.step(w); done {
+		if ctx.Err() != nil {
+			return // stopping: no step on a cancelled context
+		}
+		if done := p.step(ctx, w); done {
 			p.forget(w)
 			w.mu.Lock()
 			again := w.recreate
@@ -277,7 +284,7 @@ func (p *PodWorkers) run(w *worker) {
 }
 
 // step performs the work due in the current state and reports whether the worker is finished.
-func (p *PodWorkers) step(w *worker) bool {
+func (p *PodWorkers) step(life context.Context, w *worker) bool {
 	w.mu.Lock()
 	if w.kill != nil && w.state == Syncing {
 		w.state = Terminating
@@ -289,9 +296,9 @@ func (p *PodWorkers) step(w *worker) bool {
 	}
 	defer metrics.ObservePodWorker(op, time.Now())
 	var ctx context.Context
-	ctx, w.cancel = context.WithCancel(p.ctx)
+	ctx, w.cancel = context.WithCancelCause(life)
 	w.mu.Unlock()
-	defer w.cancel()
+	defer w.cancel(nil)
 
 	logger := klog.LoggerWithValues(klog.Background(), "podUID", w.uid, "state", state.String())
 	if pod == nil && running != nil {
@@ -357,7 +364,7 @@ func (p *PodWorkers) stepIn(ctx context.Context, w *worker, state State, pod *v1
 func (p *PodWorkers) syncPod(ctx context.Context, w *worker, pod *v1.Pod, logger klog.Logger) {
 	out, err := p.syncer.SyncPod(ctx, pod)
 	switch {
-	case ctx.Err() != nil && p.ctx.Err() == nil:
+	case errors.Is(context.Cause(ctx), errKillArrived):
 		w.signal() // interrupted by a kill: go straight on to it
 	case err != nil:
 		logger.Error(err, "Syncing pod failed; will retry", "pod", klog.KObj(pod))

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
@@ -124,10 +125,10 @@ func waitFor(t *testing.T, f *fakeSyncer, want string) {
 }
 
 func start(t *testing.T, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
-	return New(ctx, f, q, time.Minute), q
+	w := New(f, q, time.Minute)
+	lifecycletest.Start(t, w.Run)
+	return w, q
 }
 
 func TestUpdatesCoalesceToNewestSpec(t *testing.T) {

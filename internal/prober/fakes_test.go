@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 )
 
 // fakeStatus is the status manager: the latest API status per pod.
@@ -132,6 +134,7 @@ func newFixture(t *testing.T) *fixture {
 			f.metrics = append(f.metrics, metricCall{probeType, result, container})
 		},
 	})
+	lifecycletest.Start(t, f.m.Run)
 	return f
 }
 
@@ -145,7 +148,6 @@ func (f *fixture) worker(pod *v1.Pod, container string, kind probeKind) *worker 
 	f.m.mu.Lock()
 	f.m.workers[key] = w
 	f.m.mu.Unlock()
-	f.t.Cleanup(w.stop)
 	return w
 }
 

@@ -29,13 +29,13 @@ type outcome struct {
 
 // runProbe runs the worker's handler once, records the Unhealthy/ProbeWarning event and the
 // metric, and returns the result.
-func (w *worker) runProbe(pod *v1.Pod, st *v1.PodStatus) result {
+func (w *worker) runProbe(ctx context.Context, pod *v1.Pod, st *v1.PodStatus) result {
 	spec := findContainer(pod, w.key.container)
 	timeout := time.Duration(w.probe.TimeoutSeconds) * w.m.unit
-	ctx, cancel := context.WithTimeout(w.ctx, timeout)
+	probeCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := w.m.handle(ctx, w.probe, spec, st.PodIP, w.containerID, timeout)
-	if w.ctx.Err() != nil {
+	out, err := w.m.handle(probeCtx, w.probe, spec, st.PodIP, w.containerID, timeout)
+	if ctx.Err() != nil {
 		return unknown // stopped while probing
 	}
 	kind := w.key.kind.String()

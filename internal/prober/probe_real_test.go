@@ -107,6 +107,9 @@ func startRealNode(t *testing.T, pod *v1.Pod) *realNode {
 		rt.(io.Closer).Close()
 	})
 	go n.loop(ctx, done)
+	proberDone := make(chan error)
+	go func() { proberDone <- n.prober.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-proberDone })
 	return n
 }
 

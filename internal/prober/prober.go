@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/lifecycle"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
@@ -50,6 +51,7 @@ type Manager struct {
 	mu      sync.Mutex
 	workers map[workerKey]*worker
 	results map[workerKey]probeResult
+	running *lifecycle.Goroutines // the workers, under Run's context
 }
 
 type workerKey struct {
@@ -76,14 +78,30 @@ func New(deps Deps) *Manager {
 		unit:    time.Second,
 		workers: map[workerKey]*worker{},
 		results: map[workerKey]probeResult{},
+		running: lifecycle.New(),
 	}
+}
+
+// Run runs the workers AddPod starts, each on a context of its own under ctx, until ctx ends;
+// then it waits for every worker to return.
+func (m *Manager) Run(ctx context.Context) error { return m.running.Run(ctx) }
+
+// claimWorker hands a starting worker its stop, unless RemovePod removed it before it started.
+func (m *Manager) claimWorker(w *worker, stop context.CancelFunc) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workers[w.key] != w {
+		return false
+	}
+	w.cancel = stop
+	return true
 }
 
 // Updates delivers the UIDs of pods whose readiness or startup result changed, or whose
 // container a probe killed; the sync loop resyncs them.
 func (m *Manager) Updates() <-chan types.UID { return m.updates }
 
-// AddPod starts a worker for every probe of pod's containers (and restartable init containers)
+// AddPod has Run start a worker for every probe of pod's containers (and restartable init containers)
 // that has none, and hands the newest pod object to the existing ones. Call it at every sync.
 func (m *Manager) AddPod(pod *v1.Pod) {
 	m.mu.Lock()
@@ -100,7 +118,7 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 			}
 			w := newWorker(m, key, pod, probe)
 			m.workers[key] = w
-			go w.run()
+			m.running.GoStoppable(func(stop context.CancelFunc) bool { return m.claimWorker(w, stop) }, w.run)
 		}
 	}
 }

@@ -22,8 +22,8 @@ func (f *fixture) workers() map[workerKey]*worker {
 }
 
 func TestManagerRunsWorkersAndRemovePodStopsThem(t *testing.T) {
-	baseline := runtime.NumGoroutine()
 	f := newFixture(t)
+	baseline := runtime.NumGoroutine()
 	f.m.unit = 10 * time.Millisecond
 	c := v1.Container{Name: "app", LivenessProbe: execProbe("alive"), ReadinessProbe: execProbe("ready")}
 	sidecar := v1.Container{Name: "side", ReadinessProbe: execProbe("ready"), RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}

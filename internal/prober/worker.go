@@ -63,8 +63,8 @@ type worker struct {
 	key   workerKey
 	probe *v1.Probe // defaulted copy
 
-	ctx     context.Context
-	stop    context.CancelFunc
+	// cancel ends run; nil until Manager.Run starts the worker. Guarded by m.mu.
+	cancel  context.CancelFunc
 	trigger chan struct{}
 	done    chan struct{}
 
@@ -79,10 +79,16 @@ type worker struct {
 }
 
 func newWorker(m *Manager, key workerKey, pod *v1.Pod, probe *v1.Probe) *worker {
-	ctx, cancel := context.WithCancel(context.Background())
 	return &worker{
 		m: m, key: key, probe: withDefaults(probe), pod: pod,
-		ctx: ctx, stop: cancel, trigger: make(chan struct{}, 1), done: make(chan struct{}),
+		trigger: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+}
+
+// stop ends a started worker; one that never started has nothing to end. Call with m.mu held.
+func (w *worker) stop() {
+	if w.cancel != nil {
+		w.cancel()
 	}
 }
 
@@ -123,21 +129,22 @@ func (w *worker) wake() {
 	}
 }
 
-// run probes until the worker is stopped or its container is gone for good.
-func (w *worker) run() {
+// run probes until ctx ends (the worker is stopped or the prober shuts down) or its container
+// is gone for good.
+func (w *worker) run(ctx context.Context) {
 	defer close(w.done)
 	ticker := time.NewTicker(time.Duration(w.probe.PeriodSeconds) * w.m.unit)
 	defer ticker.Stop()
 	for {
-		if w.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
-		if !w.doProbe() {
+		if !w.doProbe(ctx) {
 			w.m.removeWorker(w)
 			return
 		}
 		select {
-		case <-w.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		case <-w.trigger:
@@ -147,7 +154,7 @@ func (w *worker) run() {
 
 // doProbe runs one probe if the container is due for it and acts on the result. It returns
 // false when the worker should stop.
-func (w *worker) doProbe() bool {
+func (w *worker) doProbe(ctx context.Context) bool {
 	pod := w.currentPod()
 	st, ok := w.m.deps.Status(pod.UID)
 	if !ok {
@@ -162,10 +169,10 @@ func (w *worker) doProbe() bool {
 	}
 	if cs.ContainerID != w.containerID {
 		w.containerID, w.lastResult, w.resultRun, w.onHold = cs.ContainerID, unknown, 0, false
-		w.publish(w.key.kind.initial())
+		w.publish(ctx, w.key.kind.initial())
 	}
 	if cs.State.Running == nil {
-		w.publish(failure)
+		w.publish(ctx, failure)
 		// Sidecars restart whatever the pod's policy says.
 		return cs.State.Terminated == nil || pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
 			sidecar.Is(findContainer(pod, w.key.container))
@@ -176,7 +183,7 @@ func (w *worker) doProbe() bool {
 	if pod.DeletionTimestamp != nil && w.key.kind != readiness {
 		// A pod being deleted is not killed or held back by its probes any more; the worker
 		// idles until RemovePod.
-		w.publish(success)
+		w.publish(ctx, success)
 		return true
 	}
 	if time.Since(cs.State.Running.StartedAt.Time) < time.Duration(w.probe.InitialDelaySeconds)*w.m.unit {
@@ -186,12 +193,12 @@ func (w *worker) doProbe() bool {
 	if (w.key.kind == startup) == started {
 		return true // startup probes run until they pass, the others only after that
 	}
-	w.record(pod, w.runProbe(pod, &st))
+	w.record(ctx, pod, w.runProbe(ctx, pod, &st))
 	return true
 }
 
 // record counts res towards the thresholds and publishes or acts on a settled result.
-func (w *worker) record(pod *v1.Pod, res result) {
+func (w *worker) record(ctx context.Context, pod *v1.Pod, res result) {
 	if res == unknown {
 		return // an error running the probe says nothing about the container
 	}
@@ -204,22 +211,22 @@ func (w *worker) record(pod *v1.Pod, res result) {
 		(res == success && w.resultRun < int(w.probe.SuccessThreshold)) {
 		return
 	}
-	w.publish(res)
+	w.publish(ctx, res)
 	if res == failure && w.key.kind != readiness {
-		w.kill(pod)
+		w.kill(ctx, pod)
 	}
 }
 
 // publish records the worker's result and, for results the status shows, asks for a resync.
-func (w *worker) publish(res result) {
+func (w *worker) publish(ctx context.Context, res result) {
 	if w.m.setResult(w, w.containerID, res) && w.key.kind != liveness {
-		w.m.notify(w.ctx, w.key.uid)
+		w.m.notify(ctx, w.key.uid)
 	}
 }
 
 // kill stops the container after a liveness or startup failure; the pod sync restarts it per
 // restartPolicy. On error the next failed probe tries again.
-func (w *worker) kill(pod *v1.Pod) {
+func (w *worker) kill(ctx context.Context, pod *v1.Pod) {
 	kind := strings.ToLower(w.key.kind.String())
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.key.container, kind)
 	if sidecar.Is(findContainer(pod, w.key.container)) {
@@ -236,12 +243,12 @@ func (w *worker) kill(pod *v1.Pod) {
 	if w.m.deps.Kill == nil {
 		return
 	}
-	if err := w.m.deps.Kill(w.ctx, pod, w.containerID, grace, msg); err != nil {
+	if err := w.m.deps.Kill(ctx, pod, w.containerID, grace, msg); err != nil {
 		klog.ErrorS(err, "Killing container after probe failure failed", "pod", klog.KObj(pod), "container", w.key.container)
 		return
 	}
 	w.onHold, w.resultRun = true, 0
-	w.m.notify(w.ctx, w.key.uid)
+	w.m.notify(ctx, w.key.uid)
 }
 
 // findStatus returns the named container's status, app containers and sidecars alike.

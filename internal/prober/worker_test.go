@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -22,7 +23,7 @@ func TestReadinessDefaultsToNotReadyUntilSuccess(t *testing.T) {
 	}
 	f.running(pod, "app", "c1", time.Now())
 	f.exec.reply("ready", execReply{code: 1, output: "not yet"})
-	w.doProbe()
+	w.doProbe(context.Background())
 	if f.m.Ready(pod, "app", "containerd://c1") {
 		t.Fatal("ready after a failed probe")
 	}
@@ -31,7 +32,7 @@ func TestReadinessDefaultsToNotReadyUntilSuccess(t *testing.T) {
 	}
 	f.updates()
 	f.exec.reply("ready", execReply{})
-	w.doProbe()
+	w.doProbe(context.Background())
 	if !f.m.Ready(pod, "app", "containerd://c1") || !f.m.Ready(pod, "app", "c1") {
 		t.Fatal("not ready after a successful probe")
 	}
@@ -70,7 +71,7 @@ func TestReadinessThresholds(t *testing.T) {
 	}
 	for i, s := range steps {
 		f.exec.reply("ready", execReply{code: s.code})
-		w.doProbe()
+		w.doProbe(context.Background())
 		if got := f.m.Ready(pod, "app", "c1"); got != s.wantReady {
 			t.Fatalf("step %d (exit %d): ready %v, want %v", i, s.code, got, s.wantReady)
 		}
@@ -93,7 +94,7 @@ func TestLivenessKillsOncePerFailureStreak(t *testing.T) {
 	f.exec.reply("alive", execReply{code: 1, output: "dead"})
 
 	for range 5 {
-		w.doProbe()
+		w.doProbe(context.Background())
 	}
 	want := []killCall{{containerID: "containerd://c1", grace: 30, message: "Container app failed liveness probe, will be restarted"}}
 	if got := f.kill.all(); !reflect.DeepEqual(got, want) {
@@ -108,11 +109,11 @@ func TestLivenessKillsOncePerFailureStreak(t *testing.T) {
 
 	// The restarted instance is probed afresh and killed again after its own streak.
 	f.running(pod, "app", "c2", time.Now())
-	w.doProbe()
+	w.doProbe(context.Background())
 	if len(f.kill.all()) != 1 {
 		t.Fatal("killed after one failure of the new instance")
 	}
-	w.doProbe()
+	w.doProbe(context.Background())
 	if got := f.kill.all(); len(got) != 2 || got[1].containerID != "containerd://c2" {
 		t.Fatalf("kills %+v, want a second one for c2", got)
 	}
@@ -139,7 +140,7 @@ func TestLivenessKillGracePeriod(t *testing.T) {
 			w := f.worker(pod, "app", liveness)
 			f.running(pod, "app", "c1", time.Now())
 			f.exec.reply("alive", execReply{code: 1})
-			w.doProbe()
+			w.doProbe(context.Background())
 			if got := f.kill.all(); len(got) != 1 || got[0].grace != tt.want {
 				t.Fatalf("kills %+v, want one with grace %d", got, tt.want)
 			}
@@ -156,9 +157,9 @@ func TestFailedKillIsRetriedAtTheNextFailure(t *testing.T) {
 	f.running(pod, "app", "c1", time.Now())
 	f.exec.reply("alive", execReply{code: 1})
 	f.kill.err = errors.New("runtime down")
-	w.doProbe()
-	w.doProbe()
-	w.doProbe()
+	w.doProbe(context.Background())
+	w.doProbe(context.Background())
+	w.doProbe(context.Background())
 	if n := len(f.kill.all()); n != 2 {
 		t.Errorf("%d kill attempts, want 2 (at the threshold, then at the next failure)", n)
 	}
@@ -174,9 +175,9 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	f.exec.reply("started", execReply{code: 1})
 	f.exec.reply("alive", execReply{code: 1})
 
-	sw.doProbe()
-	lw.doProbe()
-	rw.doProbe()
+	sw.doProbe(context.Background())
+	lw.doProbe(context.Background())
+	rw.doProbe(context.Background())
 	if f.exec.count("alive") != 0 || f.exec.count("ready") != 0 {
 		t.Fatal("liveness or readiness ran before the startup probe passed")
 	}
@@ -186,19 +187,19 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	f.updates()
 
 	f.exec.reply("started", execReply{})
-	sw.doProbe()
+	sw.doProbe(context.Background())
 	if !f.m.Started(pod, "app", "c1") {
 		t.Fatal("not started after the startup probe passed")
 	}
 	if len(f.updates()) == 0 {
 		t.Error("no update when the container started")
 	}
-	sw.doProbe()
+	sw.doProbe(context.Background())
 	if n := f.exec.count("started"); n != 2 {
 		t.Errorf("startup probe ran %d times, want 2: it stops once passed", n)
 	}
-	rw.doProbe()
-	lw.doProbe()
+	rw.doProbe(context.Background())
+	lw.doProbe(context.Background())
 	if f.exec.count("alive") != 1 || f.exec.count("ready") != 1 {
 		t.Fatal("liveness and readiness did not run after startup")
 	}
@@ -215,8 +216,8 @@ func TestStartupFailureKills(t *testing.T) {
 	w := f.worker(pod, "app", startup)
 	f.running(pod, "app", "c1", time.Now())
 	f.exec.reply("started", execReply{code: 1, output: "booting"})
-	w.doProbe()
-	w.doProbe()
+	w.doProbe(context.Background())
+	w.doProbe(context.Background())
 	want := []killCall{{containerID: "containerd://c1", grace: 30, message: "Container app failed startup probe, will be restarted"}}
 	if got := f.kill.all(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("kills %+v, want %+v", got, want)
@@ -234,12 +235,12 @@ func TestInitialDelay(t *testing.T) {
 	pod := probePod(v1.Container{Name: "app", ReadinessProbe: p})
 	w := f.worker(pod, "app", readiness)
 	f.running(pod, "app", "c1", time.Now())
-	w.doProbe()
+	w.doProbe(context.Background())
 	if f.exec.count("ready") != 0 {
 		t.Fatal("probed before initialDelaySeconds passed")
 	}
 	f.running(pod, "app", "c1", time.Now().Add(-2*time.Hour))
-	w.doProbe()
+	w.doProbe(context.Background())
 	if f.exec.count("ready") != 1 {
 		t.Fatal("not probed after initialDelaySeconds")
 	}
@@ -251,22 +252,22 @@ func TestWorkerStopsWhenContainerIsDoneForGood(t *testing.T) {
 	w := f.worker(pod, "app", readiness)
 	f.running(pod, "app", "c1", time.Now())
 	f.exec.reply("ready", execReply{})
-	w.doProbe()
+	w.doProbe(context.Background())
 	f.exited(pod, "app", "c1")
-	if !w.doProbe() {
+	if !w.doProbe(context.Background()) {
 		t.Fatal("worker stopped although restartPolicy Always restarts the container")
 	}
 	if f.m.Ready(pod, "app", "c1") {
 		t.Error("a stopped container stays ready")
 	}
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
-	if w.doProbe() {
+	if w.doProbe(context.Background()) {
 		t.Error("worker keeps running for a container that never restarts")
 	}
 	st, _ := f.status.get(pod.UID)
 	st.Phase = v1.PodSucceeded
 	f.status.set(pod.UID, st)
-	if w.doProbe() {
+	if w.doProbe(context.Background()) {
 		t.Error("worker keeps running for a finished pod")
 	}
 }
@@ -280,12 +281,12 @@ func TestSidecarWorkerOutlivesItsContainerUnderNever(t *testing.T) {
 	w := f.worker(pod, "proxy", readiness)
 	f.running(pod, "proxy", "c1", time.Now())
 	f.exec.reply("ready", execReply{})
-	w.doProbe()
+	w.doProbe(context.Background())
 	if !f.m.Ready(pod, "proxy", "c1") {
 		t.Fatal("sidecar not ready after its readiness probe passed")
 	}
 	f.exited(pod, "proxy", "c1")
-	if !w.doProbe() {
+	if !w.doProbe(context.Background()) {
 		t.Error("worker stopped although a sidecar restarts under restartPolicy Never too")
 	}
 
@@ -295,7 +296,7 @@ func TestSidecarWorkerOutlivesItsContainerUnderNever(t *testing.T) {
 	f.running(pod, "proxy", "c2", time.Now())
 	f.exec.reply("alive", execReply{code: 1})
 	for range 3 {
-		lw.doProbe()
+		lw.doProbe(context.Background())
 	}
 	if got := f.kill.all(); len(got) != 1 || got[0].message != "Init container proxy failed liveness probe" {
 		t.Errorf("kills %+v, want one with the init container message", got)
@@ -315,8 +316,8 @@ func TestDeletedPodStopsLivenessAndStartupKeepsReadiness(t *testing.T) {
 	f.exec.reply("alive", execReply{code: 1})
 	f.exec.reply("started", execReply{code: 1})
 	for range 3 {
-		sw.doProbe()
-		lw.doProbe()
+		sw.doProbe(context.Background())
+		lw.doProbe(context.Background())
 	}
 	if f.exec.count("alive") != 0 || f.exec.count("started") != 0 || len(f.kill.all()) != 0 {
 		t.Error("liveness or startup ran or killed during deletion")
@@ -324,7 +325,7 @@ func TestDeletedPodStopsLivenessAndStartupKeepsReadiness(t *testing.T) {
 	if !f.m.Started(pod, "app", "c1") {
 		t.Error("a pod being deleted is held back by its startup probe")
 	}
-	if !rw.doProbe() || f.exec.count("ready") != 1 {
+	if !rw.doProbe(context.Background()) || f.exec.count("ready") != 1 {
 		t.Error("readiness stopped for a pod being deleted")
 	}
 }
@@ -335,10 +336,10 @@ func TestProbeErrorsAreNotResults(t *testing.T) {
 	w := f.worker(pod, "app", readiness)
 	f.running(pod, "app", "c1", time.Now())
 	f.exec.reply("ready", execReply{})
-	w.doProbe()
+	w.doProbe(context.Background())
 	f.exec.reply("ready", execReply{err: errors.New("runtime hiccup")})
 	for range 5 {
-		w.doProbe()
+		w.doProbe(context.Background())
 	}
 	if !f.m.Ready(pod, "app", "c1") {
 		t.Error("probe errors turned the container not ready")

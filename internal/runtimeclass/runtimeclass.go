@@ -48,7 +48,10 @@ func New(client kubeclient.Interface) *Manager {
 }
 
 // Run watches until ctx ends.
-func (m *Manager) Run(ctx context.Context) { m.informer.RunWithContext(ctx) }
+func (m *Manager) Run(ctx context.Context) error {
+	m.informer.RunWithContext(ctx)
+	return nil
+}
 
 // Handler is the CRI runtime handler for pod: "" (the runtime's default) without a
 // runtimeClassName, else its RuntimeClass's handler. A missing class is a NotFound error

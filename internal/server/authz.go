@@ -12,6 +12,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // attributes is one authorization question: may user do verb on nodes/<subresource> of name?
@@ -180,31 +181,26 @@ func accessReviewSpec(a attributes) authzv1.SubjectAccessReviewSpec {
 // retryPolicy retries webhook calls that failed for a passing reason (the API server was
 // unreachable, overloaded or erring), with growing pauses, as upstream's webhook back-off.
 type retryPolicy struct {
-	attempts int
-	initial  time.Duration
-	factor   float64
-	timeout  time.Duration // per attempt
+	backoff wait.Backoff  // Steps is the number of calls
+	timeout time.Duration // per call
 }
 
-var defaultRetry = retryPolicy{attempts: 5, initial: 500 * time.Millisecond, factor: 1.5, timeout: 10 * time.Second}
+var defaultRetry = retryPolicy{backoff: wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Steps: 5}, timeout: 10 * time.Second}
 
+// do calls until a call succeeds or fails for good, the attempts run out or ctx ends, and
+// returns the last call's error.
 func (p retryPolicy) do(ctx context.Context, call func(context.Context) error) error {
-	delay := p.initial
 	var err error
-	for attempt := 1; ; attempt++ {
+	settled := func(ctx context.Context) (bool, error) {
 		callCtx, cancel := context.WithTimeout(ctx, p.timeout)
+		defer cancel()
 		err = call(callCtx)
-		cancel()
-		if err == nil || attempt >= p.attempts || !retryable(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		delay = time.Duration(float64(delay) * p.factor)
+		return err == nil || !retryable(err), nil
 	}
+	if werr := wait.ExponentialBackoffWithContext(ctx, p.backoff, settled); err == nil && werr != nil {
+		return werr // ctx ended before the first call
+	}
+	return err
 }
 
 // retryable: transport failures, throttling and server errors may pass; any other API answer

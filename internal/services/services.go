@@ -58,7 +58,10 @@ func NewLister(client kubeclient.Interface) *Lister {
 }
 
 // Run watches until ctx ends.
-func (l *Lister) Run(ctx context.Context) { l.informer.RunWithContext(ctx) }
+func (l *Lister) Run(ctx context.Context) error {
+	l.informer.RunWithContext(ctx)
+	return nil
+}
 
 // EnvVars returns the service variables for pod's containers: the pod namespace's Services
 // when enableServiceLinks is on (the default), and always the API server's own Service.

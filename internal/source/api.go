@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"sort"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,10 +70,12 @@ func (s *APIWatcher) notify() {
 // send collapse into one snapshot, and a snapshot equal to the last one is not sent. A lost
 // watch connection changes nothing: the informer keeps its store and re-lists or resumes in the
 // background, replacing the store only with a complete list.
-func (s *APIWatcher) Run(ctx context.Context) {
-	go s.informer.RunWithContext(ctx)
+func (s *APIWatcher) Run(ctx context.Context) error {
+	var informer sync.WaitGroup
+	informer.Go(func() { s.informer.RunWithContext(ctx) })
+	defer informer.Wait() // the informer stops with ctx
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
-		return
+		return nil
 	}
 	klog.V(2).InfoS("API pod source synced", "pods", len(s.informer.GetStore().ListKeys()))
 	for {
@@ -87,7 +90,7 @@ func (s *APIWatcher) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-s.changed:
 		}
 	}

@@ -53,7 +53,7 @@ func NewFileSource(path, nodeName string, period time.Duration, out chan<- []*v1
 }
 
 // Run watches and re-reads the manifests until ctx is done.
-func (s *FileWatcher) Run(ctx context.Context) {
+func (s *FileWatcher) Run(ctx context.Context) error {
 	watcher, err := fsnotify.NewWatcher()
 	if err != nil {
 		klog.ErrorS(err, "Cannot watch static pod path, relying on periodic re-reads", "path", s.path)
@@ -91,7 +91,7 @@ func (s *FileWatcher) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C:
 			ensureWatch()
 			s.sync(ctx)

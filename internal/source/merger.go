@@ -20,18 +20,17 @@ type Merger struct {
 	mu      sync.Mutex
 	sources map[string]*sourcePods
 	queue   []PodUpdate   // updates not yet taken by the consumer, in order
-	wake    chan struct{} // signals the delivery loop that queue grew
+	wake    chan struct{} // signals the delivery loop that queue grew or a source was added
 	updates chan PodUpdate
-	ctx     context.Context // set while Run runs, to start late sources
-	workers sync.WaitGroup
 }
 
 // sourcePods is what the merger knows about one source.
 type sourcePods struct {
-	in    chan []*v1.Pod
-	seen  bool // delivered at least one snapshot
-	pods  map[types.UID]*v1.Pod
-	order []types.UID // snapshot order, so updates list pods deterministically
+	in      chan []*v1.Pod
+	reading bool // Run reads in
+	seen    bool // delivered at least one snapshot
+	pods    map[types.UID]*v1.Pod
+	order   []types.UID // snapshot order, so updates list pods deterministically
 	// refused are the UIDs of the last snapshot's pods dropped as unsafe, logged once.
 	refused map[types.UID]bool
 }
@@ -56,9 +55,7 @@ func (m *Merger) Channel(source string) chan<- []*v1.Pod {
 	}
 	st := &sourcePods{in: make(chan []*v1.Pod), pods: map[types.UID]*v1.Pod{}}
 	m.sources[source] = st
-	if m.ctx != nil {
-		m.startWorker(m.ctx, source, st.in)
-	}
+	m.signal() // a running merger starts reading it
 	return st.in
 }
 
@@ -78,28 +75,35 @@ func (m *Merger) SeenAllSources(expected ...string) bool {
 	return true
 }
 
-// Run merges snapshots and delivers updates until ctx is done.
-func (m *Merger) Run(ctx context.Context) {
-	m.mu.Lock()
-	m.ctx = ctx
-	for name, st := range m.sources {
-		m.startWorker(ctx, name, st.in)
-	}
-	m.mu.Unlock()
+// Run merges snapshots and delivers updates until ctx is done; it returns once every source's
+// reader stopped.
+func (m *Merger) Run(ctx context.Context) error {
+	var readers sync.WaitGroup
 	defer func() {
 		m.mu.Lock()
-		m.ctx = nil
+		for _, st := range m.sources {
+			st.reading = false
+		}
 		m.mu.Unlock()
-		m.workers.Wait()
+		readers.Wait()
 	}()
-	m.deliver(ctx)
+	m.deliver(ctx, &readers)
+	return nil
 }
 
-// startWorker reads one source's channel; callers hold m.mu.
-func (m *Merger) startWorker(ctx context.Context, source string, in <-chan []*v1.Pod) {
-	m.workers.Add(1)
-	go func() {
-		defer m.workers.Done()
+// startReadersLocked starts a reader for each source without one; callers hold m.mu.
+func (m *Merger) startReadersLocked(ctx context.Context, readers *sync.WaitGroup) {
+	for name, st := range m.sources {
+		if !st.reading {
+			st.reading = true
+			m.startReader(ctx, readers, name, st.in)
+		}
+	}
+}
+
+// startReader reads one source's channel until ctx ends.
+func (m *Merger) startReader(ctx context.Context, readers *sync.WaitGroup, source string, in <-chan []*v1.Pod) {
+	readers.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
@@ -108,14 +112,15 @@ func (m *Merger) startWorker(ctx context.Context, source string, in <-chan []*v1
 				m.merge(source, pods)
 			}
 		}
-	}()
+	})
 }
 
 // deliver hands queued updates to the consumer one at a time, in order. The
 // queue is unbounded so a slow consumer never blocks a source.
-func (m *Merger) deliver(ctx context.Context) {
+func (m *Merger) deliver(ctx context.Context, readers *sync.WaitGroup) {
 	for {
 		m.mu.Lock()
+		m.startReadersLocked(ctx, readers)
 		if len(m.queue) == 0 {
 			m.mu.Unlock()
 			select {
@@ -130,6 +135,8 @@ func (m *Merger) deliver(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-m.wake:
+			continue // a new source to read; next is still first in the queue
 		case m.updates <- next:
 		}
 		m.mu.Lock()
@@ -179,10 +186,15 @@ func (m *Merger) merge(source string, snapshot []*v1.Pod) {
 		}
 	}
 	if queued {
-		select {
-		case m.wake <- struct{}{}:
-		default:
-		}
+		m.signal()
+	}
+}
+
+// signal wakes the delivery loop; a pending wake-up is enough.
+func (m *Merger) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
 	}
 }
 

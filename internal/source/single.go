@@ -40,12 +40,12 @@ func NewSinglePod(pod *v1.Pod, out chan<- []*v1.Pod) *SinglePod {
 }
 
 // Run sends the pod, then each later change, until ctx ends.
-func (s *SinglePod) Run(ctx context.Context) {
+func (s *SinglePod) Run(ctx context.Context) error {
 	s.out.send(ctx, []*v1.Pod{s.pod})
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case pods := <-s.next:
 			s.out.send(ctx, pods)
 		}

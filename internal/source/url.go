@@ -65,14 +65,14 @@ func NewURLSource(url string, header http.Header, nodeName string, period time.D
 }
 
 // Run fetches the URL now and every period until ctx is done.
-func (s *URLSource) Run(ctx context.Context) {
+func (s *URLSource) Run(ctx context.Context) error {
 	ticker := time.NewTicker(s.period)
 	defer ticker.Stop()
 	for {
 		s.sync(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C:
 		}
 	}

@@ -176,7 +176,7 @@ func (s *APISyncer) signal() {
 }
 
 // Run writes statuses until ctx is done.
-func (s *APISyncer) Run(ctx context.Context) {
+func (s *APISyncer) Run(ctx context.Context) error {
 	timer := time.NewTimer(s.resync)
 	defer timer.Stop()
 	for {
@@ -188,7 +188,7 @@ func (s *APISyncer) Run(ctx context.Context) {
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-s.wake:
 		case <-timer.C:
 		}

@@ -108,7 +108,7 @@ func (e *StalledError) Error() string {
 }
 
 // Run turns the loop until ctx ends.
-func (l *Loop) Run(ctx context.Context) {
+func (l *Loop) Run(ctx context.Context) error {
 	syncTick := time.NewTicker(l.cfg.SyncPeriod)
 	defer syncTick.Stop()
 	houseTick := time.NewTicker(l.cfg.HousekeepEvery)
@@ -116,7 +116,7 @@ func (l *Loop) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case u := <-l.cfg.Updates:
 			l.handleUpdate(u)
 		case ev := <-l.cfg.Events:
