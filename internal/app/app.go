@@ -25,6 +25,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/daemon"
@@ -71,7 +72,7 @@ const (
 type agent struct {
 	cfg      *config.Config
 	recorder record.EventRecorder
-	runtime  runtime.Manager
+	runtime  container.Runtime
 	volumes  *volumes.Manager
 	csi      *csi.Drivers // the CSI drivers registered through plugins_registry
 	csiStats *csi.Stats   // the CSI volumes' figures, asked of their drivers
@@ -252,7 +253,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
 	n.prober = prober.New(prober.Deps{
-		Exec: rt.(runtime.Streamer).ExecSync, Kill: rt.(runtime.ContainerKiller).KillContainer,
+		Exec: rt.(runtime.Streamer).ExecSync, Kill: rt.(container.ContainerKiller).KillContainer,
 		Status: n.statuses.Get, Recorder: n.recorder,
 		OnResult: func(probeType, result string, pod *v1.Pod, container string) {
 			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
@@ -446,7 +447,7 @@ func (n *agent) run(ctx context.Context) error {
 	n.startNodePage(page, n.startServer(ctx, checks, api))
 	n.comps.loop("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
-	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
+	if w, ok := n.runtime.(container.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
 	n.startEviction()
@@ -466,7 +467,7 @@ func (n *agent) run(ctx context.Context) error {
 }
 
 // waitForRuntime retries the CRI Version call so nodelet may start before its runtime.
-func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (string, string, error) {
+func waitForRuntime(ctx context.Context, rt container.Runtime, endpoint string) (string, string, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		name, ver, err := rt.Version(ctx)

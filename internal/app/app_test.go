@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 )
 
@@ -250,7 +250,7 @@ func TestStaticPodVolumeLifecycle(t *testing.T) {
 	}
 	eventually(t, "vol running", func() bool { return running(fake, "vol") != nil })
 	c := running(fake, "vol")
-	podDir := filepath.Join(filepath.Dir(dir), "root", "pods", c.Config.Labels[runtime.LabelPodUID])
+	podDir := filepath.Join(filepath.Dir(dir), "root", "pods", c.Config.Labels[container.LabelPodUID])
 	var host string
 	for _, m := range c.Config.Mounts {
 		if m.ContainerPath == "/data" {

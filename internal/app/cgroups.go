@@ -11,7 +11,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/cgroups"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // cgroupSweepPeriod spaces the searches for cgroups of pods that are gone for good.
@@ -44,7 +44,7 @@ func newPodCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) (*cgroups.Mana
 // sweepPodCgroups removes, now and then, the cgroups of pods that neither this node nor the
 // runtime knows any more (e.g. nodelet stopped between removing a pod's containers and its
 // cgroup). Pods of other nodelets sharing the runtime are on the runtime's list, so spared.
-func (n *agent) sweepPodCgroups(ctx context.Context, sourcesReady func() bool, runtimePods func() ([]*runtime.RunningPod, time.Time)) {
+func (n *agent) sweepPodCgroups(ctx context.Context, sourcesReady func() bool, runtimePods func() ([]*container.RunningPod, time.Time)) {
 	if n.cgroups == nil {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // exitRelistDelays are when, after a container exit event, the PLEG relists. containerd's
@@ -21,7 +21,7 @@ const exitWatchRetry = 30 * time.Second
 // watchExits relists soon after each container exit, so restarts and status follow a death
 // within a fraction of a second instead of up to a relist period. Relisting alone stays the
 // source of truth; this only makes it come sooner.
-func watchExits(ctx context.Context, w runtime.ExitWatcher, relist func()) {
+func watchExits(ctx context.Context, w container.ExitWatcher, relist func()) {
 	wait := time.Second
 	for {
 		began := time.Now()
@@ -33,7 +33,7 @@ func watchExits(ctx context.Context, w runtime.ExitWatcher, relist func()) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, runtime.ErrNoExitEvents) {
+		if errors.Is(err, container.ErrNoExitEvents) {
 			klog.InfoS("The runtime streams no container exit events; exits are found by relisting", "period", plegPeriod)
 			return
 		}

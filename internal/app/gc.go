@@ -5,10 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/gc"
 	"github.com/nodelet/nodelet/internal/imagegc"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // startGC builds container and image garbage collection, keeps them in n.containerGC and
@@ -18,8 +18,8 @@ import (
 // without garbage collection (and n.containerGC, n.imageGC stay nil).
 func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool) {
 	kc, ref := n.cfg.Kubelet, gcNodeRef(n.cfg.NodeName)
-	containers, ok := n.runtime.(runtime.GarbageSource)
-	images, ok2 := n.runtime.(runtime.ImageGarbageSource)
+	containers, ok := n.runtime.(container.GarbageSource)
+	images, ok2 := n.runtime.(container.ImageGarbageSource)
 	if !ok || !ok2 {
 		klog.ErrorS(nil, "The runtime manager offers no garbage collection; not collecting containers or images")
 		return
@@ -30,7 +30,7 @@ func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool
 			MinAge: policy.MinAge, MaxPerPodContainer: int(policy.MaxPerPodContainer), MaxContainers: int(policy.MaxContainers),
 		},
 		Runtime: containers, NodeName: n.cfg.NodeName, RootDir: n.cfg.RootDir,
-		PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), ContainerLogsDir: runtime.DefaultContainerLogsDir,
+		PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), ContainerLogsDir: container.DefaultContainerLogsDir,
 		PodExists: func(uid types.UID) bool {
 			if _, ok := n.pods.Get(uid); ok {
 				return true

@@ -11,10 +11,10 @@ import (
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podrun"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/syncloop"
 	"github.com/nodelet/nodelet/internal/timeline"
@@ -93,7 +93,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.loop("pleg", relister.Run)
-	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
+	if w, ok := n.runtime.(container.ExitWatcher); ok {
 		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
 	}
 	n.comps.loop("sync loop", loop.Run)
@@ -103,13 +103,13 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 
 // logsUnder is the runtime's log service limited to the containers logging under dir.
 type logsUnder struct {
-	runtime.LogService
+	container.LogService
 	dir string
 }
 
-func (l logsUnder) RunningContainerLogs(ctx context.Context) ([]*runtime.ContainerLog, error) {
+func (l logsUnder) RunningContainerLogs(ctx context.Context) ([]*container.ContainerLog, error) {
 	all, err := l.LogService.RunningContainerLogs(ctx)
-	var mine []*runtime.ContainerLog
+	var mine []*container.ContainerLog
 	for _, c := range all {
 		if strings.HasPrefix(c.Path, l.dir) {
 			mine = append(mine, c)

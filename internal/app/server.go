@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/certificates"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -113,7 +114,7 @@ func (n *agent) summaryProvider() *stats.Provider {
 func (n *agent) handlers() server.Handlers {
 	rt := n.runtime
 	h := server.Handlers{
-		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt.(runtime.LogService)}),
+		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt.(container.LogService)}),
 	}
 	if boolOr(n.cfg.Kubelet.EnableSystemLogHandler, true) {
 		h.NodeLogs = logs.NewNodeLogsHandler("/var/log")
@@ -136,7 +137,7 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	if kc.ContainerLogMonitorInterval != nil {
 		interval = kc.ContainerLogMonitorInterval.Duration
 	}
-	var containers runtime.LogService = n.runtime.(runtime.LogService)
+	var containers container.LogService = n.runtime.(container.LogService)
 	if podLogDir != "" {
 		containers = logsUnder{LogService: containers, dir: podLogDir + string(filepath.Separator)}
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
@@ -38,8 +39,8 @@ import (
 // it removes the file, prints "exiting" and exits 1.
 type realEnv struct {
 	t       *testing.T
-	rt      runtime.Manager
-	logs    runtime.LogService
+	rt      container.Runtime
+	logs    container.LogService
 	pod     *v1.Pod
 	hostDir string
 	backoff *flowcontrol.Backoff
@@ -64,7 +65,7 @@ func newRealEnv(t *testing.T) *realEnv {
 	_, _ = rand.Read(suffix)
 	id := hex.EncodeToString(suffix)
 	e := &realEnv{
-		t: t, rt: rt, logs: rt.(runtime.LogService), hostDir: t.TempDir(),
+		t: t, rt: rt, logs: rt.(container.LogService), hostDir: t.TempDir(),
 		backoff: flowcontrol.NewBackOff(time.Second, 10*time.Second),
 	}
 	dirType := v1.HostPathDirectoryOrCreate
@@ -97,14 +98,14 @@ func newRealEnv(t *testing.T) *realEnv {
 // ownContainers limits rotation to the test's container (the runtime may hold other pods)
 // and counts reopens.
 type ownContainers struct {
-	runtime.LogService
+	container.LogService
 	id      string
 	reopens int
 }
 
-func (o *ownContainers) RunningContainerLogs(ctx context.Context) ([]*runtime.ContainerLog, error) {
+func (o *ownContainers) RunningContainerLogs(ctx context.Context) ([]*container.ContainerLog, error) {
 	all, err := o.LogService.RunningContainerLogs(ctx)
-	var ours []*runtime.ContainerLog
+	var ours []*container.ContainerLog
 	for _, c := range all {
 		if c.ContainerID == o.id {
 			ours = append(ours, c)
@@ -132,17 +133,17 @@ func (e *realEnv) cleanup() {
 }
 
 // syncUntilRunning runs SyncPod until a container with restarts restarts runs.
-func (e *realEnv) syncUntilRunning(restarts int) *runtime.ContainerStatus {
+func (e *realEnv) syncUntilRunning(restarts int) *container.ContainerStatus {
 	e.t.Helper()
 	ctx := context.Background()
-	var running *runtime.ContainerStatus
+	var running *container.ContainerStatus
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		st, err := e.rt.GetPodStatus(ctx, e.pod.UID, e.pod.Name, e.pod.Namespace)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if c := st.FindContainer("main"); c != nil && c.State == runtime.StateRunning && c.RestartCount == restarts {
+		if c := st.FindContainer("main"); c != nil && c.State == container.StateRunning && c.RestartCount == restarts {
 			running = c
 			break
 		}

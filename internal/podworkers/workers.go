@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
@@ -194,7 +194,7 @@ type worker struct {
 	// recreate holds a pod re-added with the same UID while this one was being removed; it
 	// starts fresh once the removal is done.
 	recreate *v1.Pod
-	run      *runtime.RunningPod
+	run      *container.RunningPod
 	kill     *KillOptions
 	cancel   context.CancelFunc // cancels an in-flight SyncPod when a kill arrives
 	// cleanedUp: the terminated pod's cleanup (SyncTerminatedPod) has succeeded.
@@ -314,7 +314,7 @@ func (p *PodWorkers) step(w *worker) bool {
 }
 
 // stepIn is the work of one state; it reports whether the worker is finished.
-func (p *PodWorkers) stepIn(ctx context.Context, w *worker, state State, pod *v1.Pod, running *runtime.RunningPod, kill *KillOptions, logger klog.Logger) bool {
+func (p *PodWorkers) stepIn(ctx context.Context, w *worker, state State, pod *v1.Pod, running *container.RunningPod, kill *KillOptions, logger klog.Logger) bool {
 	switch state {
 	case Syncing:
 		if p.earlierInstanceActive(w, pod) {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/container"
 	noderuntime "github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
 )
@@ -62,7 +63,7 @@ func (e *eventLog) has(prefix string) bool { return hasEvent(e.all(), prefix) }
 // and every 500ms, and keeps the computed status the workers read.
 type realNode struct {
 	t      *testing.T
-	rt     noderuntime.Manager
+	rt     container.Runtime
 	prober *Manager
 	events *eventLog
 	pod    *v1.Pod
@@ -86,7 +87,7 @@ func startRealNode(t *testing.T, pod *v1.Pod) *realNode {
 	}
 	n := &realNode{t: t, rt: rt, events: events, pod: pod}
 	n.prober = New(Deps{
-		Exec: rt.(noderuntime.Streamer).ExecSync, Kill: rt.(noderuntime.ContainerKiller).KillContainer,
+		Exec: rt.(noderuntime.Streamer).ExecSync, Kill: rt.(container.ContainerKiller).KillContainer,
 		Status: n.getStatus, Recorder: events,
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/objects"
 )
 
@@ -88,14 +89,14 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 
 func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
 	labels := map[string]string{
-		LabelPodName:       pod.Name,
-		LabelPodNamespace:  pod.Namespace,
-		LabelPodUID:        string(pod.UID),
-		LabelContainerName: c.Name,
-		LabelManagedBy:     managedBy,
+		container.LabelPodName:       pod.Name,
+		container.LabelPodNamespace:  pod.Namespace,
+		container.LabelPodUID:        string(pod.UID),
+		container.LabelContainerName: c.Name,
+		container.LabelManagedBy:     managedBy,
 	}
 	if pod.Spec.NodeName != "" {
-		labels[LabelNode] = pod.Spec.NodeName
+		labels[container.LabelNode] = pod.Spec.NodeName
 	}
 	return labels
 }
@@ -108,21 +109,21 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[s
 		policy = v1.TerminationMessageReadFile
 	}
 	a := map[string]string{
-		AnnotationHash:       strconv.FormatUint(containerHash(c), 16),
-		AnnotationRestarts:   strconv.Itoa(restartCount),
-		AnnotationTermPath:   terminationMessagePath(c),
-		AnnotationTermPolicy: string(policy),
-		AnnotationImage:      c.Image,
+		container.AnnotationHash:       strconv.FormatUint(containerHash(c), 16),
+		container.AnnotationRestarts:   strconv.Itoa(restartCount),
+		container.AnnotationTermPath:   terminationMessagePath(c),
+		container.AnnotationTermPolicy: string(policy),
+		container.AnnotationImage:      c.Image,
 	}
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		a[AnnotationGrace] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+		a[container.AnnotationGrace] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		data, err := json.Marshal(c.Lifecycle.PreStop)
 		if err != nil {
 			return nil, fmt.Errorf("encode preStop handler: %w", err)
 		}
-		a[AnnotationPreStop] = string(data)
+		a[container.AnnotationPreStop] = string(data)
 	}
 	return a, nil
 }

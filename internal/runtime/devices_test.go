@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -18,7 +19,7 @@ func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {
 				Envs:        map[string]string{"DEV": "0", "OWN": "plugin"},
 				Mounts:      []*runtimeapi.Mount{{ContainerPath: "/run/dev", HostPath: "/var/run/dev", Readonly: true}},
 				Devices:     []*runtimeapi.Device{{ContainerPath: "/dev/fake0", HostPath: "/dev/fake0", Permissions: "rw"}},
-				Annotations: map[string]string{"dev.example.com/id": "0", AnnotationRestarts: "99"},
+				Annotations: map[string]string{"dev.example.com/id": "0", container.AnnotationRestarts: "99"},
 				CDIDevices:  []string{"example.com/dev=0"},
 			}, nil
 		}
@@ -49,7 +50,7 @@ func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {
 	if !found {
 		t.Errorf("plugin mount missing from %v", cfg.Mounts)
 	}
-	if cfg.Annotations["dev.example.com/id"] != "0" || cfg.Annotations[AnnotationRestarts] != "0" {
+	if cfg.Annotations["dev.example.com/id"] != "0" || cfg.Annotations[container.AnnotationRestarts] != "0" {
 		t.Errorf("annotations %v: want the plugin's added and nodelet's kept", cfg.Annotations)
 	}
 	if len(cfg.CDIDevices) != 1 || cfg.CDIDevices[0].Name != "example.com/dev=0" {

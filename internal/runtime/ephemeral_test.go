@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -54,7 +55,7 @@ func TestEphemeralContainerStartsOnceInExistingSandbox(t *testing.T) {
 	if dbg.SandboxID != sandboxID || len(e.fake.Sandboxes()) != 1 {
 		t.Errorf("debugger in sandbox %s, want the existing %s", dbg.SandboxID, sandboxID)
 	}
-	if cfg.Labels[LabelEphemeral] != "true" || cfg.Labels[LabelContainerName] != "debugger" {
+	if cfg.Labels[LabelEphemeral] != "true" || cfg.Labels[container.LabelContainerName] != "debugger" {
 		t.Errorf("labels %v", cfg.Labels)
 	}
 	if !cfg.Tty || !cfg.Stdin || cfg.LogPath != "debugger/0.log" || cfg.Metadata.Attempt != 0 {

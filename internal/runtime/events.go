@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,20 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// ExitWatcher reports container exits as they happen, so the PLEG can relist at once instead
-// of finding them up to a relist period later.
-type ExitWatcher interface {
-	// WatchExits calls exited with the container's ID for every container that stops, until
-	// ctx ends or the stream breaks. It returns ErrNoExitEvents if the runtime has no such
-	// stream.
-	WatchExits(ctx context.Context, exited func(containerID string)) error
-}
-
-// ErrNoExitEvents means the runtime offers neither CRI container events nor containerd's
-// task events; relisting alone finds exits.
-var ErrNoExitEvents = errors.New("the runtime streams no container exit events")
-
-var _ ExitWatcher = (*manager)(nil)
+var _ container.ExitWatcher = (*manager)(nil)
 
 // WatchExits prefers CRI GetContainerEvents (containerd ≥ 1.7) and falls back to containerd's
 // own events service, which older containerd serves on the same socket.
@@ -36,7 +23,7 @@ func (m *manager) WatchExits(ctx context.Context, exited func(containerID string
 	}
 	err = watchTaskExits(ctx, m.conn, exited)
 	if status.Code(err) == codes.Unimplemented {
-		return ErrNoExitEvents
+		return container.ErrNoExitEvents
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -112,7 +113,7 @@ func TestWatchExitsFallsBackToContainerdTaskExits(t *testing.T) {
 func TestWatchExitsWithoutEventStreams(t *testing.T) {
 	m := startFakeContainerd(t, &fakeContainerd{})
 	err := m.WatchExits(context.Background(), func(string) { t.Error("no exit can be reported") })
-	if !errors.Is(err, ErrNoExitEvents) {
+	if !errors.Is(err, container.ErrNoExitEvents) {
 		t.Fatalf("got %v, want ErrNoExitEvents", err)
 	}
 }

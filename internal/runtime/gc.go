@@ -8,52 +8,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nodelet/nodelet/internal/container"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 )
 
-// GarbageSource is what container garbage collection (internal/gc) needs from the runtime.
-// The manager NewManager returns implements it.
-type GarbageSource interface {
-	// GetPods lists the runtime's pods; GC asks for all of them, dead ones included.
-	GetPods(ctx context.Context, all bool) ([]*RunningPod, error)
-	// RemoveContainer deletes one container that is not running, with its log files and its
-	// /var/log/containers symlink. A container in an unknown state is stopped first. A
-	// container already gone is not an error.
-	RemoveContainer(ctx context.Context, id string) error
-	// RemoveSandbox stops (idempotent) and deletes one sandbox; a missing one is not an error.
-	RemoveSandbox(ctx context.Context, id string) error
-	// ContainerLog reports a container's state and log path; ErrContainerNotFound when gone.
-	ContainerLog(ctx context.Context, containerID string) (*ContainerLog, error)
-}
-
-// Image is one image the runtime holds, as image garbage collection sees it.
-type Image struct {
-	ID          string
-	RepoTags    []string
-	RepoDigests []string
-	Size        uint64
-	// Pinned images are never removed (containerd pins its sandbox image).
-	Pinned bool
-}
-
-// ImageGarbageSource is what image garbage collection (internal/imagegc) needs from the
-// runtime. The manager NewManager returns implements it.
-type ImageGarbageSource interface {
-	// ImagesInUse gives the image references (resolved ref and the image as created) of
-	// every container the runtime holds, dead ones and those of no Kubernetes pod included:
-	// an image any container was made from is never removed.
-	ImagesInUse(ctx context.Context) ([]string, error)
-	ListImages(ctx context.Context) ([]Image, error)
-	// RemoveImage deletes an image by ID; a missing one is not an error.
-	RemoveImage(ctx context.Context, id string) error
-	// ImageFsMountpoint is the mountpoint of the filesystem holding images (CRI ImageFsInfo).
-	ImageFsMountpoint(ctx context.Context) (string, error)
-}
-
 var (
-	_ GarbageSource      = (*manager)(nil)
-	_ ImageGarbageSource = (*manager)(nil)
+	_ container.GarbageSource      = (*manager)(nil)
+	_ container.ImageGarbageSource = (*manager)(nil)
 )
 
 // ImagesInUse implements ImageGarbageSource.
@@ -91,7 +53,7 @@ func (m *manager) RemoveContainer(ctx context.Context, id string) error {
 	}
 	removeLogFiles(st.LogPath)
 	labels := st.GetLabels()
-	m.unlinkContainerLog(labels[LabelPodName], labels[LabelPodNamespace], containerName(labels, st.Metadata), id)
+	m.unlinkContainerLog(labels[container.LabelPodName], labels[container.LabelPodNamespace], containerName(labels, st.Metadata), id)
 	if err := m.cri.removeContainer(ctx, id); err != nil && !isNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
@@ -123,16 +85,16 @@ func (m *manager) RemoveSandbox(ctx context.Context, id string) error {
 }
 
 // ListImages implements ImageGarbageSource.
-func (m *manager) ListImages(ctx context.Context) ([]Image, error) {
+func (m *manager) ListImages(ctx context.Context) ([]container.Image, error) {
 	ctx, cancel := m.cri.short(ctx)
 	defer cancel()
 	resp, err := m.cri.img.ListImages(ctx, &runtimeapi.ListImagesRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
 	}
-	out := make([]Image, 0, len(resp.Images))
+	out := make([]container.Image, 0, len(resp.Images))
 	for _, img := range resp.Images {
-		out = append(out, Image{
+		out = append(out, container.Image{
 			ID: img.Id, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, Size: img.Size_, Pinned: img.Pinned,
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 )
 
@@ -71,7 +72,7 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 }
 
 // status reads the pod's runtime status.
-func (e *testEnv) status(pod *v1.Pod) *PodStatus {
+func (e *testEnv) status(pod *v1.Pod) *container.PodStatus {
 	e.t.Helper()
 	st, err := e.mgr.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
@@ -81,7 +82,7 @@ func (e *testEnv) status(pod *v1.Pod) *PodStatus {
 }
 
 // sync reads the status and runs SyncPod, as the pod worker does.
-func (e *testEnv) sync(pod *v1.Pod) SyncResult {
+func (e *testEnv) sync(pod *v1.Pod) container.SyncResult {
 	e.t.Helper()
 	return e.mgr.SyncPod(context.Background(), pod, e.status(pod), e.backoff)
 }

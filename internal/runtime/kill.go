@@ -19,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/images"
@@ -35,7 +36,7 @@ const (
 // what is left of the grace period; sidecars only after the app containers, see killOrder)
 // and then every sandbox. gracePeriod < 0 means the pod's own terminationGracePeriodSeconds.
 // Any failure is returned so the caller retries.
-func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod, gracePeriod int64) error {
+func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod int64) error {
 	if running == nil {
 		if pod == nil {
 			return errors.New("KillPod: neither pod nor running pod given")
@@ -44,15 +45,15 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 		if err != nil {
 			return err
 		}
-		running = &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
+		running = &container.RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
 	}
 	if pod == nil {
 		pod = &v1.Pod{ObjectMeta: metav1ObjectMeta(running)}
 	}
 	m.step(pod, timeline.KillRequested, "", "", fmt.Sprintf("grace period %ds", gracePeriod), time.Now(), nil)
-	var toStop []*ContainerStatus
+	var toStop []*container.ContainerStatus
 	for _, c := range running.Containers {
-		if c.State == StateRunning || c.State == StateUnknown {
+		if c.State == container.StateRunning || c.State == container.StateUnknown {
 			toStop = append(toStop, c)
 		}
 	}
@@ -84,7 +85,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 // killContainer runs the container's preStop hook and stops it within the grace period,
 // once order (nil: none) says it is its turn. message, when set, replaces the default Killing
 // event text.
-func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
+func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
 	spec := downward.FindContainer(pod, c.Name)
 	var preStop *v1.LifecycleHandler
 	if spec != nil && spec.Lifecycle != nil {
@@ -97,7 +98,7 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *Runni
 			return fmt.Errorf("container %s status: %w", c.ID, err)
 		}
 		if st != nil && spec == nil {
-			preStop = decodePreStop(st.Annotations[AnnotationPreStop])
+			preStop = decodePreStop(st.Annotations[container.AnnotationPreStop])
 		}
 		if st != nil && gracePeriod < 0 {
 			gracePeriod = annotatedGrace(pod, st.Annotations)
@@ -113,7 +114,7 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *Runni
 	}
 	m.recorder.Event(ref, v1.EventTypeNormal, "Killing", message)
 
-	if preStop != nil && c.State == StateRunning {
+	if preStop != nil && c.State == container.StateRunning {
 		start := time.Now()
 		if err := m.runPreStop(ctx, pod, running, c, spec, preStop, grace); err != nil {
 			m.recorder.Eventf(ref, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
@@ -139,13 +140,13 @@ func annotatedGrace(pod *v1.Pod, annotations map[string]string) int64 {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
-	if g, err := strconv.ParseInt(annotations[AnnotationGrace], 10, 64); err == nil {
+	if g, err := strconv.ParseInt(annotations[container.AnnotationGrace], 10, 64); err == nil {
 		return g
 	}
 	return -1
 }
 
-func metav1ObjectMeta(p *RunningPod) metav1.ObjectMeta {
+func metav1ObjectMeta(p *container.RunningPod) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
 }
 
@@ -153,7 +154,7 @@ func metav1ObjectMeta(p *RunningPod) metav1.ObjectMeta {
 // keeps for it. The pod's directory goes too when nothing else is left in it; its volumes are
 // the volume manager's to remove.
 func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
-	selector := map[string]string{LabelPodUID: string(uid)}
+	selector := map[string]string{container.LabelPodUID: string(uid)}
 	var errs []error
 	containers, err := m.cri.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {

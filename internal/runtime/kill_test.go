@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -134,7 +135,7 @@ func TestRemovePodRemovesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range e.fake.Containers() {
-		if c.Config.Labels[LabelPodUID] == string(pod.UID) {
+		if c.Config.Labels[container.LabelPodUID] == string(pod.UID) {
 			t.Errorf("container %s left", c.ID)
 		}
 	}

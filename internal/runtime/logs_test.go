@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,10 +30,10 @@ func TestContainerLogAndRunningContainerLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ContainerID != app.ID || got.Path != app.LogPath || got.Path == "" || got.State != StateRunning {
+	if got.ContainerID != app.ID || got.Path != app.LogPath || got.Path == "" || got.State != container.StateRunning {
 		t.Errorf("ContainerLog = %+v, want id %s path %s running", got, app.ID, app.LogPath)
 	}
-	if _, err := e.mgr.ContainerLog(ctx, "gone"); !errors.Is(err, ErrContainerNotFound) {
+	if _, err := e.mgr.ContainerLog(ctx, "gone"); !errors.Is(err, container.ErrContainerNotFound) {
 		t.Errorf("ContainerLog(gone) err = %v, want ErrContainerNotFound", err)
 	}
 
@@ -68,11 +69,11 @@ func TestReopenContainerLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.err = status.Error(codes.NotFound, "no such container")
-	if err := m.ReopenContainerLog(ctx, "c2"); !errors.Is(err, ErrContainerNotFound) {
+	if err := m.ReopenContainerLog(ctx, "c2"); !errors.Is(err, container.ErrContainerNotFound) {
 		t.Errorf("err = %v, want ErrContainerNotFound", err)
 	}
 	client.err = status.Error(codes.FailedPrecondition, "container is not running")
-	if err := m.ReopenContainerLog(ctx, "c3"); err == nil || errors.Is(err, ErrContainerNotFound) {
+	if err := m.ReopenContainerLog(ctx, "c3"); err == nil || errors.Is(err, container.ErrContainerNotFound) {
 		t.Errorf("err = %v, want the runtime's error", err)
 	}
 	if len(client.reopened) != 3 || client.reopened[0] != "c1" {

@@ -11,10 +11,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// DefaultContainerLogsDir is where log collectors look for one symlink per container,
-// <pod>_<namespace>_<container>-<containerID>.log, pointing at the CRI log file.
-const DefaultContainerLogsDir = "/var/log/containers"
-
 // containerLogLink names the symlink of one container instance. Names are cut to the file
 // name limit, keeping the ".log" suffix.
 func containerLogLink(dir, podName, namespace, container, id string) string {

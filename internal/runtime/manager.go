@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/objects"
@@ -138,8 +139,8 @@ type manager struct {
 	// prepulled holds image outcomes PullImages got ahead of a start, each used once.
 	prepulled *utilcache.LRUExpireCache
 
-	features *runtimefeatures.Store
-	idRanges PodIDRanges
+	features  *runtimefeatures.Store
+	idRanges  PodIDRanges
 	usernsOff bool
 
 	capacityOnce sync.Once
@@ -167,7 +168,7 @@ func (m *manager) seccomp() seccompPolicy {
 
 // NewManager dials opts.Endpoint and returns a Manager. The returned value also implements
 // io.Closer, which closes the connection.
-func NewManager(opts Options) (Manager, error) {
+func NewManager(opts Options) (container.Runtime, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("runtime: no CRI endpoint")
 	}
@@ -189,7 +190,7 @@ func NewManager(opts Options) (Manager, error) {
 
 // NewManagerWithClient returns a Manager over already dialled CRI clients; opts.Endpoint is
 // ignored.
-func NewManagerWithClient(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) Manager {
+func NewManagerWithClient(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) container.Runtime {
 	return newManager(rt, img, opts)
 }
 
@@ -204,7 +205,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		opts.PodLogsDir = "/var/log/pods"
 	}
 	if opts.ContainerLogsDir == "" {
-		opts.ContainerLogsDir = DefaultContainerLogsDir
+		opts.ContainerLogsDir = container.DefaultContainerLogsDir
 	}
 	if opts.Recorder == nil {
 		opts.Recorder = &record.FakeRecorder{} // nil channel: events are dropped

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -36,9 +37,9 @@ func prepullKey(pod *v1.Pod, c *v1.Container) string {
 // The start then uses each outcome as it is, events included: nothing is pulled or reported
 // twice. Restarts held by crash-loop back-off, and images whose outcome is held already, are
 // left to the start.
-func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus) {
+func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *container.PodStatus) {
 	if status == nil {
-		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	for _, s := range computeActions(pod, status, m.startedFor(pod)).start {
 		if s.backoff {
@@ -60,7 +61,7 @@ func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus
 // the two instead of both in turn. The outcomes wait in prepulled for the start (or, if the
 // sandbox fails, the next one). Call the returned wait before SyncPod goes on: no pull
 // outlives it.
-func (m *manager) pullBesideSandbox(ctx context.Context, pod *v1.Pod, status *PodStatus) (wait func()) {
+func (m *manager) pullBesideSandbox(ctx context.Context, pod *v1.Pod, status *container.PodStatus) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

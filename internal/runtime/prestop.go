@@ -12,12 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 )
 
 // runPreStop runs a preStop handler (exec, httpGet or sleep) within timeout. tcpSocket
 // handlers do nothing, as upstream.
-func (m *manager) runPreStop(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) error {
+func (m *manager) runPreStop(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) error {
 	podIP := func() (string, error) { return m.podIP(ctx, running) }
 	return m.runHandler(ctx, c.ID, spec, h, podIP, timeout)
 }
@@ -103,7 +104,7 @@ func handlerHTTP(ctx context.Context, podIP func() (string, error), spec *v1.Con
 }
 
 // podIP reads the IP of the pod's ready sandbox; list results carry no IPs.
-func (m *manager) podIP(ctx context.Context, running *RunningPod) (string, error) {
+func (m *manager) podIP(ctx context.Context, running *container.RunningPod) (string, error) {
 	for _, sb := range running.Sandboxes {
 		if len(sb.IPs) > 0 {
 			return sb.IPs[0], nil

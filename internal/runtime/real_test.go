@@ -24,12 +24,13 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
 const realPodLogsDir = "/var/log/pods"
 
-func realManager(t *testing.T) Manager {
+func realManager(t *testing.T) container.Runtime {
 	t.Helper()
 	endpoint := os.Getenv("NODELET_E2E_CRI")
 	if endpoint == "" {
@@ -118,7 +119,7 @@ func TestRealBusyboxPodLifecycle(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "a running container", func() bool {
 		status, err = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
-		return err == nil && status.FindContainer("main") != nil && status.FindContainer("main").State == StateRunning
+		return err == nil && status.FindContainer("main") != nil && status.FindContainer("main").State == container.StateRunning
 	})
 	if len(status.IPs) == 0 || !strings.HasPrefix(status.IPs[0], "10.85.") {
 		t.Fatalf("pod IPs = %v, want a 10.85.x.x address", status.IPs)
@@ -159,7 +160,7 @@ func TestRealBusyboxPodLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := status.FindContainer("main"); c.State != StateExited || status.Sandboxes[0].Ready {
+	if c := status.FindContainer("main"); c.State != container.StateExited || status.Sandboxes[0].Ready {
 		t.Fatalf("after KillPod: container %s, sandbox ready %v", c.State, status.Sandboxes[0].Ready)
 	}
 	if running, _ := m.GetPods(ctx, false); findRunningPod(running, pod.UID) != nil {
@@ -198,13 +199,13 @@ func TestRealInitAndTerminationMessage(t *testing.T) {
 	pod.Spec.Volumes = []v1.Volume{{Name: "work", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
 
-	var main *ContainerStatus
+	var main *container.ContainerStatus
 	waitFor(t, 60*time.Second, "the app container to exit", func() bool {
 		status, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if main = status.FindContainer("main"); main != nil && main.State == StateExited {
+		if main = status.FindContainer("main"); main != nil && main.State == container.StateExited {
 			return true
 		}
 		if res := m.SyncPod(ctx, pod, status, backoff); res.Err != nil {
@@ -233,7 +234,7 @@ func TestRealInitAndTerminationMessage(t *testing.T) {
 	}
 }
 
-func findRunningPod(pods []*RunningPod, uid types.UID) *RunningPod {
+func findRunningPod(pods []*container.RunningPod, uid types.UID) *container.RunningPod {
 	for _, p := range pods {
 		if p.UID == uid {
 			return p
@@ -250,7 +251,7 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 		Command: []string{"sh", "-c", "echo run; sleep 3600"},
 	})
 	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
-	sync := func() SyncResult {
+	sync := func() container.SyncResult {
 		t.Helper()
 		st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
@@ -262,13 +263,13 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 		}
 		return res
 	}
-	runningIn := func(attempt uint32, restarts int) *PodStatus {
+	runningIn := func(attempt uint32, restarts int) *container.PodStatus {
 		t.Helper()
-		var st *PodStatus
+		var st *container.PodStatus
 		waitFor(t, 30*time.Second, "a running container", func() bool {
 			st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 			c := st.FindContainer("main")
-			return c != nil && c.State == StateRunning && len(st.Sandboxes) > 0 && st.Sandboxes[0].Attempt == attempt
+			return c != nil && c.State == container.StateRunning && len(st.Sandboxes) > 0 && st.Sandboxes[0].Attempt == attempt
 		})
 		if c := st.FindContainer("main"); c.RestartCount != restarts {
 			t.Fatalf("restart count %d, want %d", c.RestartCount, restarts)

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -44,11 +45,11 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	for k, v := range pod.Labels {
 		labels[k] = v
 	}
-	labels[LabelPodName] = pod.Name
-	labels[LabelPodNamespace] = pod.Namespace
-	labels[LabelPodUID] = string(pod.UID)
+	labels[container.LabelPodName] = pod.Name
+	labels[container.LabelPodNamespace] = pod.Namespace
+	labels[container.LabelPodUID] = string(pod.UID)
 	if pod.Spec.NodeName != "" {
-		labels[LabelNode] = pod.Spec.NodeName
+		labels[container.LabelNode] = pod.Spec.NodeName
 	}
 	annotations := map[string]string{}
 	for k, v := range pod.Annotations {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 )
 
@@ -34,7 +35,7 @@ func TestListContainerStatsIsOneCallWithUsageOfRunningContainers(t *testing.T) {
 		t.Fatalf("stats for %d containers, want app and side: %v", len(stats), stats)
 	}
 	got := stats[a]
-	if got.GetAttributes().GetLabels()[LabelPodUID] != string(pod.UID) || got.GetAttributes().GetMetadata().GetName() != "app" {
+	if got.GetAttributes().GetLabels()[container.LabelPodUID] != string(pod.UID) || got.GetAttributes().GetMetadata().GetName() != "app" {
 		t.Errorf("attributes %+v lack the pod UID label or container name", got.GetAttributes())
 	}
 	if got.GetCpu().GetUsageCoreNanoSeconds().GetValue() != 5e9 || got.GetMemory().GetWorkingSetBytes().GetValue() != 1<<20 {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/timeline"
@@ -27,10 +28,10 @@ const (
 // SyncPod computes what the pod needs and then does it: sandbox, next init container or the
 // app containers, each restart gated by crash-loop back-off, then any ephemeral container
 // not started yet (those never wait for init containers and are never restarted).
-func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backoff *flowcontrol.Backoff) SyncResult {
-	res := SyncResult{Waiting: map[string]WaitingReason{}}
+func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, backoff *flowcontrol.Backoff) container.SyncResult {
+	res := container.SyncResult{Waiting: map[string]container.WaitingReason{}}
 	if status == nil {
-		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	acts := computeActions(pod, status, m.startedFor(pod))
 	resize := m.computeResize(pod, status, &acts)
@@ -65,7 +66,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	for _, k := range acts.kill {
 		if err := m.killContainer(ctx, pod, running, k.status, graceSeconds(pod), k.message, nil); err != nil {
 			notStopped[k.status.Name] = true
-			res.setErr(err)
+			res.SetErr(err)
 		}
 	}
 
@@ -73,7 +74,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 		res.Resized, res.ResizeErr = true, m.applyResize(ctx, pod, resize)
 		if res.ResizeErr != nil {
 			klog.ErrorS(res.ResizeErr, "Pod resize not done; retrying at the next sync", "pod", klog.KObj(pod))
-			res.setErr(res.ResizeErr)
+			res.SetErr(res.ResizeErr)
 		}
 	}
 
@@ -86,7 +87,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	if sb == nil && len(acts.start)+len(ephemeral) > 0 {
 		cfg, err := m.sandboxConfig(pod, acts.sandbox.Attempt)
 		if err != nil {
-			res.setErr(fmt.Errorf("generate sandbox config: %w", err))
+			res.SetErr(fmt.Errorf("generate sandbox config: %w", err))
 			return res
 		}
 		sb = &sandboxInfo{id: acts.sandbox.ID, config: cfg, ips: acts.sandbox.IPs}
@@ -105,28 +106,14 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	return res
 }
 
-func (r *SyncResult) setErr(err error) {
-	if r.Err == nil {
-		r.Err = err
-	}
-}
-
-// requeueWithin keeps the earliest wanted requeue.
-func (r *SyncResult) requeueWithin(d time.Duration) {
-	d = max(d, time.Millisecond)
-	if r.RequeueAfter == 0 || d < r.RequeueAfter {
-		r.RequeueAfter = d
-	}
-}
-
 // replaceSandboxPrep kills what still runs of the pod before its sandbox is replaced.
-func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *PodStatus) error {
+func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *container.PodStatus) error {
 	if len(status.Sandboxes) == 0 {
 		return nil
 	}
 	m.recorder.Event(images.ContainerRef(pod, nil), v1.EventTypeNormal, "SandboxChanged",
 		"Pod sandbox changed, it will be killed and re-created.")
-	live := &RunningPod{UID: status.UID, Name: status.Name, Namespace: status.Namespace}
+	live := &container.RunningPod{UID: status.UID, Name: status.Name, Namespace: status.Namespace}
 	for _, sb := range status.Sandboxes {
 		if sb.Ready {
 			live.Sandboxes = append(live.Sandboxes, sb)
@@ -138,7 +125,7 @@ func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *P
 
 // startContainer pulls, creates and starts one container instance, unless crash-loop back-off
 // holds it. Failures land in res.Waiting with their reason.
-func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *SyncResult) {
+func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *container.SyncResult) {
 	c := s.spec
 	ref := images.ContainerRef(pod, c)
 	if s.prev != nil {
@@ -146,7 +133,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 			Start: s.prev.StartedAt, End: s.prev.FinishedAt, Detail: fmt.Sprintf("exit code %d %s", s.prev.ExitCode, s.prev.Reason)})
 	}
 	if s.backoff && backoff != nil {
-		key := BackoffKey(pod, c)
+		key := container.BackoffKey(pod, c)
 		finished := s.prev.FinishedAt
 		if finished.IsZero() {
 			finished = s.prev.CreatedAt
@@ -155,11 +142,11 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 			delay := backoff.Get(key)
 			m.timeline.RecordOnce(pod, "backoff/"+s.prev.ID, timeline.Step{Name: timeline.BackOff, Container: c.Name,
 				Start: finished, End: finished.Add(delay), Detail: fmt.Sprintf("back-off %s", delay)})
-			res.Waiting[c.Name] = WaitingReason{
+			res.Waiting[c.Name] = container.WaitingReason{
 				Reason:  ReasonCrashLoopBackOff,
 				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, formatPod(pod)),
 			}
-			res.requeueWithin(delay - backoff.Clock.Since(finished))
+			res.RequeueWithin(delay - backoff.Clock.Since(finished))
 			m.recorder.Eventf(ref, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s",
 				c.Name, formatPod(pod))
 			return
@@ -171,16 +158,16 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	if img.err != nil {
 		// As upstream: the image manager's own events, then one naming the waiting reason.
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %s", img.reason)
-		res.Waiting[c.Name] = WaitingReason{Reason: img.reason, Message: img.msg}
-		res.setErr(img.err)
+		res.Waiting[c.Name] = container.WaitingReason{Reason: img.reason, Message: img.msg}
+		res.SetErr(img.err)
 		return
 	}
 	attempt := fmt.Sprintf("attempt %d", s.restartCount)
 	fail := func(reason string, err error) {
 		m.step(pod, timeline.StartFailed, c.Name, reason, attempt, time.Now(), err)
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
-		res.setErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
+		res.Waiting[c.Name] = container.WaitingReason{Reason: reason, Message: err.Error()}
+		res.SetErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
 	}
 	cfg, err := m.containerConfig(ctx, pod, c, sb, s.restartCount, img.ref)
 	if err != nil {
@@ -214,8 +201,8 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)
 	if err := m.runPostStart(ctx, pod, c, id, sb, ref); err != nil {
-		res.Waiting[c.Name] = WaitingReason{Reason: ReasonPostStartHookError, Message: err.Error()}
-		res.setErr(fmt.Errorf("%s: container %s: %w", ReasonPostStartHookError, c.Name, err))
+		res.Waiting[c.Name] = container.WaitingReason{Reason: ReasonPostStartHookError, Message: err.Error()}
+		res.SetErr(fmt.Errorf("%s: container %s: %w", ReasonPostStartHookError, c.Name, err))
 	}
 }
 
@@ -231,6 +218,6 @@ func graceSeconds(pod *v1.Pod) int64 {
 	return -1
 }
 
-func runningFromStatus(st *PodStatus) *RunningPod {
-	return &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
+func runningFromStatus(st *container.PodStatus) *container.RunningPod {
+	return &container.RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
 }

@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/userns"
 )
@@ -147,18 +148,12 @@ func supplementalGroupsPolicy(psc *v1.PodSecurityContext) (runtimeapi.Supplement
 
 // containerUser is the identity the runtime reports the container started with, nil when it
 // reports none (containerd 1.6).
-func containerUser(st *runtimeapi.ContainerStatus) *ContainerUser {
+func containerUser(st *runtimeapi.ContainerStatus) *container.ContainerUser {
 	linux := st.GetUser().GetLinux()
 	if linux == nil {
 		return nil
 	}
-	return &ContainerUser{UID: linux.Uid, GID: linux.Gid, SupplementalGroups: append([]int64(nil), linux.SupplementalGroups...)}
-}
-
-// ContainerUser is the Linux identity a container's first process got (status.user).
-type ContainerUser struct {
-	UID, GID           int64
-	SupplementalGroups []int64
+	return &container.ContainerUser{UID: linux.Uid, GID: linux.Gid, SupplementalGroups: append([]int64(nil), linux.SupplementalGroups...)}
 }
 
 // sandboxUserAndGroups sets the sandbox's user namespace and supplementalGroupsPolicy.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 )
@@ -43,7 +44,7 @@ func TestSummaryOverFakeCRI(t *testing.T) {
 		NodeName: "node-1", Runtime: mgr.(runtime.StatsProvider), RootDir: dir + "/root", PodLogsDir: dir + "/logs",
 		Host:      fakeHost(t),
 		Pods:      func() []*v1.Pod { return []*v1.Pod{pod} },
-		PodStatus: func(uid types.UID) (*runtime.PodStatus, bool) { return st, uid == pod.UID },
+		PodStatus: func(uid types.UID) (*container.PodStatus, bool) { return st, uid == pod.UID },
 	})
 	fake.ResetCalls()
 	s, err := p.Summary(ctx)

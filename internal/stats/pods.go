@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/volumes"
 )
 
@@ -72,15 +72,15 @@ func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.
 
 // runningContainers returns the newest instance of each container name if it is running,
 // sorted by name.
-func runningContainers(rs *runtime.PodStatus) []*runtime.ContainerStatus {
+func runningContainers(rs *container.PodStatus) []*container.ContainerStatus {
 	seen := map[string]bool{}
-	var out []*runtime.ContainerStatus
+	var out []*container.ContainerStatus
 	for _, c := range rs.Containers { // newest first
 		if seen[c.Name] {
 			continue
 		}
 		seen[c.Name] = true
-		if c.State == runtime.StateRunning {
+		if c.State == container.StateRunning {
 			out = append(out, c)
 		}
 	}
@@ -88,7 +88,7 @@ func runningContainers(rs *runtime.PodStatus) []*runtime.ContainerStatus {
 	return out
 }
 
-func (p *Provider) containerStats(pod *v1.Pod, c *runtime.ContainerStatus, cs *runtimeapi.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
+func (p *Provider) containerStats(pod *v1.Pod, c *container.ContainerStatus, cs *runtimeapi.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
 	out := statsapi.ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.CreatedAt)}
 	if cpu := cs.GetCpu(); cpu != nil && cpu.GetUsageCoreNanoSeconds() != nil {
 		at := time.Unix(0, cpu.GetTimestamp())

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
@@ -40,12 +41,12 @@ const (
 // realEnv is a runtime manager on the real runtime plus the pods a test started.
 type realEnv struct {
 	t       *testing.T
-	mgr     runtime.Manager
+	mgr     container.Runtime
 	rootDir string
 
 	mu       sync.Mutex
 	pods     []*v1.Pod
-	statuses map[types.UID]*runtime.PodStatus
+	statuses map[types.UID]*container.PodStatus
 }
 
 func newRealEnv(t *testing.T) *realEnv {
@@ -53,7 +54,7 @@ func newRealEnv(t *testing.T) *realEnv {
 	if endpoint == "" {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
-	e := &realEnv{t: t, rootDir: t.TempDir(), statuses: map[types.UID]*runtime.PodStatus{}}
+	e := &realEnv{t: t, rootDir: t.TempDir(), statuses: map[types.UID]*container.PodStatus{}}
 	mgr, err := runtime.NewManager(runtime.Options{
 		Endpoint: endpoint, RootDir: e.rootDir, PodLogsDir: realLogsDir, Recorder: record.NewFakeRecorder(10000), NodeName: realNode,
 		Volumes: volumestest.Start(t, e.rootDir),
@@ -77,7 +78,7 @@ func (e *realEnv) provider() *Provider {
 			defer e.mu.Unlock()
 			return append([]*v1.Pod(nil), e.pods...)
 		},
-		PodStatus: func(uid types.UID) (*runtime.PodStatus, bool) {
+		PodStatus: func(uid types.UID) (*container.PodStatus, bool) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			s, ok := e.statuses[uid]
@@ -116,7 +117,7 @@ func (e *realEnv) start(prefix, script string, volumes ...v1.Volume) *v1.Pod {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if c := st.FindContainer("main"); c != nil && c.State == runtime.StateRunning {
+		if c := st.FindContainer("main"); c != nil && c.State == container.StateRunning {
 			e.mu.Lock()
 			e.statuses[pod.UID] = st
 			e.mu.Unlock()

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
@@ -97,7 +98,7 @@ func startRealPod(t *testing.T) *realEnv {
 			t.Fatal(err)
 		}
 		shell, web := status.FindContainer("shell"), status.FindContainer("web")
-		if shell != nil && shell.State == runtime.StateRunning && web != nil && web.State == runtime.StateRunning {
+		if shell != nil && shell.State == container.StateRunning && web != nil && web.State == container.StateRunning {
 			break
 		}
 		if time.Now().After(deadline) {
