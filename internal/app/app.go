@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/daemon"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
@@ -72,7 +73,8 @@ const (
 type agent struct {
 	cfg      *config.Config
 	recorder record.EventRecorder
-	runtime  container.Runtime
+	runtime  *runtime.Manager
+	cri      *cri.Client // the runtime's CRI connection, shared by runtime, images, stats and streaming
 	volumes  *volumes.Manager
 	csi      *csi.Drivers // the CSI drivers registered through plugins_registry
 	csiStats *csi.Stats   // the CSI volumes' figures, asked of their drivers
@@ -215,6 +217,11 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	n.recorder = n.newRecorder()
 	n.statuses = status.NewManager(statusSink)
+	criClient, err := cri.Connect(kc.ContainerRuntimeEndpoint, strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), kc.RuntimeRequestTimeout.Duration)
+	if err != nil {
+		return nil, err
+	}
+	n.cri = criClient
 	imgs, err := n.newImages()
 	if err != nil {
 		return nil, err
@@ -253,7 +260,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
 	n.prober = prober.New(prober.Deps{
-		Exec: rt.(runtime.Streamer).ExecSync, Kill: rt.(container.ContainerKiller).KillContainer,
+		Exec: n.cri.ExecSync, Kill: rt.KillContainer,
 		Status: n.statuses.Get, Recorder: n.recorder,
 		OnResult: func(probeType, result string, pod *v1.Pod, container string) {
 			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
@@ -277,9 +284,9 @@ func (n *agent) newImages() (*images.Manager, error) {
 	}
 	return images.NewManager(images.Options{
 		Providers: providers,
-		Endpoint:  strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RootDir: cfg.RootDir, Recorder: n.recorder,
+		CRI:       n.cri, RootDir: cfg.RootDir, Recorder: n.recorder,
 		Serialize: boolOr(kc.SerializeImagePulls, true), MaxParallel: int(int32Or(kc.MaxParallelImagePulls, 0)),
-		PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)), PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		PullQPS: float32(int32Or(kc.RegistryPullQPS, 5)), PullBurst: int(kc.RegistryBurst),
 	})
 }
 
@@ -288,7 +295,7 @@ func (n *agent) newImages() (*images.Manager, error) {
 func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtime.Options {
 	kc, cfg := n.cfg.Kubelet, n.cfg
 	opts := runtime.Options{
-		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: strOr(&kc.ImageServiceEndpoint, kc.ContainerRuntimeEndpoint), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		CRI:     n.cri,
 		RootDir: cfg.RootDir, PodLogsDir: strOr(&kc.PodLogsDir, "/var/log/pods"), Recorder: n.recorder, Images: imgs,
 		ResolvConf: strOr(kc.ResolverConfig, "/etc/resolv.conf"), ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: firstOr(hostIPs(cfg.NodeIP)),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
@@ -447,9 +454,7 @@ func (n *agent) run(ctx context.Context) error {
 	n.startNodePage(page, n.startServer(ctx, checks, api))
 	n.comps.loop("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
-	if w, ok := n.runtime.(container.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
-	}
+	n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, n.cri, relister.Trigger) })
 	n.startEviction()
 	n.startOOM()
 	n.comps.loop("sync loop", loop.Run)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 // These tests run the whole standalone node (sources, merger, sync loop, workers, PLEG,

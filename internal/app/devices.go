@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
@@ -36,10 +36,10 @@ func containerDevices(m *deviceplugin.Manager) func(ctx context.Context, pod *v1
 		}
 		out := &runtime.DeviceAllocation{Envs: a.Envs, Annotations: a.Annotations, CDIDevices: a.CDIDevices}
 		for _, mnt := range a.Mounts {
-			out.Mounts = append(out.Mounts, &runtimeapi.Mount{ContainerPath: mnt.ContainerPath, HostPath: mnt.HostPath, Readonly: mnt.ReadOnly})
+			out.Mounts = append(out.Mounts, &cri.Mount{ContainerPath: mnt.ContainerPath, HostPath: mnt.HostPath, Readonly: mnt.ReadOnly})
 		}
 		for _, d := range a.Devices {
-			out.Devices = append(out.Devices, &runtimeapi.Device{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
+			out.Devices = append(out.Devices, &cri.Device{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
 		}
 		return out, nil
 	}

@@ -18,12 +18,7 @@ import (
 // without garbage collection (and n.containerGC, n.imageGC stay nil).
 func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool) {
 	kc, ref := n.cfg.Kubelet, gcNodeRef(n.cfg.NodeName)
-	containers, ok := n.runtime.(container.GarbageSource)
-	images, ok2 := n.runtime.(container.ImageGarbageSource)
-	if !ok || !ok2 {
-		klog.ErrorS(nil, "The runtime manager offers no garbage collection; not collecting containers or images")
-		return
-	}
+	containers, images := n.runtime, n.runtime
 	policy := n.cfg.ContainerGC
 	cgc, err := gc.New(gc.Options{
 		Policy: gc.Policy{

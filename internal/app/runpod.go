@@ -93,9 +93,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.loop("pleg", relister.Run)
-	if w, ok := n.runtime.(container.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, w, relister.Trigger) })
-	}
+	n.comps.loop("exit events", func(ctx context.Context) { watchExits(ctx, n.cri, relister.Trigger) })
 	n.comps.loop("sync loop", loop.Run)
 	n.comps.loop("pod workers", func(ctx context.Context) { <-ctx.Done(); workers.Wait() })
 	return workers

@@ -19,7 +19,6 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/logs"
 	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/streaming"
@@ -101,7 +100,7 @@ func (n *agent) summaryProvider() *stats.Provider {
 	if n.summary == nil {
 		n.summary = stats.NewSummaryProvider(stats.Deps{
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
-			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
+			Runtime: n.cri, RootDir: n.cfg.RootDir,
 			PodLogsDir:       strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
 			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
 		})
@@ -114,12 +113,12 @@ func (n *agent) summaryProvider() *stats.Provider {
 func (n *agent) handlers() server.Handlers {
 	rt := n.runtime
 	h := server.Handlers{
-		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt.(container.LogService)}),
+		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt}),
 	}
 	if boolOr(n.cfg.Kubelet.EnableSystemLogHandler, true) {
 		h.NodeLogs = logs.NewNodeLogsHandler("/var/log")
 	}
-	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: rt.(runtime.Streamer)})
+	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: n.cri})
 	h.Exec, h.Attach, h.PortForward, h.Run = sh.Exec, sh.Attach, sh.PortForward, sh.Run
 	return h
 }
@@ -137,7 +136,7 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	if kc.ContainerLogMonitorInterval != nil {
 		interval = kc.ContainerLogMonitorInterval.Duration
 	}
-	var containers container.LogService = n.runtime.(container.LogService)
+	var containers container.LogService = n.runtime
 	if podLogDir != "" {
 		containers = logsUnder{LogService: containers, dir: podLogDir + string(filepath.Separator)}
 	}

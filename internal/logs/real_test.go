@@ -39,7 +39,7 @@ import (
 // it removes the file, prints "exiting" and exits 1.
 type realEnv struct {
 	t       *testing.T
-	rt      container.Runtime
+	rt      *runtime.Manager
 	logs    container.LogService
 	pod     *v1.Pod
 	hostDir string
@@ -60,12 +60,12 @@ func newRealEnv(t *testing.T) *realEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.(io.Closer).Close() })
+	t.Cleanup(func() { rt.Close() })
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	id := hex.EncodeToString(suffix)
 	e := &realEnv{
-		t: t, rt: rt, logs: rt.(container.LogService), hostDir: t.TempDir(),
+		t: t, rt: rt, logs: rt, hostDir: t.TempDir(),
 		backoff: flowcontrol.NewBackOff(time.Second, 10*time.Second),
 	}
 	dirType := v1.HostPathDirectoryOrCreate

@@ -20,7 +20,7 @@ const managedBy = "nodelet"
 
 // containerConfig builds the CRI config of one container instance. imageRef is what
 // EnsureImage returned.
-func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	ec := envContext{ctx: ctx, objects: objects.NewLookups(m.objects), pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
 	if m.serviceEnv != nil {
 		services, err := m.serviceEnv(pod)

@@ -22,7 +22,7 @@ type DeviceAllocation struct {
 
 // applyDevices adds the container's devices to cfg. The container's own environment and
 // nodelet's annotations win over what a plugin sets.
-func (m *manager) applyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+func (m *Manager) applyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
 	if m.devices == nil {
 		return nil
 	}

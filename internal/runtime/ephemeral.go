@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
 )
@@ -44,7 +45,7 @@ func ephemeralRef(pod *v1.Pod, name string) *v1.ObjectReference {
 // config is a regular container's; a targetContainerName puts it into the PID namespace of
 // that container's running instance in the same sandbox. Failures land in res.Waiting; a
 // container whose start failed is removed again so a later sync can try once more.
-func (m *manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, podStatus *container.PodStatus, ec *v1.EphemeralContainer, res *container.SyncResult) {
+func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, podStatus *container.PodStatus, ec *v1.EphemeralContainer, res *container.SyncResult) {
 	c := v1.Container(ec.EphemeralContainerCommon)
 	ref := ephemeralRef(pod, c.Name)
 	fail := func(reason string, err error) {
@@ -78,17 +79,17 @@ func (m *manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
-	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
+	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if err := m.cri.startContainer(ctx, id); err != nil {
+	if err := m.cri.StartContainer(ctx, id); err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonRunContainerError, err)
-		if rmErr := m.cri.removeContainer(ctx, id); rmErr != nil && !isNotFound(rmErr) {
+		if rmErr := m.cri.RemoveContainer(ctx, id); rmErr != nil && !cri.IsNotFound(rmErr) {
 			klog.InfoS("Cannot remove ephemeral container that failed to start", "pod", klog.KObj(pod), "container", c.Name, "id", id, "err", rmErr)
 		}
 		return

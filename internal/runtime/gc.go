@@ -9,18 +9,19 @@ import (
 	"path/filepath"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 )
 
 var (
-	_ container.GarbageSource      = (*manager)(nil)
-	_ container.ImageGarbageSource = (*manager)(nil)
+	_ container.GarbageSource      = (*Manager)(nil)
+	_ container.ImageGarbageSource = (*Manager)(nil)
 )
 
 // ImagesInUse implements ImageGarbageSource.
-func (m *manager) ImagesInUse(ctx context.Context) ([]string, error) {
-	containers, err := m.cri.listContainers(ctx, nil)
+func (m *Manager) ImagesInUse(ctx context.Context) ([]string, error) {
+	containers, err := m.cri.ListContainers(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -37,9 +38,9 @@ func (m *manager) ImagesInUse(ctx context.Context) ([]string, error) {
 }
 
 // RemoveContainer implements GarbageSource.
-func (m *manager) RemoveContainer(ctx context.Context, id string) error {
-	st, err := m.cri.containerStatus(ctx, id)
-	if isNotFound(err) {
+func (m *Manager) RemoveContainer(ctx context.Context, id string) error {
+	st, err := m.cri.ContainerStatus(ctx, id)
+	if cri.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -47,14 +48,14 @@ func (m *manager) RemoveContainer(ctx context.Context, id string) error {
 	}
 	if st.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 		// It could still be running: stop it without grace before removing it.
-		if err := m.cri.stopContainer(ctx, id, 0); err != nil && !isNotFound(err) {
+		if err := m.cri.StopContainer(ctx, id, 0); err != nil && !cri.IsNotFound(err) {
 			return fmt.Errorf("stop container %s in unknown state: %w", id, err)
 		}
 	}
 	removeLogFiles(st.LogPath)
 	labels := st.GetLabels()
 	m.unlinkContainerLog(labels[container.LabelPodName], labels[container.LabelPodNamespace], containerName(labels, st.Metadata), id)
-	if err := m.cri.removeContainer(ctx, id); err != nil && !isNotFound(err) {
+	if err := m.cri.RemoveContainer(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
 	return nil
@@ -74,26 +75,24 @@ func removeLogFiles(path string) {
 }
 
 // RemoveSandbox implements GarbageSource.
-func (m *manager) RemoveSandbox(ctx context.Context, id string) error {
-	if err := m.cri.stopPodSandbox(ctx, id); err != nil && !isNotFound(err) {
+func (m *Manager) RemoveSandbox(ctx context.Context, id string) error {
+	if err := m.cri.StopPodSandbox(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
-	if err := m.cri.removePodSandbox(ctx, id); err != nil && !isNotFound(err) {
+	if err := m.cri.RemovePodSandbox(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("remove sandbox %s: %w", id, err)
 	}
 	return nil
 }
 
 // ListImages implements ImageGarbageSource.
-func (m *manager) ListImages(ctx context.Context) ([]container.Image, error) {
-	ctx, cancel := m.cri.short(ctx)
-	defer cancel()
-	resp, err := m.cri.img.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+func (m *Manager) ListImages(ctx context.Context) ([]container.Image, error) {
+	images, err := m.cri.ListImages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
 	}
-	out := make([]container.Image, 0, len(resp.Images))
-	for _, img := range resp.Images {
+	out := make([]container.Image, 0, len(images))
+	for _, img := range images {
 		out = append(out, container.Image{
 			ID: img.Id, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, Size: img.Size_, Pinned: img.Pinned,
 		})
@@ -102,11 +101,9 @@ func (m *manager) ListImages(ctx context.Context) ([]container.Image, error) {
 }
 
 // RemoveImage implements ImageGarbageSource.
-func (m *manager) RemoveImage(ctx context.Context, id string) error {
-	ctx, cancel := m.cri.long(ctx)
-	defer cancel()
-	_, err := m.cri.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
-	if err != nil && !isNotFound(err) {
+func (m *Manager) RemoveImage(ctx context.Context, id string) error {
+	err := m.cri.RemoveImage(ctx, id)
+	if err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("remove image %s: %w", id, err)
 	}
 	return nil
@@ -114,12 +111,10 @@ func (m *manager) RemoveImage(ctx context.Context, id string) error {
 
 // ImageFsMountpoint implements ImageGarbageSource with the first image filesystem the runtime
 // reports.
-func (m *manager) ImageFsMountpoint(ctx context.Context) (string, error) {
-	ctx, cancel := m.cri.short(ctx)
-	defer cancel()
-	resp, err := m.cri.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+func (m *Manager) ImageFsMountpoint(ctx context.Context) (string, error) {
+	resp, err := m.cri.ImageFsInfo(ctx)
 	if err != nil {
-		return "", fmt.Errorf("image fs info: %w", err)
+		return "", err
 	}
 	for _, f := range resp.GetImageFilesystems() {
 		if mp := f.GetFsId().GetMountpoint(); mp != "" {

@@ -7,8 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 func TestRemoveContainerTakesItsLogsAlong(t *testing.T) {
@@ -99,7 +98,7 @@ func TestImageGarbageSource(t *testing.T) {
 // TestRealImageGarbageSource reads (never changes) a real runtime's images and image
 // filesystem; see real_test.go for NODELET_E2E_CRI.
 func TestRealImageGarbageSource(t *testing.T) {
-	src := realManager(t).(container.ImageGarbageSource)
+	src := realManager(t)
 	ctx := context.Background()
 	images, err := src.ListImages(ctx)
 	if err != nil {

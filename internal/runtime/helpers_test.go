@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 const testImage = "nodelet.local/busybox:1.36"
@@ -29,7 +28,7 @@ const testImage = "nodelet.local/busybox:1.36"
 type testEnv struct {
 	t        *testing.T
 	fake     *fakecri.Fake
-	mgr      *manager
+	mgr      *Manager
 	recorder *record.FakeRecorder
 	clock    *clocktesting.FakeClock
 	backoff  *flowcontrol.Backoff
@@ -66,8 +65,8 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.(io.Closer).Close() })
-	e.mgr = m.(*manager)
+	t.Cleanup(func() { m.Close() })
+	e.mgr = m
 	return e
 }
 

@@ -117,7 +117,7 @@ func newStart(c *v1.Container, status *container.PodStatus, restart bool) contai
 
 // startedFor adapts the prober's startup results (Options.Started) for pod; nil when there
 // are none.
-func (m *manager) startedFor(pod *v1.Pod) startedFunc {
+func (m *Manager) startedFor(pod *v1.Pod) startedFunc {
 	if m.started == nil {
 		return nil
 	}

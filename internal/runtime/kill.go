@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/fsutil"
 	"github.com/nodelet/nodelet/internal/images"
@@ -36,7 +37,7 @@ const (
 // what is left of the grace period; sidecars only after the app containers, see killOrder)
 // and then every sandbox. gracePeriod < 0 means the pod's own terminationGracePeriodSeconds.
 // Any failure is returned so the caller retries.
-func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod int64) error {
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod int64) error {
 	if running == nil {
 		if pod == nil {
 			return errors.New("KillPod: neither pod nor running pod given")
@@ -70,7 +71,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.R
 	}
 	wg.Wait()
 	for _, sb := range running.Sandboxes {
-		if err := m.cri.stopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+		if err := m.cri.StopPodSandbox(ctx, sb.ID); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
 		}
 	}
@@ -85,7 +86,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.R
 // killContainer runs the container's preStop hook and stops it within the grace period,
 // once order (nil: none) says it is its turn. message, when set, replaces the default Killing
 // event text.
-func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
 	spec := downward.FindContainer(pod, c.Name)
 	var preStop *v1.LifecycleHandler
 	if spec != nil && spec.Lifecycle != nil {
@@ -93,8 +94,8 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *conta
 	}
 	if spec == nil || gracePeriod < 0 {
 		// Without the spec (orphaned pod) the container's annotations say what it needs.
-		st, err := m.cri.containerStatus(ctx, c.ID)
-		if err != nil && !isNotFound(err) {
+		st, err := m.cri.ContainerStatus(ctx, c.ID)
+		if err != nil && !cri.IsNotFound(err) {
 			return fmt.Errorf("container %s status: %w", c.ID, err)
 		}
 		if st != nil && spec == nil {
@@ -127,7 +128,7 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *conta
 	}
 	secs := int64((grace + time.Second - 1) / time.Second)
 	klog.V(2).InfoS("Stopping container", "pod", klog.KObj(pod), "container", c.Name, "id", c.ID, "gracePeriod", secs)
-	if err := m.cri.stopContainer(ctx, c.ID, secs); err != nil && !isNotFound(err) {
+	if err := m.cri.StopContainer(ctx, c.ID, secs); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("stop container %s (%s): %w", c.Name, c.ID, err)
 	}
 	order.done(c.Name)
@@ -153,29 +154,29 @@ func metav1ObjectMeta(p *container.RunningPod) metav1.ObjectMeta {
 // RemovePod deletes all of the pod's containers and sandboxes and then the files the runtime
 // keeps for it. The pod's directory goes too when nothing else is left in it; its volumes are
 // the volume manager's to remove.
-func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
+func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	selector := map[string]string{container.LabelPodUID: string(uid)}
 	var errs []error
-	containers, err := m.cri.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	containers, err := m.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
 	for _, c := range containers {
-		if err := m.cri.removeContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+		if err := m.cri.RemoveContainer(ctx, c.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
 		}
 	}
-	sandboxes, err := m.cri.listPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	sandboxes, err := m.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
 	for _, sb := range sandboxes {
 		// A sandbox must be stopped before removal; stopping is idempotent.
-		if err := m.cri.stopPodSandbox(ctx, sb.Id); err != nil && !isNotFound(err) {
+		if err := m.cri.StopPodSandbox(ctx, sb.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.Id, err))
 			continue
 		}
-		if err := m.cri.removePodSandbox(ctx, sb.Id); err != nil && !isNotFound(err) {
+		if err := m.cri.RemovePodSandbox(ctx, sb.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
 		}
 	}
@@ -198,7 +199,7 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 }
 
 // forgetPod drops the image pull state and unused pre-pull outcomes of a removed pod.
-func (m *manager) forgetPod(uid types.UID) {
+func (m *Manager) forgetPod(uid types.UID) {
 	m.images.ForgetPod(uid)
 	prefix := string(uid) + "/"
 	m.prepulled.RemoveAll(func(k any) bool { return strings.HasPrefix(k.(string), prefix) })
@@ -207,7 +208,7 @@ func (m *manager) forgetPod(uid types.UID) {
 // removePodFiles removes the hosts file and termination message files of pod uid, and its
 // directory if that leaves it empty. It never descends into what else is there, nor into
 // another mount: a volume may still be mounted below.
-func (m *manager) removePodFiles(uid types.UID) error {
+func (m *Manager) removePodFiles(uid types.UID) error {
 	podsDir := filepath.Join(m.rootDir, "pods")
 	if err := fsutil.RemoveIn(podsDir, string(uid), "etc-hosts"); err != nil {
 		return err
@@ -222,7 +223,7 @@ func (m *manager) removePodFiles(uid types.UID) error {
 }
 
 // removePodLogDirs removes the <namespace>_<name>_<uid> log directories of pod uid.
-func (m *manager) removePodLogDirs(uid types.UID) error {
+func (m *Manager) removePodLogDirs(uid types.UID) error {
 	entries, err := os.ReadDir(m.podLogsDir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

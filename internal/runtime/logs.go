@@ -6,16 +6,20 @@ import (
 	"fmt"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-var _ container.LogService = (*manager)(nil)
+var (
+	_ container.Runtime    = (*Manager)(nil)
+	_ container.LogService = (*Manager)(nil)
+)
 
 // ContainerLog reads the container's CRI status for its log path.
-func (m *manager) ContainerLog(ctx context.Context, containerID string) (*container.ContainerLog, error) {
-	st, err := m.cri.containerStatus(ctx, containerID)
+func (m *Manager) ContainerLog(ctx context.Context, containerID string) (*container.ContainerLog, error) {
+	st, err := m.cri.ContainerStatus(ctx, containerID)
 	if err != nil {
-		if isNotFound(err) {
+		if cri.IsNotFound(err) {
 			return nil, fmt.Errorf("container %s: %w", containerID, container.ErrContainerNotFound)
 		}
 		return nil, fmt.Errorf("container %s status: %w", containerID, err)
@@ -25,13 +29,13 @@ func (m *manager) ContainerLog(ctx context.Context, containerID string) (*contai
 
 // RunningContainerLogs lists running containers and reads each one's status for its log
 // path; containers that went away in between are skipped.
-func (m *manager) RunningContainerLogs(ctx context.Context) ([]*container.ContainerLog, error) {
+func (m *Manager) RunningContainerLogs(ctx context.Context) ([]*container.ContainerLog, error) {
 	running := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 	if m.nodeName != "" {
 		// Only this node's containers: other nodelets may share the runtime.
 		running.LabelSelector = map[string]string{container.LabelNode: m.nodeName}
 	}
-	containers, err := m.cri.listContainers(ctx, running)
+	containers, err := m.cri.ListContainers(ctx, running)
 	if err != nil {
 		return nil, fmt.Errorf("list running containers: %w", err)
 	}
@@ -50,19 +54,12 @@ func (m *manager) RunningContainerLogs(ctx context.Context) ([]*container.Contai
 }
 
 // ReopenContainerLog calls CRI ReopenContainerLog.
-func (m *manager) ReopenContainerLog(ctx context.Context, containerID string) error {
-	if err := m.cri.reopenContainerLog(ctx, containerID); err != nil {
-		if isNotFound(err) {
+func (m *Manager) ReopenContainerLog(ctx context.Context, containerID string) error {
+	if err := m.cri.ReopenContainerLog(ctx, containerID); err != nil {
+		if cri.IsNotFound(err) {
 			return fmt.Errorf("reopen log of container %s: %w", containerID, container.ErrContainerNotFound)
 		}
 		return fmt.Errorf("reopen log of container %s: %w", containerID, err)
 	}
 	return nil
-}
-
-func (c *criClient) reopenContainerLog(ctx context.Context, id string) error {
-	ctx, cancel := c.long(ctx)
-	defer cancel()
-	_, err := c.rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
-	return err
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -63,7 +64,7 @@ func (c *reopenClient) ReopenContainerLog(_ context.Context, req *runtimeapi.Reo
 
 func TestReopenContainerLog(t *testing.T) {
 	client := &reopenClient{}
-	m := newManager(client, nil, Options{Images: logsTestImages{}})
+	m := newManager(cri.New(client, nil, 0), Options{Images: logsTestImages{}})
 	ctx := context.Background()
 	if err := m.ReopenContainerLog(ctx, "c1"); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func containerLogLink(dir, podName, namespace, container, id string) string {
 
 // linkContainerLog points the container's symlink at its log file. Failure only logs: the
 // log is still reachable through the API.
-func (m *manager) linkContainerLog(pod *v1.Pod, container, id, logFile string) {
+func (m *Manager) linkContainerLog(pod *v1.Pod, container, id, logFile string) {
 	if m.containerLogsDir == "" {
 		return
 	}
@@ -39,7 +39,7 @@ func (m *manager) linkContainerLog(pod *v1.Pod, container, id, logFile string) {
 }
 
 // unlinkContainerLog removes one container's symlink (the container was removed).
-func (m *manager) unlinkContainerLog(podName, namespace, container, id string) {
+func (m *Manager) unlinkContainerLog(podName, namespace, container, id string) {
 	if m.containerLogsDir == "" {
 		return
 	}
@@ -51,7 +51,7 @@ func (m *manager) unlinkContainerLog(podName, namespace, container, id string) {
 
 // removeDanglingLogLinks deletes the symlinks whose log file is gone (its container or pod
 // was removed). Only symlinks into podLogsDir are touched.
-func (m *manager) removeDanglingLogLinks() {
+func (m *Manager) removeDanglingLogLinks() {
 	if m.containerLogsDir == "" {
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
@@ -16,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/objects"
@@ -32,6 +32,8 @@ type ImageService interface {
 
 // Options configure the runtime manager.
 type Options struct {
+	// CRI is the runtime's client; nil dials Endpoint (and ImageEndpoint) with RequestTimeout.
+	CRI *cri.Client
 	// Endpoint is the CRI socket, e.g. "unix:///run/nodelet/containerd/containerd.sock".
 	Endpoint string
 	// ImageEndpoint is the CRI image service socket (imageServiceEndpoint); empty means
@@ -105,9 +107,10 @@ type Options struct {
 	Started func(pod *v1.Pod, container, containerID string) bool
 }
 
-// manager implements Manager over CRI.
-type manager struct {
-	cri         *criClient
+// Manager is the pod runtime: it implements container.Runtime (and the other small
+// interfaces of internal/container) over the CRI client.
+type Manager struct {
+	cri         *cri.Client
 	images      ImageService
 	recorder    record.EventRecorder
 	pullSecrets func(pod *v1.Pod) []v1.Secret
@@ -118,8 +121,7 @@ type manager struct {
 	nodeIP      string
 	objects     objects.Getter
 	volumes     Volumes
-	conn        *grpc.ClientConn // nil when the caller owns the connection
-	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
+	ownsCRI     bool // NewManager dialled cri: Close closes it
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
 	actuated    ActuatedResources
@@ -148,7 +150,7 @@ type manager struct {
 }
 
 // step records one step of pod that began at start and ends now.
-func (m *manager) step(pod *v1.Pod, name, container, call, detail string, start time.Time, err error) {
+func (m *Manager) step(pod *v1.Pod, name, container, call, detail string, start time.Time, err error) {
 	s := timeline.Step{Name: name, Container: container, Call: call, Detail: detail, Start: start}
 	if err != nil {
 		s.Error = err.Error()
@@ -158,46 +160,30 @@ func (m *manager) step(pod *v1.Pod, name, container, call, detail string, start 
 
 // begin records a step of pod that begins now and shows as in progress until the returned
 // func ends it.
-func (m *manager) begin(pod *v1.Pod, name, container, call, detail string) func(detail string, err error) {
+func (m *Manager) begin(pod *v1.Pod, name, container, call, detail string) func(detail string, err error) {
 	return m.timeline.Begin(pod, timeline.Step{Name: name, Container: container, Call: call, Detail: detail})
 }
 
-func (m *manager) seccomp() seccompPolicy {
+func (m *Manager) seccomp() seccompPolicy {
 	return seccompPolicy{rootDir: m.rootDir, runtimeDefault: m.seccompDefault}
 }
 
-// NewManager dials opts.Endpoint and returns a Manager. The returned value also implements
-// io.Closer, which closes the connection.
-func NewManager(opts Options) (container.Runtime, error) {
-	if opts.Endpoint == "" {
-		return nil, errors.New("runtime: no CRI endpoint")
+// NewManager returns a Manager over opts.CRI, or over a connection it dials to opts.Endpoint.
+// Close closes a connection it dialled.
+func NewManager(opts Options) (*Manager, error) {
+	if opts.CRI != nil {
+		return newManager(opts.CRI, opts), nil
 	}
-	conn, err := Dial(opts.Endpoint)
+	client, err := cri.Connect(opts.Endpoint, opts.ImageEndpoint, opts.RequestTimeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	imgConn := conn
-	if opts.ImageEndpoint != "" && opts.ImageEndpoint != opts.Endpoint {
-		if imgConn, err = Dial(opts.ImageEndpoint); err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("image service: %w", err)
-		}
-	}
-	m := newManager(runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(imgConn), opts)
-	m.conn, m.imgConn = conn, imgConn
+	m := newManager(client, opts)
+	m.ownsCRI = true
 	return m, nil
 }
 
-// NewManagerWithClient returns a Manager over already dialled CRI clients; opts.Endpoint is
-// ignored.
-func NewManagerWithClient(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) container.Runtime {
-	return newManager(rt, img, opts)
-}
-
-func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) *manager {
-	if opts.RequestTimeout <= 0 {
-		opts.RequestTimeout = DefaultRequestTimeout
-	}
+func newManager(client *cri.Client, opts Options) *Manager {
 	if opts.RootDir == "" {
 		opts.RootDir = "/var/lib/kubelet"
 	}
@@ -213,7 +199,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	if opts.Images == nil {
 		// With a client given NewManager cannot fail.
 		opts.Images, _ = images.NewManager(images.Options{
-			Client: img, Recorder: opts.Recorder, Serialize: true, RequestTimeout: opts.RequestTimeout,
+			CRI: client, Recorder: opts.Recorder, Serialize: true,
 		})
 	}
 	if opts.Features == nil {
@@ -222,8 +208,8 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	if opts.PullSecrets == nil {
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
 	}
-	return &manager{
-		cri:              &criClient{rt: rt, img: img, timeout: opts.RequestTimeout},
+	return &Manager{
+		cri:              client,
 		images:           opts.Images,
 		recorder:         opts.Recorder,
 		pullSecrets:      opts.PullSecrets,
@@ -245,20 +231,17 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	}
 }
 
-// Close closes the connection NewManager dialled.
-func (m *manager) Close() error {
-	if m.conn == nil {
+// Close closes the connection NewManager dialled, if it dialled one.
+func (m *Manager) Close() error {
+	if !m.ownsCRI {
 		return nil
 	}
-	if m.imgConn != m.conn {
-		_ = m.imgConn.Close()
-	}
-	return m.conn.Close()
+	return m.cri.Close()
 }
 
 // Status returns an error unless the runtime reports RuntimeReady and NetworkReady.
-func (m *manager) Status(ctx context.Context) error {
-	resp, err := m.cri.status(ctx)
+func (m *Manager) Status(ctx context.Context) error {
+	resp, err := m.cri.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime status: %w", err)
 	}
@@ -281,8 +264,8 @@ func (m *manager) Status(ctx context.Context) error {
 }
 
 // Version returns the runtime's name and version.
-func (m *manager) Version(ctx context.Context) (string, string, error) {
-	resp, err := m.cri.version(ctx)
+func (m *Manager) Version(ctx context.Context) (string, string, error) {
+	resp, err := m.cri.Version(ctx)
 	if err != nil {
 		return "", "", fmt.Errorf("runtime version: %w", err)
 	}
@@ -290,11 +273,11 @@ func (m *manager) Version(ctx context.Context) (string, string, error) {
 }
 
 // podDir is where nodelet keeps a pod's files (volumes, termination messages, /etc/hosts).
-func (m *manager) podDir(uid string) string {
+func (m *Manager) podDir(uid string) string {
 	return filepath.Join(m.rootDir, "pods", uid)
 }
 
 // podLogDir is the sandbox log directory: /var/log/pods/<ns>_<name>_<uid>.
-func (m *manager) podLogDir(pod *v1.Pod) string {
+func (m *Manager) podLogDir(pod *v1.Pod) string {
 	return filepath.Join(m.podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
 }

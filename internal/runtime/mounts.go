@@ -39,7 +39,7 @@ type Volumes interface {
 }
 
 // volumeDevices are the block volumes the container maps (volumeDevices), as CRI devices.
-func (m *manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Device, error) {
+func (m *Manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Device, error) {
 	var out []*runtimeapi.Device
 	for _, vd := range c.VolumeDevices {
 		if m.volumes == nil {
@@ -57,7 +57,7 @@ func (m *manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Dev
 // containerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
 // the termination message file. vars are the container's environment, which subPathExpr
 // expands from.
-func (m *manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
+func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
 	var supportsRRO *bool // looked up on the first mount asking for recursive read-only
@@ -172,7 +172,7 @@ func terminationMessagePath(c *v1.Container) string {
 
 // newTerminationMessageFile creates an empty, world-writable file for one container instance
 // to write its termination message into.
-func (m *manager) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (string, error) {
+func (m *Manager) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (string, error) {
 	dir := filepath.Join(m.podDir(string(pod.UID)), "containers", c.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("termination message dir: %w", err)
@@ -191,14 +191,14 @@ func (m *manager) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (strin
 	return path, os.Chmod(path, 0o666)
 }
 
-func (m *manager) etcHostsFile(pod *v1.Pod) string {
+func (m *Manager) etcHostsFile(pod *v1.Pod) string {
 	return filepath.Join(m.podDir(string(pod.UID)), "etc-hosts")
 }
 
 // ensureEtcHosts returns the pod's hosts file, writing it only if this sandbox has none yet:
 // a restarted container gets the file its predecessors saw, with whatever they edited in it.
 // A new sandbox (new IPs) drops the file first (forgetEtcHosts).
-func (m *manager) ensureEtcHosts(pod *v1.Pod, podIPs []string) (string, error) {
+func (m *Manager) ensureEtcHosts(pod *v1.Pod, podIPs []string) (string, error) {
 	path := m.etcHostsFile(pod)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		return path, nil
@@ -207,7 +207,7 @@ func (m *manager) ensureEtcHosts(pod *v1.Pod, podIPs []string) (string, error) {
 }
 
 // forgetEtcHosts removes the hosts file of the pod's previous sandbox, whose IPs it names.
-func (m *manager) forgetEtcHosts(pod *v1.Pod) error {
+func (m *Manager) forgetEtcHosts(pod *v1.Pod) error {
 	if err := os.Remove(m.etcHostsFile(pod)); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("remove the previous sandbox's hosts file: %w", err)
 	}
@@ -217,7 +217,7 @@ func (m *manager) forgetEtcHosts(pod *v1.Pod) error {
 // writeEtcHosts writes the pod's hosts file. A host-network pod sees the node's own file with
 // spec.hostAliases appended; any other pod gets a managed file: localhost entries, the pod's
 // own name on its IPs, then spec.hostAliases.
-func (m *manager) writeEtcHosts(pod *v1.Pod, podIPs []string) error {
+func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string) error {
 	content, err := m.etcHostsContent(pod, podIPs)
 	if err != nil {
 		return err
@@ -231,7 +231,7 @@ func (m *manager) writeEtcHosts(pod *v1.Pod, podIPs []string) error {
 	return nil
 }
 
-func (m *manager) etcHostsContent(pod *v1.Pod, podIPs []string) (string, error) {
+func (m *Manager) etcHostsContent(pod *v1.Pod, podIPs []string) (string, error) {
 	if pod.Spec.HostNetwork {
 		node, err := os.ReadFile(m.hostEtcHosts)
 		if err != nil {

@@ -9,10 +9,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-var _ container.ContainerKiller = (*manager)(nil)
+var _ container.ContainerKiller = (*Manager)(nil)
 
 // KillContainer implements ContainerKiller with the same stopping logic KillPod uses.
-func (m *manager) KillContainer(ctx context.Context, pod *v1.Pod, containerID string, gracePeriod int64, message string) error {
+func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, containerID string, gracePeriod int64, message string) error {
 	if i := strings.Index(containerID, "://"); i >= 0 {
 		containerID = containerID[i+3:]
 	}

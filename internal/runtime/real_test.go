@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +29,7 @@ import (
 
 const realPodLogsDir = "/var/log/pods"
 
-func realManager(t *testing.T) container.Runtime {
+func realManager(t *testing.T) *Manager {
 	t.Helper()
 	endpoint := os.Getenv("NODELET_E2E_CRI")
 	if endpoint == "" {
@@ -44,7 +43,7 @@ func realManager(t *testing.T) container.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.(io.Closer).Close() })
+	t.Cleanup(func() { m.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Status(ctx); err != nil {
@@ -79,7 +78,7 @@ func cleanupRealPod(t *testing.T, pod *v1.Pod) {
 	if err != nil {
 		return
 	}
-	defer m.(io.Closer).Close()
+	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = m.KillPod(ctx, pod, nil, 0)
@@ -281,8 +280,8 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 
 	// The sandbox dies (as after a runtime restart): SyncPod replaces it, attempt 1, and the
 	// container follows with restart count 1 and a new log file.
-	mm := m.(*manager)
-	if err := mm.cri.stopPodSandbox(ctx, first.Sandboxes[0].ID); err != nil {
+
+	if err := m.cri.StopPodSandbox(ctx, first.Sandboxes[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	sync()
@@ -298,7 +297,7 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 
 	// Starting it in the new sandbox counted as a restart, so a crash now waits out the
 	// first 10s back-off before the next restart.
-	if err := mm.cri.stopContainer(ctx, second.FindContainer("main").ID, 0); err != nil {
+	if err := m.cri.StopContainer(ctx, second.FindContainer("main").ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	res := sync()

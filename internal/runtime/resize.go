@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -92,7 +91,7 @@ func (p resizePlan) empty() bool { return len(p.update) == 0 && !p.restart }
 // computeResize compares each running resizable container (app containers and sidecars)
 // with what is in effect: per the container's resizePolicy it is restarted (added to a's kills
 // and starts) or updated in place (returned).
-func (m *manager) computeResize(pod *v1.Pod, status *container.PodStatus, a *podActions) resizePlan {
+func (m *Manager) computeResize(pod *v1.Pod, status *container.PodStatus, a *podActions) resizePlan {
 	var plan resizePlan
 	if m.actuated == nil || a.sandbox == nil {
 		return plan
@@ -173,7 +172,7 @@ func resizeFromCRI(r *runtimeapi.ContainerResources) *container.ContainerResourc
 }
 
 // recordActuated notes the resources a container is about to be created with.
-func (m *manager) recordActuated(pod *v1.Pod, c *v1.Container) error {
+func (m *Manager) recordActuated(pod *v1.Pod, c *v1.Container) error {
 	if m.actuated == nil {
 		return nil
 	}
@@ -181,11 +180,4 @@ func (m *manager) recordActuated(pod *v1.Pod, c *v1.Container) error {
 		return fmt.Errorf("recording the container's resources: %w", err)
 	}
 	return nil
-}
-
-func (c *criClient) updateContainerResources(ctx context.Context, id string, r *runtimeapi.LinuxContainerResources) error {
-	ctx, cancel := c.long(ctx)
-	defer cancel()
-	_, err := c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: r})
-	return err
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // sandboxConfig builds the CRI config of pod's sandbox for attempt.
-func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	dnsCfg, err := m.dns.podDNSConfig(pod)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ const maxFQDNHostname = 64
 
 // fqdnHostname returns the pod's fully qualified name when it asks for it as its hostname
 // (setHostnameAsFQDN with a subdomain), else hostname unchanged.
-func (m *manager) fqdnHostname(pod *v1.Pod, hostname string) (string, error) {
+func (m *Manager) fqdnHostname(pod *v1.Pod, hostname string) (string, error) {
 	if pod.Spec.HostNetwork || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN || pod.Spec.Subdomain == "" {
 		return hostname, nil
 	}
@@ -214,7 +214,7 @@ type sandboxInfo struct {
 }
 
 // createSandbox makes the pod's log directory and runs a new sandbox for attempt.
-func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
+func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
 	cfg, err := m.sandboxConfig(pod, attempt)
 	if err != nil {
 		return nil, err // says what it could not build
@@ -234,14 +234,14 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	metrics.StartedPod()
 	start := time.Now()
 	sandboxDone := m.begin(pod, timeline.SandboxCreated, "", "RunPodSandbox", handler)
-	id, err := m.cri.runPodSandbox(ctx, cfg, handler)
+	id, err := m.cri.RunPodSandbox(ctx, cfg, handler)
 	metrics.RanPodSandbox(handler, time.Since(start), err != nil)
 	if err != nil {
 		metrics.StartPodFailed()
 		sandboxDone("", err)
 		return nil, fmt.Errorf("run pod sandbox: %w", err)
 	}
-	st, err := m.cri.podSandboxStatus(ctx, id)
+	st, err := m.cri.PodSandboxStatus(ctx, id)
 	if err != nil {
 		sandboxDone("", err)
 		return nil, fmt.Errorf("sandbox %s status: %w", id, err)

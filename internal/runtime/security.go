@@ -164,7 +164,7 @@ func runAsNonRoot(pod *v1.Pod, c *v1.Container) bool {
 
 // verifyRunAsNonRoot refuses a container that must run as non-root but would run as root:
 // by its runAsUser, or, without one, by its image's user.
-func (m *manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container, sc *runtimeapi.LinuxContainerSecurityContext, imageRef string) error {
+func (m *Manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container, sc *runtimeapi.LinuxContainerSecurityContext, imageRef string) error {
 	if !runAsNonRoot(pod, c) {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (m *manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Con
 		}
 		return nil
 	}
-	uid, user, err := m.cri.imageUser(ctx, imageRef)
+	uid, user, err := m.imageUser(ctx, imageRef)
 	if err != nil {
 		return fmt.Errorf("cannot read the image's user to verify runAsNonRoot: %w", err)
 	}
@@ -190,4 +190,19 @@ func (m *manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Con
 		return fmt.Errorf("container has runAsNonRoot and image will run as root %s", where)
 	}
 	return nil
+}
+
+// imageUser returns the user an image runs as: its uid when numeric, else its user name.
+func (m *Manager) imageUser(ctx context.Context, image string) (*int64, string, error) {
+	img, err := m.cri.ImageStatus(ctx, image)
+	if err != nil {
+		return nil, "", err
+	}
+	if img == nil {
+		return nil, "", fmt.Errorf("image %s not present", image)
+	}
+	if uid := img.GetUid(); uid != nil {
+		return &uid.Value, "", nil
+	}
+	return nil, img.GetUsername(), nil
 }

@@ -8,22 +8,23 @@ import (
 	"time"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // GetPodStatus reads every sandbox and container (dead ones too) the runtime holds for uid.
-func (m *manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
 	selector := map[string]string{container.LabelPodUID: string(uid)}
-	sandboxes, err := m.cri.listPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	sandboxes, err := m.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
 	status := &container.PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: time.Now()}
 	for _, sb := range sandboxes {
-		st, err := m.cri.podSandboxStatus(ctx, sb.Id)
+		st, err := m.cri.PodSandboxStatus(ctx, sb.Id)
 		if err != nil {
-			if isNotFound(err) {
+			if cri.IsNotFound(err) {
 				continue // removed between list and status
 			}
 			return nil, fmt.Errorf("sandbox %s status: %w", sb.Id, err)
@@ -38,14 +39,14 @@ func (m *manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		}
 	}
 
-	containers, err := m.cri.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	containers, err := m.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
 	for _, c := range containers {
-		st, err := m.cri.containerStatus(ctx, c.Id)
+		st, err := m.cri.ContainerStatus(ctx, c.Id)
 		if err != nil {
-			if isNotFound(err) {
+			if cri.IsNotFound(err) {
 				continue
 			}
 			return nil, fmt.Errorf("container %s status: %w", c.Id, err)
@@ -57,12 +58,12 @@ func (m *manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 }
 
 // GetPods lists the runtime's pods with two CRI calls, grouped by the pod UID label.
-func (m *manager) GetPods(ctx context.Context, all bool) ([]*container.RunningPod, error) {
-	sandboxes, err := m.cri.listPodSandbox(ctx, nil)
+func (m *Manager) GetPods(ctx context.Context, all bool) ([]*container.RunningPod, error) {
+	sandboxes, err := m.cri.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	containers, err := m.cri.listContainers(ctx, nil)
+	containers, err := m.cri.ListContainers(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
@@ -137,7 +138,7 @@ func sandboxStatusFromCRI(st *runtimeapi.PodSandboxStatus) *container.SandboxSta
 
 // containerStatusFromCRI converts a CRI status; for exited containers it reads the termination
 // message.
-func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandboxID string) *container.ContainerStatus {
+func (m *Manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandboxID string) *container.ContainerStatus {
 	cs := &container.ContainerStatus{
 		ID:         st.Id,
 		Name:       containerName(st.Labels, st.Metadata),

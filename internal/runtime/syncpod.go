@@ -28,7 +28,7 @@ const (
 // SyncPod computes what the pod needs and then does it: sandbox, next init container or the
 // app containers, each restart gated by crash-loop back-off, then any ephemeral container
 // not started yet (those never wait for init containers and are never restarted).
-func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, backoff *flowcontrol.Backoff) container.SyncResult {
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, backoff *flowcontrol.Backoff) container.SyncResult {
 	res := container.SyncResult{Waiting: map[string]container.WaitingReason{}}
 	if status == nil {
 		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
@@ -107,7 +107,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 }
 
 // replaceSandboxPrep kills what still runs of the pod before its sandbox is replaced.
-func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *container.PodStatus) error {
+func (m *Manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *container.PodStatus) error {
 	if len(status.Sandboxes) == 0 {
 		return nil
 	}
@@ -125,7 +125,7 @@ func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *c
 
 // startContainer pulls, creates and starts one container instance, unless crash-loop back-off
 // holds it. Failures land in res.Waiting with their reason.
-func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *container.SyncResult) {
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *container.SyncResult) {
 	c := s.spec
 	ref := images.ContainerRef(pod, c)
 	if s.prev != nil {
@@ -181,7 +181,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
 	createDone := m.begin(pod, timeline.ContainerCreated, c.Name, "CreateContainer", attempt)
-	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
+	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
 	createDone("", err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
@@ -190,7 +190,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	startDone := m.begin(pod, timeline.ContainerStarted, c.Name, "StartContainer", attempt)
-	err = m.cri.startContainer(ctx, id)
+	err = m.cri.StartContainer(ctx, id)
 	startDone("", err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -29,7 +27,7 @@ const (
 // terminationMessage returns an exited container's message: the file behind its
 // terminationMessagePath, or under FallbackToLogsOnError with an empty file and a failure,
 // the tail of its log.
-func (m *manager) terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
+func (m *Manager) terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
 	termPath := st.Annotations[container.AnnotationTermPath]
 	msg := ""
 	for _, mnt := range st.Mounts {
@@ -108,8 +106,4 @@ func parseCRILogLine(line string) (text string, full bool, ok bool) {
 		text = parts[3]
 	}
 	return text, parts[2] != string(runtimeapi.LogTagPartial), true
-}
-
-func isNotFound(err error) bool {
-	return status.Code(err) == codes.NotFound
 }

@@ -36,7 +36,7 @@ func featuresReport(resp *runtimeapi.StatusResponse) runtimefeatures.Report {
 // true; for hostUsers: false, the pod's own range mapped from container ID 0, when the pod's
 // runtime handler supports user namespaces. Otherwise the sandbox is refused with upstream's
 // message rather than run with the host's IDs.
-func (m *manager) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+func (m *Manager) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
 	if m.usernsOff {
 		if pod.Spec.HostUsers == nil {
 			return nil, nil
@@ -94,7 +94,7 @@ func useSandboxUserNamespace(cfg *runtimeapi.ContainerConfig, sb *sandboxInfo) {
 
 // supportsRecursiveReadOnly says whether the pod's runtime handler reports recursive read-only
 // mounts; a handler that cannot be looked up does not.
-func (m *manager) supportsRecursiveReadOnly(pod *v1.Pod) bool {
+func (m *Manager) supportsRecursiveReadOnly(pod *v1.Pod) bool {
 	handler := ""
 	if m.runtimeHandler != nil {
 		var err error
@@ -157,7 +157,7 @@ func containerUser(st *runtimeapi.ContainerStatus) *container.ContainerUser {
 }
 
 // sandboxUserAndGroups sets the sandbox's user namespace and supplementalGroupsPolicy.
-func (m *manager) sandboxUserAndGroups(pod *v1.Pod, sc *runtimeapi.LinuxSandboxSecurityContext) error {
+func (m *Manager) sandboxUserAndGroups(pod *v1.Pod, sc *runtimeapi.LinuxSandboxSecurityContext) error {
 	userNS, err := m.podUserNamespace(pod)
 	if err != nil {
 		return err

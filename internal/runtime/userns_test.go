@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/userns"
 )
 

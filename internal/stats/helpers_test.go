@@ -17,7 +17,7 @@ import (
 	"github.com/nodelet/nodelet/internal/container"
 )
 
-// fakeRuntime is a hand-written runtime.StatsProvider.
+// fakeRuntime is a hand-written cri.StatsProvider.
 type fakeRuntime struct {
 	mu      sync.Mutex
 	stats   []*runtimeapi.ContainerStats

@@ -10,19 +10,19 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/volumes"
 )
 
 // emptyDirPlugin is the directory emptyDir volumes live in under a pod's volumes directory.
 const emptyDirPlugin = "kubernetes.io~empty-dir"
 
-func indexByID(stats []*runtimeapi.ContainerStats) map[string]*runtimeapi.ContainerStats {
-	out := make(map[string]*runtimeapi.ContainerStats, len(stats))
+func indexByID(stats []*cri.ContainerStats) map[string]*cri.ContainerStats {
+	out := make(map[string]*cri.ContainerStats, len(stats))
 	for _, s := range stats {
 		out[s.GetAttributes().GetId()] = s
 	}
@@ -31,7 +31,7 @@ func indexByID(stats []*runtimeapi.ContainerStats) map[string]*runtimeapi.Contai
 
 // podStats builds one entry per desired pod the runtime holds a sandbox for. fsys is nil for
 // CPU-and-memory-only summaries.
-func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.ContainerStats, fsys *filesystems, now time.Time) []statsapi.PodStats {
+func (p *Provider) podStats(ctx context.Context, crStats map[string]*cri.ContainerStats, fsys *filesystems, now time.Time) []statsapi.PodStats {
 	pods := []statsapi.PodStats{}
 	livePIDs := map[string]int{}
 	for _, pod := range p.d.Pods() {
@@ -88,7 +88,7 @@ func runningContainers(rs *container.PodStatus) []*container.ContainerStatus {
 	return out
 }
 
-func (p *Provider) containerStats(pod *v1.Pod, c *container.ContainerStatus, cs *runtimeapi.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
+func (p *Provider) containerStats(pod *v1.Pod, c *container.ContainerStatus, cs *cri.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
 	out := statsapi.ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.CreatedAt)}
 	if cpu := cs.GetCpu(); cpu != nil && cpu.GetUsageCoreNanoSeconds() != nil {
 		at := time.Unix(0, cpu.GetTimestamp())
@@ -109,8 +109,8 @@ func (p *Provider) containerStats(pod *v1.Pod, c *container.ContainerStatus, cs 
 
 // memoryStats converts CRI memory usage; with a memory limit, available is what is left of it
 // above the working set (as cAdvisor reports it).
-func memoryStats(mem *runtimeapi.MemoryUsage, limit uint64) *statsapi.MemoryStats {
-	val := func(v *runtimeapi.UInt64Value) *uint64 {
+func memoryStats(mem *cri.MemoryUsage, limit uint64) *statsapi.MemoryStats {
+	val := func(v *cri.UInt64Value) *uint64 {
 		if v == nil {
 			return nil
 		}

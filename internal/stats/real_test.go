@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
@@ -41,7 +41,8 @@ const (
 // realEnv is a runtime manager on the real runtime plus the pods a test started.
 type realEnv struct {
 	t       *testing.T
-	mgr     container.Runtime
+	mgr     *runtime.Manager
+	cri     *cri.Client
 	rootDir string
 
 	mu       sync.Mutex
@@ -55,24 +56,28 @@ func newRealEnv(t *testing.T) *realEnv {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
 	e := &realEnv{t: t, rootDir: t.TempDir(), statuses: map[types.UID]*container.PodStatus{}}
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := runtime.NewManager(runtime.Options{
-		Endpoint: endpoint, RootDir: e.rootDir, PodLogsDir: realLogsDir, Recorder: record.NewFakeRecorder(10000), NodeName: realNode,
+		CRI: client, RootDir: e.rootDir, PodLogsDir: realLogsDir, Recorder: record.NewFakeRecorder(10000), NodeName: realNode,
 		Volumes: volumestest.Start(t, e.rootDir),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.mgr = mgr
+	e.mgr, e.cri = mgr, client
 	t.Cleanup(func() {
 		e.removeAll()
-		mgr.(io.Closer).Close()
+		client.Close()
 	})
 	return e
 }
 
 func (e *realEnv) provider() *Provider {
 	return NewSummaryProvider(Deps{
-		NodeName: realNode, Runtime: e.mgr.(runtime.StatsProvider), RootDir: e.rootDir, PodLogsDir: realLogsDir,
+		NodeName: realNode, Runtime: e.cri, RootDir: e.rootDir, PodLogsDir: realLogsDir,
 		Pods: func() []*v1.Pod {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -263,9 +268,9 @@ func TestRealSummaryCostAt50Pods(t *testing.T) {
 	}
 	t.Logf("/stats/summary at %d pods: median %v", pods, median(t, 20, func() error { _, err := p.Summary(ctx); return err }))
 	t.Logf("only_cpu_and_memory at %d pods: median %v", pods, median(t, 20, func() error { _, err := p.CPUAndMemorySummary(ctx); return err }))
-	all, _ := e.mgr.(runtime.StatsProvider).ListContainerStats(ctx)
+	all, _ := e.cri.ListContainerStats(ctx)
 	t.Logf("of which CRI ListContainerStats (%d containers on the runtime): median %v", len(all),
-		median(t, 20, func() error { _, err := e.mgr.(runtime.StatsProvider).ListContainerStats(ctx); return err }))
+		median(t, 20, func() error { _, err := e.cri.ListContainerStats(ctx); return err }))
 }
 
 func median(t *testing.T, n int, f func() error) time.Duration {

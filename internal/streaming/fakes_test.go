@@ -23,7 +23,7 @@ import (
 	"github.com/nodelet/nodelet/internal/pod"
 )
 
-// fakeRuntime is a hand-written runtime.Streamer: it records requests and hands out URLs on
+// fakeRuntime is a hand-written cri.Streamer: it records requests and hands out URLs on
 // a fake streaming server.
 type fakeRuntime struct {
 	mu       sync.Mutex

@@ -38,6 +38,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
@@ -54,14 +55,18 @@ func startRealPod(t *testing.T) *realEnv {
 	if endpoint == "" {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rm, err := runtime.NewManager(runtime.Options{
-		Endpoint: endpoint, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods",
+		CRI: client, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods",
 		Recorder: record.NewFakeRecorder(1000), NodeName: "e2e-streaming",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rm.(io.Closer).Close() })
+	t.Cleanup(func() { client.Close() })
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	id := hex.EncodeToString(suffix)
@@ -112,7 +117,7 @@ func startRealPod(t *testing.T) *realEnv {
 
 	pods := pod.NewManager()
 	pods.Set(p)
-	h := New(Deps{Pods: pods, PodStatus: rm.GetPodStatus, Runtime: rm.(runtime.Streamer)})
+	h := New(Deps{Pods: pods, PodStatus: rm.GetPodStatus, Runtime: client})
 	srv := httptest.NewServer(mux(h))
 	t.Cleanup(srv.Close)
 	return &realEnv{pod: p, srv: srv}

@@ -21,7 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // PodLookup finds desired pods; *pod.Manager implements it.
@@ -38,7 +38,7 @@ type PodStatusFunc func(ctx context.Context, uid types.UID, name, namespace stri
 type Deps struct {
 	Pods      PodLookup
 	PodStatus PodStatusFunc
-	Runtime   runtime.Streamer
+	Runtime   cri.Streamer
 	// Transport dials the runtime's streaming server; nil dials it directly with a 30s
 	// connect timeout. Only its dialer (and TLS config, for https URLs) is used.
 	Transport http.RoundTripper
@@ -56,7 +56,7 @@ type Handlers struct {
 type server struct {
 	pods      PodLookup
 	podStatus PodStatusFunc
-	runtime   runtime.Streamer
+	runtime   cri.Streamer
 	transport http.RoundTripper
 }
 

@@ -1,4 +1,4 @@
-package runtime
+package cri
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func (f *fakeContainerd) handle(_ any, stream grpc.ServerStream) error {
 	return nil
 }
 
-func startFakeContainerd(t *testing.T, f *fakeContainerd) *manager {
+func startFakeContainerd(t *testing.T, f *fakeContainerd) *Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "fakectd")
 	if err != nil {
@@ -72,11 +72,12 @@ func startFakeContainerd(t *testing.T, f *fakeContainerd) *manager {
 	srv := grpc.NewServer(grpc.UnknownServiceHandler(f.handle), grpc.ForceServerCodec(bytesCodec{}))
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); os.RemoveAll(dir) })
-	m, err := NewManager(Options{Endpoint: "unix://" + sock, RootDir: t.TempDir()})
+	c, err := Connect("unix://"+sock, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.(*manager)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func TestWatchExitsFallsBackToContainerdTaskExits(t *testing.T) {

@@ -1,4 +1,4 @@
-package runtime
+package cri
 
 import (
 	"context"
@@ -12,24 +12,24 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-var _ container.ExitWatcher = (*manager)(nil)
+var _ container.ExitWatcher = (*Client)(nil)
 
 // WatchExits prefers CRI GetContainerEvents (containerd ≥ 1.7) and falls back to containerd's
 // own events service, which older containerd serves on the same socket.
-func (m *manager) WatchExits(ctx context.Context, exited func(containerID string)) error {
-	err := m.watchCRIEvents(ctx, exited)
-	if status.Code(err) != codes.Unimplemented || m.conn == nil {
+func (c *Client) WatchExits(ctx context.Context, exited func(containerID string)) error {
+	err := c.watchCRIEvents(ctx, exited)
+	if status.Code(err) != codes.Unimplemented || c.conn == nil {
 		return err
 	}
-	err = watchTaskExits(ctx, m.conn, exited)
+	err = watchTaskExits(ctx, c.conn, exited)
 	if status.Code(err) == codes.Unimplemented {
 		return container.ErrNoExitEvents
 	}
 	return err
 }
 
-func (m *manager) watchCRIEvents(ctx context.Context, exited func(string)) error {
-	stream, err := m.cri.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+func (c *Client) watchCRIEvents(ctx context.Context, exited func(string)) error {
+	stream, err := c.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	if err != nil {
 		return err
 	}
