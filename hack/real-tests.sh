@@ -41,8 +41,8 @@ run() {
 	fi
 }
 
-run "real containerd: runtime, logs, prober, stats, streaming" NODELET_E2E_CRI=$CRI -- \
-	./internal/runtime/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/ -run 'Real' \
+run "real containerd: runtime, images, logs, prober, stats, streaming" NODELET_E2E_CRI=$CRI -- \
+	./internal/runtime/ ./internal/images/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/ -run 'Real' \
 	-skip 'CostAt50Pods' # a measurement (prints figures, asserts none), not a test: run it by hand
 run "real API server: node registration, status and lease" \
 	NODELET_E2E_KUBECONFIG=$CP/node-nodetest.kubeconfig NODELET_E2E_ADMIN_KUBECONFIG=$ADMIN -- \

@@ -18,7 +18,7 @@ import (
 // without garbage collection (and n.containerGC, n.imageGC stay nil).
 func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool) {
 	kc, ref := n.cfg.Kubelet, gcNodeRef(n.cfg.NodeName)
-	containers, images := n.runtime, n.runtime
+	containers, images := n.runtime, n.images
 	policy := n.cfg.ContainerGC
 	cgc, err := gc.New(gc.Options{
 		Policy: gc.Policy{

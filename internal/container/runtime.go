@@ -62,7 +62,7 @@ type GarbageSource interface {
 }
 
 // ImageGarbageSource is what image garbage collection (internal/imagegc) needs from the
-// runtime. runtime.Manager implements it.
+// runtime. images.Manager, the owner of the image service, implements it.
 type ImageGarbageSource interface {
 	// ImagesInUse gives the image references (resolved ref and the image as created) of
 	// every container the runtime holds, dead ones and those of no Kubernetes pod included:
@@ -76,7 +76,7 @@ type ImageGarbageSource interface {
 }
 
 // ExitWatcher reports container exits as they happen, so the PLEG can relist at once instead
-// of finding them up to a relist period later.
+// of finding them up to a relist period later. cri.Client implements it.
 type ExitWatcher interface {
 	// WatchExits calls exited with the container's ID for every container that stops, until
 	// ctx ends or the stream breaks. It returns ErrNoExitEvents if the runtime has no such

@@ -233,6 +233,21 @@ func (m *Manager) imageID(ctx context.Context, image string) (string, error) {
 	return img.Id, nil
 }
 
+// ImageUser returns the user an image runs as: its uid when numeric, else its user name.
+func (m *Manager) ImageUser(ctx context.Context, image string) (*int64, string, error) {
+	img, err := m.imageStatus(ctx, image)
+	if err != nil {
+		return nil, "", err
+	}
+	if img == nil {
+		return nil, "", fmt.Errorf("image %s not present", image)
+	}
+	if uid := img.GetUid(); uid != nil {
+		return &uid.Value, "", nil
+	}
+	return nil, img.GetUsername(), nil
+}
+
 // imageStatus is the runtime's record of image, nil when it has none.
 func (m *Manager) imageStatus(ctx context.Context, image string) (*cri.Image, error) {
 	return m.cri.ImageStatus(ctx, image)

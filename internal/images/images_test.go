@@ -45,7 +45,7 @@ func newEnv(t *testing.T) *env {
 		clock:    clocktesting.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)),
 	}
 	e.mgr, err = NewManager(Options{
-		CRI: cri.New(nil, e.client, 0), Recorder: e.recorder, Serialize: true,
+		CRI: cri.New(runtimeapi.NewRuntimeServiceClient(conn), e.client, 0), Recorder: e.recorder, Serialize: true,
 		Backoff: flowcontrol.NewFakeBackOff(10*time.Second, 300*time.Second, e.clock),
 	})
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 func TestRemoveContainerTakesItsLogsAlong(t *testing.T) {
@@ -70,49 +68,4 @@ func TestRemoveSandboxStopsFirst(t *testing.T) {
 	if e.fake.CountCalls("StopPodSandbox") != 1 || e.fake.CountCalls("RemovePodSandbox") != 1 {
 		t.Errorf("calls %v", e.fake.Calls())
 	}
-}
-
-func TestImageGarbageSource(t *testing.T) {
-	e := newTestEnv(t)
-	e.fake.AddImage("example.com/other:1")
-	ctx := context.Background()
-	images, err := e.mgr.ListImages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(images) != 2 || images[0].Size == 0 {
-		t.Fatalf("images %+v", images)
-	}
-	if err := e.mgr.RemoveImage(ctx, fakecri.ImageID("example.com/other:1")); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.fake.Images(); len(got) != 1 || got[0] != testImage {
-		t.Errorf("images left %v", got)
-	}
-	// The fake reports no image filesystem.
-	if _, err := e.mgr.ImageFsMountpoint(ctx); err == nil {
-		t.Error("no error without an image filesystem")
-	}
-}
-
-// TestRealImageGarbageSource reads (never changes) a real runtime's images and image
-// filesystem; see real_test.go for NODELET_E2E_CRI.
-func TestRealImageGarbageSource(t *testing.T) {
-	src := realManager(t)
-	ctx := context.Background()
-	images, err := src.ListImages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, img := range images {
-		t.Logf("image %s tags %v digests %v size %d pinned %v", img.ID, img.RepoTags, img.RepoDigests, img.Size, img.Pinned)
-	}
-	mp, err := src.ImageFsMountpoint(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(mp); err != nil {
-		t.Errorf("image filesystem mountpoint %s: %v", mp, err)
-	}
-	t.Logf("image filesystem at %s", mp)
 }

@@ -87,6 +87,10 @@ type logsTestImages struct{}
 
 func (logsTestImages) ForgetPod(types.UID) {}
 
+func (logsTestImages) ImageUser(context.Context, string) (*int64, string, error) {
+	return nil, "", nil
+}
+
 func (logsTestImages) EnsureImage(context.Context, *v1.Pod, *v1.Container, []v1.Secret) (string, string, string, error) {
 	return "", "", "", nil
 }

@@ -28,6 +28,9 @@ type ImageService interface {
 	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error)
 	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
 	ForgetPod(uid types.UID)
+	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
+	// numeric, else its user name.
+	ImageUser(ctx context.Context, image string) (uid *int64, user string, err error)
 }
 
 // Options configure the runtime manager.

@@ -175,7 +175,7 @@ func (m *Manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Con
 		}
 		return nil
 	}
-	uid, user, err := m.imageUser(ctx, imageRef)
+	uid, user, err := m.images.ImageUser(ctx, imageRef)
 	if err != nil {
 		return fmt.Errorf("cannot read the image's user to verify runAsNonRoot: %w", err)
 	}
@@ -190,19 +190,4 @@ func (m *Manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Con
 		return fmt.Errorf("container has runAsNonRoot and image will run as root %s", where)
 	}
 	return nil
-}
-
-// imageUser returns the user an image runs as: its uid when numeric, else its user name.
-func (m *Manager) imageUser(ctx context.Context, image string) (*int64, string, error) {
-	img, err := m.cri.ImageStatus(ctx, image)
-	if err != nil {
-		return nil, "", err
-	}
-	if img == nil {
-		return nil, "", fmt.Errorf("image %s not present", image)
-	}
-	if uid := img.GetUid(); uid != nil {
-		return &uid.Value, "", nil
-	}
-	return nil, img.GetUsername(), nil
 }
