@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/metrics"
@@ -133,7 +134,7 @@ func (s semaphore) Unlock() { <-s }
 // (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName) and a message for the
 // container status, and an error wrapping the matching Err* value.
 func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error) {
-	ref := ContainerRef(pod, container)
+	ref := kubecontainer.ContainerRef(pod, container)
 	image := container.Image
 	if image == "" || strings.ContainsAny(image, " \t\n") {
 		msg = fmt.Sprintf("Failed to apply default image tag %q: invalid reference format", image)
@@ -321,26 +322,6 @@ func imageTag(image string) string {
 		return name[i+1:]
 	}
 	return "latest"
-}
-
-// ContainerRef is the object events about a container are recorded on: the pod, with a field
-// path naming the container, so they show up under the pod in `kubectl describe`.
-func ContainerRef(pod *v1.Pod, c *v1.Container) *v1.ObjectReference {
-	ref := &v1.ObjectReference{
-		Kind: "Pod", APIVersion: "v1", Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
-		ResourceVersion: pod.ResourceVersion,
-	}
-	if c == nil {
-		return ref
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name {
-			ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", c.Name)
-			return ref
-		}
-	}
-	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", c.Name)
-	return ref
 }
 
 // nodeKeyring is the node's docker config plus what credential provider plugins give for image.

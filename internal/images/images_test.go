@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
@@ -303,10 +304,10 @@ func TestContainerRefFieldPath(t *testing.T) {
 		InitContainers: []v1.Container{{Name: "setup"}},
 		Containers:     []v1.Container{{Name: "app"}},
 	}}
-	if got := ContainerRef(pod, &pod.Spec.InitContainers[0]).FieldPath; got != "spec.initContainers{setup}" {
+	if got := container.ContainerRef(pod, &pod.Spec.InitContainers[0]).FieldPath; got != "spec.initContainers{setup}" {
 		t.Errorf("init field path %q", got)
 	}
-	if got := ContainerRef(pod, &pod.Spec.Containers[0]).FieldPath; got != "spec.containers{app}" {
+	if got := container.ContainerRef(pod, &pod.Spec.Containers[0]).FieldPath; got != "spec.containers{app}" {
 		t.Errorf("app field path %q", got)
 	}
 }

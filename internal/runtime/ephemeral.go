@@ -12,7 +12,6 @@ import (
 
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/cri"
-	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
 )
 
@@ -36,7 +35,7 @@ func ephemeralToStart(pod *v1.Pod, status *container.PodStatus) []*v1.EphemeralC
 
 // ephemeralRef names an ephemeral container in events.
 func ephemeralRef(pod *v1.Pod, name string) *v1.ObjectReference {
-	ref := images.ContainerRef(pod, nil)
+	ref := container.ContainerRef(pod, nil)
 	ref.FieldPath = fmt.Sprintf("spec.ephemeralContainers{%s}", name)
 	return ref
 }

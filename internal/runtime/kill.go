@@ -23,7 +23,6 @@ import (
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/fsutil"
-	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -109,7 +108,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, running *conta
 	if gracePeriod < 0 {
 		grace = defaultGracePeriod
 	}
-	ref := images.ContainerRef(pod, &v1.Container{Name: c.Name})
+	ref := container.ContainerRef(pod, &v1.Container{Name: c.Name})
 	if message == "" {
 		message = fmt.Sprintf("Stopping container %s", c.Name)
 	}

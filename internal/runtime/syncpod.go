@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -53,7 +52,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		sb, err = m.createSandbox(ctx, pod, acts.attempt)
 		waitPulls()
 		if err != nil {
-			m.recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedCreatePodSandBox",
+			m.recorder.Eventf(container.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedCreatePodSandBox",
 				"Failed to create pod sandbox: %v", err)
 			res.Err = err
 			return res
@@ -111,7 +110,7 @@ func (m *Manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *c
 	if len(status.Sandboxes) == 0 {
 		return nil
 	}
-	m.recorder.Event(images.ContainerRef(pod, nil), v1.EventTypeNormal, "SandboxChanged",
+	m.recorder.Event(container.ContainerRef(pod, nil), v1.EventTypeNormal, "SandboxChanged",
 		"Pod sandbox changed, it will be killed and re-created.")
 	live := &container.RunningPod{UID: status.UID, Name: status.Name, Namespace: status.Namespace}
 	for _, sb := range status.Sandboxes {
@@ -127,7 +126,7 @@ func (m *Manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *c
 // holds it. Failures land in res.Waiting with their reason.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *container.SyncResult) {
 	c := s.spec
-	ref := images.ContainerRef(pod, c)
+	ref := container.ContainerRef(pod, c)
 	if s.prev != nil {
 		m.timeline.RecordOnce(pod, "exited/"+s.prev.ID, timeline.Step{Name: timeline.ContainerExited, Container: c.Name,
 			Start: s.prev.StartedAt, End: s.prev.FinishedAt, Detail: fmt.Sprintf("exit code %d %s", s.prev.ExitCode, s.prev.Reason)})
