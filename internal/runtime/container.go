@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/objects"
 )
 
@@ -21,22 +22,22 @@ const managedBy = "nodelet"
 // containerConfig builds the CRI config of one container instance. imageRef is what
 // EnsureImage returned.
 func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	ec := envContext{ctx: ctx, objects: objects.NewLookups(m.objects), pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
+	env := containeropts.EnvSource{Objects: objects.NewLookups(m.objects), Pod: pod, PodIPs: sb.ips, NodeName: m.nodeName, HostIP: m.nodeIP, Capacity: m.nodeCapacity()}
 	if m.serviceEnv != nil {
 		services, err := m.serviceEnv(pod)
 		if err != nil {
 			return nil, err
 		}
-		ec.services = services
+		env.Services = services
 	}
-	if pod.Spec.HostNetwork && ec.hostIP == "" && len(sb.ips) > 0 {
-		ec.hostIP = sb.ips[0]
+	if pod.Spec.HostNetwork && env.HostIP == "" && len(sb.ips) > 0 {
+		env.HostIP = sb.ips[0]
 	}
-	envs, vars, err := containerEnv(ec, c)
+	envs, vars, err := containeropts.ContainerEnv(ctx, env, c)
 	if err != nil {
 		return nil, err
 	}
-	cmd, args := expandCommand(c, vars)
+	cmd, args := containeropts.ExpandCommand(c, vars)
 	mounts, err := m.containerMounts(pod, c, sb.ips, vars)
 	if err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
-	sc := containerSecurity(pod, c, m.seccomp())
+	sc := containeropts.ContainerSecurity(pod, c, m.seccomp())
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, sc, imageRef); err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       linuxResources(pod, c, ec.capacity, !m.noCPUQuota),
+			Resources:       linuxResources(pod, c, env.Capacity, !m.noCPUQuota),
 			SecurityContext: sc,
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
@@ -119,7 +120,7 @@ type Manager struct {
 	pullSecrets func(pod *v1.Pod) []v1.Secret
 	rootDir     string
 	podLogsDir  string
-	dns         *dnsConfigurer
+	dns         *containeropts.DNS
 	nodeName    string
 	nodeIP      string
 	objects     objects.Getter
@@ -167,8 +168,8 @@ func (m *Manager) begin(pod *v1.Pod, name, container, call, detail string) func(
 	return m.timeline.Begin(pod, timeline.Step{Name: name, Container: container, Call: call, Detail: detail})
 }
 
-func (m *Manager) seccomp() seccompPolicy {
-	return seccompPolicy{rootDir: m.rootDir, runtimeDefault: m.seccompDefault}
+func (m *Manager) seccomp() containeropts.Seccomp {
+	return containeropts.Seccomp{RootDir: m.rootDir, RuntimeDefault: m.seccompDefault}
 }
 
 // NewManager returns a Manager over opts.CRI, or over a connection it dials to opts.Endpoint.
@@ -218,7 +219,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		pullSecrets:      opts.PullSecrets,
 		rootDir:          opts.RootDir,
 		podLogsDir:       opts.PodLogsDir,
-		dns:              newDNSConfigurer(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
+		dns:              containeropts.NewDNS(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
 		nodeName:         opts.NodeName,
 		nodeIP:           opts.NodeIP,
 		objects:          opts.Objects,

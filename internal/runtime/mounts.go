@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/atomicfile"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 const (
@@ -69,7 +71,7 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string,
 		if vm.RecursiveReadOnly != nil && supportsRRO == nil {
 			supportsRRO = ptr.To(m.supportsRecursiveReadOnly(pod))
 		}
-		rro, err := RecursiveReadOnly(vm, ptr.Deref(supportsRRO, false))
+		rro, err := container.RecursiveReadOnly(vm, ptr.Deref(supportsRRO, false))
 		if err != nil {
 			return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
 		}
@@ -137,7 +139,7 @@ func expandSubPath(vm v1.VolumeMount, vars map[string]string) (string, error) {
 		return "", fmt.Errorf("volume mount %q: subPathExpr %q must not contain backticks", vm.Name, vm.SubPathExpr)
 	}
 	missing := map[string]bool{}
-	expanded := expandVars(vm.SubPathExpr, func(name string) (string, bool) {
+	expanded := containeropts.ExpandVars(vm.SubPathExpr, func(name string) (string, bool) {
 		v, ok := vars[name]
 		if !ok || v == "" {
 			missing[name] = true
@@ -250,7 +252,7 @@ func (m *Manager) etcHostsContent(pod *v1.Pod, podIPs []string) (string, error) 
 	hostname, _ := podHostname(pod)
 	names := hostname
 	if pod.Spec.Subdomain != "" {
-		fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.clusterDomain)
+		fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.ClusterDomain())
 		names = fqdn + "\t" + hostname
 	}
 	var b strings.Builder

@@ -11,13 +11,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // sandboxConfig builds the CRI config of pod's sandbox for attempt.
 func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	dnsCfg, err := m.dns.podDNSConfig(pod)
+	dnsCfg, err := m.dns.PodDNSConfig(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (m *Manager) fqdnHostname(pod *v1.Pod, hostname string) (string, error) {
 	if pod.Spec.HostNetwork || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN || pod.Spec.Subdomain == "" {
 		return hostname, nil
 	}
-	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.clusterDomain)
+	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.ClusterDomain())
 	if len(fqdn) > maxFQDNHostname {
 		// API users match this message's start.
 		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
@@ -134,25 +135,25 @@ func criProtocol(p v1.Protocol) runtimeapi.Protocol {
 
 // sandboxLinuxConfig carries the pod-level security context: namespaces, users, seccomp,
 // sysctls. A sandbox must be privileged for any of its containers to be.
-func sandboxLinuxConfig(pod *v1.Pod, seccomp seccompPolicy) *runtimeapi.LinuxPodSandboxConfig {
+func sandboxLinuxConfig(pod *v1.Pod, seccomp containeropts.Seccomp) *runtimeapi.LinuxPodSandboxConfig {
 	sc := &runtimeapi.LinuxSandboxSecurityContext{
-		NamespaceOptions: namespaceOptions(pod),
+		NamespaceOptions: containeropts.NamespaceOptions(pod),
 		Privileged:       anyPrivileged(pod),
 	}
 	cfg := &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
-		sc.Seccomp = seccomp.profile(nil)
+		sc.Seccomp = seccomp.Profile(nil)
 		return cfg
 	}
-	sc.Seccomp = seccomp.profile(psc.SeccompProfile)
+	sc.Seccomp = seccomp.Profile(psc.SeccompProfile)
 	if psc.RunAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
 	}
 	if psc.RunAsGroup != nil {
 		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 	}
-	sc.SupplementalGroups = supplementalGroups(psc)
+	sc.SupplementalGroups = containeropts.SupplementalGroups(psc)
 	if len(psc.Sysctls) > 0 {
 		cfg.Sysctls = map[string]string{}
 		for _, s := range psc.Sysctls {
@@ -160,39 +161,6 @@ func sandboxLinuxConfig(pod *v1.Pod, seccomp seccompPolicy) *runtimeapi.LinuxPod
 		}
 	}
 	return cfg
-}
-
-// namespaceOptions maps hostNetwork/hostPID/hostIPC and shareProcessNamespace to CRI modes.
-func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
-	ns := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
-	}
-	if pod.Spec.HostNetwork {
-		ns.Network = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		ns.Pid = runtimeapi.NamespaceMode_POD
-	}
-	if pod.Spec.HostPID {
-		ns.Pid = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostIPC {
-		ns.Ipc = runtimeapi.NamespaceMode_NODE
-	}
-	return ns
-}
-
-func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
-	if psc == nil {
-		return nil
-	}
-	groups := append([]int64(nil), psc.SupplementalGroups...)
-	if psc.FSGroup != nil {
-		groups = append(groups, *psc.FSGroup)
-	}
-	return groups
 }
 
 func anyPrivileged(pod *v1.Pod) bool {
