@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -56,14 +55,10 @@ func TestSeccompAndAppArmorProfiles(t *testing.T) {
 	}
 }
 
+// newPod is a pod of containers with the annotations map AppArmor's legacy keys go into.
 func newPod(name string, containers ...v1.Container) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
-			Labels: map[string]string{"app": name}, Annotations: map[string]string{"note": "x"},
-		},
-		Spec: v1.PodSpec{Containers: containers, RestartPolicy: v1.RestartPolicyAlways},
-	}
+	meta := metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{}}
+	return &v1.Pod{ObjectMeta: meta, Spec: v1.PodSpec{Containers: containers}}
 }
 
 func ctr(name string) v1.Container { return v1.Container{Name: name, Image: "busybox"} }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nodelet/nodelet/internal/container"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 var _ container.ExitWatcher = (*Client)(nil)

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/container"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // taskExitEnvelope encodes containerd's Envelope carrying a TaskExit, as containerd 1.6 sends it.

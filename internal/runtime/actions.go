@@ -3,8 +3,9 @@ package runtime
 import (
 	"fmt"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // containerStart is one container instance SyncPod should create and start.

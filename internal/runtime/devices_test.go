@@ -5,9 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func debugger(name, target string) v1.EphemeralContainer {

@@ -8,10 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 var _ container.GarbageSource = (*Manager)(nil)

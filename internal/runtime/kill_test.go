@@ -12,11 +12,12 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func TestKillPodStopsContainersAndSandbox(t *testing.T) {

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/cri"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 var (

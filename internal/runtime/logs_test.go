@@ -5,14 +5,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 func TestContainerLogAndRunningContainerLogs(t *testing.T) {

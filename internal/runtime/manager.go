@@ -1,3 +1,8 @@
+// Package runtime is the pod runtime: it turns a desired pod into CRI calls (sandbox, image
+// pulls through internal/images, init and sidecar containers in order, app containers with
+// crash-loop back-off, in-place resize, kills with preStop) and reads back what the runtime
+// holds as container.PodStatus. Container options come from internal/containeropts, every CRI
+// call goes through internal/cri.
 package runtime
 
 import (

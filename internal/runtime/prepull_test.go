@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // eventReasons keeps the reason (second word) of each recorded event.

@@ -12,8 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // runPreStop runs a preStop handler (exec, httpGet or sleep) within timeout. tcpSocket

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 var _ container.ContainerKiller = (*Manager)(nil)

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func sidecarCtr(name string) v1.Container {

@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // GetPodStatus reads every sandbox and container (dead ones too) the runtime holds for uid.

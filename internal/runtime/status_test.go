@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func TestGetPodStatusSortsAndCountsRestarts(t *testing.T) {

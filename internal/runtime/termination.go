@@ -7,10 +7,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nodelet/nodelet/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 const (
