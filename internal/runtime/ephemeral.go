@@ -94,7 +94,7 @@ func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
+	m.logLinks.Link(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started ephemeral container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "target", ec.TargetContainerName)
 }
 

@@ -34,7 +34,7 @@ func (m *Manager) RemoveContainer(ctx context.Context, id string) error {
 	}
 	removeLogFiles(st.LogPath)
 	labels := st.GetLabels()
-	m.unlinkContainerLog(labels[container.LabelPodName], labels[container.LabelPodNamespace], containerName(labels, st.Metadata), id)
+	m.logLinks.Unlink(labels[container.LabelPodName], labels[container.LabelPodNamespace], containerName(labels, st.Metadata), id)
 	if err := m.cri.RemoveContainer(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 func TestRemoveContainerTakesItsLogsAlong(t *testing.T) {
@@ -23,7 +25,7 @@ func TestRemoveContainerTakesItsLogsAlong(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	link := containerLogLink(e.mgr.containerLogsDir, pod.Name, pod.Namespace, "app", dead.ID)
+	link := containeropts.LinkName(e.mgr.logLinks.Dir, pod.Name, pod.Namespace, "app", dead.ID)
 	if _, err := os.Lstat(link); err != nil {
 		t.Fatalf("no symlink to begin with: %v", err)
 	}

@@ -192,7 +192,7 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s files: %w", uid, err)
 	}
-	m.removeDanglingLogLinks()
+	m.logLinks.RemoveDangling()
 	m.forgetPod(uid)
 	return nil
 }

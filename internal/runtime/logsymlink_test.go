@@ -15,7 +15,7 @@ func TestContainerLogSymlinkFollowsTheContainer(t *testing.T) {
 	pod := newPod("web", ctr("app", "sleep", "60"))
 	e.sync(pod)
 	id := e.running("app").ID
-	link := filepath.Join(e.mgr.containerLogsDir, "web_default_app-"+id+".log")
+	link := filepath.Join(e.mgr.logLinks.Dir, "web_default_app-"+id+".log")
 	target, err := os.Readlink(link)
 	if err != nil {
 		t.Fatalf("no symlink for the started container: %v", err)

@@ -197,7 +197,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
+	m.logLinks.Link(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)
 	if err := m.runPostStart(ctx, pod, c, id, sb, ref); err != nil {
 		res.Waiting[c.Name] = container.WaitingReason{Reason: ReasonPostStartHookError, Message: err.Error()}
