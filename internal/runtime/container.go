@@ -128,3 +128,18 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[s
 	}
 	return a, nil
 }
+
+// applyDevices adds the container's device plugin allocation to cfg.
+func (m *Manager) applyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+	if m.devices == nil {
+		return nil
+	}
+	a, err := m.devices(ctx, pod, c)
+	if err != nil {
+		return fmt.Errorf("allocating devices: %w", err)
+	}
+	if a != nil {
+		containeropts.ApplyDevices(cfg, a)
+	}
+	return nil
+}

@@ -9,14 +9,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {
 	var asked []string
 	e := newTestEnv(t, func(o *Options) {
-		o.Devices = func(_ context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error) {
+		o.Devices = func(_ context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
 			asked = append(asked, pod.Name+"/"+c.Name)
-			return &DeviceAllocation{
+			return &containeropts.DeviceAllocation{
 				Envs:        map[string]string{"DEV": "0", "OWN": "plugin"},
 				Mounts:      []*runtimeapi.Mount{{ContainerPath: "/run/dev", HostPath: "/var/run/dev", Readonly: true}},
 				Devices:     []*runtimeapi.Device{{ContainerPath: "/dev/fake0", HostPath: "/dev/fake0", Permissions: "rw"}},
@@ -61,7 +62,7 @@ func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {
 
 func TestDeviceAllocationFailureFailsContainerCreation(t *testing.T) {
 	e := newTestEnv(t, func(o *Options) {
-		o.Devices = func(context.Context, *v1.Pod, *v1.Container) (*DeviceAllocation, error) {
+		o.Devices = func(context.Context, *v1.Pod, *v1.Container) (*containeropts.DeviceAllocation, error) {
 			return nil, errors.New("plugin gone")
 		}
 	})

@@ -84,7 +84,7 @@ type Options struct {
 	Volumes Volumes
 	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
 	// nil means none. An error fails the container's creation, which is retried.
-	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
 	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
 	// the runtime's default to every pod. An error fails the sandbox's creation.
 	RuntimeHandler func(pod *v1.Pod) (string, error)
@@ -131,7 +131,7 @@ type Manager struct {
 	objects     objects.Getter
 	volumes     Volumes
 	ownsCRI     bool // NewManager dialled cri: Close closes it
-	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
 	actuated    ActuatedResources
 	podCgroups  PodCgroups
