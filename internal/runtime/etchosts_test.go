@@ -46,7 +46,7 @@ func TestEtcHostsWrittenOncePerSandbox(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the previous sandbox's hosts file is still there: %v", err)
 	}
-	if p, err := e.mgr.ensureEtcHosts(pod, []string{"10.85.0.77"}); err != nil || p != path {
+	if p, err := e.mgr.etcHosts.Ensure(pod, []string{"10.85.0.77"}); err != nil || p != path {
 		t.Fatalf("ensureEtcHosts: %q, %v", p, err)
 	}
 	if now, _ := os.ReadFile(path); strings.Contains(string(now), "added-by-the-app") || !strings.Contains(string(now), "10.85.0.77\thosts\n") {
@@ -69,9 +69,9 @@ func TestHostAliasesCannotInjectLines(t *testing.T) {
 		for _, hostNet := range []bool{false, true} {
 			pod := newPod("alias", ctr("app"))
 			pod.Spec.HostNetwork = hostNet
-			e.mgr.hostEtcHosts = "/etc/hosts"
+			e.mgr.etcHosts.NodeHostsFile = "/etc/hosts"
 			pod.Spec.HostAliases = append(pod.Spec.HostAliases, hostAlias(bad.ip, bad.name))
-			content, err := e.mgr.etcHostsContent(pod, []string{"10.85.0.9"})
+			content, err := e.mgr.etcHosts.Content(pod, []string{"10.85.0.9"})
 			if err == nil || !strings.Contains(err.Error(), "spec.hostAliases[0]") {
 				t.Errorf("alias %q %q (hostNetwork %v): %v, content:\n%s", bad.ip, bad.name, hostNet, err, content)
 			}
@@ -79,7 +79,7 @@ func TestHostAliasesCannotInjectLines(t *testing.T) {
 	}
 	pod := newPod("alias", ctr("app"))
 	pod.Spec.HostAliases = append(pod.Spec.HostAliases, hostAlias("2001:db8::1", "foo.local", "bar"))
-	content, err := e.mgr.etcHostsContent(pod, []string{"10.85.0.9"})
+	content, err := e.mgr.etcHosts.Content(pod, []string{"10.85.0.9"})
 	if err != nil || !strings.HasSuffix(content, "2001:db8::1\tfoo.local\tbar\n") {
 		t.Fatalf("valid alias: %v\n%s", err, content)
 	}

@@ -141,11 +141,10 @@ type Manager struct {
 	timeline       *timeline.Recorder
 	seccompDefault bool
 	noCPUQuota     bool
-	// logLinks keeps the per-container log symlinks; hostEtcHosts is the node's hosts file,
-	// copied for host-network pods.
-	logLinks     containeropts.LogLinks
-	hostEtcHosts string
-	serviceEnv   func(pod *v1.Pod) ([]v1.EnvVar, error)
+	// logLinks keeps the per-container log symlinks; etcHosts writes the pods' hosts files.
+	logLinks   containeropts.LogLinks
+	etcHosts   containeropts.EtcHosts
+	serviceEnv func(pod *v1.Pod) ([]v1.EnvVar, error)
 
 	// prepulled holds image outcomes PullImages got ahead of a start, each used once.
 	prepulled *utilcache.LRUExpireCache
@@ -217,22 +216,23 @@ func newManager(client *cri.Client, opts Options) *Manager {
 	if opts.PullSecrets == nil {
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
 	}
+	dns := containeropts.NewDNS(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain)
 	return &Manager{
-		cri:          client,
-		images:       opts.Images,
-		recorder:     opts.Recorder,
-		pullSecrets:  opts.PullSecrets,
-		rootDir:      opts.RootDir,
-		podLogsDir:   opts.PodLogsDir,
-		dns:          containeropts.NewDNS(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
-		nodeName:     opts.NodeName,
-		nodeIP:       opts.NodeIP,
-		objects:      opts.Objects,
-		volumes:      opts.Volumes,
-		logLinks:     containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
-		serviceEnv:   opts.ServiceEnv,
-		hostEtcHosts: etcHostsPath,
-		podCgroup:    opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		cri:         client,
+		images:      opts.Images,
+		recorder:    opts.Recorder,
+		pullSecrets: opts.PullSecrets,
+		rootDir:     opts.RootDir,
+		podLogsDir:  opts.PodLogsDir,
+		dns:         dns,
+		nodeName:    opts.NodeName,
+		nodeIP:      opts.NodeIP,
+		objects:     opts.Objects,
+		volumes:     opts.Volumes,
+		logLinks:    containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
+		serviceEnv:  opts.ServiceEnv,
+		etcHosts:    containeropts.EtcHosts{PodsDir: filepath.Join(opts.RootDir, "pods"), NodeHostsFile: etcHostsPath, ClusterDomain: dns.ClusterDomain()},
+		podCgroup:   opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		started: opts.Started,
 		devices: opts.Devices, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,

@@ -5,18 +5,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/atomicfile"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/containeropts"
 )
@@ -98,7 +95,7 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string,
 		mountsEtcHosts = mountsEtcHosts || vm.MountPath == etcHostsPath
 	}
 	if !mountsEtcHosts && (pod.Spec.HostNetwork || len(podIPs) > 0) {
-		hostsFile, err := m.ensureEtcHosts(pod, podIPs)
+		hostsFile, err := m.etcHosts.Ensure(pod, podIPs)
 		if err != nil {
 			return nil, err
 		}
@@ -191,100 +188,4 @@ func (m *Manager) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (strin
 	f.Close()
 	// The container may run as any user; umask must not take the write bit away.
 	return path, os.Chmod(path, 0o666)
-}
-
-func (m *Manager) etcHostsFile(pod *v1.Pod) string {
-	return filepath.Join(m.podDir(string(pod.UID)), "etc-hosts")
-}
-
-// ensureEtcHosts returns the pod's hosts file, writing it only if this sandbox has none yet:
-// a restarted container gets the file its predecessors saw, with whatever they edited in it.
-// A new sandbox (new IPs) drops the file first (forgetEtcHosts).
-func (m *Manager) ensureEtcHosts(pod *v1.Pod, podIPs []string) (string, error) {
-	path := m.etcHostsFile(pod)
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		return path, nil
-	}
-	return path, m.writeEtcHosts(pod, podIPs)
-}
-
-// forgetEtcHosts removes the hosts file of the pod's previous sandbox, whose IPs it names.
-func (m *Manager) forgetEtcHosts(pod *v1.Pod) error {
-	if err := os.Remove(m.etcHostsFile(pod)); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("remove the previous sandbox's hosts file: %w", err)
-	}
-	return nil
-}
-
-// writeEtcHosts writes the pod's hosts file. A host-network pod sees the node's own file with
-// spec.hostAliases appended; any other pod gets a managed file: localhost entries, the pod's
-// own name on its IPs, then spec.hostAliases.
-func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string) error {
-	content, err := m.etcHostsContent(pod, podIPs)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(m.podDir(string(pod.UID)), 0o750); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(m.etcHostsFile(pod), []byte(content), 0o644); err != nil {
-		return fmt.Errorf("write hosts file: %w", err)
-	}
-	return nil
-}
-
-func (m *Manager) etcHostsContent(pod *v1.Pod, podIPs []string) (string, error) {
-	if pod.Spec.HostNetwork {
-		node, err := os.ReadFile(m.hostEtcHosts)
-		if err != nil {
-			return "", fmt.Errorf("read the node's hosts file: %w", err)
-		}
-		var b strings.Builder
-		b.Write(node)
-		if len(pod.Spec.HostAliases) > 0 {
-			b.WriteString("\n# Entries added by HostAliases.\n")
-			if err := writeHostAliases(&b, pod.Spec.HostAliases); err != nil {
-				return "", err
-			}
-		}
-		return b.String(), nil
-	}
-	hostname, _ := podHostname(pod)
-	names := hostname
-	if pod.Spec.Subdomain != "" {
-		fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.ClusterDomain())
-		names = fqdn + "\t" + hostname
-	}
-	var b strings.Builder
-	// Tools (and the conformance suite) recognise a managed file by this exact first line.
-	b.WriteString("# Kubernetes-managed hosts file.\n")
-	b.WriteString("127.0.0.1\tlocalhost\n")
-	b.WriteString("::1\tlocalhost ip6-localhost ip6-loopback\n")
-	b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
-	for _, ip := range podIPs {
-		fmt.Fprintf(&b, "%s\t%s\n", ip, names)
-	}
-	if err := writeHostAliases(&b, pod.Spec.HostAliases); err != nil {
-		return "", err
-	}
-	return b.String(), nil
-}
-
-// writeHostAliases appends one line per alias. The manifest sources validate hostAliases; this
-// refuses anything that is not an IP or a DNS name all the same, so that no alias can add a
-// line or a comment of its own to the file.
-func writeHostAliases(b *strings.Builder, aliases []v1.HostAlias) error {
-	for i, alias := range aliases {
-		if net.ParseIP(alias.IP) == nil {
-			return fmt.Errorf("spec.hostAliases[%d].ip %q is not an IP address: fix the pod's hostAliases", i, alias.IP)
-		}
-		for j, h := range alias.Hostnames {
-			if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
-				return fmt.Errorf("spec.hostAliases[%d].hostnames[%d] %q is not a valid hostname (%s): fix the pod's hostAliases",
-					i, j, h, strings.Join(errs, "; "))
-			}
-		}
-		fmt.Fprintf(b, "%s\t%s\n", alias.IP, strings.Join(alias.Hostnames, "\t"))
-	}
-	return nil
 }

@@ -97,7 +97,7 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 
 	pod.Spec.HostNetwork = false
 	pod.Spec.Hostname = ""
-	if name, _ := podHostname(pod); len(name) != 63 {
+	if name, _ := containeropts.PodHostname(pod); len(name) != 63 {
 		t.Errorf("hostname %q not cut to 63", name)
 	}
 }

@@ -22,7 +22,7 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	if err != nil {
 		return nil, err
 	}
-	hostname, err := podHostname(pod)
+	hostname, err := containeropts.PodHostname(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -68,22 +68,6 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		Annotations:  annotations,
 		Linux:        linux,
 	}, nil
-}
-
-// podHostname is spec.hostname or the pod name, cut to a DNS label; host-network pods keep
-// the node's hostname.
-func podHostname(pod *v1.Pod) (string, error) {
-	if pod.Spec.HostNetwork {
-		return os.Hostname()
-	}
-	name := pod.Spec.Hostname
-	if name == "" {
-		name = pod.Name
-	}
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-.")
-	}
-	return name, nil
 }
 
 // maxFQDNHostname is the longest hostname the kernel takes (HOST_NAME_MAX + 1 in uts).
@@ -196,7 +180,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)
 	}
-	if err := m.forgetEtcHosts(pod); err != nil { // the new sandbox's first container writes it
+	if err := m.etcHosts.Forget(pod); err != nil { // the new sandbox's first container writes it
 		return nil, err
 	}
 	metrics.StartedPod()
