@@ -38,11 +38,11 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return nil, err
 	}
 	cmd, args := containeropts.ExpandCommand(c, vars)
-	mounts, err := m.containerMounts(pod, c, sb.ips, vars)
+	mounts, err := m.mounts.ContainerMounts(pod, c, sb.ips, vars, func() bool { return m.supportsRecursiveReadOnly(pod) })
 	if err != nil {
 		return nil, err
 	}
-	devices, err := m.volumeDevices(pod, c)
+	devices, err := m.mounts.VolumeDevices(pod, c)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[s
 	a := map[string]string{
 		container.AnnotationHash:       strconv.FormatUint(containerHash(c), 16),
 		container.AnnotationRestarts:   strconv.Itoa(restartCount),
-		container.AnnotationTermPath:   terminationMessagePath(c),
+		container.AnnotationTermPath:   containeropts.TerminationMessagePath(c),
 		container.AnnotationTermPolicy: string(policy),
 		container.AnnotationImage:      c.Image,
 	}

@@ -40,16 +40,16 @@ func TestHostNetworkPodSeesNodeHostsFileWithAliases(t *testing.T) {
 	if err := os.WriteFile(nodeHosts, []byte("127.0.0.1 localhost\n10.1.2.3 node-1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.mgr.etcHosts.NodeHostsFile = nodeHosts
+	e.mgr.mounts.EtcHosts.NodeHostsFile = nodeHosts
 	pod := newPod("hostnet", ctr("app", "sleep", "60"))
 	pod.Spec.HostNetwork = true
 	pod.Spec.HostAliases = nil
-	content, err := e.mgr.etcHosts.Content(pod, nil)
+	content, err := e.mgr.mounts.EtcHosts.Content(pod, nil)
 	if err != nil || content != "127.0.0.1 localhost\n10.1.2.3 node-1\n" {
 		t.Fatalf("without aliases: %q, %v; want the node's file as is", content, err)
 	}
 	pod.Spec.HostAliases = append(pod.Spec.HostAliases, hostAlias("123.45.67.89", "foo", "bar"))
-	content, _ = e.mgr.etcHosts.Content(pod, nil)
+	content, _ = e.mgr.mounts.EtcHosts.Content(pod, nil)
 	want := "127.0.0.1 localhost\n10.1.2.3 node-1\n\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
 	if content != want {
 		t.Fatalf("with aliases: %q, want %q", content, want)
@@ -70,7 +70,7 @@ func hostAlias(ip string, names ...string) v1.HostAlias {
 
 func TestManagedHostsFileStartsWithTheKnownHeader(t *testing.T) {
 	e := newTestEnv(t)
-	content, err := e.mgr.etcHosts.Content(newPod("web", ctr("app")), []string{"10.85.0.9"})
+	content, err := e.mgr.mounts.EtcHosts.Content(newPod("web", ctr("app")), []string{"10.85.0.9"})
 	if err != nil || !strings.HasPrefix(content, "# Kubernetes-managed hosts file.\n") || !strings.Contains(content, "10.85.0.9\tweb\n") {
 		t.Fatalf("hosts file %q, %v", content, err)
 	}

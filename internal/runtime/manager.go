@@ -81,7 +81,7 @@ type Options struct {
 	Objects objects.Getter
 	// Volumes is the volume manager: where each of a pod's volumes is on the host, once set
 	// up. nil refuses every volume mount.
-	Volumes Volumes
+	Volumes containeropts.Volumes
 	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
 	// nil means none. An error fails the container's creation, which is retried.
 	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
@@ -129,7 +129,6 @@ type Manager struct {
 	nodeName    string
 	nodeIP      string
 	objects     objects.Getter
-	volumes     Volumes
 	ownsCRI     bool // NewManager dialled cri: Close closes it
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
@@ -141,9 +140,10 @@ type Manager struct {
 	timeline       *timeline.Recorder
 	seccompDefault bool
 	noCPUQuota     bool
-	// logLinks keeps the per-container log symlinks; etcHosts writes the pods' hosts files.
+	// logLinks keeps the per-container log symlinks; mounts builds containers' mounts (and
+	// writes the pods' hosts files).
 	logLinks   containeropts.LogLinks
-	etcHosts   containeropts.EtcHosts
+	mounts     containeropts.Mounts
 	serviceEnv func(pod *v1.Pod) ([]v1.EnvVar, error)
 
 	// prepulled holds image outcomes PullImages got ahead of a start, each used once.
@@ -228,11 +228,15 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		nodeName:    opts.NodeName,
 		nodeIP:      opts.NodeIP,
 		objects:     opts.Objects,
-		volumes:     opts.Volumes,
 		logLinks:    containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
 		serviceEnv:  opts.ServiceEnv,
-		etcHosts:    containeropts.EtcHosts{PodsDir: filepath.Join(opts.RootDir, "pods"), NodeHostsFile: etcHostsPath, ClusterDomain: dns.ClusterDomain()},
-		podCgroup:   opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		mounts: containeropts.Mounts{
+			Volumes: opts.Volumes, PodsDir: filepath.Join(opts.RootDir, "pods"),
+			EtcHosts: containeropts.EtcHosts{
+				PodsDir: filepath.Join(opts.RootDir, "pods"), NodeHostsFile: containeropts.EtcHostsPath, ClusterDomain: dns.ClusterDomain(),
+			},
+		},
+		podCgroup: opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		started: opts.Started,
 		devices: opts.Devices, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,

@@ -180,7 +180,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)
 	}
-	if err := m.etcHosts.Forget(pod); err != nil { // the new sandbox's first container writes it
+	if err := m.mounts.EtcHosts.Forget(pod); err != nil { // the new sandbox's first container writes it
 		return nil, err
 	}
 	metrics.StartedPod()

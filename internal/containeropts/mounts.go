@@ -1,4 +1,4 @@
-package runtime
+package containeropts
 
 import (
 	"crypto/rand"
@@ -15,15 +15,26 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 const (
 	defaultTermMessagePath = "/dev/termination-log"
-	etcHostsPath           = "/etc/hosts"
+	// EtcHostsPath is where containers see the managed hosts file, and the node's own.
+	EtcHostsPath = "/etc/hosts"
 )
 
-// Volumes is what the runtime needs of the volume manager, which sets a pod's volumes up
+// Mounts builds a container's mounts and block devices from its pod's volumes.
+type Mounts struct {
+	// Volumes is the volume manager; nil refuses every volume mount.
+	Volumes Volumes
+	// EtcHosts writes the managed /etc/hosts each container mounts.
+	EtcHosts EtcHosts
+	// PodsDir is RootDir/pods, where each container instance's termination message file is
+	// made.
+	PodsDir string
+}
+
+// Volumes is what container mounts need of the volume manager, which sets a pod's volumes up
 // before its sync creates containers: where each volume is on the host.
 type Volumes interface {
 	// HostPath returns where pod's volume name is on the host, and whether containers may
@@ -37,14 +48,14 @@ type Volumes interface {
 	DevicePath(pod *v1.Pod, name string) (string, error)
 }
 
-// volumeDevices are the block volumes the container maps (volumeDevices), as CRI devices.
-func (m *Manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Device, error) {
+// VolumeDevices are the block volumes the container maps (volumeDevices), as CRI devices.
+func (o Mounts) VolumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Device, error) {
 	var out []*runtimeapi.Device
 	for _, vd := range c.VolumeDevices {
-		if m.volumes == nil {
+		if o.Volumes == nil {
 			return nil, fmt.Errorf("volume device %q: nodelet runs without a volume manager", vd.Name)
 		}
-		path, err := m.volumes.DevicePath(pod, vd.Name)
+		path, err := o.Volumes.DevicePath(pod, vd.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -53,34 +64,35 @@ func (m *Manager) volumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Dev
 	return out, nil
 }
 
-// containerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
+// ContainerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
 // the termination message file. vars are the container's environment, which subPathExpr
-// expands from.
-func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string) ([]*runtimeapi.Mount, error) {
+// expands from; supportsRRO says whether the pod's runtime handler can mount recursively
+// read-only, asked only when a mount wants it.
+func (o Mounts) ContainerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string, supportsRRO func() bool) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
-	var supportsRRO *bool // looked up on the first mount asking for recursive read-only
+	var rroSupported *bool // looked up on the first mount asking for recursive read-only
 	for i, vm := range c.VolumeMounts {
 		sub, err := subPath(vm, vars)
 		if err != nil {
 			return nil, err
 		}
-		if vm.RecursiveReadOnly != nil && supportsRRO == nil {
-			supportsRRO = ptr.To(m.supportsRecursiveReadOnly(pod))
+		if vm.RecursiveReadOnly != nil && rroSupported == nil {
+			rroSupported = ptr.To(supportsRRO())
 		}
-		rro, err := container.RecursiveReadOnly(vm, ptr.Deref(supportsRRO, false))
+		rro, err := container.RecursiveReadOnly(vm, ptr.Deref(rroSupported, false))
 		if err != nil {
 			return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
 		}
-		if m.volumes == nil {
+		if o.Volumes == nil {
 			return nil, fmt.Errorf("volume mount %q: nodelet runs without a volume manager", vm.Name)
 		}
 		var hostPath string
 		var readOnly bool
 		if sub == "" {
-			hostPath, readOnly, err = m.volumes.HostPath(pod, vm.Name)
+			hostPath, readOnly, err = o.Volumes.HostPath(pod, vm.Name)
 		} else {
-			hostPath, readOnly, err = m.volumes.SubPath(pod, c.Name, i, vm.Name, sub)
+			hostPath, readOnly, err = o.Volumes.SubPath(pod, c.Name, i, vm.Name, sub)
 		}
 		if err != nil {
 			return nil, err
@@ -92,17 +104,17 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container, podIPs []string,
 			Propagation:       propagation(vm.MountPropagation),
 			RecursiveReadOnly: rro,
 		})
-		mountsEtcHosts = mountsEtcHosts || vm.MountPath == etcHostsPath
+		mountsEtcHosts = mountsEtcHosts || vm.MountPath == EtcHostsPath
 	}
 	if !mountsEtcHosts && (pod.Spec.HostNetwork || len(podIPs) > 0) {
-		hostsFile, err := m.etcHosts.Ensure(pod, podIPs)
+		hostsFile, err := o.EtcHosts.Ensure(pod, podIPs)
 		if err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: etcHostsPath, HostPath: hostsFile})
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: EtcHostsPath, HostPath: hostsFile})
 	}
-	if termPath := terminationMessagePath(c); termPath != "" {
-		hostFile, err := m.newTerminationMessageFile(pod, c)
+	if termPath := TerminationMessagePath(c); termPath != "" {
+		hostFile, err := o.newTerminationMessageFile(pod, c)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +148,7 @@ func expandSubPath(vm v1.VolumeMount, vars map[string]string) (string, error) {
 		return "", fmt.Errorf("volume mount %q: subPathExpr %q must not contain backticks", vm.Name, vm.SubPathExpr)
 	}
 	missing := map[string]bool{}
-	expanded := containeropts.ExpandVars(vm.SubPathExpr, func(name string) (string, bool) {
+	expanded := ExpandVars(vm.SubPathExpr, func(name string) (string, bool) {
 		v, ok := vars[name]
 		if !ok || v == "" {
 			missing[name] = true
@@ -162,7 +174,8 @@ func propagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
 	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
-func terminationMessagePath(c *v1.Container) string {
+// TerminationMessagePath is where the container writes its termination message.
+func TerminationMessagePath(c *v1.Container) string {
 	if c.TerminationMessagePath != "" {
 		return c.TerminationMessagePath
 	}
@@ -171,8 +184,8 @@ func terminationMessagePath(c *v1.Container) string {
 
 // newTerminationMessageFile creates an empty, world-writable file for one container instance
 // to write its termination message into.
-func (m *Manager) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (string, error) {
-	dir := filepath.Join(m.podDir(string(pod.UID)), "containers", c.Name)
+func (o Mounts) newTerminationMessageFile(pod *v1.Pod, c *v1.Container) (string, error) {
+	dir := filepath.Join(o.PodsDir, string(pod.UID), "containers", c.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("termination message dir: %w", err)
 	}
