@@ -20,7 +20,7 @@ for node in nodetest apipods-test; do
 done
 
 # Every package holding real tests must be run below, and every test in them named TestReal*.
-runs=(./internal/runtime/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/
+runs=(./internal/runtime/ ./internal/images/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/
 	./internal/node/ ./internal/status/ ./internal/server/)
 real_files=$(git ls-files --cached --others --exclude-standard '*_real_test.go')
 missing=$(comm -23 <(xargs -n1 dirname <<<"$real_files" | sed 's|^|./|; s|$|/|' | sort -u) \
@@ -53,8 +53,8 @@ run() {
 	fi
 }
 
-run "real containerd: runtime, logs, prober, stats, streaming" NODELET_E2E_CRI=$CRI -- \
-	./internal/runtime/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/ -run '^TestReal' \
+run "real containerd: runtime, images, logs, prober, stats, streaming" NODELET_E2E_CRI=$CRI -- \
+	./internal/runtime/ ./internal/images/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/ -run '^TestReal' \
 	-skip 'CostAt50Pods' # a measurement (prints figures, asserts none), not a test: run it by hand
 run "real API server: node registration, status and lease" \
 	NODELET_E2E_KUBECONFIG=$CP/node-nodetest.kubeconfig NODELET_E2E_ADMIN_KUBECONFIG=$ADMIN -- \

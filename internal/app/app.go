@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -27,7 +26,9 @@ import (
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/daemon"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
@@ -75,7 +76,8 @@ const (
 type agent struct {
 	cfg      *config.Config
 	recorder record.EventRecorder
-	runtime  runtime.Manager
+	runtime  *runtime.Manager
+	cri      *cri.Client // the runtime's CRI connection, shared by runtime, images, stats and streaming
 	volumes  *volumes.Manager
 	csi      *csi.Drivers // the CSI drivers registered through plugins_registry
 	csiStats *csi.Stats   // the CSI volumes' figures, asked of their drivers
@@ -228,6 +230,12 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	n.recorder = n.newRecorder()
 	n.statuses = status.NewManager(statusSink)
+	criClient, err := cri.Connect(kc.ContainerRuntimeEndpoint, cfg.ImageServiceEndpoint, kc.RuntimeRequestTimeout.Duration)
+	if err != nil {
+		return nil, err
+	}
+	n.cri = criClient
+	comps.onStop(func() { _ = criClient.Close() })
 	imgs, err := n.newImages()
 	if err != nil {
 		return nil, err
@@ -252,13 +260,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := n.newResizer(); err != nil {
 		return nil, err
 	}
-	comps.onStop(func() { _ = imgs.Close() })
 	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
-	}
-	if conn, ok := rt.(io.Closer); ok {
-		comps.onStop(func() { _ = conn.Close() })
 	}
 	n.runtime, n.images = rt, imgs
 	name, ver, err := waitForRuntime(ctx, rt, kc.ContainerRuntimeEndpoint)
@@ -270,7 +274,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
 	n.prober = prober.New(prober.Deps{
-		Exec: rt.(runtime.Streamer).ExecSync, Kill: rt.(runtime.ContainerKiller).KillContainer,
+		Exec: n.cri.ExecSync, Kill: rt.KillContainer,
 		Status: n.statuses.Get, Recorder: n.recorder,
 		OnResult: func(probeType, result string, pod *v1.Pod, container string) {
 			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
@@ -295,9 +299,9 @@ func (n *agent) newImages() (*images.Manager, error) {
 	}
 	return images.NewManager(images.Options{
 		Providers: providers,
-		Endpoint:  cfg.ImageServiceEndpoint, RootDir: cfg.RootDir, Recorder: n.recorder,
+		CRI:       n.cri, RootDir: cfg.RootDir, Recorder: n.recorder,
 		Serialize: cfg.SerializeImagePulls, MaxParallel: int(cfg.MaxParallelImagePulls),
-		PullQPS: float32(cfg.RegistryPullQPS), PullBurst: int(kc.RegistryBurst), RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		PullQPS: float32(cfg.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
 	})
 }
 
@@ -306,7 +310,7 @@ func (n *agent) newImages() (*images.Manager, error) {
 func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtime.Options {
 	kc, cfg := n.cfg.Kubelet, n.cfg
 	opts := runtime.Options{
-		Endpoint: kc.ContainerRuntimeEndpoint, ImageEndpoint: cfg.ImageServiceEndpoint, RequestTimeout: kc.RuntimeRequestTimeout.Duration,
+		CRI:     n.cri,
 		RootDir: cfg.RootDir, PodLogsDir: kc.PodLogsDir, Recorder: n.recorder, Images: imgs,
 		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
@@ -470,9 +474,7 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	n.startNodePage(page, n.startServer(ctx, checks, api))
 	n.comps.start("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
-	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
-	}
+	n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, n.cri) })
 	n.startEviction()
 	n.startOOM()
 	n.comps.start("sync loop", loop.Run)
@@ -491,7 +493,7 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 
 // waitForRuntime retries the CRI Version call every 2s for up to 2 minutes, so nodelet may
 // start before its runtime.
-func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (name, ver string, err error) {
+func waitForRuntime(ctx context.Context, rt container.Runtime, endpoint string) (name, ver string, err error) {
 	var lastErr error
 	answered := func(ctx context.Context) (bool, error) {
 		name, ver, lastErr = rt.Version(ctx)

@@ -13,8 +13,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -240,7 +240,7 @@ func TestStaticPodVolumeLifecycle(t *testing.T) {
 	}
 	testutil.Eventually(t, "vol running", func() bool { return running(fake, "vol") != nil })
 	c := running(fake, "vol")
-	podDir := filepath.Join(filepath.Dir(dir), "root", "pods", c.Config.Labels[runtime.LabelPodUID])
+	podDir := filepath.Join(filepath.Dir(dir), "root", "pods", c.Config.Labels[container.LabelPodUID])
 	var host string
 	for _, m := range c.Config.Mounts {
 		if m.ContainerPath == "/data" {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // cgroupSweepPeriod spaces the searches for cgroups of pods that are gone for good.
@@ -45,7 +45,7 @@ func newPodCgroups(cfg *config.Config) (*cgroups.Manager, error) {
 // sweepPodCgroups removes, now and then, the cgroups of pods that neither this node nor the
 // runtime knows any more (e.g. nodelet stopped between removing a pod's containers and its
 // cgroup). Pods of other nodelets sharing the runtime are on the runtime's list, so spared.
-func (n *agent) sweepPodCgroups(ctx context.Context, sourcesReady func() bool, runtimePods func() ([]*runtime.RunningPod, time.Time)) {
+func (n *agent) sweepPodCgroups(ctx context.Context, sourcesReady func() bool, runtimePods func() ([]*container.RunningPod, time.Time)) {
 	if n.cgroups == nil {
 		return
 	}

@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/containeropts"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins as one of
@@ -29,18 +29,18 @@ func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager
 }
 
 // containerDevices adapts the device plugin manager to the runtime's Devices hook.
-func containerDevices(m *deviceplugin.Manager) func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*runtime.DeviceAllocation, error) {
-	return func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*runtime.DeviceAllocation, error) {
+func containerDevices(m *deviceplugin.Manager) func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
+	return func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
 		a, err := m.Allocate(ctx, pod, c)
 		if err != nil || a == nil {
 			return nil, err
 		}
-		out := &runtime.DeviceAllocation{Envs: a.Envs, Annotations: a.Annotations, CDIDevices: a.CDIDevices}
+		out := &containeropts.DeviceAllocation{Envs: a.Envs, Annotations: a.Annotations, CDIDevices: a.CDIDevices}
 		for _, mnt := range a.Mounts {
-			out.Mounts = append(out.Mounts, &runtimeapi.Mount{ContainerPath: mnt.ContainerPath, HostPath: mnt.HostPath, Readonly: mnt.ReadOnly})
+			out.Mounts = append(out.Mounts, &cri.Mount{ContainerPath: mnt.ContainerPath, HostPath: mnt.HostPath, Readonly: mnt.ReadOnly})
 		}
 		for _, d := range a.Devices {
-			out.Devices = append(out.Devices, &runtimeapi.Device{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
+			out.Devices = append(out.Devices, &cri.Device{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
 		}
 		return out, nil
 	}

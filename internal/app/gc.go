@@ -5,10 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/gc"
 	"github.com/nodelet/nodelet/internal/imagegc"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // startGC builds container and image garbage collection, keeps them in n.containerGC and
@@ -18,19 +18,14 @@ import (
 // without garbage collection (and n.containerGC, n.imageGC stay nil).
 func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool) {
 	kc, ref := n.cfg.Kubelet, gcNodeRef(n.cfg.NodeName)
-	containers, ok := n.runtime.(runtime.GarbageSource)
-	images, ok2 := n.runtime.(runtime.ImageGarbageSource)
-	if !ok || !ok2 {
-		klog.ErrorS(nil, "The runtime manager offers no garbage collection; not collecting containers or images")
-		return
-	}
+	containers, images := n.runtime, n.images
 	policy := n.cfg.ContainerGC
 	cgc, err := gc.New(gc.Options{
 		Policy: gc.Policy{
 			MinAge: policy.MinAge, MaxPerPodContainer: int(policy.MaxPerPodContainer), MaxContainers: int(policy.MaxContainers),
 		},
 		Runtime: containers, NodeName: n.cfg.NodeName, RootDir: n.cfg.RootDir,
-		PodLogsDir: kc.PodLogsDir, ContainerLogsDir: runtime.DefaultContainerLogsDir,
+		PodLogsDir: kc.PodLogsDir, ContainerLogsDir: container.DefaultContainerLogsDir,
 		PodExists: func(uid types.UID) bool {
 			if _, ok := n.pods.Get(uid); ok {
 				return true

@@ -14,7 +14,6 @@ import (
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/runpod"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/syncloop"
 )
@@ -97,9 +96,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.start("pleg", relister.Run)
-	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
-	}
+	n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, n.cri) })
 	n.comps.start("sync loop", loop.Run)
 	n.comps.start("pod workers", workers.Run)
 	return workers

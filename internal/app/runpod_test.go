@@ -12,9 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/podrun"
-	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -36,8 +36,8 @@ func otherSandbox(t *testing.T, fake *fakecri.Fake) string {
 	t.Helper()
 	resp, err := fake.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "other-node1", Namespace: "default", Uid: "other-uid"},
-		Labels: map[string]string{runtime.LabelPodName: "other-node1", runtime.LabelPodNamespace: "default",
-			runtime.LabelPodUID: "other-uid", runtime.LabelNode: "node1"},
+		Labels: map[string]string{container.LabelPodName: "other-node1", container.LabelPodNamespace: "default",
+			container.LabelPodUID: "other-uid", container.LabelNode: "node1"},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/certificates"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -20,7 +21,6 @@ import (
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/runpod"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/streaming"
@@ -102,7 +102,7 @@ func (n *agent) summaryProvider() *stats.Provider {
 	if n.summary == nil {
 		n.summary = stats.NewSummaryProvider(stats.Deps{
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
-			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
+			Runtime: n.cri, RootDir: n.cfg.RootDir,
 			PodLogsDir:       n.cfg.Kubelet.PodLogsDir,
 			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
 		})
@@ -115,12 +115,12 @@ func (n *agent) summaryProvider() *stats.Provider {
 func (n *agent) handlers() server.Handlers {
 	rt := n.runtime
 	h := server.Handlers{
-		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt.(runtime.LogService)}),
+		ContainerLogs: logs.NewContainerLogsHandler(logs.Deps{Pods: n.pods, Status: rt.GetPodStatus, Runtime: rt}),
 	}
 	if n.cfg.EnableSystemLogHandler {
 		h.NodeLogs = logs.NewNodeLogsHandler("/var/log")
 	}
-	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: rt.(runtime.Streamer)})
+	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: n.cri})
 	h.Exec, h.Attach, h.PortForward, h.Run = sh.Exec, sh.Attach, sh.PortForward, sh.Run
 	return h
 }
@@ -138,7 +138,7 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	if kc.ContainerLogMonitorInterval != nil {
 		interval = kc.ContainerLogMonitorInterval.Duration
 	}
-	var containers runtime.LogService = n.runtime.(runtime.LogService)
+	var containers container.LogService = n.runtime
 	if podLogDir != "" {
 		containers = runpod.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
 	}

@@ -7,11 +7,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/plugins"
 )
@@ -68,7 +68,7 @@ func (n *agent) startCSIRegistrar() {
 type podStates struct {
 	worker       func(uid types.UID) (podworkers.State, bool)
 	wanted       func(uid types.UID) bool
-	running      func() ([]*runtime.RunningPod, time.Time)
+	running      func() ([]*container.RunningPod, time.Time)
 	sourcesReady func() bool
 }
 
@@ -104,14 +104,14 @@ func (p *podStates) ContainersGone(uid types.UID) bool {
 }
 
 // runs reports whether any container of rp runs or is about to, or its sandbox is ready.
-func runs(rp *runtime.RunningPod) bool {
+func runs(rp *container.RunningPod) bool {
 	for _, sb := range rp.Sandboxes {
 		if sb.Ready {
 			return true
 		}
 	}
 	for _, c := range rp.Containers {
-		if c.State == runtime.StateRunning || c.State == runtime.StateCreated {
+		if c.State == container.StateRunning || c.State == container.StateCreated {
 			return true
 		}
 	}

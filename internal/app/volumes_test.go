@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // A pod's volumes may go once its worker has terminated it; a pod without a worker only once
@@ -16,10 +16,10 @@ func TestContainersGone(t *testing.T) {
 	workers := map[types.UID]podworkers.State{"syncing": podworkers.Syncing, "terminating": podworkers.Terminating, "terminated": podworkers.Terminated}
 	ready := false
 	listedAt := time.Time{}
-	listed := []*runtime.RunningPod{
-		{UID: "orphan-running", Containers: []*runtime.ContainerStatus{{State: runtime.StateRunning}}},
-		{UID: "orphan-sandbox", Sandboxes: []*runtime.SandboxStatus{{Ready: true}}},
-		{UID: "orphan-exited", Containers: []*runtime.ContainerStatus{{State: runtime.StateExited}}},
+	listed := []*container.RunningPod{
+		{UID: "orphan-running", Containers: []*container.ContainerStatus{{State: container.StateRunning}}},
+		{UID: "orphan-sandbox", Sandboxes: []*container.SandboxStatus{{Ready: true}}},
+		{UID: "orphan-exited", Containers: []*container.ContainerStatus{{State: container.StateExited}}},
 	}
 	p := &podStates{}
 	if p.ContainersGone("terminated") {
@@ -27,7 +27,7 @@ func TestContainersGone(t *testing.T) {
 	}
 	p.worker = func(uid types.UID) (podworkers.State, bool) { s, ok := workers[uid]; return s, ok }
 	p.wanted = func(uid types.UID) bool { return uid == "wanted" }
-	p.running = func() ([]*runtime.RunningPod, time.Time) { return listed, listedAt }
+	p.running = func() ([]*container.RunningPod, time.Time) { return listed, listedAt }
 	p.sourcesReady = func() bool { return ready }
 
 	check := func(when string, want map[types.UID]bool) {

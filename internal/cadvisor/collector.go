@@ -22,14 +22,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/stats"
 )
 
 // Source is what the collector reads pod identity from.
 type Source struct {
 	Pods      func() []*v1.Pod
-	PodStatus func(types.UID) (*runtime.PodStatus, bool)
+	PodStatus func(types.UID) (*container.PodStatus, bool)
 	// PodsCgroup is the cgroup the pods' cgroups are under (e.g. /kubepods).
 	PodsCgroup string
 	// CgroupRoot, Proc and Sys default to /sys/fs/cgroup, /proc and /sys.
@@ -127,7 +127,7 @@ func (c *collector) targets() []target {
 			continue
 		}
 		for _, cs := range rs.Containers {
-			if cs.State != runtime.StateRunning {
+			if cs.State != container.StateRunning {
 				continue
 			}
 			p := path.Join(podPath, cs.ID)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/stats"
 )
 
@@ -66,8 +66,8 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid1"}}
 	src := Source{
 		Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
-		PodStatus: func(types.UID) (*runtime.PodStatus, bool) {
-			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: runtime.StateRunning}}}, true
+		PodStatus: func(types.UID) (*container.PodStatus, bool) {
+			return &container.PodStatus{Containers: []*container.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: container.StateRunning}}}, true
 		},
 		PodsCgroup: "/kubepods", CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys", MachineMemory: 1 << 30,
 		OOMs: &OOMCounter{},

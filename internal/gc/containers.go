@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // unit is the dead instances of one container of one pod, newest first: the policy's
@@ -15,8 +15,8 @@ import (
 type unit struct {
 	uid       types.UID
 	name      string
-	pod       *runtime.RunningPod
-	instances []*runtime.ContainerStatus
+	pod       *container.RunningPod
+	instances []*container.ContainerStatus
 }
 
 // evictContainers applies the policy to the dead containers of pods:
@@ -28,7 +28,7 @@ type unit struct {
 // The newest dead instance of a pod that still exists is always kept, whatever the limits: it
 // carries the container's restart count (a new instance counts on from it), its last state
 // and its `kubectl logs --previous`, and for a finished pod it is what says that it ran.
-func (p *pass) evictContainers(ctx context.Context, pods []*runtime.RunningPod) {
+func (p *pass) evictContainers(ctx context.Context, pods []*container.RunningPod) {
 	policy := p.g.opts.Policy
 	units := p.evictableUnits(pods)
 	kept := units[:0]
@@ -53,13 +53,13 @@ func (p *pass) evictContainers(ctx context.Context, pods []*runtime.RunningPod) 
 }
 
 // evictableUnits groups the containers that are not running and older than MinAge.
-func (p *pass) evictableUnits(pods []*runtime.RunningPod) []*unit {
+func (p *pass) evictableUnits(pods []*container.RunningPod) []*unit {
 	cutoff := p.g.opts.Clock.Now().Add(-p.g.opts.Policy.MinAge)
 	var units []*unit
 	for _, rp := range pods {
 		byName := map[string]*unit{}
 		for _, c := range rp.Containers {
-			if c.State == runtime.StateRunning || c.CreatedAt.After(cutoff) {
+			if c.State == container.StateRunning || c.CreatedAt.After(cutoff) {
 				continue
 			}
 			u := byName[c.Name]
@@ -95,7 +95,7 @@ func (p *pass) keepNewest(ctx context.Context, units []*unit, n int) {
 func (p *pass) removeOldestAcross(ctx context.Context, units []*unit, n int) {
 	type candidate struct {
 		u *unit
-		c *runtime.ContainerStatus
+		c *container.ContainerStatus
 	}
 	var all []candidate
 	for _, u := range units {
@@ -105,13 +105,13 @@ func (p *pass) removeOldestAcross(ctx context.Context, units []*unit, n int) {
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].c.CreatedAt.Before(all[j].c.CreatedAt) })
 	for _, cand := range all[:min(n, len(all))] {
-		p.removeInstances(ctx, cand.u, []*runtime.ContainerStatus{cand.c})
+		p.removeInstances(ctx, cand.u, []*container.ContainerStatus{cand.c})
 	}
 }
 
 // removeInstances removes containers of a unit and returns those that could not be removed.
-func (p *pass) removeInstances(ctx context.Context, u *unit, instances []*runtime.ContainerStatus) []*runtime.ContainerStatus {
-	var failed []*runtime.ContainerStatus
+func (p *pass) removeInstances(ctx context.Context, u *unit, instances []*container.ContainerStatus) []*container.ContainerStatus {
+	var failed []*container.ContainerStatus
 	for _, c := range instances {
 		if err := p.g.opts.Runtime.RemoveContainer(ctx, c.ID); err != nil {
 			klog.ErrorS(err, "Failed to remove a dead container", "pod", klog.KRef(u.pod.Namespace, u.pod.Name),

@@ -9,20 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 var base = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 
 const (
-	running = runtime.StateRunning
-	exited  = runtime.StateExited
-	created = runtime.StateCreated
+	running = container.StateRunning
+	exited  = container.StateExited
+	created = container.StateCreated
 )
 
 // crashLooping is a live pod whose "app" container died four times and runs again, with a
 // "side" container that died twice.
-func crashLooping() *runtime.RunningPod {
+func crashLooping() *container.RunningPod {
 	return newRunningPod("live", testNode, base).sandbox("sb", true, 60).
 		container("app-1", "app", "sb", exited, 50).container("app-2", "app", "sb", exited, 40).
 		container("app-3", "app", "sb", exited, 30).container("app-4", "app", "sb", exited, 20).
@@ -31,7 +31,7 @@ func crashLooping() *runtime.RunningPod {
 }
 
 func TestKeepsNewestDeadInstancePerContainer(t *testing.T) {
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{crashLooping()}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{crashLooping()}}
 	g, _ := testGC(t, rt, DefaultPolicy, "live")
 	if err := g.GarbageCollect(context.Background()); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestMaxPerPodContainer(t *testing.T) {
 		{-1, nil}, // no limit
 		{0, []string{"app-1", "app-2", "app-3", "side-1"}}, // the newest dead instance still stays
 	} {
-		rt := &fakeRuntime{pods: []*runtime.RunningPod{crashLooping()}}
+		rt := &fakeRuntime{pods: []*container.RunningPod{crashLooping()}}
 		g, _ := testGC(t, rt, Policy{MaxPerPodContainer: tt.max, MaxContainers: -1}, "live")
 		if err := g.GarbageCollect(context.Background()); err != nil {
 			t.Fatal(err)
@@ -68,7 +68,7 @@ func TestMinAge(t *testing.T) {
 		container("old-1", "app", "sb", exited, 180).container("old-2", "app", "sb", exited, 120).
 		container("young", "app", "sb", exited, 10).
 		container("never-started", "init", "sb", created, 90).container("new-created", "init", "sb", created, 5).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{pod}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{pod}}
 	g, _ := testGC(t, rt, Policy{MinAge: time.Hour, MaxPerPodContainer: 1, MaxContainers: -1}, "live")
 	if err := g.GarbageCollect(context.Background()); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestMaxContainersEvensOutAcrossPods(t *testing.T) {
 	b := newRunningPod("b", testNode, base).sandbox("sb-b", true, 100).
 		container("b-1", "app", "sb-b", exited, 50).container("b-2", "app", "sb-b", exited, 40).
 		container("b-3", "app", "sb-b", exited, 30).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{a, b}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{a, b}}
 	g, _ := testGC(t, rt, Policy{MaxPerPodContainer: -1, MaxContainers: 4}, "a", "b")
 	if err := g.GarbageCollect(context.Background()); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestMaxContainersRemovesOldestFirstWhenEvenSplitIsNotEnough(t *testing.T) {
 		container("b-1", "app", "sb-b", exited, 50).container("b-2", "app", "sb-b", exited, 40).
 		container("b-3", "app", "sb-b", exited, 30).pod
 	// b-1 cannot be removed, so evening out leaves 5 instances for a limit of 4.
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{a, b}, failRm: map[string]bool{"b-1": true}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{a, b}, failRm: map[string]bool{"b-1": true}}
 	g, _ := testGC(t, rt, Policy{MaxPerPodContainer: -1, MaxContainers: 4}, "a", "b")
 	if err := g.GarbageCollect(context.Background()); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestMaxContainersRemovesOldestFirstWhenEvenSplitIsNotEnough(t *testing.T) {
 }
 
 func TestMaxContainersKeepsNewestOfEachLivePodContainer(t *testing.T) {
-	var pods []*runtime.RunningPod
+	var pods []*container.RunningPod
 	for _, uid := range []string{"a", "b", "c"} {
 		pods = append(pods, newRunningPod(uid, testNode, base).sandbox("sb-"+uid, true, 100).
 			container(uid+"-1", "app", "sb-"+uid, exited, 90).container(uid+"-2", "app", "sb-"+uid, exited, 80).pod)
@@ -132,7 +132,7 @@ func TestGonePodLosesEverything(t *testing.T) {
 		container("o-1", "app", "sb-orphan", running, 90).pod // housekeeping kills it first
 	other := newRunningPod("elsewhere", "node-2", base).sandbox("sb-other", false, 100).
 		container("x-1", "app", "sb-other", exited, 90).container("x-2", "app", "sb-other", exited, 80).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{gone, stillRunning, other}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{gone, stillRunning, other}}
 	g, _ := testGC(t, rt, DefaultPolicy)
 	if err := g.GarbageCollect(context.Background()); err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestGonePodLosesEverything(t *testing.T) {
 func TestNothingOfGonePodsGoesBeforeSourcesAreReady(t *testing.T) {
 	gone := newRunningPod("gone", testNode, base).sandbox("sb-1", false, 100).sandbox("sb-2", false, 60).
 		container("g-1", "app", "sb-1", exited, 90).container("g-2", "app", "sb-2", exited, 50).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{gone}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{gone}}
 	g, _ := testGC(t, rt, DefaultPolicy)
 	g.alwaysReady, g.opts.SourcesReady = false, func() bool { return false }
 	if err := g.GarbageCollect(context.Background()); err != nil {
@@ -158,7 +158,7 @@ func TestSandboxes(t *testing.T) {
 		sandbox("sb-1", false, 100).sandbox("sb-2", false, 80).sandbox("sb-3", true, 60).
 		container("c-1", "app", "sb-2", exited, 70).container("c-2", "app", "sb-3", running, 50).pod
 	stopped := newRunningPod("stopped", testNode, base).sandbox("st-1", false, 100).sandbox("st-2", false, 50).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{live, stopped}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{live, stopped}}
 	g, _ := testGC(t, rt, DefaultPolicy, "live", "stopped")
 	if err := g.GarbageCollect(context.Background()); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestSandboxes(t *testing.T) {
 func TestDeleteAllUnusedContainersEmptiesTerminatedPods(t *testing.T) {
 	done := newRunningPod("done", testNode, base).sandbox("sb-done", false, 100).
 		container("d-1", "app", "sb-done", exited, 90).container("d-2", "app", "sb-done", exited, 80).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{crashLooping(), done}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{crashLooping(), done}}
 	g, _ := testGC(t, rt, DefaultPolicy, "live", "done")
 	g.opts.PodTerminated = func(uid types.UID) bool { return uid == "done" }
 
@@ -213,7 +213,7 @@ func TestRunReportsFailedPass(t *testing.T) {
 func TestGonePodsWaitForTheSourcesToSettle(t *testing.T) {
 	gone := newRunningPod("gone", testNode, base).sandbox("sb", false, 100).
 		container("g-1", "app", "sb", exited, 90).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{gone}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{gone}}
 	g, clk := testGC(t, rt, DefaultPolicy)
 	g.alwaysReady = false
 	g.opts.SourcesReady = func() bool { return true }

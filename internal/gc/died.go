@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // diedQueueLen bounds the deaths waiting to be trimmed; beyond it a death is dropped and the
@@ -68,7 +68,7 @@ func (g *ContainerGC) TrimDeadInstances(ctx context.Context, uid types.UID, cont
 		if !ok {
 			return nil
 		}
-		for _, u := range p.evictableUnits([]*runtime.RunningPod{rp}) {
+		for _, u := range p.evictableUnits([]*container.RunningPod{rp}) {
 			if u.name == name {
 				p.keepNewest(ctx, []*unit{u}, keep)
 			}
@@ -78,7 +78,7 @@ func (g *ContainerGC) TrimDeadInstances(ctx context.Context, uid types.UID, cont
 }
 
 // containerName is the name of the pod's container that id is an instance of.
-func containerName(rp *runtime.RunningPod, id string) (string, bool) {
+func containerName(rp *container.RunningPod, id string) (string, bool) {
 	for _, c := range rp.Containers {
 		if c.ID == id {
 			return c.Name, true

@@ -7,14 +7,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // The case seen on a node: a crash-looping container with the default policy had three dead
 // instances well after its second restart, because only the periodic pass removed them. A
 // death now trims its container at once, without waiting for the next pass.
 func TestCrashLoopKeepsOneDeadInstanceBetweenPasses(t *testing.T) {
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{newRunningPod("live", testNode, base).sandbox("sb", true, 60).
+	rt := &fakeRuntime{pods: []*container.RunningPod{newRunningPod("live", testNode, base).sandbox("sb", true, 60).
 		container("app-1", "app", "sb", exited, 3).container("app-2", "app", "sb", running, 2).pod}}
 	g, _ := testGC(t, rt, DefaultPolicy, "live")
 	g.opts.Period = time.Hour // no second periodic pass during the test
@@ -25,7 +25,7 @@ func TestCrashLoopKeepsOneDeadInstanceBetweenPasses(t *testing.T) {
 
 	// The second instance dies, a third starts and dies too, a fourth runs.
 	rt.mu.Lock()
-	rt.pods = []*runtime.RunningPod{newRunningPod("live", testNode, base).sandbox("sb", true, 60).
+	rt.pods = []*container.RunningPod{newRunningPod("live", testNode, base).sandbox("sb", true, 60).
 		container("app-1", "app", "sb", exited, 3).container("app-2", "app", "sb", exited, 2).
 		container("app-3", "app", "sb", exited, 1).container("app-4", "app", "sb", running, 0).pod}
 	rt.mu.Unlock()
@@ -56,7 +56,7 @@ func TestTrimDeadInstances(t *testing.T) {
 		{"another pod's UID", DefaultPolicy, "other", "app-4", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rt := &fakeRuntime{pods: []*runtime.RunningPod{crashLooping()}}
+			rt := &fakeRuntime{pods: []*container.RunningPod{crashLooping()}}
 			g, _ := testGC(t, rt, tt.policy, "live")
 			if err := g.TrimDeadInstances(context.Background(), types.UID(tt.uid), tt.id); err != nil {
 				t.Fatal(err)
@@ -69,7 +69,7 @@ func TestTrimDeadInstances(t *testing.T) {
 func TestTrimDeadInstancesLeavesOtherNodesAlone(t *testing.T) {
 	pod := newRunningPod("theirs", "node-2", base).sandbox("sb", true, 60).
 		container("t-1", "app", "sb", exited, 30).container("t-2", "app", "sb", exited, 20).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{pod}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{pod}}
 	g, _ := testGC(t, rt, DefaultPolicy, "theirs")
 	if err := g.TrimDeadInstances(context.Background(), "theirs", "t-2"); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 const testNode = "node-1"
@@ -21,15 +21,15 @@ const testNode = "node-1"
 // the next listing.
 type fakeRuntime struct {
 	mu       sync.Mutex
-	pods     []*runtime.RunningPod
+	pods     []*container.RunningPod
 	removedC []string
 	removedS []string
-	states   map[string]runtime.ContainerState // for ContainerLog; absent = not found
+	states   map[string]container.ContainerState // for ContainerLog; absent = not found
 	failRm   map[string]bool
 	listErr  error
 }
 
-func (f *fakeRuntime) GetPods(_ context.Context, all bool) ([]*runtime.RunningPod, error) {
+func (f *fakeRuntime) GetPods(_ context.Context, all bool) ([]*container.RunningPod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.listErr != nil {
@@ -39,7 +39,7 @@ func (f *fakeRuntime) GetPods(_ context.Context, all bool) ([]*runtime.RunningPo
 	for _, id := range append(append([]string(nil), f.removedC...), f.removedS...) {
 		gone[id] = true
 	}
-	var out []*runtime.RunningPod
+	var out []*container.RunningPod
 	for _, p := range f.pods {
 		cp := *p
 		cp.Containers, cp.Sandboxes = nil, nil
@@ -78,14 +78,14 @@ func (f *fakeRuntime) RemoveSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) ContainerLog(_ context.Context, id string) (*runtime.ContainerLog, error) {
+func (f *fakeRuntime) ContainerLog(_ context.Context, id string) (*container.ContainerLog, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.states[id]
 	if !ok {
-		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrContainerNotFound)
+		return nil, fmt.Errorf("container %s: %w", id, container.ErrContainerNotFound)
 	}
-	return &runtime.ContainerLog{ContainerID: id, State: st}, nil
+	return &container.ContainerLog{ContainerID: id, State: st}, nil
 }
 
 func (f *fakeRuntime) removed() []string {
@@ -98,23 +98,23 @@ func (f *fakeRuntime) removed() []string {
 
 // podBuilder makes a RunningPod; times are minutes before base.
 type podBuilder struct {
-	pod  *runtime.RunningPod
+	pod  *container.RunningPod
 	base time.Time
 }
 
 func newRunningPod(uid, node string, base time.Time) *podBuilder {
-	return &podBuilder{pod: &runtime.RunningPod{UID: types.UID(uid), Name: "pod-" + uid, Namespace: "ns", Node: node}, base: base}
+	return &podBuilder{pod: &container.RunningPod{UID: types.UID(uid), Name: "pod-" + uid, Namespace: "ns", Node: node}, base: base}
 }
 
 func (b *podBuilder) sandbox(id string, ready bool, minutesAgo int) *podBuilder {
-	b.pod.Sandboxes = append(b.pod.Sandboxes, &runtime.SandboxStatus{
+	b.pod.Sandboxes = append(b.pod.Sandboxes, &container.SandboxStatus{
 		ID: id, Ready: ready, CreatedAt: b.base.Add(-time.Duration(minutesAgo) * time.Minute),
 	})
 	return b
 }
 
-func (b *podBuilder) container(id, name, sandbox string, state runtime.ContainerState, minutesAgo int) *podBuilder {
-	b.pod.Containers = append(b.pod.Containers, &runtime.ContainerStatus{
+func (b *podBuilder) container(id, name, sandbox string, state container.ContainerState, minutesAgo int) *podBuilder {
+	b.pod.Containers = append(b.pod.Containers, &container.ContainerStatus{
 		ID: id, Name: name, SandboxID: sandbox, State: state, CreatedAt: b.base.Add(-time.Duration(minutesAgo) * time.Minute),
 	})
 	return b

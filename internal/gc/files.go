@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/fsutil"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
@@ -135,13 +135,13 @@ func (p *pass) containerDone(ctx context.Context, id string) bool {
 	}
 	cl, err := p.g.opts.Runtime.ContainerLog(ctx, id)
 	switch {
-	case errors.Is(err, runtime.ErrContainerNotFound):
+	case errors.Is(err, container.ErrContainerNotFound):
 		return true
 	case err != nil:
 		klog.V(2).InfoS("Cannot read a container's state; keeping its dangling log symlink", "containerID", id, "err", err)
 		return false
 	}
-	return cl.State == runtime.StateExited
+	return cl.State == container.StateExited
 }
 
 // containerIDOfLink takes the container ID out of "<pod>_<namespace>_<container>-<id>.log".

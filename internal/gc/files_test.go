@@ -9,7 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func nodeRef() *v1.ObjectReference {
@@ -33,7 +33,7 @@ func exists(path string) bool {
 
 func TestPodLogDirs(t *testing.T) {
 	other := newRunningPod("uid-other", "node-2", base).sandbox("sb-other", true, 10).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{other}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{other}}
 	g, clk := testGC(t, rt, DefaultPolicy, "uid-live")
 	old := clk.Now().Add(-time.Hour)
 	logs := g.opts.PodLogsDir
@@ -62,7 +62,7 @@ func TestPodLogDirs(t *testing.T) {
 func TestPodLogDirWaitsForTheRuntimeToLetGo(t *testing.T) {
 	gone := newRunningPod("uid-gone", testNode, base).sandbox("sb", false, 100).
 		container("c", "app", "sb", exited, 90).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{gone}, failRm: map[string]bool{"c": true}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{gone}, failRm: map[string]bool{"c": true}}
 	g, clk := testGC(t, rt, DefaultPolicy)
 	dir := filepath.Join(g.opts.PodLogsDir, "ns_gone_uid-gone")
 	mkdir(t, dir, clk.Now().Add(-time.Hour))
@@ -83,7 +83,7 @@ func TestPodLogDirWaitsForTheRuntimeToLetGo(t *testing.T) {
 }
 
 func TestDanglingLogLinks(t *testing.T) {
-	rt := &fakeRuntime{states: map[string]runtime.ContainerState{"aaa": exited, "bbb": running}}
+	rt := &fakeRuntime{states: map[string]container.ContainerState{"aaa": exited, "bbb": running}}
 	g, _ := testGC(t, rt, DefaultPolicy)
 	dir := g.opts.ContainerLogsDir
 	mkdir(t, dir, time.Now())
@@ -116,7 +116,7 @@ func TestDanglingLogLinks(t *testing.T) {
 
 func TestOrphanedPodDirs(t *testing.T) {
 	held := newRunningPod("uid-held", testNode, base).sandbox("sb", true, 10).pod
-	rt := &fakeRuntime{pods: []*runtime.RunningPod{held}}
+	rt := &fakeRuntime{pods: []*container.RunningPod{held}}
 	g, _ := testGC(t, rt, DefaultPolicy, "uid-live")
 	pods := filepath.Join(g.opts.RootDir, "pods")
 	for _, uid := range []string{"uid-gone", "uid-live", "uid-mounted", "uid-held"} {

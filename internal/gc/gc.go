@@ -22,7 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // DefaultPeriod is how often a pass runs (the kubelet's container GC period).
@@ -54,7 +54,7 @@ var DefaultPolicy = Policy{MinAge: 0, MaxPerPodContainer: 1, MaxContainers: -1}
 // Options configure a ContainerGC.
 type Options struct {
 	Policy  Policy
-	Runtime runtime.GarbageSource
+	Runtime container.GarbageSource
 	// NodeName: only sandboxes and containers labelled with it are collected.
 	NodeName string
 	// RootDir holds pod directories under RootDir/pods/<uid>.
@@ -106,7 +106,7 @@ func New(opts Options) (*ContainerGC, error) {
 		opts.PodLogsDir = "/var/log/pods"
 	}
 	if opts.ContainerLogsDir == "" {
-		opts.ContainerLogsDir = runtime.DefaultContainerLogsDir
+		opts.ContainerLogsDir = container.DefaultContainerLogsDir
 	}
 	if opts.Period <= 0 {
 		opts.Period = DefaultPeriod
@@ -206,15 +206,15 @@ func (g *ContainerGC) collect(ctx context.Context, evictTerminated bool) error {
 // pass holds one collection's view of the runtime and what it removed so far.
 type pass struct {
 	g    *ContainerGC
-	pods []*runtime.RunningPod // every node's
+	pods []*container.RunningPod // every node's
 	// gone: nodelet no longer knows the pod; removeAll: all its runtime objects go.
 	gone, removeAll   func(types.UID) bool
 	removedContainers map[string]bool
 	removedSandboxes  map[string]bool
 }
 
-func (p *pass) ourPods() []*runtime.RunningPod {
-	var out []*runtime.RunningPod
+func (p *pass) ourPods() []*container.RunningPod {
+	var out []*container.RunningPod
 	for _, rp := range p.pods {
 		if rp.Node == p.g.opts.NodeName {
 			out = append(out, rp)

@@ -6,15 +6,15 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // evictSandboxes removes sandboxes that are not ready and hold no container any more (after
 // evictContainers): all such sandboxes of a pod whose runtime objects all go, and for other
 // pods all but the newest sandbox, which stays whatever its state as the pod's current one.
-func (p *pass) evictSandboxes(ctx context.Context, pods []*runtime.RunningPod) {
+func (p *pass) evictSandboxes(ctx context.Context, pods []*container.RunningPod) {
 	for _, rp := range pods {
-		sandboxes := append([]*runtime.SandboxStatus(nil), rp.Sandboxes...)
+		sandboxes := append([]*container.SandboxStatus(nil), rp.Sandboxes...)
 		sort.SliceStable(sandboxes, func(i, j int) bool { return sandboxes[i].CreatedAt.After(sandboxes[j].CreatedAt) })
 		if !p.removeAll(rp.UID) && len(sandboxes) > 0 {
 			sandboxes = sandboxes[1:]
@@ -35,7 +35,7 @@ func (p *pass) evictSandboxes(ctx context.Context, pods []*runtime.RunningPod) {
 }
 
 // sandboxesWithContainers is the set of the pod's sandboxes that still hold a container.
-func (p *pass) sandboxesWithContainers(rp *runtime.RunningPod) map[string]bool {
+func (p *pass) sandboxesWithContainers(rp *container.RunningPod) map[string]bool {
 	out := map[string]bool{}
 	for _, c := range rp.Containers {
 		if !p.removedContainers[c.ID] {

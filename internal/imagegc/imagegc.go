@@ -21,7 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // Periods as the kubelet's: a collection pass every 5 minutes. Detection (which images exist
@@ -53,7 +53,7 @@ type Policy struct {
 // Options configure an ImageGC.
 type Options struct {
 	Policy  Policy
-	Runtime runtime.ImageGarbageSource
+	Runtime container.ImageGarbageSource
 	// KeepImages are never removed, by tag or ID (the sandbox image); DefaultSandboxImage is
 	// always kept.
 	KeepImages []string

@@ -15,13 +15,13 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // fakeImages is a runtime.ImageGarbageSource with a settable image list and containers.
 type fakeImages struct {
 	mu      sync.Mutex
-	images  []runtime.Image
+	images  []container.Image
 	inUse   []string
 	removed []string
 	failRm  map[string]bool
@@ -34,13 +34,13 @@ func (f *fakeImages) ImagesInUse(context.Context) ([]string, error) {
 	return f.inUse, nil
 }
 
-func (f *fakeImages) ListImages(context.Context) ([]runtime.Image, error) {
+func (f *fakeImages) ListImages(context.Context) ([]container.Image, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
-	var out []runtime.Image
+	var out []container.Image
 	for _, img := range f.images {
 		if !contains(f.removed, img.ID) {
 			out = append(out, img)
@@ -93,8 +93,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func img(id string, size uint64, tags ...string) runtime.Image {
-	return runtime.Image{ID: id, RepoTags: tags, Size: size}
+func img(id string, size uint64, tags ...string) container.Image {
+	return container.Image{ID: id, RepoTags: tags, Size: size}
 }
 
 type env struct {
@@ -105,7 +105,7 @@ type env struct {
 	disk  struct{ capacity, available int64 }
 }
 
-func newEnv(t *testing.T, policy Policy, images ...runtime.Image) *env {
+func newEnv(t *testing.T, policy Policy, images ...container.Image) *env {
 	t.Helper()
 	e := &env{rt: &fakeImages{images: images}, rec: record.NewFakeRecorder(20),
 		clock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))}

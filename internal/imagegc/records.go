@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // imageRecord is what is known of one image, by ID.
@@ -70,7 +70,7 @@ func (g *ImageGC) detect(ctx context.Context, now time.Time) (map[string]bool, e
 }
 
 // referenced reports whether refs names the image by ID, tag or digest.
-func referenced(img runtime.Image, refs map[string]bool) bool {
+func referenced(img container.Image, refs map[string]bool) bool {
 	if refs[img.ID] {
 		return true
 	}

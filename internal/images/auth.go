@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // dockerAuth is one entry of a docker config file.
@@ -33,7 +34,7 @@ func (k keyring) add(auths map[string]dockerAuth) {
 
 // lookup returns the credentials whose key matches image, the most specific key first (keys in
 // reverse order, as upstream's keyring sorts them), and whether there were any.
-func (k keyring) lookup(image string) []*runtimeapi.AuthConfig {
+func (k keyring) lookup(image string) []*cri.AuthConfig {
 	target := imageLocation(image)
 	keys := make([]string, 0, len(k))
 	for key := range k {
@@ -41,7 +42,7 @@ func (k keyring) lookup(image string) []*runtimeapi.AuthConfig {
 	}
 	slices.Sort(keys)
 	slices.Reverse(keys)
-	var out []*runtimeapi.AuthConfig
+	var out []*cri.AuthConfig
 	for _, key := range keys {
 		if !keyLocation(key).matches(target) {
 			continue
@@ -53,7 +54,7 @@ func (k keyring) lookup(image string) []*runtimeapi.AuthConfig {
 					user, pass, _ = strings.Cut(string(raw), ":")
 				}
 			}
-			out = append(out, &runtimeapi.AuthConfig{
+			out = append(out, &cri.AuthConfig{
 				Username: user, Password: pass, // no ServerAddress, as upstream: containerd parses it as a URL
 				IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken,
 			})
@@ -64,7 +65,7 @@ func (k keyring) lookup(image string) []*runtimeapi.AuthConfig {
 
 // credentialsFor returns the credentials for image: the pod's pull secrets first, then the
 // node's (its docker config and credential providers), as upstream unions its keyrings.
-func credentialsFor(image string, pullSecrets []v1.Secret, node keyring) []*runtimeapi.AuthConfig {
+func credentialsFor(image string, pullSecrets []v1.Secret, node keyring) []*cri.AuthConfig {
 	pod := keyring{}
 	for _, s := range pullSecrets {
 		pod.add(dockerAuths(s))

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // The keyring matches as upstream's: host labels (globs allowed) one for one, the same port,
@@ -85,7 +87,7 @@ func (r *recordingPulls) PullImage(_ context.Context, req *runtimeapi.PullImageR
 // an image with no matching credential is pulled anonymously.
 func TestPullTriesCredentialsNotAnonymous(t *testing.T) {
 	client := &recordingPulls{ImageServiceClient: newEnv(t).client}
-	mgr, _ := NewManager(Options{Client: client})
+	mgr, _ := NewManager(Options{CRI: cri.New(nil, client, 0)})
 	secret := v1.Secret{Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(
 		`{"auths":{"registry.example.com":{"username":"a","password":"p"},"registry.example.com/team":{"username":"b","password":"p"}}}`)}}
 	if _, _, _, err := mgr.pull(context.Background(), "registry.example.com/team/app:1", []v1.Secret{secret}); err == nil {

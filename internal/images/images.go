@@ -10,18 +10,17 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
-	"github.com/nodelet/nodelet/internal/criconn"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/metrics"
 )
 
@@ -37,8 +36,6 @@ const (
 	ReasonSignatureValidationFailed = "SignatureValidationFailed"
 	pullBackOffInitial              = 10 * time.Second
 	pullBackOffMax                  = 300 * time.Second
-	defaultPullTimeout              = 2 * time.Minute
-	defaultImageStatusTimout        = 10 * time.Second
 )
 
 // Errors EnsureImage wraps; test with errors.Is.
@@ -51,11 +48,9 @@ var (
 
 // Options configure a Manager.
 type Options struct {
-	// Endpoint is the CRI socket to dial, e.g. "unix:///run/nodelet/containerd/containerd.sock";
-	// ignored when Client is set.
-	Endpoint string
-	// Client is an already dialled CRI image service.
-	Client runtimeapi.ImageServiceClient
+	// CRI is the runtime's client; its image service calls carry its deadlines (the request
+	// timeout bounds a pull, the status timeout a look-up).
+	CRI *cri.Client
 	// Providers, when set, gives the credentials of credential provider plugins for an image
 	// (keyed as docker config keys); they come after the node's docker config.
 	Providers func(ctx context.Context, image string) map[string]credprovider.Credential
@@ -72,63 +67,44 @@ type Options struct {
 	// limit fails with "pull QPS exceeded" and backs off. PullQPS 0 means no limit.
 	PullQPS   float32
 	PullBurst int
-	// RequestTimeout bounds one pull (default 2m); StatusTimeout bounds image look-ups (10s).
-	RequestTimeout time.Duration
-	StatusTimeout  time.Duration
 	// Backoff holds pull back-off per pod and image; default 10s doubling to 300s.
 	Backoff *flowcontrol.Backoff
 }
 
 // Manager pulls images for containers. Safe for concurrent use.
 type Manager struct {
-	client        runtimeapi.ImageServiceClient
-	conn          *grpc.ClientConn // set when the manager dialled Endpoint itself
-	recorder      record.EventRecorder
-	backoff       *flowcontrol.Backoff
-	pullTimeout   time.Duration
-	statusTimeout time.Duration
-	pullLock      sync.Locker             // serializes pulls, caps them, or a no-op lock
-	pullLimiter   flowcontrol.RateLimiter // nil: no rate limit
-	node          *nodeConfig             // the node's own credentials; nil for none
+	cri         *cri.Client
+	recorder    record.EventRecorder
+	backoff     *flowcontrol.Backoff
+	pullLock    sync.Locker             // serializes pulls, caps them, or a no-op lock
+	pullLimiter flowcontrol.RateLimiter // nil: no rate limit
+	node        *nodeConfig             // the node's own credentials; nil for none
 	// lastPullErr holds, per back-off key, "reason: message" of the pull that failed last: the
 	// back-off message repeats it, as upstream's does.
 	lastPullErr sync.Map
 	providers   func(ctx context.Context, image string) map[string]credprovider.Credential
 }
 
-// NewManager returns an image manager for opts, dialling opts.Endpoint unless opts.Client is
-// given.
+// NewManager returns an image manager over opts.CRI.
 func NewManager(opts Options) (*Manager, error) {
+	if opts.CRI == nil {
+		return nil, errors.New("images: no CRI client")
+	}
 	m := &Manager{
-		client:        opts.Client,
-		recorder:      opts.Recorder,
-		backoff:       opts.Backoff,
-		pullTimeout:   opts.RequestTimeout,
-		statusTimeout: opts.StatusTimeout,
-		pullLock:      noLock{},
+		cri:      opts.CRI,
+		recorder: opts.Recorder,
+		backoff:  opts.Backoff,
+		pullLock: noLock{},
 	}
 	if opts.RootDir != "" {
 		m.node = &nodeConfig{rootDir: opts.RootDir, now: time.Now}
 	}
 	m.providers = opts.Providers
-	if m.client == nil {
-		conn, err := criconn.Dial(opts.Endpoint)
-		if err != nil {
-			return nil, err
-		}
-		m.conn, m.client = conn, runtimeapi.NewImageServiceClient(conn)
-	}
 	if m.recorder == nil {
 		m.recorder = &record.FakeRecorder{} // nil channel: events are dropped
 	}
 	if m.backoff == nil {
 		m.backoff = flowcontrol.NewBackOff(pullBackOffInitial, pullBackOffMax)
-	}
-	if m.pullTimeout <= 0 {
-		m.pullTimeout = defaultPullTimeout
-	}
-	if m.statusTimeout <= 0 {
-		m.statusTimeout = defaultImageStatusTimout
 	}
 	switch {
 	case opts.Serialize:
@@ -140,14 +116,6 @@ func NewManager(opts Options) (*Manager, error) {
 		m.pullLimiter = flowcontrol.NewTokenBucketRateLimiter(opts.PullQPS, max(opts.PullBurst, 1))
 	}
 	return m, nil
-}
-
-// Close closes the connection NewManager dialled, if any.
-func (m *Manager) Close() error {
-	if m.conn == nil {
-		return nil
-	}
-	return m.conn.Close()
 }
 
 type noLock struct{}
@@ -166,7 +134,7 @@ func (s semaphore) Unlock() { <-s }
 // (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName) and a message for the
 // container status, and an error wrapping the matching Err* value.
 func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error) {
-	ref := ContainerRef(pod, container)
+	ref := kubecontainer.ContainerRef(pod, container)
 	image := container.Image
 	if image == "" || strings.ContainsAny(image, " \t\n") {
 		msg = fmt.Sprintf("Failed to apply default image tag %q: invalid reference format", image)
@@ -266,15 +234,24 @@ func (m *Manager) imageID(ctx context.Context, image string) (string, error) {
 	return img.Id, nil
 }
 
-// imageStatus is the runtime's record of image, nil when it has none.
-func (m *Manager) imageStatus(ctx context.Context, image string) (*runtimeapi.Image, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.statusTimeout)
-	defer cancel()
-	resp, err := m.client.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+// ImageUser returns the user an image runs as: its uid when numeric, else its user name.
+func (m *Manager) ImageUser(ctx context.Context, image string) (*int64, string, error) {
+	img, err := m.imageStatus(ctx, image)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return resp.Image, nil
+	if img == nil {
+		return nil, "", fmt.Errorf("image %s not present", image)
+	}
+	if uid := img.GetUid(); uid != nil {
+		return &uid.Value, "", nil
+	}
+	return nil, img.GetUsername(), nil
+}
+
+// imageStatus is the runtime's record of image, nil when it has none.
+func (m *Manager) imageStatus(ctx context.Context, image string) (*cri.Image, error) {
+	return m.cri.ImageStatus(ctx, image)
 }
 
 // pull pulls image, trying each matching credential and then anonymously. It returns the image
@@ -291,7 +268,7 @@ func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secre
 	// As upstream: every matching credential in turn, anonymous only when none matches.
 	auths := credentialsFor(image, pullSecrets, m.nodeKeyring(ctx, image))
 	if len(auths) == 0 {
-		auths = []*runtimeapi.AuthConfig{nil}
+		auths = []*cri.AuthConfig{nil}
 	}
 	var errs []error
 	for _, auth := range auths {
@@ -307,10 +284,8 @@ func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secre
 	return "", 0, 0, errors.Join(errs...)
 }
 
-func (m *Manager) pullOnce(ctx context.Context, image string, auth *runtimeapi.AuthConfig) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.pullTimeout)
-	defer cancel()
-	resp, err := m.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth})
+func (m *Manager) pullOnce(ctx context.Context, image string, auth *cri.AuthConfig) (string, error) {
+	ref, err := m.cri.PullImage(ctx, image, auth)
 	if err != nil {
 		// As upstream's CRI client: an Unknown code says nothing, so the runtime's own text is
 		// the error (and a RegistryUnavailable / SignatureValidationFailed prefix stays first).
@@ -319,10 +294,10 @@ func (m *Manager) pullOnce(ctx context.Context, image string, auth *runtimeapi.A
 		}
 		return "", err
 	}
-	if resp.ImageRef == "" {
+	if ref == "" {
 		return "", fmt.Errorf("runtime returned no reference for image %q", image)
 	}
-	return resp.ImageRef, nil
+	return ref, nil
 }
 
 // pullPolicy is the container's policy, defaulted as the API server would: Always for an
@@ -347,26 +322,6 @@ func imageTag(image string) string {
 		return name[i+1:]
 	}
 	return "latest"
-}
-
-// ContainerRef is the object events about a container are recorded on: the pod, with a field
-// path naming the container, so they show up under the pod in `kubectl describe`.
-func ContainerRef(pod *v1.Pod, c *v1.Container) *v1.ObjectReference {
-	ref := &v1.ObjectReference{
-		Kind: "Pod", APIVersion: "v1", Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
-		ResourceVersion: pod.ResourceVersion,
-	}
-	if c == nil {
-		return ref
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == c.Name {
-			ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", c.Name)
-			return ref
-		}
-	}
-	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", c.Name)
-	return ref
 }
 
 // nodeKeyring is the node's docker config plus what credential provider plugins give for image.

@@ -18,7 +18,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 type env struct {
@@ -44,7 +46,7 @@ func newEnv(t *testing.T) *env {
 		clock:    clocktesting.NewFakeClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)),
 	}
 	e.mgr, err = NewManager(Options{
-		Client: e.client, Recorder: e.recorder, Serialize: true,
+		CRI: cri.New(runtimeapi.NewRuntimeServiceClient(conn), e.client, 0), Recorder: e.recorder, Serialize: true,
 		Backoff: flowcontrol.NewFakeBackOff(10*time.Second, 300*time.Second, e.clock),
 	})
 	if err != nil {
@@ -250,7 +252,7 @@ func TestMaxParallelImagePulls(t *testing.T) {
 
 func TestPullQPSExceededFailsThePull(t *testing.T) {
 	e := newEnv(t)
-	mgr, _ := NewManager(Options{Client: e.client, PullQPS: 0.001, PullBurst: 1})
+	mgr, _ := NewManager(Options{CRI: cri.New(nil, e.client, 0), PullQPS: 0.001, PullBurst: 1})
 	pod, c := testPod("a.local/x:1", v1.PullAlways)
 	if _, _, _, err := mgr.EnsureImage(context.Background(), pod, c, nil); err != nil {
 		t.Fatalf("first pull within the burst: %v", err)
@@ -266,7 +268,7 @@ func TestPullQPSExceededFailsThePull(t *testing.T) {
 func concurrentPulls(t *testing.T, opts Options) int32 {
 	e := newEnv(t)
 	client := &slowPulls{ImageServiceClient: e.client}
-	opts.Client = client
+	opts.CRI = cri.New(nil, client, 0)
 	mgr, _ := NewManager(opts)
 	var wg sync.WaitGroup
 	for _, img := range []string{"a.local/x:1", "a.local/y:1", "a.local/z:1", "a.local/u:1", "a.local/v:1"} {
@@ -302,10 +304,10 @@ func TestContainerRefFieldPath(t *testing.T) {
 		InitContainers: []v1.Container{{Name: "setup"}},
 		Containers:     []v1.Container{{Name: "app"}},
 	}}
-	if got := ContainerRef(pod, &pod.Spec.InitContainers[0]).FieldPath; got != "spec.initContainers{setup}" {
+	if got := container.ContainerRef(pod, &pod.Spec.InitContainers[0]).FieldPath; got != "spec.initContainers{setup}" {
 		t.Errorf("init field path %q", got)
 	}
-	if got := ContainerRef(pod, &pod.Spec.Containers[0]).FieldPath; got != "spec.containers{app}" {
+	if got := container.ContainerRef(pod, &pod.Spec.Containers[0]).FieldPath; got != "spec.containers{app}" {
 		t.Errorf("app field path %q", got)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // List returns the images the runtime holds as the node status reports them: each image's names
@@ -14,14 +13,12 @@ import (
 // without any name are left out: nothing could refer to them. Callers cap the list
 // (nodeStatusMaxImages) themselves.
 func (m *Manager) List(ctx context.Context) ([]v1.ContainerImage, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.statusTimeout)
-	defer cancel()
-	resp, err := m.client.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	images, err := m.cri.ListImages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing images: %w", err)
 	}
-	out := make([]v1.ContainerImage, 0, len(resp.GetImages()))
-	for _, img := range resp.GetImages() {
+	out := make([]v1.ContainerImage, 0, len(images))
+	for _, img := range images {
 		names := append(append([]string{}, img.GetRepoDigests()...), img.GetRepoTags()...)
 		if len(names) == 0 {
 			continue

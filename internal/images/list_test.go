@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // listingImages is an image service that only answers ListImages.
@@ -30,7 +32,7 @@ func TestListSortsLargestFirstWithDigestsThenTags(t *testing.T) {
 		{Id: "sha256:d", RepoDigests: []string{"mid@sha256:d"}, Size_: 200},
 		{Id: "sha256:e", RepoTags: []string{"also-small:1"}, Size_: 10},
 	}}
-	m, err := NewManager(Options{Client: fake})
+	m, err := NewManager(Options{CRI: cri.New(nil, fake, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestListSortsLargestFirstWithDigestsThenTags(t *testing.T) {
 }
 
 func TestListReportsRuntimeError(t *testing.T) {
-	m, err := NewManager(Options{Client: &listingImages{err: errors.New("runtime down")}})
+	m, err := NewManager(Options{CRI: cri.New(nil, &listingImages{err: errors.New("runtime down")}, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,13 @@ import (
 	"fmt"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // entry is one parsed line of a CRI log file.
 type entry struct {
 	timestamp time.Time
-	stream    string // runtimeapi.Stdout or runtimeapi.Stderr
+	stream    string // cri.Stdout or cri.Stderr
 	full      bool   // F: the line ends with this entry
 	content   []byte // without the trailing newline
 }
@@ -42,16 +42,16 @@ func parseEntry(line []byte, e *entry) error {
 	if !ok {
 		return fmt.Errorf("%w: no stream delimiter", errMalformed)
 	}
-	if s := runtimeapi.LogStreamType(stream); s != runtimeapi.Stdout && s != runtimeapi.Stderr {
+	if s := cri.LogStreamType(stream); s != cri.Stdout && s != cri.Stderr {
 		return fmt.Errorf("%w: unknown stream %q", errMalformed, stream)
 	}
 	// An empty F line may come without the space before its (empty) content.
 	tags, content, _ := bytes.Cut(rest, []byte{' '})
 	tag, _, _ := bytes.Cut(tags, []byte{':'})
 	switch string(tag) {
-	case string(runtimeapi.LogTagPartial):
+	case string(cri.LogTagPartial):
 		e.full = false
-	case string(runtimeapi.LogTagFull):
+	case string(cri.LogTagFull):
 		e.full = true
 	default:
 		return fmt.Errorf("%w: unknown tag %q", errMalformed, tags)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // PodLookup finds desired pods by namespace and name (*pod.Manager).
@@ -23,7 +23,7 @@ type PodLookup interface {
 
 // ContainerLogs resolves a container's log file and state (runtime.LogService).
 type ContainerLogs interface {
-	ContainerLog(ctx context.Context, containerID string) (*runtime.ContainerLog, error)
+	ContainerLog(ctx context.Context, containerID string) (*container.ContainerLog, error)
 }
 
 // Deps are what the container logs handler reads.
@@ -31,7 +31,7 @@ type Deps struct {
 	Pods PodLookup
 	// Status reads the runtime's view of a pod, containers newest first
 	// (runtime.Manager.GetPodStatus).
-	Status  func(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+	Status  func(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
 	Runtime ContainerLogs
 }
 
@@ -142,13 +142,13 @@ func (h *containerLogsHandler) stream(ctx context.Context, w http.ResponseWriter
 func (h *containerLogsHandler) runningFunc(containerID string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		c, err := h.deps.Runtime.ContainerLog(ctx, containerID)
-		if errors.Is(err, runtime.ErrContainerNotFound) {
+		if errors.Is(err, container.ErrContainerNotFound) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		return c.State == runtime.StateRunning, nil
+		return c.State == container.StateRunning, nil
 	}
 }
 

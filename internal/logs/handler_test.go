@@ -18,36 +18,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // fakeRuntime holds container log files and states by container ID, and pod statuses.
 type fakeRuntime struct {
 	mu        sync.Mutex
-	logs      map[string]*runtime.ContainerLog
-	status    *runtime.PodStatus
+	logs      map[string]*container.ContainerLog
+	status    *container.PodStatus
 	statusErr error
 }
 
-func (f *fakeRuntime) ContainerLog(_ context.Context, id string) (*runtime.ContainerLog, error) {
+func (f *fakeRuntime) ContainerLog(_ context.Context, id string) (*container.ContainerLog, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, ok := f.logs[id]
 	if !ok {
-		return nil, runtime.ErrContainerNotFound
+		return nil, container.ErrContainerNotFound
 	}
 	c := *l
 	return &c, nil
 }
 
-func (f *fakeRuntime) setState(id string, s runtime.ContainerState) {
+func (f *fakeRuntime) setState(id string, s container.ContainerState) {
 	f.mu.Lock()
 	f.logs[id].State = s
 	f.mu.Unlock()
 }
 
-func (f *fakeRuntime) Status(_ context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error) {
+func (f *fakeRuntime) Status(_ context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
 	if f.statusErr != nil {
 		return nil, f.statusErr
 	}
@@ -78,13 +78,13 @@ func newHandlerEnv(t *testing.T) *handlerEnv {
 	curLog := filepath.Join(e.dir, "app-1.log")
 	writeFile(t, curLog, readFile(t, sampleLog(t)))
 	e.rt = &fakeRuntime{
-		logs: map[string]*runtime.ContainerLog{
-			"app-0": {ContainerID: "app-0", Path: oldLog, State: runtime.StateExited},
-			"app-1": {ContainerID: "app-1", Path: curLog, State: runtime.StateRunning},
+		logs: map[string]*container.ContainerLog{
+			"app-0": {ContainerID: "app-0", Path: oldLog, State: container.StateExited},
+			"app-1": {ContainerID: "app-1", Path: curLog, State: container.StateRunning},
 		},
-		status: &runtime.PodStatus{UID: "uid-web", Name: "web-node1", Namespace: "default", Containers: []*runtime.ContainerStatus{
-			{ID: "app-1", Name: "app", State: runtime.StateRunning, RestartCount: 1},
-			{ID: "app-0", Name: "app", State: runtime.StateExited},
+		status: &container.PodStatus{UID: "uid-web", Name: "web-node1", Namespace: "default", Containers: []*container.ContainerStatus{
+			{ID: "app-1", Name: "app", State: container.StateRunning, RestartCount: 1},
+			{ID: "app-0", Name: "app", State: container.StateExited},
 		}},
 	}
 	mux := http.NewServeMux()
@@ -183,7 +183,7 @@ func TestContainerLogsReadsTheRightInstance(t *testing.T) {
 	}
 
 	// A new instance that never started: its predecessor's logs are shown.
-	e.rt.status.Containers = append([]*runtime.ContainerStatus{{ID: "app-2", Name: "app", State: runtime.StateCreated}}, e.rt.status.Containers...)
+	e.rt.status.Containers = append([]*container.ContainerStatus{{ID: "app-2", Name: "app", State: container.StateCreated}}, e.rt.status.Containers...)
 	if code, body := e.get("/containerLogs/default/web-node1/app?tailLines=1"); code != 200 || body != "three\n" {
 		t.Errorf("created newest: %d %q", code, body)
 	}
@@ -217,7 +217,7 @@ func TestContainerLogsFollowStreams(t *testing.T) {
 	if l := readLine(); l != "four\n" {
 		t.Fatalf("followed line %q", l)
 	}
-	e.rt.setState("app-1", runtime.StateExited)
+	e.rt.setState("app-1", container.StateExited)
 	rest, err := io.ReadAll(lines)
 	if err != nil || len(rest) != 0 {
 		t.Fatalf("after the container stopped: %q, %v", rest, err)

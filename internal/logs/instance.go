@@ -5,15 +5,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // pickInstance chooses which instance of a container to read, as the API status would
 // name it: the current instance is the newest one, the previous (last terminated) one is
 // the instance before it. A current instance that was created but never started has no
 // logs yet, so its predecessor's are shown, as for a container waiting in back-off.
-func pickInstance(pod *v1.Pod, status *runtime.PodStatus, name string, previous bool) (*runtime.ContainerStatus, error) {
-	var instances []*runtime.ContainerStatus
+func pickInstance(pod *v1.Pod, status *container.PodStatus, name string, previous bool) (*container.ContainerStatus, error) {
+	var instances []*container.ContainerStatus
 	if status != nil {
 		for _, c := range status.Containers { // newest first
 			if c.Name == name {
@@ -29,7 +29,7 @@ func pickInstance(pod *v1.Pod, status *runtime.PodStatus, name string, previous 
 		return instances[1], nil
 	case len(instances) == 0:
 		return nil, waitingError(pod, name)
-	case instances[0].State == runtime.StateRunning || instances[0].State == runtime.StateExited:
+	case instances[0].State == container.StateRunning || instances[0].State == container.StateExited:
 		return instances[0], nil
 	case len(instances) > 1:
 		return instances[1], nil

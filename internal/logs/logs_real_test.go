@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
@@ -42,8 +43,8 @@ import (
 // it removes the file, prints "exiting" and exits 1.
 type realEnv struct {
 	t       *testing.T
-	rt      runtime.Manager
-	logs    runtime.LogService
+	rt      *runtime.Manager
+	logs    container.LogService
 	pod     *v1.Pod
 	hostDir string
 	backoff *flowcontrol.Backoff
@@ -63,12 +64,12 @@ func newRealEnv(t *testing.T) *realEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.(io.Closer).Close() })
+	t.Cleanup(func() { rt.Close() })
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	id := hex.EncodeToString(suffix)
 	e := &realEnv{
-		t: t, rt: rt, logs: rt.(runtime.LogService), hostDir: t.TempDir(),
+		t: t, rt: rt, logs: rt, hostDir: t.TempDir(),
 		backoff: flowcontrol.NewBackOff(time.Second, 10*time.Second),
 	}
 	dirType := v1.HostPathDirectoryOrCreate
@@ -101,14 +102,14 @@ func newRealEnv(t *testing.T) *realEnv {
 // ownContainers limits rotation to the test's container (the runtime may hold other pods)
 // and counts reopens.
 type ownContainers struct {
-	runtime.LogService
+	container.LogService
 	id      string
 	reopens int
 }
 
-func (o *ownContainers) RunningContainerLogs(ctx context.Context) ([]*runtime.ContainerLog, error) {
+func (o *ownContainers) RunningContainerLogs(ctx context.Context) ([]*container.ContainerLog, error) {
 	all, err := o.LogService.RunningContainerLogs(ctx)
-	var ours []*runtime.ContainerLog
+	var ours []*container.ContainerLog
 	for _, c := range all {
 		if c.ContainerID == o.id {
 			ours = append(ours, c)
@@ -134,16 +135,16 @@ func (e *realEnv) cleanup() {
 }
 
 // syncUntilRunning runs SyncPod until a container with restarts restarts runs.
-func (e *realEnv) syncUntilRunning(restarts int) *runtime.ContainerStatus {
+func (e *realEnv) syncUntilRunning(restarts int) *container.ContainerStatus {
 	e.t.Helper()
 	ctx := context.Background()
-	var running *runtime.ContainerStatus
+	var running *container.ContainerStatus
 	testutil.WaitUntil(e.t, 60*time.Second, fmt.Sprintf("the container running with %d restarts", restarts), func() bool {
 		st, err := e.rt.GetPodStatus(ctx, e.pod.UID, e.pod.Name, e.pod.Namespace)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if c := st.FindContainer("main"); c != nil && c.State == runtime.StateRunning && c.RestartCount == restarts {
+		if c := st.FindContainer("main"); c != nil && c.State == container.StateRunning && c.RestartCount == restarts {
 			running = c
 			return true
 		}

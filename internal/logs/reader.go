@@ -10,8 +10,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // Timing of Follow; variables so tests can shorten them.
@@ -243,7 +244,7 @@ func (o *output) write(line []byte) (done bool, err error) {
 }
 
 func (o *output) wants(stream string) bool {
-	if stream == string(runtimeapi.Stdout) {
+	if stream == string(cri.Stdout) {
 		return o.stdout
 	}
 	return o.stderr

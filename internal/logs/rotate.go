@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // Rotation defaults, as the KubeletConfiguration's.
@@ -31,7 +31,7 @@ const (
 
 // RotatorRuntime is what rotation needs from the runtime (runtime.LogService).
 type RotatorRuntime interface {
-	RunningContainerLogs(ctx context.Context) ([]*runtime.ContainerLog, error)
+	RunningContainerLogs(ctx context.Context) ([]*container.ContainerLog, error)
 	ReopenContainerLog(ctx context.Context, containerID string) error
 }
 

@@ -12,17 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // fakeLogRuntime plays the runtime's part of rotation: reopening creates a new live file.
 type fakeLogRuntime struct {
-	containers []*runtime.ContainerLog
+	containers []*container.ContainerLog
 	reopened   []string
 	reopenErr  error
 }
 
-func (f *fakeLogRuntime) RunningContainerLogs(context.Context) ([]*runtime.ContainerLog, error) {
+func (f *fakeLogRuntime) RunningContainerLogs(context.Context) ([]*container.ContainerLog, error) {
 	return f.containers, nil
 }
 
@@ -36,7 +36,7 @@ func (f *fakeLogRuntime) ReopenContainerLog(_ context.Context, id string) error 
 			return os.WriteFile(c.Path, nil, 0o640)
 		}
 	}
-	return runtime.ErrContainerNotFound
+	return container.ErrContainerNotFound
 }
 
 type rotateEnv struct {
@@ -50,10 +50,10 @@ type rotateEnv struct {
 func newRotateEnv(t *testing.T, maxFiles int) *rotateEnv {
 	dir := t.TempDir()
 	e := &rotateEnv{t: t, dir: dir, clock: time.Date(2024, 5, 1, 12, 0, 0, 0, time.Local)}
-	e.rt = &fakeLogRuntime{containers: []*runtime.ContainerLog{
-		{ContainerID: "big", Path: filepath.Join(dir, "big", "0.log"), State: runtime.StateRunning},
-		{ContainerID: "small", Path: filepath.Join(dir, "small", "0.log"), State: runtime.StateRunning},
-		{ContainerID: "nolog", State: runtime.StateRunning},
+	e.rt = &fakeLogRuntime{containers: []*container.ContainerLog{
+		{ContainerID: "big", Path: filepath.Join(dir, "big", "0.log"), State: container.StateRunning},
+		{ContainerID: "small", Path: filepath.Join(dir, "small", "0.log"), State: container.StateRunning},
+		{ContainerID: "nolog", State: container.StateRunning},
 	}}
 	for _, c := range e.rt.containers[:2] {
 		if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {

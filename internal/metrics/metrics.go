@@ -3,7 +3,7 @@
 // /metrics, /metrics/resource, /metrics/probes (/metrics/cadvisor is internal/cadvisor).
 //
 // Recording is through package functions so that a component needs one line to report; the
-// package imports nothing of nodelet's, so any package (criconn included) may use it.
+// package imports nothing of nodelet's, so any package (cri included) may use it.
 package metrics
 
 import (

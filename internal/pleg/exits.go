@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // exitRelistDelays are when, after a container exit event, the PLEG relists. containerd's
@@ -22,11 +22,11 @@ const exitWatchRetry = 30 * time.Second
 // within a fraction of a second instead of up to a relist period. Relisting alone stays the
 // source of truth; this only makes it come sooner. It returns when ctx ends, or at once when
 // the runtime streams no exit events.
-func (p *PLEG) WatchExits(ctx context.Context, w runtime.ExitWatcher) {
+func (p *PLEG) WatchExits(ctx context.Context, w container.ExitWatcher) {
 	watchExits(ctx, w, p.Trigger, p.period)
 }
 
-func watchExits(ctx context.Context, w runtime.ExitWatcher, relist func(), period time.Duration) {
+func watchExits(ctx context.Context, w container.ExitWatcher, relist func(), period time.Duration) {
 	wait := time.Second
 	for {
 		began := time.Now()
@@ -38,7 +38,7 @@ func watchExits(ctx context.Context, w runtime.ExitWatcher, relist func(), perio
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, runtime.ErrNoExitEvents) {
+		if errors.Is(err, container.ErrNoExitEvents) {
 			klog.InfoS("The runtime streams no container exit events; exits are found by relisting", "period", period)
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // scriptedWatcher returns each scripted outcome in turn, reporting the given exits first.
@@ -63,7 +63,7 @@ func TestWatchExitsRelistsAfterEachExitAndResubscribes(t *testing.T) {
 }
 
 func TestWatchExitsGivesUpWithoutEvents(t *testing.T) {
-	w := &scriptedWatcher{results: []watchResult{{err: runtime.ErrNoExitEvents}}}
+	w := &scriptedWatcher{results: []watchResult{{err: container.ErrNoExitEvents}}}
 	done := make(chan struct{})
 	go func() {
 		watchExits(context.Background(), w, func() { t.Error("relist without an exit") }, time.Second)

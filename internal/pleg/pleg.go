@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // EventType says what happened to a container.
@@ -33,7 +33,7 @@ type Event struct {
 
 // Lister is the part of the runtime manager the PLEG needs.
 type Lister interface {
-	GetPods(ctx context.Context, all bool) ([]*runtime.RunningPod, error)
+	GetPods(ctx context.Context, all bool) ([]*container.RunningPod, error)
 }
 
 // relistThreshold is how long without a successful relist before the PLEG is unhealthy.
@@ -49,7 +49,7 @@ type PLEG struct {
 
 	mu         sync.RWMutex
 	last       map[string]entry // by container/sandbox ID
-	pods       []*runtime.RunningPod
+	pods       []*container.RunningPod
 	lastRelist time.Time
 	listedAt   time.Time           // when the listing in pods was requested
 	relistDur  func(time.Duration) // metrics hook
@@ -57,7 +57,7 @@ type PLEG struct {
 
 type entry struct {
 	uid   types.UID
-	state runtime.ContainerState
+	state container.ContainerState
 }
 
 // New returns a PLEG that relists every period.
@@ -116,7 +116,7 @@ func (p *PLEG) Healthy() error {
 }
 
 // RunningPods returns what the last relist found on the runtime, and when it started listing.
-func (p *PLEG) RunningPods() ([]*runtime.RunningPod, time.Time) {
+func (p *PLEG) RunningPods() ([]*container.RunningPod, time.Time) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.pods, p.listedAt
@@ -149,16 +149,16 @@ func (p *PLEG) Relist(ctx context.Context) {
 	}
 }
 
-func index(pods []*runtime.RunningPod) map[string]entry {
+func index(pods []*container.RunningPod) map[string]entry {
 	out := map[string]entry{}
 	for _, pod := range pods {
 		for _, c := range pod.Containers {
 			out[c.ID] = entry{uid: pod.UID, state: c.State}
 		}
 		for _, s := range pod.Sandboxes {
-			state := runtime.StateExited
+			state := container.StateExited
 			if s.Ready {
-				state = runtime.StateRunning
+				state = container.StateRunning
 			}
 			out[s.ID] = entry{uid: pod.UID, state: state}
 		}
@@ -183,11 +183,11 @@ func diff(old, current map[string]entry) []Event {
 	return events
 }
 
-func eventFor(s runtime.ContainerState) EventType {
+func eventFor(s container.ContainerState) EventType {
 	switch s {
-	case runtime.StateRunning:
+	case container.StateRunning:
 		return ContainerStarted
-	case runtime.StateExited:
+	case container.StateExited:
 		return ContainerDied
 	default:
 		return ContainerChanged

@@ -7,20 +7,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
-type fakeLister struct{ pods []*runtime.RunningPod }
+type fakeLister struct{ pods []*container.RunningPod }
 
-func (f *fakeLister) GetPods(context.Context, bool) ([]*runtime.RunningPod, error) {
+func (f *fakeLister) GetPods(context.Context, bool) ([]*container.RunningPod, error) {
 	return f.pods, nil
 }
 
-func pod(uid string, sandboxReady bool, containers map[string]runtime.ContainerState) *runtime.RunningPod {
-	p := &runtime.RunningPod{UID: types.UID(uid)}
-	p.Sandboxes = []*runtime.SandboxStatus{{ID: "sb-" + uid, Ready: sandboxReady}}
+func pod(uid string, sandboxReady bool, containers map[string]container.ContainerState) *container.RunningPod {
+	p := &container.RunningPod{UID: types.UID(uid)}
+	p.Sandboxes = []*container.SandboxStatus{{ID: "sb-" + uid, Ready: sandboxReady}}
 	for id, st := range containers {
-		p.Containers = append(p.Containers, &runtime.ContainerStatus{ID: id, State: st})
+		p.Containers = append(p.Containers, &container.ContainerStatus{ID: id, State: st})
 	}
 	return p
 }
@@ -43,7 +43,7 @@ func TestRelistEmitsChanges(t *testing.T) {
 	p := New(lister, 0)
 	ctx := context.Background()
 
-	lister.pods = []*runtime.RunningPod{pod("a", true, map[string]runtime.ContainerState{"c1": runtime.StateRunning})}
+	lister.pods = []*container.RunningPod{pod("a", true, map[string]container.ContainerState{"c1": container.StateRunning})}
 	p.Relist(ctx)
 	want := []string{"a/c1=ContainerStarted", "a/sb-a=ContainerStarted"}
 	if got := drain(p); !equal(got, want) {
@@ -55,8 +55,8 @@ func TestRelistEmitsChanges(t *testing.T) {
 		t.Fatalf("unchanged relist emitted %v", got)
 	}
 
-	lister.pods = []*runtime.RunningPod{pod("a", true, map[string]runtime.ContainerState{
-		"c1": runtime.StateExited, "c2": runtime.StateCreated,
+	lister.pods = []*container.RunningPod{pod("a", true, map[string]container.ContainerState{
+		"c1": container.StateExited, "c2": container.StateCreated,
 	})}
 	p.Relist(ctx)
 	want = []string{"a/c1=ContainerDied", "a/c2=ContainerChanged"}

@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/status"
 )
 
 // removingRuntime records RemovePod; the syncer calls nothing else on the path under test.
 type removingRuntime struct {
-	runtime.Manager
+	container.Runtime
 	calls *[]string
 }
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/status"
 )
 
@@ -28,7 +28,7 @@ func TestRemovedPodLeavesNoPerPodState(t *testing.T) {
 	if _, err := s.SyncPod(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	s.setWaiting(pod.UID, map[string]runtime.WaitingReason{"app": {Reason: "CrashLoopBackOff"}})
+	s.setWaiting(pod.UID, map[string]container.WaitingReason{"app": {Reason: "CrashLoopBackOff"}})
 	key := BackoffKey(pod, &pod.Spec.Containers[0])
 	s.Backoff.Next(key, clock.Now())
 	const orphanKey = "ns_orphan_uid-2_app_busybox"

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // pullingRuntime tells when a pod pulls its images ahead of its start.
@@ -16,7 +16,7 @@ type pullingRuntime struct {
 	pulls chan string
 }
 
-func (r pullingRuntime) PullImages(_ context.Context, pod *v1.Pod, _ *runtime.PodStatus) {
+func (r pullingRuntime) PullImages(_ context.Context, pod *v1.Pod, _ *container.PodStatus) {
 	r.pulls <- pod.Name
 }
 

@@ -18,13 +18,13 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resize"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -43,7 +43,7 @@ type Volumes interface {
 
 // Deps are what a Syncer works with.
 type Deps struct {
-	Runtime     runtime.Manager
+	Runtime     container.Runtime
 	Volumes     Volumes
 	Statuses    *status.Manager
 	Backoff     *flowcontrol.Backoff
@@ -84,7 +84,7 @@ type Deps struct {
 type Syncer struct {
 	Deps
 	mu      sync.Mutex
-	waiting map[types.UID]map[string]runtime.WaitingReason
+	waiting map[types.UID]map[string]container.WaitingReason
 	// starts holds one token per pod start in progress; blocked senders queue in FIFO order.
 	starts chan struct{}
 }
@@ -99,7 +99,7 @@ func New(d Deps) *Syncer {
 	if d.StartConcurrency <= 0 {
 		d.StartConcurrency = defaultStartConcurrency
 	}
-	return &Syncer{Deps: d, waiting: map[types.UID]map[string]runtime.WaitingReason{}, starts: make(chan struct{}, d.StartConcurrency)}
+	return &Syncer{Deps: d, waiting: map[types.UID]map[string]container.WaitingReason{}, starts: make(chan struct{}, d.StartConcurrency)}
 }
 
 // SyncPod converges one pod and records its status before and after.
@@ -164,7 +164,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 
 // takeStartSlot waits for a start slot (give it back with <-s.starts). A pod that has to wait
 // pulls its images meanwhile, so a queue of new pods pulls while the slots' pods start.
-func (s *Syncer) takeStartSlot(ctx context.Context, pod *v1.Pod, rs *runtime.PodStatus) error {
+func (s *Syncer) takeStartSlot(ctx context.Context, pod *v1.Pod, rs *container.PodStatus) error {
 	select {
 	case s.starts <- struct{}{}:
 		return nil
@@ -201,7 +201,7 @@ func (s *Syncer) waitForVolumes(ctx context.Context, pod *v1.Pod, starting bool)
 }
 
 // SyncTerminatingPod stops the pod's containers and sandbox with the grace period.
-func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *runtime.RunningPod, grace *int64) error {
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, grace *int64) error {
 	if pod == nil && running == nil {
 		return nil
 	}
@@ -274,7 +274,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 	return nil
 }
 
-func (s *Syncer) readStatus(ctx context.Context, pod *v1.Pod) (*runtime.PodStatus, error) {
+func (s *Syncer) readStatus(ctx context.Context, pod *v1.Pod) (*container.PodStatus, error) {
 	rs, err := s.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("reading pod status from the runtime: %w", err)
@@ -283,7 +283,7 @@ func (s *Syncer) readStatus(ctx context.Context, pod *v1.Pod) (*runtime.PodStatu
 	return rs, nil
 }
 
-func (s *Syncer) readStatusFor(ctx context.Context, pod *v1.Pod, running *runtime.RunningPod) (*runtime.PodStatus, error) {
+func (s *Syncer) readStatusFor(ctx context.Context, pod *v1.Pod, running *container.RunningPod) (*container.PodStatus, error) {
 	if pod != nil {
 		return s.readStatus(ctx, pod)
 	}
@@ -297,7 +297,7 @@ func (s *Syncer) readStatusFor(ctx context.Context, pod *v1.Pod, running *runtim
 // recordStatus computes and keeps pod's status; verdict, if any, is the syncer's decision on
 // the whole pod; final says its containers were stopped for good. ended says the pod's
 // containers are done for good (its phase is, or is about to be, Succeeded or Failed).
-func (s *Syncer) recordStatus(pod *v1.Pod, rs *runtime.PodStatus, verdict *status.Verdict, final bool) (st v1.PodStatus, ended bool) {
+func (s *Syncer) recordStatus(pod *v1.Pod, rs *container.PodStatus, verdict *status.Verdict, final bool) (st v1.PodStatus, ended bool) {
 	prev, ok := s.Statuses.Get(pod.UID)
 	in := status.Input{
 		Pod: pod, Runtime: rs, Waiting: s.getWaiting(pod.UID), RuntimeName: s.RuntimeName,
@@ -343,12 +343,12 @@ func heldPhase(previous *v1.PodStatus, api v1.PodPhase) v1.PodPhase {
 }
 
 // anyRunning says whether one of the pod's containers still runs in the runtime.
-func anyRunning(rs *runtime.PodStatus) bool {
+func anyRunning(rs *container.PodStatus) bool {
 	if rs == nil {
 		return false
 	}
 	for _, c := range rs.Containers {
-		if c.State == runtime.StateRunning {
+		if c.State == container.StateRunning {
 			return true
 		}
 	}
@@ -364,13 +364,13 @@ func (s *Syncer) makeDirs(uid types.UID) error {
 	return nil
 }
 
-func (s *Syncer) getWaiting(uid types.UID) map[string]runtime.WaitingReason {
+func (s *Syncer) getWaiting(uid types.UID) map[string]container.WaitingReason {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waiting[uid]
 }
 
-func (s *Syncer) setWaiting(uid types.UID, w map[string]runtime.WaitingReason) {
+func (s *Syncer) setWaiting(uid types.UID, w map[string]container.WaitingReason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(w) == 0 {
@@ -397,7 +397,7 @@ const defaultStartConcurrency = 4
 
 // needsSandbox reports whether syncing the pod starts with creating its sandbox: the heavy,
 // runtime-bound step worth queueing.
-func needsSandbox(rs *runtime.PodStatus) bool {
+func needsSandbox(rs *container.PodStatus) bool {
 	return len(rs.Sandboxes) == 0 || !rs.Sandboxes[0].Ready
 }
 
@@ -415,11 +415,11 @@ func gracePeriod(pod *v1.Pod, override *int64) int64 {
 	return -1
 }
 
-func toRunning(rs *runtime.PodStatus) *runtime.RunningPod {
-	return &runtime.RunningPod{UID: rs.UID, Name: rs.Name, Namespace: rs.Namespace, Sandboxes: rs.Sandboxes, Containers: rs.Containers}
+func toRunning(rs *container.PodStatus) *container.RunningPod {
+	return &container.RunningPod{UID: rs.UID, Name: rs.Name, Namespace: rs.Namespace, Sandboxes: rs.Sandboxes, Containers: rs.Containers}
 }
 
 // BackoffKey names a container's crash-loop back-off entry; it must match the runtime's key.
 func BackoffKey(pod *v1.Pod, c *v1.Container) string {
-	return runtime.BackoffKey(pod, c)
+	return container.BackoffKey(pod, c)
 }

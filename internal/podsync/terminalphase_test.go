@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // initFailedBesideSidecar is a restartPolicy Never pod whose second init container failed while
@@ -19,22 +19,22 @@ type initFailedBesideSidecar struct {
 	sidecarRunning bool
 }
 
-func (f *initFailedBesideSidecar) KillPod(context.Context, *v1.Pod, *runtime.RunningPod, int64) error {
+func (f *initFailedBesideSidecar) KillPod(context.Context, *v1.Pod, *container.RunningPod, int64) error {
 	f.killed++
 	f.sidecarRunning = false
 	return nil
 }
 
-func (f *initFailedBesideSidecar) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+func (f *initFailedBesideSidecar) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
 	start := time.Now().Add(-time.Minute)
-	sidecar := &runtime.ContainerStatus{ID: "s1", Name: "sidecar", State: runtime.StateRunning, StartedAt: start}
+	sidecar := &container.ContainerStatus{ID: "s1", Name: "sidecar", State: container.StateRunning, StartedAt: start}
 	if !f.sidecarRunning {
-		sidecar.State, sidecar.ExitCode, sidecar.FinishedAt = runtime.StateExited, 137, time.Now()
+		sidecar.State, sidecar.ExitCode, sidecar.FinishedAt = container.StateExited, 137, time.Now()
 	}
-	return &runtime.PodStatus{UID: uid, Name: name, Namespace: ns,
-		Sandboxes: []*runtime.SandboxStatus{{ID: "sb", Ready: f.sidecarRunning}},
-		Containers: []*runtime.ContainerStatus{sidecar,
-			{ID: "i1", Name: "init", State: runtime.StateExited, ExitCode: 1, StartedAt: start, FinishedAt: time.Now()}},
+	return &container.PodStatus{UID: uid, Name: name, Namespace: ns,
+		Sandboxes: []*container.SandboxStatus{{ID: "sb", Ready: f.sidecarRunning}},
+		Containers: []*container.ContainerStatus{sidecar,
+			{ID: "i1", Name: "init", State: container.StateExited, ExitCode: 1, StartedAt: start, FinishedAt: time.Now()}},
 	}, nil
 }
 

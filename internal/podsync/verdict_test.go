@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/status"
 )
 
@@ -22,35 +22,37 @@ type fakeRuntime struct {
 	running        bool
 }
 
-func (f *fakeRuntime) SyncPod(_ context.Context, _ *v1.Pod, _ *runtime.PodStatus, _ *flowcontrol.Backoff) runtime.SyncResult {
+func (f *fakeRuntime) SyncPod(_ context.Context, _ *v1.Pod, _ *container.PodStatus, _ *flowcontrol.Backoff) container.SyncResult {
 	f.synced++
 	f.running = true
-	return runtime.SyncResult{}
+	return container.SyncResult{}
 }
 
-func (f *fakeRuntime) KillPod(context.Context, *v1.Pod, *runtime.RunningPod, int64) error {
+func (f *fakeRuntime) KillPod(context.Context, *v1.Pod, *container.RunningPod, int64) error {
 	f.killed++
 	f.running = false
 	return nil
 }
 
-func (f *fakeRuntime) RemovePod(context.Context, types.UID) error              { return nil }
-func (f *fakeRuntime) PullImages(context.Context, *v1.Pod, *runtime.PodStatus) {}
+func (f *fakeRuntime) RemovePod(context.Context, types.UID) error                { return nil }
+func (f *fakeRuntime) PullImages(context.Context, *v1.Pod, *container.PodStatus) {}
 
-func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
-	rs := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns}
+func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
+	rs := &container.PodStatus{UID: uid, Name: name, Namespace: ns}
 	if f.running {
-		rs.Sandboxes = []*runtime.SandboxStatus{{ID: "sb", Ready: true}}
-		rs.Containers = []*runtime.ContainerStatus{{ID: "c1", Name: "app", State: runtime.StateRunning, StartedAt: time.Now()}}
+		rs.Sandboxes = []*container.SandboxStatus{{ID: "sb", Ready: true}}
+		rs.Containers = []*container.ContainerStatus{{ID: "c1", Name: "app", State: container.StateRunning, StartedAt: time.Now()}}
 	}
 	return rs, nil
 }
 
-func (f *fakeRuntime) GetPods(context.Context, bool) ([]*runtime.RunningPod, error) { return nil, nil }
-func (f *fakeRuntime) Status(context.Context) error                                 { return nil }
-func (f *fakeRuntime) Version(context.Context) (string, string, error)              { return "fake", "0", nil }
+func (f *fakeRuntime) GetPods(context.Context, bool) ([]*container.RunningPod, error) {
+	return nil, nil
+}
+func (f *fakeRuntime) Status(context.Context) error                    { return nil }
+func (f *fakeRuntime) Version(context.Context) (string, string, error) { return "fake", "0", nil }
 
-func newTestSyncer(t *testing.T, rt runtime.Manager) *Syncer {
+func newTestSyncer(t *testing.T, rt container.Runtime) *Syncer {
 	root := t.TempDir()
 	return New(Deps{
 		Runtime: rt, Statuses: status.NewManager(nil), Backoff: flowcontrol.NewBackOff(time.Second, time.Minute),

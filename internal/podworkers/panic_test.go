@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -40,7 +40,7 @@ func (p *panicky) SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error) {
 	return p.fakeSyncer.SyncPod(ctx, pod)
 }
 
-func (p *panicky) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, r *runtime.RunningPod, grace *int64) error {
+func (p *panicky) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, r *container.RunningPod, grace *int64) error {
 	p.mu.Lock()
 	boom := pod != nil && pod.UID == p.badKill && p.killPanics > 0
 	if boom {

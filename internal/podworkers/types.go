@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // UpdateType says why a worker is being woken.
@@ -37,7 +37,7 @@ type UpdateOptions struct {
 	// Pod is the desired pod; nil for an orphan found only on the runtime.
 	Pod *v1.Pod
 	// Running is the runtime's view, required when Pod is nil.
-	Running *runtime.RunningPod
+	Running *container.RunningPod
 	// Kill is set for Kill updates.
 	Kill *KillOptions
 }
@@ -60,7 +60,7 @@ type Outcome struct {
 // Syncer does the per-pod work; the workers only sequence it.
 type Syncer interface {
 	SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error)
-	SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *runtime.RunningPod, gracePeriod *int64) error
+	SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod *int64) error
 	SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.UID, remove bool) error
 }
 

@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/lifecycle"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podutil"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // retryAfterError is how soon a failed step is tried again. Kills retry on this too, so a kill
@@ -198,7 +198,7 @@ type worker struct {
 	// recreate holds a pod re-added with the same UID while this one was being removed; it
 	// starts fresh once the removal is done.
 	recreate *v1.Pod
-	run      *runtime.RunningPod
+	run      *container.RunningPod
 	kill     *KillOptions
 	cancel   context.CancelCauseFunc // cancels an in-flight SyncPod when a kill arrives
 	// cleanedUp: the terminated pod's cleanup (SyncTerminatedPod) has succeeded.
@@ -321,7 +321,7 @@ func (p *PodWorkers) step(life context.Context, w *worker) bool {
 }
 
 // stepIn is the work of one state; it reports whether the worker is finished.
-func (p *PodWorkers) stepIn(ctx context.Context, w *worker, state State, pod *v1.Pod, running *runtime.RunningPod, kill *KillOptions, logger klog.Logger) bool {
+func (p *PodWorkers) stepIn(ctx context.Context, w *worker, state State, pod *v1.Pod, running *container.RunningPod, kill *KillOptions, logger klog.Logger) bool {
 	switch state {
 	case Syncing:
 		if p.earlierInstanceActive(w, pod) {

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/podutil"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -60,7 +60,7 @@ func (f *fakeSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (Outcome, error) 
 	return Outcome{Terminal: terminal}, nil
 }
 
-func (f *fakeSyncer) SyncTerminatingPod(_ context.Context, _ *v1.Pod, _ *runtime.RunningPod, grace *int64) error {
+func (f *fakeSyncer) SyncTerminatingPod(_ context.Context, _ *v1.Pod, _ *container.RunningPod, grace *int64) error {
 	if f.killGate != nil {
 		<-f.killGate
 	}

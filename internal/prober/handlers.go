@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/podutil"
 )
 
@@ -39,7 +39,7 @@ func (w *worker) runProbe(ctx context.Context, pod *v1.Pod, st *v1.PodStatus) re
 		return unknown // stopped while probing
 	}
 	kind := w.key.kind.String()
-	ref := images.ContainerRef(pod, &v1.Container{Name: w.key.container})
+	ref := container.ContainerRef(pod, &v1.Container{Name: w.key.container})
 	metric := "successful"
 	switch {
 	case err != nil:

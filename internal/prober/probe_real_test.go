@@ -14,7 +14,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/podutil"
 	noderuntime "github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/status"
@@ -67,7 +67,8 @@ func (e *eventLog) has(prefix string) bool { return hasEvent(e.all(), prefix) }
 // and every 500ms, and keeps the computed status the workers read.
 type realNode struct {
 	t      *testing.T
-	rt     noderuntime.Manager
+	rt     *noderuntime.Manager
+	cri    *cri.Client
 	prober *Manager
 	events *eventLog
 	pod    *v1.Pod
@@ -83,15 +84,19 @@ func startRealNode(t *testing.T, pod *v1.Pod) *realNode {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
 	events := &eventLog{}
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt, err := noderuntime.NewManager(noderuntime.Options{
-		Endpoint: endpoint, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods", Recorder: events, NodeName: "e2e-prober",
+		CRI: client, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods", Recorder: events, NodeName: "e2e-prober",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &realNode{t: t, rt: rt, events: events, pod: pod}
+	n := &realNode{t: t, rt: rt, cri: client, events: events, pod: pod}
 	n.prober = New(Deps{
-		Exec: rt.(noderuntime.Streamer).ExecSync, Kill: rt.(noderuntime.ContainerKiller).KillContainer,
+		Exec: client.ExecSync, Kill: rt.KillContainer,
 		Status: n.getStatus, Recorder: events,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,7 +109,7 @@ func startRealNode(t *testing.T, pod *v1.Pod) *realNode {
 		defer ccancel()
 		_ = rt.KillPod(cctx, pod, nil, 0)
 		_ = rt.RemovePod(cctx, pod.UID)
-		rt.(io.Closer).Close()
+		client.Close()
 	})
 	go n.loop(ctx, done)
 	proberDone := make(chan error)
@@ -174,7 +179,7 @@ func (n *realNode) exec(id string, cmd ...string) {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, errOut, code, err := n.rt.(noderuntime.Streamer).ExecSync(ctx, podutil.BareContainerID(id), cmd, 10*time.Second)
+	out, errOut, code, err := n.cri.ExecSync(ctx, podutil.BareContainerID(id), cmd, 10*time.Second)
 	if err != nil || code != 0 {
 		n.t.Fatalf("exec %q: exit %d err %v: %s%s", cmd, code, err, out, errOut)
 	}

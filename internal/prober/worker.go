@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
@@ -94,18 +95,7 @@ func (w *worker) stop() {
 
 func withDefaults(p *v1.Probe) *v1.Probe {
 	p = p.DeepCopy()
-	if p.PeriodSeconds <= 0 {
-		p.PeriodSeconds = 10
-	}
-	if p.TimeoutSeconds <= 0 {
-		p.TimeoutSeconds = 1
-	}
-	if p.SuccessThreshold <= 0 {
-		p.SuccessThreshold = 1
-	}
-	if p.FailureThreshold <= 0 {
-		p.FailureThreshold = 3
-	}
+	container.SetProbeDefaults(p)
 	return p
 }
 

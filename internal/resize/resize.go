@@ -21,8 +21,8 @@ import (
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/allocation"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/podutil"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // Messages of the PodResizePending condition, as upstream words them.
@@ -141,7 +141,7 @@ func (r *Resizer) canResize(pod *v1.Pod) (bool, string, string) {
 
 // Done takes the outcome of the sync's actuation: an error shows in PodResizeInProgress
 // until a later attempt succeeds.
-func (r *Resizer) Done(pod *v1.Pod, res runtime.SyncResult) {
+func (r *Resizer) Done(pod *v1.Pod, res container.SyncResult) {
 	if r == nil || !res.Resized {
 		return
 	}
@@ -192,7 +192,7 @@ func (r *Resizer) resetBackoff(pod, before *v1.Pod) {
 	reset := func(list, old []v1.Container) {
 		for i := range list {
 			if i < len(old) && !equality.Semantic.DeepEqual(list[i].Resources, old[i].Resources) {
-				r.Backoff.Reset(runtime.BackoffKey(pod, &list[i]))
+				r.Backoff.Reset(container.BackoffKey(pod, &list[i]))
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/allocation"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // node is a 2-cpu node whose active pods the test sets.
@@ -53,7 +53,7 @@ func cpuPod(uid, request string) *v1.Pod {
 
 func pending(r *Resizer, pod *v1.Pod) *v1.PodCondition {
 	st := v1.PodStatus{Phase: v1.PodRunning}
-	r.Decorate(pod, &runtime.PodStatus{}, &st)
+	r.Decorate(pod, &container.PodStatus{}, &st)
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == v1.PodResizePending {
 			return &st.Conditions[i]
@@ -173,9 +173,9 @@ func TestDecorateResourcesAndInProgress(t *testing.T) {
 	grown := pod.DeepCopy()
 	grown.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("400m")
 	r.Handle(grown)
-	rs := &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{Name: "c", ID: "id", State: runtime.StateRunning}}}
+	rs := &container.PodStatus{Containers: []*container.ContainerStatus{{Name: "c", ID: "id", State: container.StateRunning}}}
 	st := v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "c"}}}
-	r.Done(grown, runtime.SyncResult{Resized: true, ResizeErr: errors.New("boom")})
+	r.Done(grown, container.SyncResult{Resized: true, ResizeErr: errors.New("boom")})
 	r.Decorate(grown, rs, &st)
 	cs := st.ContainerStatuses[0]
 	if cs.AllocatedResources.Cpu().String() != "100m" || cs.Resources.Limits.Cpu().String() != "200m" {
@@ -188,8 +188,8 @@ func TestDecorateResourcesAndInProgress(t *testing.T) {
 	// The runtime reports the new limit and nodelet recorded it: done.
 	r.Allocations.SetActuated(pod.UID, "c", grown.Spec.Containers[0].Resources)
 	four := resource.MustParse("400m")
-	rs.Containers[0].Resources = &runtime.ContainerResources{CPULimit: &four}
-	r.Done(grown, runtime.SyncResult{Resized: true})
+	rs.Containers[0].Resources = &container.ContainerResources{CPULimit: &four}
+	r.Done(grown, container.SyncResult{Resized: true})
 	st = v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "c"}}}
 	r.Decorate(grown, rs, &st)
 	if len(st.Conditions) != 0 || st.ContainerStatuses[0].Resources.Limits.Cpu().String() != "400m" {

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // sidecarPod is cpuPod("p", "100m") with a sidecar requesting proxyCPU started before a
@@ -64,10 +64,10 @@ func TestDecorateSidecarResources(t *testing.T) {
 	r.Allocations.SetActuated(pod.UID, "c", pod.Spec.Containers[0].Resources)
 	grown := sidecarPod("200m")
 	r.Handle(grown)
-	rs := &runtime.PodStatus{Containers: []*runtime.ContainerStatus{
-		{Name: "proxy", ID: "p1", State: runtime.StateRunning},
-		{Name: "setup", ID: "s1", State: runtime.StateExited},
-		{Name: "c", ID: "c1", State: runtime.StateRunning},
+	rs := &container.PodStatus{Containers: []*container.ContainerStatus{
+		{Name: "proxy", ID: "p1", State: container.StateRunning},
+		{Name: "setup", ID: "s1", State: container.StateExited},
+		{Name: "c", ID: "c1", State: container.StateRunning},
 	}}
 	st := v1.PodStatus{Phase: v1.PodRunning,
 		InitContainerStatuses: []v1.ContainerStatus{{Name: "proxy"}, {Name: "setup"}},

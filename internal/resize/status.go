@@ -8,13 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // Decorate adds to a computed status what resize owns: each container's allocatedResources
 // and resources, and the PodResizePending and PodResizeInProgress conditions.
-func (r *Resizer) Decorate(pod *v1.Pod, rs *runtime.PodStatus, st *v1.PodStatus) {
+func (r *Resizer) Decorate(pod *v1.Pod, rs *container.PodStatus, st *v1.PodStatus) {
 	if r == nil {
 		return
 	}
@@ -46,7 +46,7 @@ func (r *Resizer) Decorate(pod *v1.Pod, rs *runtime.PodStatus, st *v1.PodStatus)
 // fillResources sets allocatedResources and resources on the statuses of containers the
 // runtime holds an instance of, as upstream: a running container shows what is in effect
 // (what the runtime reports, else what nodelet set), any other its allocation.
-func (r *Resizer) fillResources(pod *v1.Pod, rs *runtime.PodStatus, specs []v1.Container, statuses []v1.ContainerStatus) {
+func (r *Resizer) fillResources(pod *v1.Pod, rs *container.PodStatus, specs []v1.Container, statuses []v1.ContainerStatus) {
 	for i := range statuses {
 		cs := &statuses[i]
 		if i >= len(specs) || specs[i].Name != cs.Name {
@@ -58,7 +58,7 @@ func (r *Resizer) fillResources(pod *v1.Pod, rs *runtime.PodStatus, specs []v1.C
 		}
 		spec := &specs[i]
 		cs.AllocatedResources = spec.Resources.Requests.DeepCopy()
-		if current.State != runtime.StateRunning {
+		if current.State != container.StateRunning {
 			cs.Resources = spec.Resources.DeepCopy()
 			continue
 		}
@@ -96,10 +96,10 @@ func overlay(list v1.ResourceList, name v1.ResourceName, reported *resource.Quan
 
 // inProgress says whether a running resizable container's resources in effect differ from
 // its allocation.
-func (r *Resizer) inProgress(pod *v1.Pod, rs *runtime.PodStatus) bool {
+func (r *Resizer) inProgress(pod *v1.Pod, rs *container.PodStatus) bool {
 	check := func(c *v1.Container) bool {
 		st := rs.FindContainer(c.Name)
-		if st == nil || st.State != runtime.StateRunning {
+		if st == nil || st.State != container.StateRunning {
 			return false
 		}
 		actuated, ok := r.Allocations.Actuated(pod.UID, c.Name)

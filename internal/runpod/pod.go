@@ -12,9 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/podrun"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -25,13 +25,13 @@ const podStatePoll = 100 * time.Millisecond
 // LogsUnder is the runtime's log service limited to the containers logging under Dir, so a
 // foreground run rotates only its pod's logs.
 type LogsUnder struct {
-	runtime.LogService
+	container.LogService
 	Dir string
 }
 
-func (l LogsUnder) RunningContainerLogs(ctx context.Context) ([]*runtime.ContainerLog, error) {
+func (l LogsUnder) RunningContainerLogs(ctx context.Context) ([]*container.ContainerLog, error) {
 	all, err := l.LogService.RunningContainerLogs(ctx)
-	var mine []*runtime.ContainerLog
+	var mine []*container.ContainerLog
 	for _, c := range all {
 		if strings.HasPrefix(c.Path, l.Dir) {
 			mine = append(mine, c)

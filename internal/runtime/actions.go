@@ -4,13 +4,15 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // containerStart is one container instance SyncPod should create and start.
 type containerStart struct {
 	spec *v1.Container
 	// prev is the newest earlier instance of this container (any sandbox), nil when none.
-	prev *ContainerStatus
+	prev *container.ContainerStatus
 	// restartCount of the new instance: one more than any earlier instance.
 	restartCount int
 	// backoff is set when this restarts a finished container, which crash-loop back-off gates.
@@ -19,7 +21,7 @@ type containerStart struct {
 
 // containerKill is one container SyncPod should stop first.
 type containerKill struct {
-	status  *ContainerStatus
+	status  *container.ContainerStatus
 	message string
 }
 
@@ -30,7 +32,7 @@ type podActions struct {
 	createSandbox bool
 	attempt       uint32
 	// sandbox is the current ready sandbox when no new one is created.
-	sandbox *SandboxStatus
+	sandbox *container.SandboxStatus
 	kill    []containerKill
 	// start holds the init containers to start (sidecars, and at most one regular init
 	// container) and then the app containers, in spec order.
@@ -48,20 +50,20 @@ func restartPolicy(pod *v1.Pod) v1.RestartPolicy {
 }
 
 // shouldRestart says whether a finished container instance is started again.
-func shouldRestart(policy v1.RestartPolicy, st *ContainerStatus) bool {
+func shouldRestart(policy v1.RestartPolicy, st *container.ContainerStatus) bool {
 	switch policy {
 	case v1.RestartPolicyAlways:
 		return true
 	case v1.RestartPolicyOnFailure:
-		return st.State != StateExited || st.ExitCode != 0
+		return st.State != container.StateExited || st.ExitCode != 0
 	}
 	return false
 }
 
 // newestByName maps container name to its newest instance among statuses (sorted newest first)
 // accepted by keep.
-func newestByName(statuses []*ContainerStatus, keep func(*ContainerStatus) bool) map[string]*ContainerStatus {
-	out := map[string]*ContainerStatus{}
+func newestByName(statuses []*container.ContainerStatus, keep func(*container.ContainerStatus) bool) map[string]*container.ContainerStatus {
+	out := map[string]*container.ContainerStatus{}
 	for _, st := range statuses {
 		if _, seen := out[st.Name]; !seen && keep(st) {
 			out[st.Name] = st
@@ -70,7 +72,7 @@ func newestByName(statuses []*ContainerStatus, keep func(*ContainerStatus) bool)
 	return out
 }
 
-func nextRestartCount(statuses []*ContainerStatus, name string) int {
+func nextRestartCount(statuses []*container.ContainerStatus, name string) int {
 	n := 0
 	for _, st := range statuses {
 		if st.Name == name && st.RestartCount+1 > n {
@@ -83,14 +85,14 @@ func nextRestartCount(statuses []*ContainerStatus, name string) int {
 // podFinished reports whether the pod's containers are done as its restart policy says, so a
 // dead sandbox is not replaced: under Never once anything ran, under OnFailure once every app
 // container succeeded.
-func podFinished(pod *v1.Pod, status *PodStatus, newest map[string]*ContainerStatus) bool {
+func podFinished(pod *v1.Pod, status *container.PodStatus, newest map[string]*container.ContainerStatus) bool {
 	switch restartPolicy(pod) {
 	case v1.RestartPolicyNever:
 		return len(status.Containers) > 0
 	case v1.RestartPolicyOnFailure:
 		for _, c := range pod.Spec.Containers {
 			st := newest[c.Name]
-			if st == nil || st.State != StateExited || st.ExitCode != 0 {
+			if st == nil || st.State != container.StateExited || st.ExitCode != 0 {
 				return false
 			}
 		}
@@ -102,20 +104,20 @@ func podFinished(pod *v1.Pod, status *PodStatus, newest map[string]*ContainerSta
 // computeActions decides the sandbox, then the init containers (the next one to run, and the
 // sidecars to keep running), then the app containers. started reports whether a running
 // sidecar instance passed its startup probe.
-func computeActions(pod *v1.Pod, status *PodStatus, started startedFunc) podActions {
+func computeActions(pod *v1.Pod, status *container.PodStatus, started startedFunc) podActions {
 	var a podActions
-	anySandbox := func(*ContainerStatus) bool { return true }
+	anySandbox := func(*container.ContainerStatus) bool { return true }
 	newest := newestByName(status.Containers, anySandbox)
 
-	var current *SandboxStatus
+	var current *container.SandboxStatus
 	if len(status.Sandboxes) > 0 {
 		current = status.Sandboxes[0]
 	}
 	usable := current != nil && current.Ready && (pod.Spec.HostNetwork || current.HostNet || len(current.IPs) > 0)
-	inSandbox := map[string]*ContainerStatus{}
+	inSandbox := map[string]*container.ContainerStatus{}
 	if usable {
 		a.sandbox = current
-		inSandbox = newestByName(status.Containers, func(st *ContainerStatus) bool { return st.SandboxID == current.ID })
+		inSandbox = newestByName(status.Containers, func(st *container.ContainerStatus) bool { return st.SandboxID == current.ID })
 	} else {
 		if podFinished(pod, status, newest) {
 			return a
@@ -140,12 +142,12 @@ func computeActions(pod *v1.Pod, status *PodStatus, started startedFunc) podActi
 		case st == nil:
 			// A new sandbox restarts only what the policy restarts; a running leftover is
 			// killed with the old sandbox.
-			if prev != nil && prev.State != StateRunning && !shouldRestart(policy, prev) {
+			if prev != nil && prev.State != container.StateRunning && !shouldRestart(policy, prev) {
 				continue
 			}
-			next.backoff = prev != nil && prev.State != StateRunning
+			next.backoff = prev != nil && prev.State != container.StateRunning
 			a.start = append(a.start, next)
-		case st.State == StateRunning:
+		case st.State == container.StateRunning:
 			if !hashMatches(st.Hash, c) {
 				a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 				a.start = append(a.start, next)
@@ -153,7 +155,7 @@ func computeActions(pod *v1.Pod, status *PodStatus, started startedFunc) podActi
 			}
 			keep++
 		default: // exited, created (start failed), unknown
-			if st.State == StateUnknown {
+			if st.State == container.StateUnknown {
 				a.kill = append(a.kill, containerKill{status: st})
 			}
 			if shouldRestart(policy, st) {

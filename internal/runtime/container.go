@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/objects"
 )
 
@@ -19,28 +21,28 @@ const managedBy = "nodelet"
 
 // containerConfig builds the CRI config of one container instance. imageRef is what
 // EnsureImage returned.
-func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	ec := envContext{ctx: ctx, objects: objects.NewLookups(m.objects), pod: pod, podIPs: sb.ips, nodeName: m.nodeName, hostIP: m.nodeIP, capacity: m.nodeCapacity()}
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
+	env := containeropts.EnvSource{Objects: objects.NewLookups(m.objects), Pod: pod, PodIPs: sb.ips, NodeName: m.nodeName, HostIP: m.nodeIP, Capacity: m.nodeCapacity()}
 	if m.serviceEnv != nil {
 		services, err := m.serviceEnv(pod)
 		if err != nil {
 			return nil, err
 		}
-		ec.services = services
+		env.Services = services
 	}
-	if pod.Spec.HostNetwork && ec.hostIP == "" && len(sb.ips) > 0 {
-		ec.hostIP = sb.ips[0]
+	if pod.Spec.HostNetwork && env.HostIP == "" && len(sb.ips) > 0 {
+		env.HostIP = sb.ips[0]
 	}
-	envs, vars, err := containerEnv(ec, c)
+	envs, vars, err := containeropts.ContainerEnv(ctx, env, c)
 	if err != nil {
 		return nil, err
 	}
-	cmd, args := expandCommand(c, vars)
-	mounts, err := m.containerMounts(pod, c, sb.ips, vars)
+	cmd, args := containeropts.ExpandCommand(c, vars)
+	mounts, err := m.mounts.ContainerMounts(pod, c, sb.ips, vars, func() bool { return m.supportsRecursiveReadOnly(pod) })
 	if err != nil {
 		return nil, err
 	}
-	devices, err := m.volumeDevices(pod, c)
+	devices, err := m.mounts.VolumeDevices(pod, c)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +54,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
-	sc := containerSecurity(pod, c, m.seccomp())
+	sc := containeropts.ContainerSecurity(pod, c, m.seccomp())
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, sc, imageRef); err != nil {
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       linuxResources(pod, c, ec.capacity, !m.noCPUQuota),
+			Resources:       linuxResources(pod, c, env.Capacity, !m.noCPUQuota),
 			SecurityContext: sc,
 		},
 	}
@@ -88,14 +90,14 @@ func (m *manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 
 func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
 	labels := map[string]string{
-		LabelPodName:       pod.Name,
-		LabelPodNamespace:  pod.Namespace,
-		LabelPodUID:        string(pod.UID),
-		LabelContainerName: c.Name,
-		LabelManagedBy:     managedBy,
+		container.LabelPodName:       pod.Name,
+		container.LabelPodNamespace:  pod.Namespace,
+		container.LabelPodUID:        string(pod.UID),
+		container.LabelContainerName: c.Name,
+		container.LabelManagedBy:     managedBy,
 	}
 	if pod.Spec.NodeName != "" {
-		labels[LabelNode] = pod.Spec.NodeName
+		labels[container.LabelNode] = pod.Spec.NodeName
 	}
 	return labels
 }
@@ -108,21 +110,36 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[s
 		policy = v1.TerminationMessageReadFile
 	}
 	a := map[string]string{
-		AnnotationHash:       strconv.FormatUint(containerHash(c), 16),
-		AnnotationRestarts:   strconv.Itoa(restartCount),
-		AnnotationTermPath:   terminationMessagePath(c),
-		AnnotationTermPolicy: string(policy),
-		AnnotationImage:      c.Image,
+		container.AnnotationHash:       strconv.FormatUint(containerHash(c), 16),
+		container.AnnotationRestarts:   strconv.Itoa(restartCount),
+		container.AnnotationTermPath:   containeropts.TerminationMessagePath(c),
+		container.AnnotationTermPolicy: string(policy),
+		container.AnnotationImage:      c.Image,
 	}
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		a[AnnotationGrace] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+		a[container.AnnotationGrace] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		data, err := json.Marshal(c.Lifecycle.PreStop)
 		if err != nil {
 			return nil, fmt.Errorf("encode preStop handler: %w", err)
 		}
-		a[AnnotationPreStop] = string(data)
+		a[container.AnnotationPreStop] = string(data)
 	}
 	return a, nil
+}
+
+// applyDevices adds the container's device plugin allocation to cfg.
+func (m *Manager) applyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+	if m.devices == nil {
+		return nil
+	}
+	a, err := m.devices(ctx, pod, c)
+	if err != nil {
+		return fmt.Errorf("allocating devices: %w", err)
+	}
+	if a != nil {
+		containeropts.ApplyDevices(cfg, a)
+	}
+	return nil
 }

@@ -7,18 +7,21 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {
 	var asked []string
 	e := newTestEnv(t, func(o *Options) {
-		o.Devices = func(_ context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error) {
+		o.Devices = func(_ context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
 			asked = append(asked, pod.Name+"/"+c.Name)
-			return &DeviceAllocation{
+			return &containeropts.DeviceAllocation{
 				Envs:        map[string]string{"DEV": "0", "OWN": "plugin"},
 				Mounts:      []*runtimeapi.Mount{{ContainerPath: "/run/dev", HostPath: "/var/run/dev", Readonly: true}},
 				Devices:     []*runtimeapi.Device{{ContainerPath: "/dev/fake0", HostPath: "/dev/fake0", Permissions: "rw"}},
-				Annotations: map[string]string{"dev.example.com/id": "0", AnnotationRestarts: "99"},
+				Annotations: map[string]string{"dev.example.com/id": "0", container.AnnotationRestarts: "99"},
 				CDIDevices:  []string{"example.com/dev=0"},
 			}, nil
 		}
@@ -49,7 +52,7 @@ func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {
 	if !found {
 		t.Errorf("plugin mount missing from %v", cfg.Mounts)
 	}
-	if cfg.Annotations["dev.example.com/id"] != "0" || cfg.Annotations[AnnotationRestarts] != "0" {
+	if cfg.Annotations["dev.example.com/id"] != "0" || cfg.Annotations[container.AnnotationRestarts] != "0" {
 		t.Errorf("annotations %v: want the plugin's added and nodelet's kept", cfg.Annotations)
 	}
 	if len(cfg.CDIDevices) != 1 || cfg.CDIDevices[0].Name != "example.com/dev=0" {
@@ -59,7 +62,7 @@ func TestDevicesAreAddedToTheContainerConfig(t *testing.T) {
 
 func TestDeviceAllocationFailureFailsContainerCreation(t *testing.T) {
 	e := newTestEnv(t, func(o *Options) {
-		o.Devices = func(context.Context, *v1.Pod, *v1.Container) (*DeviceAllocation, error) {
+		o.Devices = func(context.Context, *v1.Pod, *v1.Container) (*containeropts.DeviceAllocation, error) {
 			return nil, errors.New("plugin gone")
 		}
 	})

@@ -10,7 +10,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/metrics"
 )
 
@@ -21,7 +22,7 @@ const LabelEphemeral = "io.nodelet.container.ephemeral"
 // ephemeralToStart returns the pod's ephemeral containers that have no runtime instance yet,
 // in spec order. An ephemeral container runs at most once per pod: an instance that exists in
 // any sandbox, running or exited, is never started again, whatever the restart policy.
-func ephemeralToStart(pod *v1.Pod, status *PodStatus) []*v1.EphemeralContainer {
+func ephemeralToStart(pod *v1.Pod, status *container.PodStatus) []*v1.EphemeralContainer {
 	var out []*v1.EphemeralContainer
 	for i := range pod.Spec.EphemeralContainers {
 		ec := &pod.Spec.EphemeralContainers[i]
@@ -34,7 +35,7 @@ func ephemeralToStart(pod *v1.Pod, status *PodStatus) []*v1.EphemeralContainer {
 
 // ephemeralRef names an ephemeral container in events.
 func ephemeralRef(pod *v1.Pod, name string) *v1.ObjectReference {
-	ref := images.ContainerRef(pod, nil)
+	ref := container.ContainerRef(pod, nil)
 	ref.FieldPath = fmt.Sprintf("spec.ephemeralContainers{%s}", name)
 	return ref
 }
@@ -43,13 +44,13 @@ func ephemeralRef(pod *v1.Pod, name string) *v1.ObjectReference {
 // config is a regular container's; a targetContainerName puts it into the PID namespace of
 // that container's running instance in the same sandbox. Failures land in res.Waiting; a
 // container whose start failed is removed again so a later sync can try once more.
-func (m *manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, podStatus *PodStatus, ec *v1.EphemeralContainer, res *SyncResult) {
+func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, podStatus *container.PodStatus, ec *v1.EphemeralContainer, res *container.SyncResult) {
 	c := v1.Container(ec.EphemeralContainerCommon)
 	ref := ephemeralRef(pod, c.Name)
 	fail := func(reason string, err error) {
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
-		res.setErr(fmt.Errorf("%s: ephemeral container %s: %w", reason, c.Name, err))
+		res.Waiting[c.Name] = container.WaitingReason{Reason: reason, Message: err.Error()}
+		res.SetErr(fmt.Errorf("%s: ephemeral container %s: %w", reason, c.Name, err))
 	}
 
 	var targetID string
@@ -64,8 +65,8 @@ func (m *manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 
 	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, &c, m.pullSecrets(pod))
 	if err != nil {
-		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: msg}
-		res.setErr(err)
+		res.Waiting[c.Name] = container.WaitingReason{Reason: reason, Message: msg}
+		res.SetErr(err)
 		return
 	}
 	cfg, err := m.containerConfig(ctx, pod, &c, sb, 0, imageRef)
@@ -77,23 +78,23 @@ func (m *manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
-	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
+	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if err := m.cri.startContainer(ctx, id); err != nil {
+	if err := m.cri.StartContainer(ctx, id); err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonRunContainerError, err)
-		if rmErr := m.cri.removeContainer(ctx, id); rmErr != nil && !isNotFound(rmErr) {
+		if rmErr := m.cri.RemoveContainer(ctx, id); rmErr != nil && !cri.IsNotFound(rmErr) {
 			klog.InfoS("Cannot remove ephemeral container that failed to start", "pod", klog.KObj(pod), "container", c.Name, "id", id, "err", rmErr)
 		}
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
+	m.logLinks.Link(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started ephemeral container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "target", ec.TargetContainerName)
 }
 
@@ -117,9 +118,9 @@ func markEphemeral(cfg *runtimeapi.ContainerConfig, targetID string) {
 
 // runningInSandbox returns the ID of the named container's running instance in sandbox
 // sandboxID, or "".
-func runningInSandbox(status *PodStatus, sandboxID, name string) string {
+func runningInSandbox(status *container.PodStatus, sandboxID, name string) string {
 	for _, c := range status.Containers {
-		if c.Name == name && c.SandboxID == sandboxID && c.State == StateRunning {
+		if c.Name == name && c.SandboxID == sandboxID && c.State == container.StateRunning {
 			return c.ID
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func debugger(name, target string) v1.EphemeralContainer {
@@ -55,7 +57,7 @@ func TestEphemeralContainerStartsOnceInExistingSandbox(t *testing.T) {
 	if dbg.SandboxID != sandboxID || len(e.fake.Sandboxes()) != 1 {
 		t.Errorf("debugger in sandbox %s, want the existing %s", dbg.SandboxID, sandboxID)
 	}
-	if cfg.Labels[LabelEphemeral] != "true" || cfg.Labels[LabelContainerName] != "debugger" {
+	if cfg.Labels[LabelEphemeral] != "true" || cfg.Labels[container.LabelContainerName] != "debugger" {
 		t.Errorf("labels %v", cfg.Labels)
 	}
 	if !cfg.Tty || !cfg.Stdin || cfg.LogPath != "debugger/0.log" || cfg.Metadata.Attempt != 0 {

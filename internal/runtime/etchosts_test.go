@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 func TestEtcHostsWrittenOncePerSandbox(t *testing.T) {
@@ -13,9 +15,9 @@ func TestEtcHostsWrittenOncePerSandbox(t *testing.T) {
 	pod := newPod("hosts", ctr("app", "sleep", "1d"), ctr("side", "sleep", "1d"))
 	pod.Spec.HostAliases = append(pod.Spec.HostAliases, hostAlias("10.9.9.9", "db"))
 	e.sync(pod)
-	path := mountMap(e.running("app").Config.Mounts)[etcHostsPath]
-	if path == "" || mountMap(e.running("side").Config.Mounts)[etcHostsPath] != path {
-		t.Fatalf("containers mount %q and %q, want one file", path, mountMap(e.running("side").Config.Mounts)[etcHostsPath])
+	path := mountMap(e.running("app").Config.Mounts)[containeropts.EtcHostsPath]
+	if path == "" || mountMap(e.running("side").Config.Mounts)[containeropts.EtcHostsPath] != path {
+		t.Fatalf("containers mount %q and %q, want one file", path, mountMap(e.running("side").Config.Mounts)[containeropts.EtcHostsPath])
 	}
 	first, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(first), "10.9.9.9\tdb\n") {
@@ -32,7 +34,7 @@ func TestEtcHostsWrittenOncePerSandbox(t *testing.T) {
 	if n := len(e.containersNamed("app")); n != 2 {
 		t.Fatalf("%d instances of app, want the restarted one too", n)
 	}
-	if got := mountMap(e.running("app").Config.Mounts)[etcHostsPath]; got != path {
+	if got := mountMap(e.running("app").Config.Mounts)[containeropts.EtcHostsPath]; got != path {
 		t.Fatalf("restarted container mounts %q, want %q", got, path)
 	}
 	if now, _ := os.ReadFile(path); string(now) != edited {
@@ -46,7 +48,7 @@ func TestEtcHostsWrittenOncePerSandbox(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the previous sandbox's hosts file is still there: %v", err)
 	}
-	if p, err := e.mgr.ensureEtcHosts(pod, []string{"10.85.0.77"}); err != nil || p != path {
+	if p, err := e.mgr.mounts.EtcHosts.Ensure(pod, []string{"10.85.0.77"}); err != nil || p != path {
 		t.Fatalf("ensureEtcHosts: %q, %v", p, err)
 	}
 	if now, _ := os.ReadFile(path); strings.Contains(string(now), "added-by-the-app") || !strings.Contains(string(now), "10.85.0.77\thosts\n") {
@@ -69,9 +71,9 @@ func TestHostAliasesCannotInjectLines(t *testing.T) {
 		for _, hostNet := range []bool{false, true} {
 			pod := newPod("alias", ctr("app"))
 			pod.Spec.HostNetwork = hostNet
-			e.mgr.hostEtcHosts = "/etc/hosts"
+			e.mgr.mounts.EtcHosts.NodeHostsFile = "/etc/hosts"
 			pod.Spec.HostAliases = append(pod.Spec.HostAliases, hostAlias(bad.ip, bad.name))
-			content, err := e.mgr.etcHostsContent(pod, []string{"10.85.0.9"})
+			content, err := e.mgr.mounts.EtcHosts.Content(pod, []string{"10.85.0.9"})
 			if err == nil || !strings.Contains(err.Error(), "spec.hostAliases[0]") {
 				t.Errorf("alias %q %q (hostNetwork %v): %v, content:\n%s", bad.ip, bad.name, hostNet, err, content)
 			}
@@ -79,7 +81,7 @@ func TestHostAliasesCannotInjectLines(t *testing.T) {
 	}
 	pod := newPod("alias", ctr("app"))
 	pod.Spec.HostAliases = append(pod.Spec.HostAliases, hostAlias("2001:db8::1", "foo.local", "bar"))
-	content, err := e.mgr.etcHostsContent(pod, []string{"10.85.0.9"})
+	content, err := e.mgr.mounts.EtcHosts.Content(pod, []string{"10.85.0.9"})
 	if err != nil || !strings.HasSuffix(content, "2001:db8::1\tfoo.local\tbar\n") {
 		t.Fatalf("valid alias: %v\n%s", err, content)
 	}

@@ -10,74 +10,17 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
-// GarbageSource is what container garbage collection (internal/gc) needs from the runtime.
-// The manager NewManager returns implements it.
-type GarbageSource interface {
-	// GetPods lists the runtime's pods; GC asks for all of them, dead ones included.
-	GetPods(ctx context.Context, all bool) ([]*RunningPod, error)
-	// RemoveContainer deletes one container that is not running, with its log files and its
-	// /var/log/containers symlink. A container in an unknown state is stopped first. A
-	// container already gone is not an error.
-	RemoveContainer(ctx context.Context, id string) error
-	// RemoveSandbox stops (idempotent) and deletes one sandbox; a missing one is not an error.
-	RemoveSandbox(ctx context.Context, id string) error
-	// ContainerLog reports a container's state and log path; ErrContainerNotFound when gone.
-	ContainerLog(ctx context.Context, containerID string) (*ContainerLog, error)
-}
-
-// Image is one image the runtime holds, as image garbage collection sees it.
-type Image struct {
-	ID          string
-	RepoTags    []string
-	RepoDigests []string
-	Size        uint64
-	// Pinned images are never removed (containerd pins its sandbox image).
-	Pinned bool
-}
-
-// ImageGarbageSource is what image garbage collection (internal/imagegc) needs from the
-// runtime. The manager NewManager returns implements it.
-type ImageGarbageSource interface {
-	// ImagesInUse gives the image references (resolved ref and the image as created) of
-	// every container the runtime holds, dead ones and those of no Kubernetes pod included:
-	// an image any container was made from is never removed.
-	ImagesInUse(ctx context.Context) ([]string, error)
-	ListImages(ctx context.Context) ([]Image, error)
-	// RemoveImage deletes an image by ID; a missing one is not an error.
-	RemoveImage(ctx context.Context, id string) error
-	// ImageFsMountpoint is the mountpoint of the filesystem holding images (CRI ImageFsInfo).
-	ImageFsMountpoint(ctx context.Context) (string, error)
-}
-
-var (
-	_ GarbageSource      = (*manager)(nil)
-	_ ImageGarbageSource = (*manager)(nil)
-)
-
-// ImagesInUse implements ImageGarbageSource.
-func (m *manager) ImagesInUse(ctx context.Context) ([]string, error) {
-	containers, err := m.cri.listContainers(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	var refs []string
-	for _, c := range containers {
-		if c.ImageRef != "" {
-			refs = append(refs, c.ImageRef)
-		}
-		if c.Image != nil && c.Image.Image != "" {
-			refs = append(refs, c.Image.Image)
-		}
-	}
-	return refs, nil
-}
+var _ container.GarbageSource = (*Manager)(nil)
 
 // RemoveContainer implements GarbageSource.
-func (m *manager) RemoveContainer(ctx context.Context, id string) error {
-	st, err := m.cri.containerStatus(ctx, id)
-	if isNotFound(err) {
+func (m *Manager) RemoveContainer(ctx context.Context, id string) error {
+	st, err := m.cri.ContainerStatus(ctx, id)
+	if cri.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -85,14 +28,14 @@ func (m *manager) RemoveContainer(ctx context.Context, id string) error {
 	}
 	if st.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 		// It could still be running: stop it without grace before removing it.
-		if err := m.cri.stopContainer(ctx, id, 0); err != nil && !isNotFound(err) {
+		if err := m.cri.StopContainer(ctx, id, 0); err != nil && !cri.IsNotFound(err) {
 			return fmt.Errorf("stop container %s in unknown state: %w", id, err)
 		}
 	}
 	removeLogFiles(st.LogPath)
 	labels := st.GetLabels()
-	m.unlinkContainerLog(labels[LabelPodName], labels[LabelPodNamespace], containerName(labels, st.Metadata), id)
-	if err := m.cri.removeContainer(ctx, id); err != nil && !isNotFound(err) {
+	m.logLinks.Unlink(labels[container.LabelPodName], labels[container.LabelPodNamespace], containerName(labels, st.Metadata), id)
+	if err := m.cri.RemoveContainer(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
 	return nil
@@ -112,57 +55,12 @@ func removeLogFiles(path string) {
 }
 
 // RemoveSandbox implements GarbageSource.
-func (m *manager) RemoveSandbox(ctx context.Context, id string) error {
-	if err := m.cri.stopPodSandbox(ctx, id); err != nil && !isNotFound(err) {
+func (m *Manager) RemoveSandbox(ctx context.Context, id string) error {
+	if err := m.cri.StopPodSandbox(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("stop sandbox %s: %w", id, err)
 	}
-	if err := m.cri.removePodSandbox(ctx, id); err != nil && !isNotFound(err) {
+	if err := m.cri.RemovePodSandbox(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("remove sandbox %s: %w", id, err)
 	}
 	return nil
-}
-
-// ListImages implements ImageGarbageSource.
-func (m *manager) ListImages(ctx context.Context) ([]Image, error) {
-	ctx, cancel := m.cri.short(ctx)
-	defer cancel()
-	resp, err := m.cri.img.ListImages(ctx, &runtimeapi.ListImagesRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
-	}
-	out := make([]Image, 0, len(resp.Images))
-	for _, img := range resp.Images {
-		out = append(out, Image{
-			ID: img.Id, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, Size: img.Size_, Pinned: img.Pinned,
-		})
-	}
-	return out, nil
-}
-
-// RemoveImage implements ImageGarbageSource.
-func (m *manager) RemoveImage(ctx context.Context, id string) error {
-	ctx, cancel := m.cri.long(ctx)
-	defer cancel()
-	_, err := m.cri.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
-	if err != nil && !isNotFound(err) {
-		return fmt.Errorf("remove image %s: %w", id, err)
-	}
-	return nil
-}
-
-// ImageFsMountpoint implements ImageGarbageSource with the first image filesystem the runtime
-// reports.
-func (m *manager) ImageFsMountpoint(ctx context.Context) (string, error) {
-	ctx, cancel := m.cri.short(ctx)
-	defer cancel()
-	resp, err := m.cri.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
-	if err != nil {
-		return "", fmt.Errorf("image fs info: %w", err)
-	}
-	for _, f := range resp.GetImageFilesystems() {
-		if mp := f.GetFsId().GetMountpoint(); mp != "" {
-			return mp, nil
-		}
-	}
-	return "", errors.New("the runtime reports no image filesystem")
 }

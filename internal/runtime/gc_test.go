@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 func TestRemoveContainerTakesItsLogsAlong(t *testing.T) {
@@ -25,7 +25,7 @@ func TestRemoveContainerTakesItsLogsAlong(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	link := containerLogLink(e.mgr.containerLogsDir, pod.Name, pod.Namespace, "app", dead.ID)
+	link := containeropts.LinkName(e.mgr.logLinks.Dir, pod.Name, pod.Namespace, "app", dead.ID)
 	if _, err := os.Lstat(link); err != nil {
 		t.Fatalf("no symlink to begin with: %v", err)
 	}
@@ -69,28 +69,5 @@ func TestRemoveSandboxStopsFirst(t *testing.T) {
 	}
 	if e.fake.CountCalls("StopPodSandbox") != 1 || e.fake.CountCalls("RemovePodSandbox") != 1 {
 		t.Errorf("calls %v", e.fake.Calls())
-	}
-}
-
-func TestImageGarbageSource(t *testing.T) {
-	e := newTestEnv(t)
-	e.fake.AddImage("example.com/other:1")
-	ctx := context.Background()
-	images, err := e.mgr.ListImages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(images) != 2 || images[0].Size == 0 {
-		t.Fatalf("images %+v", images)
-	}
-	if err := e.mgr.RemoveImage(ctx, fakecri.ImageID("example.com/other:1")); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.fake.Images(); len(got) != 1 || got[0] != testImage {
-		t.Errorf("images left %v", got)
-	}
-	// The fake reports no image filesystem.
-	if _, err := e.mgr.ImageFsMountpoint(ctx); err == nil {
-		t.Error("no error without an image filesystem")
 	}
 }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +17,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 const testImage = "nodelet.local/busybox:1.36"
@@ -27,7 +27,7 @@ const testImage = "nodelet.local/busybox:1.36"
 type testEnv struct {
 	t        *testing.T
 	fake     *fakecri.Fake
-	mgr      *manager
+	mgr      *Manager
 	recorder *record.FakeRecorder
 	clock    *clocktesting.FakeClock
 	backoff  *flowcontrol.Backoff
@@ -64,13 +64,13 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.(io.Closer).Close() })
-	e.mgr = m.(*manager)
+	t.Cleanup(func() { m.Close() })
+	e.mgr = m
 	return e
 }
 
 // status reads the pod's runtime status.
-func (e *testEnv) status(pod *v1.Pod) *PodStatus {
+func (e *testEnv) status(pod *v1.Pod) *container.PodStatus {
 	e.t.Helper()
 	st, err := e.mgr.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
@@ -80,7 +80,7 @@ func (e *testEnv) status(pod *v1.Pod) *PodStatus {
 }
 
 // sync reads the status and runs SyncPod, as the pod worker does.
-func (e *testEnv) sync(pod *v1.Pod) SyncResult {
+func (e *testEnv) sync(pod *v1.Pod) container.SyncResult {
 	e.t.Helper()
 	return e.mgr.SyncPod(context.Background(), pod, e.status(pod), e.backoff)
 }

@@ -5,12 +5,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // startedFunc reports whether a running container instance passed its startup probe (true
 // when it has none).
-type startedFunc func(c *v1.Container, st *ContainerStatus) bool
+type startedFunc func(c *v1.Container, st *container.ContainerStatus) bool
 
 // initActions adds to a the init containers to start and reports whether the pod is
 // initialized, so its app containers may run. Init containers run in spec order: a regular
@@ -18,7 +19,7 @@ type startedFunc func(c *v1.Container, st *ContainerStatus) bool
 // furthest init container that has run in this sandbox marks the progress (earlier finished
 // ones may have been removed since); every sidecar before it is kept running. Once an app
 // container exists in the sandbox, the pod is initialized for good.
-func initActions(pod *v1.Pod, status *PodStatus, inSandbox map[string]*ContainerStatus, started startedFunc, a *podActions) bool {
+func initActions(pod *v1.Pod, status *container.PodStatus, inSandbox map[string]*container.ContainerStatus, started startedFunc, a *podActions) bool {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
 		return true
@@ -65,13 +66,13 @@ func initActions(pod *v1.Pod, status *PodStatus, inSandbox map[string]*Container
 // keepSidecar keeps sidecar c running: started when it has no instance in the sandbox,
 // restarted (with crash-loop back-off) when it exited whatever the pod's restart policy,
 // replaced when its definition changed. It reports whether c counts as started.
-func keepSidecar(c *v1.Container, status *PodStatus, inSandbox map[string]*ContainerStatus, started startedFunc, a *podActions) bool {
+func keepSidecar(c *v1.Container, status *container.PodStatus, inSandbox map[string]*container.ContainerStatus, started startedFunc, a *podActions) bool {
 	st := inSandbox[c.Name]
 	switch {
 	case st == nil:
 		a.start = append(a.start, newStart(c, status, false))
 		return false
-	case st.State == StateRunning:
+	case st.State == container.StateRunning:
 		if !hashMatches(st.Hash, c) {
 			a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Init container %s definition changed", c.Name)})
 			a.start = append(a.start, newStart(c, status, false))
@@ -79,7 +80,7 @@ func keepSidecar(c *v1.Container, status *PodStatus, inSandbox map[string]*Conta
 		}
 		return c.StartupProbe == nil || started == nil || started(c, st)
 	}
-	if st.State == StateUnknown {
+	if st.State == container.StateUnknown {
 		a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Init container is in %q state, try killing it before restart", st.State)})
 	}
 	a.start = append(a.start, newStart(c, status, true))
@@ -88,14 +89,14 @@ func keepSidecar(c *v1.Container, status *PodStatus, inSandbox map[string]*Conta
 
 // runInit handles regular init container c, the furthest one that has run: done when it
 // exited 0; a failed one is restarted unless the pod's policy is Never (which fails the pod).
-func runInit(pod *v1.Pod, c *v1.Container, status *PodStatus, st *ContainerStatus, a *podActions) bool {
+func runInit(pod *v1.Pod, c *v1.Container, status *container.PodStatus, st *container.ContainerStatus, a *podActions) bool {
 	switch {
-	case st.State == StateRunning:
+	case st.State == container.StateRunning:
 		return false
-	case st.State == StateExited && st.ExitCode == 0:
+	case st.State == container.StateExited && st.ExitCode == 0:
 		return true
 	}
-	if st.State == StateUnknown {
+	if st.State == container.StateUnknown {
 		a.kill = append(a.kill, containerKill{status: st})
 	}
 	if restartPolicy(pod) != v1.RestartPolicyNever {
@@ -106,19 +107,19 @@ func runInit(pod *v1.Pod, c *v1.Container, status *PodStatus, st *ContainerStatu
 
 // newStart is the next instance of init container c; restart says it replaces one that ran
 // in this sandbox, which crash-loop back-off gates.
-func newStart(c *v1.Container, status *PodStatus, restart bool) containerStart {
+func newStart(c *v1.Container, status *container.PodStatus, restart bool) containerStart {
 	prev := status.FindContainer(c.Name)
 	return containerStart{
 		spec: c, prev: prev, restartCount: nextRestartCount(status.Containers, c.Name),
-		backoff: restart || (prev != nil && prev.State != StateRunning),
+		backoff: restart || (prev != nil && prev.State != container.StateRunning),
 	}
 }
 
 // startedFor adapts the prober's startup results (Options.Started) for pod; nil when there
 // are none.
-func (m *manager) startedFor(pod *v1.Pod) startedFunc {
+func (m *Manager) startedFor(pod *v1.Pod) startedFunc {
 	if m.started == nil {
 		return nil
 	}
-	return func(c *v1.Container, st *ContainerStatus) bool { return m.started(pod, c.Name, st.ID) }
+	return func(c *v1.Container, st *container.ContainerStatus) bool { return m.started(pod, c.Name, st.ID) }
 }

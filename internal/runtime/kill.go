@@ -19,8 +19,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/fsutil"
-	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -35,7 +36,7 @@ const (
 // what is left of the grace period; sidecars only after the app containers, see killOrder)
 // and then every sandbox. gracePeriod < 0 means the pod's own terminationGracePeriodSeconds.
 // Any failure is returned so the caller retries.
-func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod, gracePeriod int64) error {
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod int64) error {
 	if running == nil {
 		if pod == nil {
 			return errors.New("KillPod: neither pod nor running pod given")
@@ -44,15 +45,15 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 		if err != nil {
 			return err
 		}
-		running = &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
+		running = &container.RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
 	}
 	if pod == nil {
 		pod = &v1.Pod{ObjectMeta: metav1ObjectMeta(running)}
 	}
 	m.step(pod, timeline.KillRequested, "", "", fmt.Sprintf("grace period %ds", gracePeriod), time.Now(), nil)
-	var toStop []*ContainerStatus
+	var toStop []*container.ContainerStatus
 	for _, c := range running.Containers {
-		if c.State == StateRunning || c.State == StateUnknown {
+		if c.State == container.StateRunning || c.State == container.StateUnknown {
 			toStop = append(toStop, c)
 		}
 	}
@@ -69,7 +70,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 	}
 	wg.Wait()
 	for _, sb := range running.Sandboxes {
-		if err := m.cri.stopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+		if err := m.cri.StopPodSandbox(ctx, sb.ID); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
 		}
 	}
@@ -84,7 +85,7 @@ func (m *manager) KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod,
 // killContainer runs the container's preStop hook and stops it within the grace period,
 // once order (nil: none) says it is its turn. message, when set, replaces the default Killing
 // event text.
-func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, gracePeriod int64, message string, order *killOrder) error {
 	spec := podutil.FindContainer(pod, c.Name)
 	var preStop *v1.LifecycleHandler
 	if spec != nil && spec.Lifecycle != nil {
@@ -92,12 +93,12 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *Runni
 	}
 	if spec == nil || gracePeriod < 0 {
 		// Without the spec (orphaned pod) the container's annotations say what it needs.
-		st, err := m.cri.containerStatus(ctx, c.ID)
-		if err != nil && !isNotFound(err) {
+		st, err := m.cri.ContainerStatus(ctx, c.ID)
+		if err != nil && !cri.IsNotFound(err) {
 			return fmt.Errorf("container %s status: %w", c.ID, err)
 		}
 		if st != nil && spec == nil {
-			preStop = decodePreStop(st.Annotations[AnnotationPreStop])
+			preStop = decodePreStop(st.Annotations[container.AnnotationPreStop])
 		}
 		if st != nil && gracePeriod < 0 {
 			gracePeriod = annotatedGrace(pod, st.Annotations)
@@ -107,13 +108,13 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *Runni
 	if gracePeriod < 0 {
 		grace = defaultGracePeriod
 	}
-	ref := images.ContainerRef(pod, &v1.Container{Name: c.Name})
+	ref := container.ContainerRef(pod, &v1.Container{Name: c.Name})
 	if message == "" {
 		message = fmt.Sprintf("Stopping container %s", c.Name)
 	}
 	m.recorder.Event(ref, v1.EventTypeNormal, "Killing", message)
 
-	if preStop != nil && c.State == StateRunning {
+	if preStop != nil && c.State == container.StateRunning {
 		start := time.Now()
 		if err := m.runPreStop(ctx, pod, running, c, spec, preStop, grace); err != nil {
 			m.recorder.Eventf(ref, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
@@ -126,7 +127,7 @@ func (m *manager) killContainer(ctx context.Context, pod *v1.Pod, running *Runni
 	}
 	secs := int64((grace + time.Second - 1) / time.Second)
 	klog.V(2).InfoS("Stopping container", "pod", klog.KObj(pod), "container", c.Name, "id", c.ID, "gracePeriod", secs)
-	if err := m.cri.stopContainer(ctx, c.ID, secs); err != nil && !isNotFound(err) {
+	if err := m.cri.StopContainer(ctx, c.ID, secs); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("stop container %s (%s): %w", c.Name, c.ID, err)
 	}
 	order.done(c.Name)
@@ -139,42 +140,42 @@ func annotatedGrace(pod *v1.Pod, annotations map[string]string) int64 {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
-	if g, err := strconv.ParseInt(annotations[AnnotationGrace], 10, 64); err == nil {
+	if g, err := strconv.ParseInt(annotations[container.AnnotationGrace], 10, 64); err == nil {
 		return g
 	}
 	return -1
 }
 
-func metav1ObjectMeta(p *RunningPod) metav1.ObjectMeta {
+func metav1ObjectMeta(p *container.RunningPod) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}
 }
 
 // RemovePod deletes all of the pod's containers and sandboxes and then the files the runtime
 // keeps for it. The pod's directory goes too when nothing else is left in it; its volumes are
 // the volume manager's to remove.
-func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
-	selector := map[string]string{LabelPodUID: string(uid)}
+func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
+	selector := map[string]string{container.LabelPodUID: string(uid)}
 	var errs []error
-	containers, err := m.cri.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	containers, err := m.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
 	for _, c := range containers {
-		if err := m.cri.removeContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+		if err := m.cri.RemoveContainer(ctx, c.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
 		}
 	}
-	sandboxes, err := m.cri.listPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	sandboxes, err := m.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
 	for _, sb := range sandboxes {
 		// A sandbox must be stopped before removal; stopping is idempotent.
-		if err := m.cri.stopPodSandbox(ctx, sb.Id); err != nil && !isNotFound(err) {
+		if err := m.cri.StopPodSandbox(ctx, sb.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.Id, err))
 			continue
 		}
-		if err := m.cri.removePodSandbox(ctx, sb.Id); err != nil && !isNotFound(err) {
+		if err := m.cri.RemovePodSandbox(ctx, sb.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
 		}
 	}
@@ -191,13 +192,13 @@ func (m *manager) RemovePod(ctx context.Context, uid types.UID) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod %s files: %w", uid, err)
 	}
-	m.removeDanglingLogLinks()
+	m.logLinks.RemoveDangling()
 	m.forgetPod(uid)
 	return nil
 }
 
 // forgetPod drops the image pull state and unused pre-pull outcomes of a removed pod.
-func (m *manager) forgetPod(uid types.UID) {
+func (m *Manager) forgetPod(uid types.UID) {
 	m.images.ForgetPod(uid)
 	prefix := string(uid) + "/"
 	m.prepulled.RemoveAll(func(k any) bool { return strings.HasPrefix(k.(string), prefix) })
@@ -206,7 +207,7 @@ func (m *manager) forgetPod(uid types.UID) {
 // removePodFiles removes the hosts file and termination message files of pod uid, and its
 // directory if that leaves it empty. It never descends into what else is there, nor into
 // another mount: a volume may still be mounted below.
-func (m *manager) removePodFiles(uid types.UID) error {
+func (m *Manager) removePodFiles(uid types.UID) error {
 	podsDir := filepath.Join(m.rootDir, "pods")
 	if err := fsutil.RemoveIn(podsDir, string(uid), "etc-hosts"); err != nil {
 		return err
@@ -221,7 +222,7 @@ func (m *manager) removePodFiles(uid types.UID) error {
 }
 
 // removePodLogDirs removes the <namespace>_<name>_<uid> log directories of pod uid.
-func (m *manager) removePodLogDirs(uid types.UID) error {
+func (m *Manager) removePodLogDirs(uid types.UID) error {
 	entries, err := os.ReadDir(m.podLogsDir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func TestKillPodStopsContainersAndSandbox(t *testing.T) {
@@ -135,7 +137,7 @@ func TestRemovePodRemovesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range e.fake.Containers() {
-		if c.Config.Labels[LabelPodUID] == string(pod.UID) {
+		if c.Config.Labels[container.LabelPodUID] == string(pod.UID) {
 			t.Errorf("container %s left", c.ID)
 		}
 	}

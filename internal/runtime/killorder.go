@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
@@ -24,7 +25,7 @@ type killOrder struct {
 
 // newKillOrder returns the order for stopping toStop, nil when the pod has no sidecars (or
 // its spec is unknown): then everything stops at once.
-func newKillOrder(pod *v1.Pod, toStop []*ContainerStatus) *killOrder {
+func newKillOrder(pod *v1.Pod, toStop []*container.ContainerStatus) *killOrder {
 	if pod == nil || !sidecar.Has(pod) {
 		return nil
 	}

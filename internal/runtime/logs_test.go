@@ -11,6 +11,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 func TestContainerLogAndRunningContainerLogs(t *testing.T) {
@@ -29,10 +32,10 @@ func TestContainerLogAndRunningContainerLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ContainerID != app.ID || got.Path != app.LogPath || got.Path == "" || got.State != StateRunning {
+	if got.ContainerID != app.ID || got.Path != app.LogPath || got.Path == "" || got.State != container.StateRunning {
 		t.Errorf("ContainerLog = %+v, want id %s path %s running", got, app.ID, app.LogPath)
 	}
-	if _, err := e.mgr.ContainerLog(ctx, "gone"); !errors.Is(err, ErrContainerNotFound) {
+	if _, err := e.mgr.ContainerLog(ctx, "gone"); !errors.Is(err, container.ErrContainerNotFound) {
 		t.Errorf("ContainerLog(gone) err = %v, want ErrContainerNotFound", err)
 	}
 
@@ -62,17 +65,17 @@ func (c *reopenClient) ReopenContainerLog(_ context.Context, req *runtimeapi.Reo
 
 func TestReopenContainerLog(t *testing.T) {
 	client := &reopenClient{}
-	m := newManager(client, nil, Options{Images: logsTestImages{}})
+	m := newManager(cri.New(client, nil, 0), Options{Images: logsTestImages{}})
 	ctx := context.Background()
 	if err := m.ReopenContainerLog(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	client.err = status.Error(codes.NotFound, "no such container")
-	if err := m.ReopenContainerLog(ctx, "c2"); !errors.Is(err, ErrContainerNotFound) {
+	if err := m.ReopenContainerLog(ctx, "c2"); !errors.Is(err, container.ErrContainerNotFound) {
 		t.Errorf("err = %v, want ErrContainerNotFound", err)
 	}
 	client.err = status.Error(codes.FailedPrecondition, "container is not running")
-	if err := m.ReopenContainerLog(ctx, "c3"); err == nil || errors.Is(err, ErrContainerNotFound) {
+	if err := m.ReopenContainerLog(ctx, "c3"); err == nil || errors.Is(err, container.ErrContainerNotFound) {
 		t.Errorf("err = %v, want the runtime's error", err)
 	}
 	if len(client.reopened) != 3 || client.reopened[0] != "c1" {
@@ -84,6 +87,10 @@ func TestReopenContainerLog(t *testing.T) {
 type logsTestImages struct{}
 
 func (logsTestImages) ForgetPod(types.UID) {}
+
+func (logsTestImages) ImageUser(context.Context, string) (*int64, string, error) {
+	return nil, "", nil
+}
 
 func (logsTestImages) EnsureImage(context.Context, *v1.Pod, *v1.Container, []v1.Secret) (string, string, string, error) {
 	return "", "", "", nil

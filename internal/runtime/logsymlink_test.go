@@ -15,7 +15,7 @@ func TestContainerLogSymlinkFollowsTheContainer(t *testing.T) {
 	pod := newPod("web", ctr("app", "sleep", "60"))
 	e.sync(pod)
 	id := e.running("app").ID
-	link := filepath.Join(e.mgr.containerLogsDir, "web_default_app-"+id+".log")
+	link := filepath.Join(e.mgr.logLinks.Dir, "web_default_app-"+id+".log")
 	target, err := os.Readlink(link)
 	if err != nil {
 		t.Fatalf("no symlink for the started container: %v", err)
@@ -40,16 +40,16 @@ func TestHostNetworkPodSeesNodeHostsFileWithAliases(t *testing.T) {
 	if err := os.WriteFile(nodeHosts, []byte("127.0.0.1 localhost\n10.1.2.3 node-1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.mgr.hostEtcHosts = nodeHosts
+	e.mgr.mounts.EtcHosts.NodeHostsFile = nodeHosts
 	pod := newPod("hostnet", ctr("app", "sleep", "60"))
 	pod.Spec.HostNetwork = true
 	pod.Spec.HostAliases = nil
-	content, err := e.mgr.etcHostsContent(pod, nil)
+	content, err := e.mgr.mounts.EtcHosts.Content(pod, nil)
 	if err != nil || content != "127.0.0.1 localhost\n10.1.2.3 node-1\n" {
 		t.Fatalf("without aliases: %q, %v; want the node's file as is", content, err)
 	}
 	pod.Spec.HostAliases = append(pod.Spec.HostAliases, hostAlias("123.45.67.89", "foo", "bar"))
-	content, _ = e.mgr.etcHostsContent(pod, nil)
+	content, _ = e.mgr.mounts.EtcHosts.Content(pod, nil)
 	want := "127.0.0.1 localhost\n10.1.2.3 node-1\n\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
 	if content != want {
 		t.Fatalf("with aliases: %q, want %q", content, want)
@@ -70,7 +70,7 @@ func hostAlias(ip string, names ...string) v1.HostAlias {
 
 func TestManagedHostsFileStartsWithTheKnownHeader(t *testing.T) {
 	e := newTestEnv(t)
-	content, err := e.mgr.etcHostsContent(newPod("web", ctr("app")), []string{"10.85.0.9"})
+	content, err := e.mgr.mounts.EtcHosts.Content(newPod("web", ctr("app")), []string{"10.85.0.9"})
 	if err != nil || !strings.HasPrefix(content, "# Kubernetes-managed hosts file.\n") || !strings.Contains(content, "10.85.0.9\tweb\n") {
 		t.Fatalf("hosts file %q, %v", content, err)
 	}

@@ -1,3 +1,8 @@
+// Package runtime is the pod runtime: it turns a desired pod into CRI calls (sandbox, image
+// pulls through internal/images, init and sidecar containers in order, app containers with
+// crash-loop back-off, in-place resize, kills with preStop) and reads back what the runtime
+// holds as container.PodStatus. Container options come from internal/containeropts, every CRI
+// call goes through internal/cri.
 package runtime
 
 import (
@@ -8,13 +13,15 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/objects"
@@ -27,10 +34,15 @@ type ImageService interface {
 	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error)
 	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
 	ForgetPod(uid types.UID)
+	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
+	// numeric, else its user name.
+	ImageUser(ctx context.Context, image string) (uid *int64, user string, err error)
 }
 
 // Options configure the runtime manager.
 type Options struct {
+	// CRI is the runtime's client; nil dials Endpoint (and ImageEndpoint) with RequestTimeout.
+	CRI *cri.Client
 	// Endpoint is the CRI socket, e.g. "unix:///run/nodelet/containerd/containerd.sock".
 	Endpoint string
 	// ImageEndpoint is the CRI image service socket (imageServiceEndpoint); empty means
@@ -69,10 +81,10 @@ type Options struct {
 	Objects objects.Getter
 	// Volumes is the volume manager: where each of a pod's volumes is on the host, once set
 	// up. nil refuses every volume mount.
-	Volumes Volumes
+	Volumes containeropts.Volumes
 	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
 	// nil means none. An error fails the container's creation, which is retried.
-	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
 	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
 	// the runtime's default to every pod. An error fails the sandbox's creation.
 	RuntimeHandler func(pod *v1.Pod) (string, error)
@@ -104,22 +116,21 @@ type Options struct {
 	Started func(pod *v1.Pod, container, containerID string) bool
 }
 
-// manager implements Manager over CRI.
-type manager struct {
-	cri         *criClient
+// Manager is the pod runtime: it implements container.Runtime (and the other small
+// interfaces of internal/container) over the CRI client.
+type Manager struct {
+	cri         *cri.Client
 	images      ImageService
 	recorder    record.EventRecorder
 	pullSecrets func(pod *v1.Pod) []v1.Secret
 	rootDir     string
 	podLogsDir  string
-	dns         *dnsConfigurer
+	dns         *containeropts.DNS
 	nodeName    string
 	nodeIP      string
 	objects     objects.Getter
-	volumes     Volumes
-	conn        *grpc.ClientConn // nil when the caller owns the connection
-	imgConn     *grpc.ClientConn // the image service's: conn unless it has its own socket
-	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceAllocation, error)
+	ownsCRI     bool // NewManager dialled cri: Close closes it
+	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
 	podCgroup   func(pod *v1.Pod) (string, error)
 	actuated    ActuatedResources
 	podCgroups  PodCgroups
@@ -129,17 +140,17 @@ type manager struct {
 	timeline       *timeline.Recorder
 	seccompDefault bool
 	noCPUQuota     bool
-	// containerLogsDir holds the per-container log symlinks; hostEtcHosts is the node's hosts
-	// file, copied for host-network pods.
-	containerLogsDir string
-	hostEtcHosts     string
-	serviceEnv       func(pod *v1.Pod) ([]v1.EnvVar, error)
+	// logLinks keeps the per-container log symlinks; mounts builds containers' mounts (and
+	// writes the pods' hosts files).
+	logLinks   containeropts.LogLinks
+	mounts     containeropts.Mounts
+	serviceEnv func(pod *v1.Pod) ([]v1.EnvVar, error)
 
 	// prepulled holds image outcomes PullImages got ahead of a start, each used once.
 	prepulled *utilcache.LRUExpireCache
 
-	features *runtimefeatures.Store
-	idRanges PodIDRanges
+	features  *runtimefeatures.Store
+	idRanges  PodIDRanges
 	usernsOff bool
 
 	capacityOnce sync.Once
@@ -147,7 +158,7 @@ type manager struct {
 }
 
 // step records one step of pod that began at start and ends now.
-func (m *manager) step(pod *v1.Pod, name, container, call, detail string, start time.Time, err error) {
+func (m *Manager) step(pod *v1.Pod, name, container, call, detail string, start time.Time, err error) {
 	s := timeline.Step{Name: name, Container: container, Call: call, Detail: detail, Start: start}
 	if err != nil {
 		s.Error = err.Error()
@@ -157,46 +168,30 @@ func (m *manager) step(pod *v1.Pod, name, container, call, detail string, start 
 
 // begin records a step of pod that begins now and shows as in progress until the returned
 // func ends it.
-func (m *manager) begin(pod *v1.Pod, name, container, call, detail string) func(detail string, err error) {
+func (m *Manager) begin(pod *v1.Pod, name, container, call, detail string) func(detail string, err error) {
 	return m.timeline.Begin(pod, timeline.Step{Name: name, Container: container, Call: call, Detail: detail})
 }
 
-func (m *manager) seccomp() seccompPolicy {
-	return seccompPolicy{rootDir: m.rootDir, runtimeDefault: m.seccompDefault}
+func (m *Manager) seccomp() containeropts.Seccomp {
+	return containeropts.Seccomp{RootDir: m.rootDir, RuntimeDefault: m.seccompDefault}
 }
 
-// NewManager dials opts.Endpoint and returns a Manager. The returned value also implements
-// io.Closer, which closes the connection.
-func NewManager(opts Options) (Manager, error) {
-	if opts.Endpoint == "" {
-		return nil, errors.New("runtime: no CRI endpoint")
+// NewManager returns a Manager over opts.CRI, or over a connection it dials to opts.Endpoint.
+// Close closes a connection it dialled.
+func NewManager(opts Options) (*Manager, error) {
+	if opts.CRI != nil {
+		return newManager(opts.CRI, opts), nil
 	}
-	conn, err := Dial(opts.Endpoint)
+	client, err := cri.Connect(opts.Endpoint, opts.ImageEndpoint, opts.RequestTimeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	imgConn := conn
-	if opts.ImageEndpoint != "" && opts.ImageEndpoint != opts.Endpoint {
-		if imgConn, err = Dial(opts.ImageEndpoint); err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("image service: %w", err)
-		}
-	}
-	m := newManager(runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(imgConn), opts)
-	m.conn, m.imgConn = conn, imgConn
+	m := newManager(client, opts)
+	m.ownsCRI = true
 	return m, nil
 }
 
-// NewManagerWithClient returns a Manager over already dialled CRI clients; opts.Endpoint is
-// ignored.
-func NewManagerWithClient(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) Manager {
-	return newManager(rt, img, opts)
-}
-
-func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts Options) *manager {
-	if opts.RequestTimeout <= 0 {
-		opts.RequestTimeout = DefaultRequestTimeout
-	}
+func newManager(client *cri.Client, opts Options) *Manager {
 	if opts.RootDir == "" {
 		opts.RootDir = "/var/lib/kubelet"
 	}
@@ -204,7 +199,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 		opts.PodLogsDir = "/var/log/pods"
 	}
 	if opts.ContainerLogsDir == "" {
-		opts.ContainerLogsDir = DefaultContainerLogsDir
+		opts.ContainerLogsDir = container.DefaultContainerLogsDir
 	}
 	if opts.Recorder == nil {
 		opts.Recorder = &record.FakeRecorder{} // nil channel: events are dropped
@@ -212,7 +207,7 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	if opts.Images == nil {
 		// With a client given NewManager cannot fail.
 		opts.Images, _ = images.NewManager(images.Options{
-			Client: img, Recorder: opts.Recorder, Serialize: true, RequestTimeout: opts.RequestTimeout,
+			CRI: client, Recorder: opts.Recorder, Serialize: true,
 		})
 	}
 	if opts.Features == nil {
@@ -221,22 +216,27 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	if opts.PullSecrets == nil {
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
 	}
-	return &manager{
-		cri:              &criClient{rt: rt, img: img, timeout: opts.RequestTimeout},
-		images:           opts.Images,
-		recorder:         opts.Recorder,
-		pullSecrets:      opts.PullSecrets,
-		rootDir:          opts.RootDir,
-		podLogsDir:       opts.PodLogsDir,
-		dns:              newDNSConfigurer(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain),
-		nodeName:         opts.NodeName,
-		nodeIP:           opts.NodeIP,
-		objects:          opts.Objects,
-		volumes:          opts.Volumes,
-		containerLogsDir: opts.ContainerLogsDir,
-		serviceEnv:       opts.ServiceEnv,
-		hostEtcHosts:     etcHostsPath,
-		podCgroup:        opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+	dns := containeropts.NewDNS(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain)
+	return &Manager{
+		cri:         client,
+		images:      opts.Images,
+		recorder:    opts.Recorder,
+		pullSecrets: opts.PullSecrets,
+		rootDir:     opts.RootDir,
+		podLogsDir:  opts.PodLogsDir,
+		dns:         dns,
+		nodeName:    opts.NodeName,
+		nodeIP:      opts.NodeIP,
+		objects:     opts.Objects,
+		logLinks:    containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
+		serviceEnv:  opts.ServiceEnv,
+		mounts: containeropts.Mounts{
+			Volumes: opts.Volumes, PodsDir: filepath.Join(opts.RootDir, "pods"),
+			EtcHosts: containeropts.EtcHosts{
+				PodsDir: filepath.Join(opts.RootDir, "pods"), NodeHostsFile: containeropts.EtcHostsPath, ClusterDomain: dns.ClusterDomain(),
+			},
+		},
+		podCgroup: opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		started: opts.Started,
 		devices: opts.Devices, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
@@ -244,20 +244,17 @@ func newManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	}
 }
 
-// Close closes the connection NewManager dialled.
-func (m *manager) Close() error {
-	if m.conn == nil {
+// Close closes the connection NewManager dialled, if it dialled one.
+func (m *Manager) Close() error {
+	if !m.ownsCRI {
 		return nil
 	}
-	if m.imgConn != m.conn {
-		_ = m.imgConn.Close()
-	}
-	return m.conn.Close()
+	return m.cri.Close()
 }
 
 // Status returns an error unless the runtime reports RuntimeReady and NetworkReady.
-func (m *manager) Status(ctx context.Context) error {
-	resp, err := m.cri.status(ctx)
+func (m *Manager) Status(ctx context.Context) error {
+	resp, err := m.cri.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime status: %w", err)
 	}
@@ -280,8 +277,8 @@ func (m *manager) Status(ctx context.Context) error {
 }
 
 // Version returns the runtime's name and version.
-func (m *manager) Version(ctx context.Context) (string, string, error) {
-	resp, err := m.cri.version(ctx)
+func (m *Manager) Version(ctx context.Context) (string, string, error) {
+	resp, err := m.cri.Version(ctx)
 	if err != nil {
 		return "", "", fmt.Errorf("runtime version: %w", err)
 	}
@@ -289,11 +286,11 @@ func (m *manager) Version(ctx context.Context) (string, string, error) {
 }
 
 // podDir is where nodelet keeps a pod's files (volumes, termination messages, /etc/hosts).
-func (m *manager) podDir(uid string) string {
+func (m *Manager) podDir(uid string) string {
 	return filepath.Join(m.rootDir, "pods", uid)
 }
 
 // podLogDir is the sandbox log directory: /var/log/pods/<ns>_<name>_<uid>.
-func (m *manager) podLogDir(pod *v1.Pod) string {
+func (m *Manager) podLogDir(pod *v1.Pod) string {
 	return filepath.Join(m.podLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
 }

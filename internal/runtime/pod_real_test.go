@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,13 +26,14 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
 
 const realPodLogsDir = "/var/log/pods"
 
-func realManager(t *testing.T) Manager {
+func realManager(t *testing.T) *Manager {
 	t.Helper()
 	endpoint := os.Getenv("NODELET_E2E_CRI")
 	if endpoint == "" {
@@ -47,7 +47,7 @@ func realManager(t *testing.T) Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.(io.Closer).Close() })
+	t.Cleanup(func() { m.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Status(ctx); err != nil {
@@ -82,7 +82,7 @@ func cleanupRealPod(t *testing.T, pod *v1.Pod) {
 	if err != nil {
 		return
 	}
-	defer m.(io.Closer).Close()
+	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = m.KillPod(ctx, pod, nil, 0)
@@ -110,7 +110,7 @@ func TestRealBusyboxPodLifecycle(t *testing.T) {
 	}
 	testutil.WaitUntil(t, 30*time.Second, "a running container", func() bool {
 		status, err = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
-		return err == nil && status.FindContainer("main") != nil && status.FindContainer("main").State == StateRunning
+		return err == nil && status.FindContainer("main") != nil && status.FindContainer("main").State == container.StateRunning
 	})
 	if len(status.IPs) == 0 || !strings.HasPrefix(status.IPs[0], "10.85.") {
 		t.Fatalf("pod IPs = %v, want a 10.85.x.x address", status.IPs)
@@ -151,7 +151,7 @@ func TestRealBusyboxPodLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := status.FindContainer("main"); c.State != StateExited || status.Sandboxes[0].Ready {
+	if c := status.FindContainer("main"); c.State != container.StateExited || status.Sandboxes[0].Ready {
 		t.Fatalf("after KillPod: container %s, sandbox ready %v", c.State, status.Sandboxes[0].Ready)
 	}
 	if running, _ := m.GetPods(ctx, false); findRunningPod(running, pod.UID) != nil {
@@ -190,13 +190,13 @@ func TestRealInitAndTerminationMessage(t *testing.T) {
 	pod.Spec.Volumes = []v1.Volume{{Name: "work", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
 
-	var main *ContainerStatus
+	var main *container.ContainerStatus
 	testutil.WaitUntil(t, 60*time.Second, "the app container to exit", func() bool {
 		status, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if main = status.FindContainer("main"); main != nil && main.State == StateExited {
+		if main = status.FindContainer("main"); main != nil && main.State == container.StateExited {
 			return true
 		}
 		if res := m.SyncPod(ctx, pod, status, backoff); res.Err != nil {
@@ -225,7 +225,7 @@ func TestRealInitAndTerminationMessage(t *testing.T) {
 	}
 }
 
-func findRunningPod(pods []*RunningPod, uid types.UID) *RunningPod {
+func findRunningPod(pods []*container.RunningPod, uid types.UID) *container.RunningPod {
 	for _, p := range pods {
 		if p.UID == uid {
 			return p
@@ -242,7 +242,7 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 		Command: []string{"sh", "-c", "echo run; sleep 3600"},
 	})
 	backoff := flowcontrol.NewBackOff(10*time.Second, 300*time.Second)
-	sync := func() SyncResult {
+	sync := func() container.SyncResult {
 		t.Helper()
 		st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
@@ -254,13 +254,13 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 		}
 		return res
 	}
-	runningIn := func(attempt uint32, restarts int) *PodStatus {
+	runningIn := func(attempt uint32, restarts int) *container.PodStatus {
 		t.Helper()
-		var st *PodStatus
+		var st *container.PodStatus
 		testutil.WaitUntil(t, 30*time.Second, "a running container", func() bool {
 			st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 			c := st.FindContainer("main")
-			return c != nil && c.State == StateRunning && len(st.Sandboxes) > 0 && st.Sandboxes[0].Attempt == attempt
+			return c != nil && c.State == container.StateRunning && len(st.Sandboxes) > 0 && st.Sandboxes[0].Attempt == attempt
 		})
 		if c := st.FindContainer("main"); c.RestartCount != restarts {
 			t.Fatalf("restart count %d, want %d", c.RestartCount, restarts)
@@ -272,8 +272,8 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 
 	// The sandbox dies (as after a runtime restart): SyncPod replaces it, attempt 1, and the
 	// container follows with restart count 1 and a new log file.
-	mm := m.(*manager)
-	if err := mm.cri.stopPodSandbox(ctx, first.Sandboxes[0].ID); err != nil {
+
+	if err := m.cri.StopPodSandbox(ctx, first.Sandboxes[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	sync()
@@ -289,7 +289,7 @@ func TestRealSandboxRecreationAndRestart(t *testing.T) {
 
 	// Starting it in the new sandbox counted as a restart, so a crash now waits out the
 	// first 10s back-off before the next restart.
-	if err := mm.cri.stopContainer(ctx, second.FindContainer("main").ID, 0); err != nil {
+	if err := m.cri.StopContainer(ctx, second.FindContainer("main").ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	res := sync()

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -36,9 +37,9 @@ func prepullKey(pod *v1.Pod, c *v1.Container) string {
 // The start then uses each outcome as it is, events included: nothing is pulled or reported
 // twice. Restarts held by crash-loop back-off, and images whose outcome is held already, are
 // left to the start.
-func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus) {
+func (m *Manager) PullImages(ctx context.Context, pod *v1.Pod, status *container.PodStatus) {
 	if status == nil {
-		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	for _, s := range computeActions(pod, status, m.startedFor(pod)).start {
 		if s.backoff {
@@ -60,7 +61,7 @@ func (m *manager) PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus
 // the two instead of both in turn. The outcomes wait in prepulled for the start (or, if the
 // sandbox fails, the next one). Call the returned wait before SyncPod goes on: no pull
 // outlives it.
-func (m *manager) pullBesideSandbox(ctx context.Context, pod *v1.Pod, status *PodStatus) (wait func()) {
+func (m *Manager) pullBesideSandbox(ctx context.Context, pod *v1.Pod, status *container.PodStatus) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -71,7 +72,7 @@ func (m *manager) pullBesideSandbox(ctx context.Context, pod *v1.Pod, status *Po
 
 // image is the outcome for the container's image: the one PullImages got for this start,
 // else that of ensuring it now.
-func (m *manager) image(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
+func (m *Manager) image(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
 	key := prepullKey(pod, c)
 	if outcome, ok := m.prepulled.Get(key); ok {
 		m.prepulled.Remove(key)
@@ -81,7 +82,7 @@ func (m *manager) image(ctx context.Context, pod *v1.Pod, c *v1.Container) image
 }
 
 // ensureImage makes the image present as the container's pull policy says, on pod's timeline.
-func (m *manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
+func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
 	done := m.begin(pod, timeline.ImagePulled, c.Name, "ImageStatus/PullImage", c.Image)
 	var o imageOutcome
 	o.ref, o.reason, o.msg, o.err = m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))

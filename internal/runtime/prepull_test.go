@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -101,7 +102,7 @@ func TestFirstStartPullsWhileTheSandboxIsCreated(t *testing.T) {
 	pod := newPod("beside", app)
 	release := e.fake.Hold("RunPodSandbox")
 	defer release()
-	done := make(chan SyncResult, 1)
+	done := make(chan container.SyncResult, 1)
 	go func() { done <- e.sync(pod) }()
 	testutil.Eventually(t, "PullImage called while RunPodSandbox is held", func() bool {
 		return e.fake.CountCalls("RunPodSandbox") == 1 && e.fake.CountCalls("PullImage") == 1

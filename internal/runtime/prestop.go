@@ -13,29 +13,31 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // runPreStop runs a preStop handler (exec, httpGet or sleep) within timeout. tcpSocket
 // handlers do nothing, as upstream.
-func (m *manager) runPreStop(ctx context.Context, pod *v1.Pod, running *RunningPod, c *ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) error {
+func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) error {
 	podIP := func() (string, error) { return m.podIP(ctx, running) }
 	return m.runHandler(ctx, c.ID, spec, h, podIP, timeout)
 }
 
 // runHandler runs a lifecycle handler against container id within timeout; podIP gives the
 // address an httpGet without a host goes to.
-func (m *manager) runHandler(ctx context.Context, id string, spec *v1.Container, h *v1.LifecycleHandler, podIP func() (string, error), timeout time.Duration) error {
+func (m *Manager) runHandler(ctx context.Context, id string, spec *v1.Container, h *v1.LifecycleHandler, podIP func() (string, error), timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch {
 	case h.Exec != nil:
-		resp, err := m.cri.execSync(ctx, id, h.Exec.Command, timeout)
+		stdout, stderr, exitCode, err := m.cri.ExecSync(ctx, id, h.Exec.Command, timeout)
 		if err != nil {
 			return err
 		}
-		if resp.ExitCode != 0 {
-			return fmt.Errorf("command %q exited with %d: %s", h.Exec.Command, resp.ExitCode,
-				strings.TrimSpace(string(resp.Stdout)+string(resp.Stderr)))
+		if exitCode != 0 {
+			return fmt.Errorf("command %q exited with %d: %s", h.Exec.Command, exitCode,
+				strings.TrimSpace(string(stdout)+string(stderr)))
 		}
 		return nil
 	case h.HTTPGet != nil:
@@ -103,7 +105,7 @@ func handlerHTTP(ctx context.Context, podIP func() (string, error), spec *v1.Con
 }
 
 // podIP reads the IP of the pod's ready sandbox; list results carry no IPs.
-func (m *manager) podIP(ctx context.Context, running *RunningPod) (string, error) {
+func (m *Manager) podIP(ctx context.Context, running *container.RunningPod) (string, error) {
 	for _, sb := range running.Sandboxes {
 		if len(sb.IPs) > 0 {
 			return sb.IPs[0], nil
@@ -111,7 +113,7 @@ func (m *manager) podIP(ctx context.Context, running *RunningPod) (string, error
 		if !sb.Ready {
 			continue
 		}
-		st, err := m.cri.podSandboxStatus(ctx, sb.ID)
+		st, err := m.cri.PodSandboxStatus(ctx, sb.ID)
 		if err != nil {
 			return "", err
 		}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -13,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
@@ -37,12 +37,6 @@ type PodCgroups interface {
 	PodConfig(pod *v1.Pod) (current, desired PodCgroupConfig, err error)
 	SetPodConfig(pod *v1.Pod, c PodCgroupConfig) error
 	PodMemoryUsage(pod *v1.Pod) (int64, error)
-}
-
-// ContainerResources are the cpu and memory settings the runtime reports for a container;
-// nil fields were not reported.
-type ContainerResources struct {
-	CPULimit, CPURequest, MemoryLimit *resource.Quantity
 }
 
 // containerHash identifies what a container was created from, resources aside: they change
@@ -97,7 +91,7 @@ func (p resizePlan) empty() bool { return len(p.update) == 0 && !p.restart }
 // computeResize compares each running resizable container (app containers and sidecars)
 // with what is in effect: per the container's resizePolicy it is restarted (added to a's kills
 // and starts) or updated in place (returned).
-func (m *manager) computeResize(pod *v1.Pod, status *PodStatus, a *podActions) resizePlan {
+func (m *Manager) computeResize(pod *v1.Pod, status *container.PodStatus, a *podActions) resizePlan {
 	var plan resizePlan
 	if m.actuated == nil || a.sandbox == nil {
 		return plan
@@ -108,7 +102,7 @@ func (m *manager) computeResize(pod *v1.Pod, status *PodStatus, a *podActions) r
 	}
 	visit := func(c *v1.Container) {
 		st := status.FindContainer(c.Name)
-		if st == nil || st.State != StateRunning || st.SandboxID != a.sandbox.ID || killed[st.ID] {
+		if st == nil || st.State != container.StateRunning || st.SandboxID != a.sandbox.ID || killed[st.ID] {
 			return
 		}
 		actuated, found := m.actuated.Actuated(pod.UID, c.Name)
@@ -155,12 +149,12 @@ func restartsFor(c *v1.Container, want, have resizeAmounts) bool {
 }
 
 // resizeFromCRI converts what the runtime reports as in effect, as upstream reads it.
-func resizeFromCRI(r *runtimeapi.ContainerResources) *ContainerResources {
+func resizeFromCRI(r *runtimeapi.ContainerResources) *container.ContainerResources {
 	l := r.GetLinux()
 	if l == nil {
 		return nil
 	}
-	out := &ContainerResources{}
+	out := &container.ContainerResources{}
 	if l.CpuPeriod > 0 && l.CpuQuota > 0 {
 		out.CPULimit = resource.NewMilliQuantity(l.CpuQuota*1000/l.CpuPeriod, resource.DecimalSI)
 	}
@@ -178,7 +172,7 @@ func resizeFromCRI(r *runtimeapi.ContainerResources) *ContainerResources {
 }
 
 // recordActuated notes the resources a container is about to be created with.
-func (m *manager) recordActuated(pod *v1.Pod, c *v1.Container) error {
+func (m *Manager) recordActuated(pod *v1.Pod, c *v1.Container) error {
 	if m.actuated == nil {
 		return nil
 	}
@@ -186,11 +180,4 @@ func (m *manager) recordActuated(pod *v1.Pod, c *v1.Container) error {
 		return fmt.Errorf("recording the container's resources: %w", err)
 	}
 	return nil
-}
-
-func (c *criClient) updateContainerResources(ctx context.Context, id string, r *runtimeapi.LinuxContainerResources) error {
-	ctx, cancel := c.long(ctx)
-	defer cancel()
-	_, err := c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: r})
-	return err
 }

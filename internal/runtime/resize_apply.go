@@ -13,7 +13,7 @@ import (
 // safe order: memory, then cpu; for each, a growing pod cgroup setting before the containers
 // and a shrinking one after them, and among the containers decreases before increases. It
 // stops at the first error: the next sync picks up what is left.
-func (m *manager) applyResize(ctx context.Context, pod *v1.Pod, plan resizePlan) error {
+func (m *Manager) applyResize(ctx context.Context, pod *v1.Pod, plan resizePlan) error {
 	var cur, want PodCgroupConfig
 	if m.podCgroups != nil {
 		var err error
@@ -56,7 +56,7 @@ const unlimitedSetting = -1
 
 // checkPodMemoryUsage refuses to set the pod's memory limit at or below what it uses now:
 // the kernel would have to reclaim or kill. The resize stays in progress and is retried.
-func (m *manager) checkPodMemoryUsage(pod *v1.Pod, limit int64) error {
+func (m *Manager) checkPodMemoryUsage(pod *v1.Pod, limit int64) error {
 	usage, err := m.podCgroups.PodMemoryUsage(pod)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func above(a, b int64) bool {
 
 // resizeResource resizes one resource: pod settings that grow, the containers, then pod
 // settings that shrink (limits grow before requests and shrink after them).
-func (m *manager) resizeResource(ctx context.Context, pod *v1.Pod, updates []*containerUpdate, name v1.ResourceName, limit, request podSetting) error {
+func (m *Manager) resizeResource(ctx context.Context, pod *v1.Pod, updates []*containerUpdate, name v1.ResourceName, limit, request podSetting) error {
 	for _, s := range []podSetting{limit, request} {
 		if s.grows() {
 			if err := s.set(); err != nil {
@@ -114,7 +114,7 @@ func (m *manager) resizeResource(ctx context.Context, pod *v1.Pod, updates []*co
 
 // updateContainers sets resource name on each container whose name changes, decreases first,
 // keeping its other resource as in effect, and records what was set.
-func (m *manager) updateContainers(ctx context.Context, pod *v1.Pod, updates []*containerUpdate, name v1.ResourceName) error {
+func (m *Manager) updateContainers(ctx context.Context, pod *v1.Pod, updates []*containerUpdate, name v1.ResourceName) error {
 	var todo []*containerUpdate
 	for _, u := range updates {
 		if delta(u, name) != 0 {
@@ -127,7 +127,7 @@ func (m *manager) updateContainers(ctx context.Context, pod *v1.Pod, updates []*
 		c := *u.spec
 		c.Resources = next
 		res := linuxResources(pod, &c, m.nodeCapacity(), !m.noCPUQuota)
-		if err := m.cri.updateContainerResources(ctx, u.id, res); err != nil {
+		if err := m.cri.UpdateContainerResources(ctx, u.id, res); err != nil {
 			return fmt.Errorf("update %s of container %s: %w", name, c.Name, err)
 		}
 		klog.V(2).InfoS("Resized container in place", "pod", klog.KObj(pod), "container", c.Name, "resource", name)

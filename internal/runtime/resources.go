@@ -19,7 +19,7 @@ const (
 )
 
 // nodeCapacity reads the CPU count and MemTotal once.
-func (m *manager) nodeCapacity() downward.Capacity {
+func (m *Manager) nodeCapacity() downward.Capacity {
 	m.capacityOnce.Do(func() { m.capacity = downward.MachineCapacity() })
 	return m.capacity
 }

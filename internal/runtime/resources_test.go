@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/downward"
 )
 
@@ -88,7 +89,7 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 		t.Errorf("sandbox security %+v sysctls %v", sc, cfg.Linux.Sysctls)
 	}
 
-	csc := containerSecurity(pod, &pod.Spec.Containers[0], seccompPolicy{rootDir: "/var/lib/kubelet"})
+	csc := containeropts.ContainerSecurity(pod, &pod.Spec.Containers[0], containeropts.Seccomp{RootDir: "/var/lib/kubelet"})
 	if !csc.Privileged || !csc.ReadonlyRootfs || !csc.NoNewPrivs || csc.RunAsUser.Value != uid || csc.RunAsGroup.Value != gid ||
 		csc.Capabilities.AddCapabilities[0] != "NET_ADMIN" || csc.Capabilities.DropCapabilities[0] != "ALL" {
 		t.Errorf("container security %+v", csc)
@@ -96,7 +97,7 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 
 	pod.Spec.HostNetwork = false
 	pod.Spec.Hostname = ""
-	if name, _ := podHostname(pod); len(name) != 63 {
+	if name, _ := containeropts.PodHostname(pod); len(name) != 63 {
 		t.Errorf("hostname %q not cut to 63", name)
 	}
 }

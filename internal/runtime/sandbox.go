@@ -10,18 +10,20 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/sysctl"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
 // sandboxConfig builds the CRI config of pod's sandbox for attempt.
-func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	dnsCfg, err := m.dns.podDNSConfig(pod)
+func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	dnsCfg, err := m.dns.PodDNSConfig(pod)
 	if err != nil {
 		return nil, err
 	}
-	hostname, err := podHostname(pod)
+	hostname, err := containeropts.PodHostname(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -45,11 +47,11 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	for k, v := range pod.Labels {
 		labels[k] = v
 	}
-	labels[LabelPodName] = pod.Name
-	labels[LabelPodNamespace] = pod.Namespace
-	labels[LabelPodUID] = string(pod.UID)
+	labels[container.LabelPodName] = pod.Name
+	labels[container.LabelPodNamespace] = pod.Namespace
+	labels[container.LabelPodUID] = string(pod.UID)
 	if pod.Spec.NodeName != "" {
-		labels[LabelNode] = pod.Spec.NodeName
+		labels[container.LabelNode] = pod.Spec.NodeName
 	}
 	annotations := map[string]string{}
 	for k, v := range pod.Annotations {
@@ -69,32 +71,16 @@ func (m *manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 	}, nil
 }
 
-// podHostname is spec.hostname or the pod name, cut to a DNS label; host-network pods keep
-// the node's hostname.
-func podHostname(pod *v1.Pod) (string, error) {
-	if pod.Spec.HostNetwork {
-		return os.Hostname()
-	}
-	name := pod.Spec.Hostname
-	if name == "" {
-		name = pod.Name
-	}
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-.")
-	}
-	return name, nil
-}
-
 // maxFQDNHostname is the longest hostname the kernel takes (HOST_NAME_MAX + 1 in uts).
 const maxFQDNHostname = 64
 
 // fqdnHostname returns the pod's fully qualified name when it asks for it as its hostname
 // (setHostnameAsFQDN with a subdomain), else hostname unchanged.
-func (m *manager) fqdnHostname(pod *v1.Pod, hostname string) (string, error) {
+func (m *Manager) fqdnHostname(pod *v1.Pod, hostname string) (string, error) {
 	if pod.Spec.HostNetwork || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN || pod.Spec.Subdomain == "" {
 		return hostname, nil
 	}
-	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.clusterDomain)
+	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, m.dns.ClusterDomain())
 	if len(fqdn) > maxFQDNHostname {
 		// API users match this message's start.
 		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
@@ -134,25 +120,25 @@ func criProtocol(p v1.Protocol) runtimeapi.Protocol {
 
 // sandboxLinuxConfig carries the pod-level security context: namespaces, users, seccomp,
 // sysctls. A sandbox must be privileged for any of its containers to be.
-func sandboxLinuxConfig(pod *v1.Pod, seccomp seccompPolicy) *runtimeapi.LinuxPodSandboxConfig {
+func sandboxLinuxConfig(pod *v1.Pod, seccomp containeropts.Seccomp) *runtimeapi.LinuxPodSandboxConfig {
 	sc := &runtimeapi.LinuxSandboxSecurityContext{
-		NamespaceOptions: namespaceOptions(pod),
+		NamespaceOptions: containeropts.NamespaceOptions(pod),
 		Privileged:       anyPrivileged(pod),
 	}
 	cfg := &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
-		sc.Seccomp = seccomp.profile(nil)
+		sc.Seccomp = seccomp.Profile(nil)
 		return cfg
 	}
-	sc.Seccomp = seccomp.profile(psc.SeccompProfile)
+	sc.Seccomp = seccomp.Profile(psc.SeccompProfile)
 	if psc.RunAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
 	}
 	if psc.RunAsGroup != nil {
 		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 	}
-	sc.SupplementalGroups = supplementalGroups(psc)
+	sc.SupplementalGroups = containeropts.SupplementalGroups(psc)
 	if len(psc.Sysctls) > 0 {
 		cfg.Sysctls = map[string]string{}
 		for _, s := range psc.Sysctls {
@@ -160,39 +146,6 @@ func sandboxLinuxConfig(pod *v1.Pod, seccomp seccompPolicy) *runtimeapi.LinuxPod
 		}
 	}
 	return cfg
-}
-
-// namespaceOptions maps hostNetwork/hostPID/hostIPC and shareProcessNamespace to CRI modes.
-func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
-	ns := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
-	}
-	if pod.Spec.HostNetwork {
-		ns.Network = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		ns.Pid = runtimeapi.NamespaceMode_POD
-	}
-	if pod.Spec.HostPID {
-		ns.Pid = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostIPC {
-		ns.Ipc = runtimeapi.NamespaceMode_NODE
-	}
-	return ns
-}
-
-func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
-	if psc == nil {
-		return nil
-	}
-	groups := append([]int64(nil), psc.SupplementalGroups...)
-	if psc.FSGroup != nil {
-		groups = append(groups, *psc.FSGroup)
-	}
-	return groups
 }
 
 func anyPrivileged(pod *v1.Pod) bool {
@@ -214,7 +167,7 @@ type sandboxInfo struct {
 }
 
 // createSandbox makes the pod's log directory and runs a new sandbox for attempt.
-func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
+func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
 	cfg, err := m.sandboxConfig(pod, attempt)
 	if err != nil {
 		return nil, err // says what it could not build
@@ -228,20 +181,20 @@ func (m *manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)
 	}
-	if err := m.forgetEtcHosts(pod); err != nil { // the new sandbox's first container writes it
+	if err := m.mounts.EtcHosts.Forget(pod); err != nil { // the new sandbox's first container writes it
 		return nil, err
 	}
 	metrics.StartedPod()
 	start := time.Now()
 	sandboxDone := m.begin(pod, timeline.SandboxCreated, "", "RunPodSandbox", handler)
-	id, err := m.cri.runPodSandbox(ctx, cfg, handler)
+	id, err := m.cri.RunPodSandbox(ctx, cfg, handler)
 	metrics.RanPodSandbox(handler, time.Since(start), err != nil)
 	if err != nil {
 		metrics.StartPodFailed()
 		sandboxDone("", err)
 		return nil, fmt.Errorf("run pod sandbox: %w", err)
 	}
-	st, err := m.cri.podSandboxStatus(ctx, id)
+	st, err := m.cri.PodSandboxStatus(ctx, id)
 	if err != nil {
 		sandboxDone("", err)
 		return nil, fmt.Errorf("sandbox %s status: %w", id, err)

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -177,7 +178,7 @@ func TestKillPodStopsSidecarsAfterAppsInReverseOrder(t *testing.T) {
 func TestKillOrderWaitEndsWithTheGracePeriod(t *testing.T) {
 	pod := newPod("mesh", ctr("app"))
 	pod.Spec.InitContainers = []v1.Container{sidecarCtr("proxy")}
-	toStop := []*ContainerStatus{{Name: "app"}, {Name: "proxy"}}
+	toStop := []*container.ContainerStatus{{Name: "app"}, {Name: "proxy"}}
 	o := newKillOrder(pod, toStop)
 	if waited := o.wait("app", time.Hour); waited != 0 {
 		t.Errorf("app waited %v, want no wait", waited)

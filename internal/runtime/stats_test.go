@@ -4,7 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 func TestListContainerStatsIsOneCallWithUsageOfRunningContainers(t *testing.T) {
@@ -18,7 +19,7 @@ func TestListContainerStatsIsOneCallWithUsageOfRunningContainers(t *testing.T) {
 	e.exit("side", 0)
 	e.fake.ResetCalls()
 
-	stats, err := e.mgr.ListContainerStats(context.Background())
+	stats, err := e.mgr.cri.ListContainerStats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestListContainerStatsIsOneCallWithUsageOfRunningContainers(t *testing.T) {
 		t.Fatalf("stats for %d containers, want app and side: %v", len(stats), stats)
 	}
 	got := stats[a]
-	if got.GetAttributes().GetLabels()[LabelPodUID] != string(pod.UID) || got.GetAttributes().GetMetadata().GetName() != "app" {
+	if got.GetAttributes().GetLabels()[container.LabelPodUID] != string(pod.UID) || got.GetAttributes().GetMetadata().GetName() != "app" {
 		t.Errorf("attributes %+v lack the pod UID label or container name", got.GetAttributes())
 	}
 	if got.GetCpu().GetUsageCoreNanoSeconds().GetValue() != 5e9 || got.GetMemory().GetWorkingSetBytes().GetValue() != 1<<20 {
@@ -55,15 +56,15 @@ func TestImageFsInfoAndSandboxPIDOverFake(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	ctx := context.Background()
-	if _, err := e.mgr.ImageFsInfo(ctx); err != nil {
+	if _, err := e.mgr.cri.ImageFsInfo(ctx); err != nil {
 		t.Fatalf("ImageFsInfo: %v", err)
 	}
 	// The fake's verbose status carries no info: no pid, no error.
-	pid, err := e.mgr.SandboxPID(ctx, e.status(pod).Sandboxes[0].ID)
+	pid, err := e.mgr.cri.SandboxPID(ctx, e.status(pod).Sandboxes[0].ID)
 	if err != nil || pid != 0 {
 		t.Fatalf("SandboxPID = %d, %v; want 0, nil", pid, err)
 	}
-	if _, err := e.mgr.SandboxPID(ctx, "missing"); err == nil {
+	if _, err := e.mgr.cri.SandboxPID(ctx, "missing"); err == nil {
 		t.Fatal("SandboxPID of a missing sandbox should fail")
 	}
 }

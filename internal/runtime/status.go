@@ -9,20 +9,23 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // GetPodStatus reads every sandbox and container (dead ones too) the runtime holds for uid.
-func (m *manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
-	selector := map[string]string{LabelPodUID: string(uid)}
-	sandboxes, err := m.cri.listPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
+	selector := map[string]string{container.LabelPodUID: string(uid)}
+	sandboxes, err := m.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
-	status := &PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: time.Now()}
+	status := &container.PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: time.Now()}
 	for _, sb := range sandboxes {
-		st, err := m.cri.podSandboxStatus(ctx, sb.Id)
+		st, err := m.cri.PodSandboxStatus(ctx, sb.Id)
 		if err != nil {
-			if isNotFound(err) {
+			if cri.IsNotFound(err) {
 				continue // removed between list and status
 			}
 			return nil, fmt.Errorf("sandbox %s status: %w", sb.Id, err)
@@ -37,14 +40,14 @@ func (m *manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		}
 	}
 
-	containers, err := m.cri.listContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	containers, err := m.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
 	for _, c := range containers {
-		st, err := m.cri.containerStatus(ctx, c.Id)
+		st, err := m.cri.ContainerStatus(ctx, c.Id)
 		if err != nil {
-			if isNotFound(err) {
+			if cri.IsNotFound(err) {
 				continue
 			}
 			return nil, fmt.Errorf("container %s status: %w", c.Id, err)
@@ -56,34 +59,34 @@ func (m *manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 }
 
 // GetPods lists the runtime's pods with two CRI calls, grouped by the pod UID label.
-func (m *manager) GetPods(ctx context.Context, all bool) ([]*RunningPod, error) {
-	sandboxes, err := m.cri.listPodSandbox(ctx, nil)
+func (m *Manager) GetPods(ctx context.Context, all bool) ([]*container.RunningPod, error) {
+	sandboxes, err := m.cri.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	containers, err := m.cri.listContainers(ctx, nil)
+	containers, err := m.cri.ListContainers(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	pods := map[types.UID]*RunningPod{}
-	podFor := func(labels map[string]string) *RunningPod {
-		uid := types.UID(labels[LabelPodUID])
+	pods := map[types.UID]*container.RunningPod{}
+	podFor := func(labels map[string]string) *container.RunningPod {
+		uid := types.UID(labels[container.LabelPodUID])
 		if uid == "" {
 			return nil // not a Kubernetes pod
 		}
 		p := pods[uid]
 		if p == nil {
-			p = &RunningPod{UID: uid, Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace]}
+			p = &container.RunningPod{UID: uid, Name: labels[container.LabelPodName], Namespace: labels[container.LabelPodNamespace]}
 			pods[uid] = p
 		}
 		return p
 	}
 	for _, sb := range sandboxes {
 		if p := podFor(sb.Labels); p != nil {
-			if node := sb.Labels[LabelNode]; node != "" {
+			if node := sb.Labels[container.LabelNode]; node != "" {
 				p.Node = node
 			}
-			p.Sandboxes = append(p.Sandboxes, &SandboxStatus{
+			p.Sandboxes = append(p.Sandboxes, &container.SandboxStatus{
 				ID:        sb.Id,
 				Ready:     sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,
 				CreatedAt: fromUnixNano(sb.CreatedAt),
@@ -96,7 +99,7 @@ func (m *manager) GetPods(ctx context.Context, all bool) ([]*RunningPod, error) 
 			p.Containers = append(p.Containers, containerFromCRIListItem(c))
 		}
 	}
-	out := make([]*RunningPod, 0, len(pods))
+	out := make([]*container.RunningPod, 0, len(pods))
 	for _, p := range pods {
 		sortSandboxes(p.Sandboxes)
 		sortContainers(p.Containers)
@@ -109,9 +112,9 @@ func (m *manager) GetPods(ctx context.Context, all bool) ([]*RunningPod, error) 
 }
 
 // isRunning reports whether a pod has a running container or a ready sandbox.
-func isRunning(p *RunningPod) bool {
+func isRunning(p *container.RunningPod) bool {
 	for _, c := range p.Containers {
-		if c.State == StateRunning {
+		if c.State == container.StateRunning {
 			return true
 		}
 	}
@@ -123,8 +126,8 @@ func isRunning(p *RunningPod) bool {
 	return false
 }
 
-func sandboxStatusFromCRI(st *runtimeapi.PodSandboxStatus) *SandboxStatus {
-	return &SandboxStatus{
+func sandboxStatusFromCRI(st *runtimeapi.PodSandboxStatus) *container.SandboxStatus {
+	return &container.SandboxStatus{
 		ID:        st.Id,
 		Ready:     st.State == runtimeapi.PodSandboxState_SANDBOX_READY,
 		CreatedAt: fromUnixNano(st.CreatedAt),
@@ -136,8 +139,8 @@ func sandboxStatusFromCRI(st *runtimeapi.PodSandboxStatus) *SandboxStatus {
 
 // containerStatusFromCRI converts a CRI status; for exited containers it reads the termination
 // message.
-func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
-	cs := &ContainerStatus{
+func (m *Manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandboxID string) *container.ContainerStatus {
+	cs := &container.ContainerStatus{
 		ID:         st.Id,
 		Name:       containerName(st.Labels, st.Metadata),
 		SandboxID:  sandboxID,
@@ -154,7 +157,7 @@ func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 	}
 	cs.Hash, cs.RestartCount = hashAndRestarts(st.Annotations)
 	cs.Resources = resizeFromCRI(st.Resources)
-	if cs.State == StateExited {
+	if cs.State == container.StateExited {
 		if msg := m.terminationMessage(st, cs.ExitCode); msg != "" {
 			cs.Message = msg
 		}
@@ -162,8 +165,8 @@ func (m *manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 	return cs
 }
 
-func containerFromCRIListItem(c *runtimeapi.Container) *ContainerStatus {
-	cs := &ContainerStatus{
+func containerFromCRIListItem(c *runtimeapi.Container) *container.ContainerStatus {
+	cs := &container.ContainerStatus{
 		ID:        c.Id,
 		Name:      containerName(c.Labels, c.Metadata),
 		SandboxID: c.PodSandboxId,
@@ -177,35 +180,35 @@ func containerFromCRIListItem(c *runtimeapi.Container) *ContainerStatus {
 }
 
 func containerName(labels map[string]string, md *runtimeapi.ContainerMetadata) string {
-	if n := labels[LabelContainerName]; n != "" {
+	if n := labels[container.LabelContainerName]; n != "" {
 		return n
 	}
 	return md.GetName()
 }
 
 func specImage(annotations map[string]string, runtimeImage string) string {
-	if img := annotations[AnnotationImage]; img != "" {
+	if img := annotations[container.AnnotationImage]; img != "" {
 		return img
 	}
 	return runtimeImage
 }
 
 func hashAndRestarts(annotations map[string]string) (uint64, int) {
-	hash, _ := strconv.ParseUint(annotations[AnnotationHash], 16, 64)
-	restarts, _ := strconv.Atoi(annotations[AnnotationRestarts])
+	hash, _ := strconv.ParseUint(annotations[container.AnnotationHash], 16, 64)
+	restarts, _ := strconv.Atoi(annotations[container.AnnotationRestarts])
 	return hash, restarts
 }
 
-func stateFromCRI(s runtimeapi.ContainerState) ContainerState {
+func stateFromCRI(s runtimeapi.ContainerState) container.ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return StateCreated
+		return container.StateCreated
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return StateRunning
+		return container.StateRunning
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return StateExited
+		return container.StateExited
 	}
-	return StateUnknown
+	return container.StateUnknown
 }
 
 func fromUnixNano(ns int64) time.Time {
@@ -216,7 +219,7 @@ func fromUnixNano(ns int64) time.Time {
 }
 
 // sortSandboxes orders newest first; attempts break ties of equal creation times.
-func sortSandboxes(s []*SandboxStatus) {
+func sortSandboxes(s []*container.SandboxStatus) {
 	sort.SliceStable(s, func(i, j int) bool {
 		if !s[i].CreatedAt.Equal(s[j].CreatedAt) {
 			return s[i].CreatedAt.After(s[j].CreatedAt)
@@ -226,7 +229,7 @@ func sortSandboxes(s []*SandboxStatus) {
 }
 
 // sortContainers orders newest first; restart counts break ties of equal creation times.
-func sortContainers(c []*ContainerStatus) {
+func sortContainers(c []*container.ContainerStatus) {
 	sort.SliceStable(c, func(i, j int) bool {
 		if !c[i].CreatedAt.Equal(c[j].CreatedAt) {
 			return c[i].CreatedAt.After(c[j].CreatedAt)

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func TestGetPodStatusSortsAndCountsRestarts(t *testing.T) {
@@ -28,7 +30,7 @@ func TestGetPodStatusSortsAndCountsRestarts(t *testing.T) {
 	if len(st.Sandboxes) != 1 || !st.Sandboxes[0].Ready || len(st.IPs) != 1 || st.IPs[0] != st.Sandboxes[0].IPs[0] {
 		t.Fatalf("sandboxes %+v IPs %v", st.Sandboxes, st.IPs)
 	}
-	var apps []*ContainerStatus
+	var apps []*container.ContainerStatus
 	for i, c := range st.Containers {
 		if i > 0 && c.CreatedAt.After(st.Containers[i-1].CreatedAt) {
 			t.Errorf("containers not sorted newest first at %d", i)
@@ -41,9 +43,9 @@ func TestGetPodStatusSortsAndCountsRestarts(t *testing.T) {
 		t.Fatalf("app instances = %d, want 3 (dead ones included)", len(apps))
 	}
 	for i, want := range []struct {
-		state    ContainerState
+		state    container.ContainerState
 		restarts int
-	}{{StateRunning, 2}, {StateExited, 1}, {StateExited, 0}} {
+	}{{container.StateRunning, 2}, {container.StateExited, 1}, {container.StateExited, 0}} {
 		if apps[i].State != want.state || apps[i].RestartCount != want.restarts {
 			t.Errorf("app[%d] = %s restarts %d, want %s %d", i, apps[i].State, apps[i].RestartCount, want.state, want.restarts)
 		}
@@ -138,7 +140,7 @@ func TestGetPodsGroupsWithTwoCalls(t *testing.T) {
 	if len(all) != 2 {
 		t.Fatalf("GetPods(true) = %d pods", len(all))
 	}
-	byUID := map[string]*RunningPod{}
+	byUID := map[string]*container.RunningPod{}
 	for _, p := range all {
 		byUID[string(p.UID)] = p
 	}
@@ -146,7 +148,7 @@ func TestGetPodsGroupsWithTwoCalls(t *testing.T) {
 	if pb == nil || pb.Name != "b" || pb.Namespace != "default" || len(pb.Containers) != 2 || len(pb.Sandboxes) != 1 || !pb.Sandboxes[0].Ready {
 		t.Errorf("pod b = %+v", pb)
 	}
-	if pa := byUID["uid-a"]; pa == nil || pa.Containers[0].State != StateExited || pa.Sandboxes[0].Ready {
+	if pa := byUID["uid-a"]; pa == nil || pa.Containers[0].State != container.StateExited || pa.Sandboxes[0].Ready {
 		t.Errorf("pod a = %+v", pa)
 	}
 	if pb.Containers[0].Hash == 0 {

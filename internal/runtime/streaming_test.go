@@ -23,15 +23,15 @@ func TestStreamingCallsReturnRuntimeURLs(t *testing.T) {
 	ctx := context.Background()
 
 	execReq := &runtimeapi.ExecRequest{ContainerId: main.ID, Cmd: []string{"sh", "-c", "echo hi"}, Stdin: true, Stdout: true, Tty: true}
-	exec, err := e.mgr.Exec(ctx, execReq)
+	exec, err := e.mgr.cri.Exec(ctx, execReq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	attach, err := e.mgr.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: main.ID, Stdout: true, Stderr: true})
+	attach, err := e.mgr.cri.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: main.ID, Stdout: true, Stderr: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := e.mgr.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: main.SandboxID, Port: []int32{8080}})
+	pf, err := e.mgr.cri.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: main.SandboxID, Port: []int32{8080}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,16 +62,16 @@ func TestStreamingCallsKeepRuntimeErrorCodes(t *testing.T) {
 	e.exit("main", 0)
 	ctx := context.Background()
 
-	_, err := e.mgr.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: main.ID, Cmd: []string{"true"}, Stdout: true})
+	_, err := e.mgr.cri.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: main.ID, Cmd: []string{"true"}, Stdout: true})
 	if grpcstatus.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), main.ID) {
 		t.Errorf("exec in an exited container: %v", err)
 	}
-	_, err = e.mgr.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: "nope", Stdout: true})
+	_, err = e.mgr.cri.Attach(ctx, &runtimeapi.AttachRequest{ContainerId: "nope", Stdout: true})
 	if grpcstatus.Code(err) != codes.NotFound {
 		t.Errorf("attach to a missing container: %v (code %v)", err, grpcstatus.Code(err))
 	}
 	e.fake.FailNext("PortForward", grpcstatus.Error(codes.ResourceExhausted, "too many pending requests"))
-	_, err = e.mgr.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: main.SandboxID})
+	_, err = e.mgr.cri.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: main.SandboxID})
 	if grpcstatus.Code(err) != codes.ResourceExhausted {
 		t.Errorf("port-forward: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestExecSyncReturnsOutputAndExitCode(t *testing.T) {
 	e.fake.SetExecHandler(func(id string, cmd []string) ([]byte, int32, error) {
 		return []byte(id + ":" + strings.Join(cmd, " ")), 3, nil
 	})
-	stdout, _, code, err := e.mgr.ExecSync(context.Background(), main.ID, []string{"ls", "/"}, 5*time.Second)
+	stdout, _, code, err := e.mgr.cri.ExecSync(context.Background(), main.ID, []string{"ls", "/"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestExecSyncReturnsOutputAndExitCode(t *testing.T) {
 	}
 
 	e.exit("main", 0)
-	if _, _, _, err := e.mgr.ExecSync(context.Background(), main.ID, []string{"ls"}, 0); err == nil {
+	if _, _, _, err := e.mgr.cri.ExecSync(context.Background(), main.ID, []string{"ls"}, 0); err == nil {
 		t.Error("ExecSync in an exited container succeeded")
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -27,10 +27,10 @@ const (
 // SyncPod computes what the pod needs and then does it: sandbox, next init container or the
 // app containers, each restart gated by crash-loop back-off, then any ephemeral container
 // not started yet (those never wait for init containers and are never restarted).
-func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backoff *flowcontrol.Backoff) SyncResult {
-	res := SyncResult{Waiting: map[string]WaitingReason{}}
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, backoff *flowcontrol.Backoff) container.SyncResult {
+	res := container.SyncResult{Waiting: map[string]container.WaitingReason{}}
 	if status == nil {
-		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	acts := computeActions(pod, status, m.startedFor(pod))
 	resize := m.computeResize(pod, status, &acts)
@@ -52,7 +52,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 		sb, err = m.createSandbox(ctx, pod, acts.attempt)
 		waitPulls()
 		if err != nil {
-			m.recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedCreatePodSandBox",
+			m.recorder.Eventf(container.ContainerRef(pod, nil), v1.EventTypeWarning, "FailedCreatePodSandBox",
 				"Failed to create pod sandbox: %v", err)
 			res.Err = err
 			return res
@@ -65,7 +65,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	for _, k := range acts.kill {
 		if err := m.killContainer(ctx, pod, running, k.status, graceSeconds(pod), k.message, nil); err != nil {
 			notStopped[k.status.Name] = true
-			res.setErr(err)
+			res.SetErr(err)
 		}
 	}
 
@@ -73,7 +73,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 		res.Resized, res.ResizeErr = true, m.applyResize(ctx, pod, resize)
 		if res.ResizeErr != nil {
 			klog.ErrorS(res.ResizeErr, "Pod resize not done; retrying at the next sync", "pod", klog.KObj(pod))
-			res.setErr(res.ResizeErr)
+			res.SetErr(res.ResizeErr)
 		}
 	}
 
@@ -86,7 +86,7 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	if sb == nil && len(acts.start)+len(ephemeral) > 0 {
 		cfg, err := m.sandboxConfig(pod, acts.sandbox.Attempt)
 		if err != nil {
-			res.setErr(fmt.Errorf("generate sandbox config: %w", err))
+			res.SetErr(fmt.Errorf("generate sandbox config: %w", err))
 			return res
 		}
 		sb = &sandboxInfo{id: acts.sandbox.ID, config: cfg, ips: acts.sandbox.IPs}
@@ -105,28 +105,14 @@ func (m *manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	return res
 }
 
-func (r *SyncResult) setErr(err error) {
-	if r.Err == nil {
-		r.Err = err
-	}
-}
-
-// requeueWithin keeps the earliest wanted requeue.
-func (r *SyncResult) requeueWithin(d time.Duration) {
-	d = max(d, time.Millisecond)
-	if r.RequeueAfter == 0 || d < r.RequeueAfter {
-		r.RequeueAfter = d
-	}
-}
-
 // replaceSandboxPrep kills what still runs of the pod before its sandbox is replaced.
-func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *PodStatus) error {
+func (m *Manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *container.PodStatus) error {
 	if len(status.Sandboxes) == 0 {
 		return nil
 	}
-	m.recorder.Event(images.ContainerRef(pod, nil), v1.EventTypeNormal, "SandboxChanged",
+	m.recorder.Event(container.ContainerRef(pod, nil), v1.EventTypeNormal, "SandboxChanged",
 		"Pod sandbox changed, it will be killed and re-created.")
-	live := &RunningPod{UID: status.UID, Name: status.Name, Namespace: status.Namespace}
+	live := &container.RunningPod{UID: status.UID, Name: status.Name, Namespace: status.Namespace}
 	for _, sb := range status.Sandboxes {
 		if sb.Ready {
 			live.Sandboxes = append(live.Sandboxes, sb)
@@ -138,15 +124,15 @@ func (m *manager) replaceSandboxPrep(ctx context.Context, pod *v1.Pod, status *P
 
 // startContainer pulls, creates and starts one container instance, unless crash-loop back-off
 // holds it. Failures land in res.Waiting with their reason.
-func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *SyncResult) {
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, s containerStart, backoff *flowcontrol.Backoff, res *container.SyncResult) {
 	c := s.spec
-	ref := images.ContainerRef(pod, c)
+	ref := container.ContainerRef(pod, c)
 	if s.prev != nil {
 		m.timeline.RecordOnce(pod, "exited/"+s.prev.ID, timeline.Step{Name: timeline.ContainerExited, Container: c.Name,
 			Start: s.prev.StartedAt, End: s.prev.FinishedAt, Detail: fmt.Sprintf("exit code %d %s", s.prev.ExitCode, s.prev.Reason)})
 	}
 	if s.backoff && backoff != nil {
-		key := BackoffKey(pod, c)
+		key := container.BackoffKey(pod, c)
 		finished := s.prev.FinishedAt
 		if finished.IsZero() {
 			finished = s.prev.CreatedAt
@@ -155,11 +141,11 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 			delay := backoff.Get(key)
 			m.timeline.RecordOnce(pod, "backoff/"+s.prev.ID, timeline.Step{Name: timeline.BackOff, Container: c.Name,
 				Start: finished, End: finished.Add(delay), Detail: fmt.Sprintf("back-off %s", delay)})
-			res.Waiting[c.Name] = WaitingReason{
+			res.Waiting[c.Name] = container.WaitingReason{
 				Reason:  ReasonCrashLoopBackOff,
 				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, formatPod(pod)),
 			}
-			res.requeueWithin(delay - backoff.Clock.Since(finished))
+			res.RequeueWithin(delay - backoff.Clock.Since(finished))
 			m.recorder.Eventf(ref, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s",
 				c.Name, formatPod(pod))
 			return
@@ -171,16 +157,16 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	if img.err != nil {
 		// As upstream: the image manager's own events, then one naming the waiting reason.
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %s", img.reason)
-		res.Waiting[c.Name] = WaitingReason{Reason: img.reason, Message: img.msg}
-		res.setErr(img.err)
+		res.Waiting[c.Name] = container.WaitingReason{Reason: img.reason, Message: img.msg}
+		res.SetErr(img.err)
 		return
 	}
 	attempt := fmt.Sprintf("attempt %d", s.restartCount)
 	fail := func(reason string, err error) {
 		m.step(pod, timeline.StartFailed, c.Name, reason, attempt, time.Now(), err)
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		res.Waiting[c.Name] = WaitingReason{Reason: reason, Message: err.Error()}
-		res.setErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
+		res.Waiting[c.Name] = container.WaitingReason{Reason: reason, Message: err.Error()}
+		res.SetErr(fmt.Errorf("%s: container %s: %w", reason, c.Name, err))
 	}
 	cfg, err := m.containerConfig(ctx, pod, c, sb, s.restartCount, img.ref)
 	if err != nil {
@@ -194,7 +180,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
 	createDone := m.begin(pod, timeline.ContainerCreated, c.Name, "CreateContainer", attempt)
-	id, err := m.cri.createContainer(ctx, sb.id, cfg, sb.config)
+	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
 	createDone("", err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
@@ -203,7 +189,7 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	startDone := m.begin(pod, timeline.ContainerStarted, c.Name, "StartContainer", attempt)
-	err = m.cri.startContainer(ctx, id)
+	err = m.cri.StartContainer(ctx, id)
 	startDone("", err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
@@ -211,11 +197,11 @@ func (m *manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		return
 	}
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	m.linkContainerLog(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
+	m.logLinks.Link(pod, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath))
 	klog.V(2).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "id", id, "restartCount", s.restartCount)
 	if err := m.runPostStart(ctx, pod, c, id, sb, ref); err != nil {
-		res.Waiting[c.Name] = WaitingReason{Reason: ReasonPostStartHookError, Message: err.Error()}
-		res.setErr(fmt.Errorf("%s: container %s: %w", ReasonPostStartHookError, c.Name, err))
+		res.Waiting[c.Name] = container.WaitingReason{Reason: ReasonPostStartHookError, Message: err.Error()}
+		res.SetErr(fmt.Errorf("%s: container %s: %w", ReasonPostStartHookError, c.Name, err))
 	}
 }
 
@@ -231,6 +217,6 @@ func graceSeconds(pod *v1.Pod) int64 {
 	return -1
 }
 
-func runningFromStatus(st *PodStatus) *RunningPod {
-	return &RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
+func runningFromStatus(st *container.PodStatus) *container.RunningPod {
+	return &container.RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
 }

@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func TestFirstSyncCreatesSandboxAndContainer(t *testing.T) {
@@ -51,7 +53,7 @@ func TestFirstSyncCreatesSandboxAndContainer(t *testing.T) {
 	if sb.Hostname != "web" || sb.LogDirectory != logDir {
 		t.Errorf("hostname %q log dir %q", sb.Hostname, sb.LogDirectory)
 	}
-	wantLabels := map[string]string{"app": "web", LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "uid-web"}
+	wantLabels := map[string]string{"app": "web", container.LabelPodName: "web", container.LabelPodNamespace: "default", container.LabelPodUID: "uid-web"}
 	if !reflect.DeepEqual(sb.Labels, wantLabels) || sb.Annotations["note"] != "x" {
 		t.Errorf("sandbox labels %v annotations %v", sb.Labels, sb.Annotations)
 	}
@@ -64,14 +66,14 @@ func TestFirstSyncCreatesSandboxAndContainer(t *testing.T) {
 
 	c := e.running("app")
 	cfg := c.Config
-	wantCLabels := map[string]string{LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "uid-web",
-		LabelContainerName: "app", LabelManagedBy: "nodelet"}
+	wantCLabels := map[string]string{container.LabelPodName: "web", container.LabelPodNamespace: "default", container.LabelPodUID: "uid-web",
+		container.LabelContainerName: "app", container.LabelManagedBy: "nodelet"}
 	if !reflect.DeepEqual(cfg.Labels, wantCLabels) {
 		t.Errorf("container labels %v", cfg.Labels)
 	}
-	if cfg.Annotations[AnnotationHash] != strconv.FormatUint(containerHash(&pod.Spec.Containers[0]), 16) ||
-		cfg.Annotations[AnnotationRestarts] != "0" || cfg.Annotations[AnnotationTermPath] != "/dev/termination-log" ||
-		cfg.Annotations[AnnotationTermPolicy] != "File" {
+	if cfg.Annotations[container.AnnotationHash] != strconv.FormatUint(containerHash(&pod.Spec.Containers[0]), 16) ||
+		cfg.Annotations[container.AnnotationRestarts] != "0" || cfg.Annotations[container.AnnotationTermPath] != "/dev/termination-log" ||
+		cfg.Annotations[container.AnnotationTermPolicy] != "File" {
 		t.Errorf("container annotations %v", cfg.Annotations)
 	}
 	if cfg.LogPath != "app/0.log" || c.LogPath != filepath.Join(logDir, "app", "0.log") {
@@ -188,7 +190,7 @@ func TestRestartAlwaysBacksOff(t *testing.T) {
 	if n := len(e.containersNamed("app")); n != 5 {
 		t.Errorf("%d app containers kept, want 5", n)
 	}
-	if st := e.status(pod); st.Containers[0].RestartCount != 4 || st.Containers[0].State != StateRunning {
+	if st := e.status(pod); st.Containers[0].RestartCount != 4 || st.Containers[0].State != container.StateRunning {
 		t.Errorf("newest container %+v", st.Containers[0])
 	}
 }

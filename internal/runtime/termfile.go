@@ -17,7 +17,7 @@ import (
 // a FIFO or a device, and nodelet reads as root: so hostPath must lie in the pod's own
 // directory, is walked from there one component at a time without following any symlink, and
 // must be a regular file. A missing file is no message and no error.
-func (m *manager) readTerminationFile(podUID, hostPath string) (string, error) {
+func (m *Manager) readTerminationFile(podUID, hostPath string) (string, error) {
 	podsDir := filepath.Join(m.rootDir, "pods")
 	parts, err := pathInPodDir(podsDir, podUID, hostPath)
 	if err != nil {

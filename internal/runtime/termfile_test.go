@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/containeropts"
 )
 
 // termSetup runs a one-container pod (restartPolicy Never) and returns its termination file.
@@ -21,7 +23,7 @@ func termSetup(t *testing.T, mutate func(*v1.Pod)) (*testEnv, *v1.Pod, string) {
 		mutate(pod)
 	}
 	e.sync(pod)
-	path := firstMount(e.running("app").Config.Mounts, terminationMessagePath(&pod.Spec.Containers[0]))
+	path := firstMount(e.running("app").Config.Mounts, containeropts.TerminationMessagePath(&pod.Spec.Containers[0]))
 	if path == "" {
 		t.Fatal("no termination message mount")
 	}
@@ -123,7 +125,7 @@ func TestTerminationMessageOutsideThePodDirIsRefused(t *testing.T) {
 // withVolumeAtTermPath mounts an emptyDir's file "msg" (subPath) at the termination path.
 func withVolumeAtTermPath(pod *v1.Pod) {
 	pod.Spec.Volumes = []v1.Volume{{Name: "shared", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
-	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "shared", MountPath: defaultTermMessagePath, SubPath: "msg"}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "shared", MountPath: "/dev/termination-log", SubPath: "msg"}}
 }
 
 func TestTerminationMessageFromVolumeAtTheTerminationPath(t *testing.T) {

@@ -7,11 +7,11 @@ import (
 	"os"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 const (
@@ -28,22 +28,22 @@ const (
 // terminationMessage returns an exited container's message: the file behind its
 // terminationMessagePath, or under FallbackToLogsOnError with an empty file and a failure,
 // the tail of its log.
-func (m *manager) terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
-	termPath := st.Annotations[AnnotationTermPath]
+func (m *Manager) terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
+	termPath := st.Annotations[container.AnnotationTermPath]
 	msg := ""
 	for _, mnt := range st.Mounts {
 		// As upstream, the first mount at the path: a volume's when the container mounts one
 		// there, else the file nodelet made for this instance.
 		if termPath != "" && mnt.ContainerPath == termPath {
 			var err error
-			if msg, err = m.readTerminationFile(st.Labels[LabelPodUID], mnt.HostPath); err != nil {
+			if msg, err = m.readTerminationFile(st.Labels[container.LabelPodUID], mnt.HostPath); err != nil {
 				klog.InfoS("Not reading the termination message", "containerID", st.Id, "path", mnt.HostPath, "err", err)
 			}
 			break
 		}
 	}
 	if msg == "" && exitCode != 0 &&
-		st.Annotations[AnnotationTermPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) && st.LogPath != "" {
+		st.Annotations[container.AnnotationTermPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) && st.LogPath != "" {
 		msg = logTail(st.LogPath)
 	}
 	return msg
@@ -107,8 +107,4 @@ func parseCRILogLine(line string) (text string, full bool, ok bool) {
 		text = parts[3]
 	}
 	return text, parts[2] != string(runtimeapi.LogTagPartial), true
-}
-
-func isNotFound(err error) bool {
-	return status.Code(err) == codes.NotFound
 }

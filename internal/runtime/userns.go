@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/userns"
 )
@@ -35,7 +36,7 @@ func featuresReport(resp *runtimeapi.StatusResponse) runtimefeatures.Report {
 // true; for hostUsers: false, the pod's own range mapped from container ID 0, when the pod's
 // runtime handler supports user namespaces. Otherwise the sandbox is refused with upstream's
 // message rather than run with the host's IDs.
-func (m *manager) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+func (m *Manager) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
 	if m.usernsOff {
 		if pod.Spec.HostUsers == nil {
 			return nil, nil
@@ -93,7 +94,7 @@ func useSandboxUserNamespace(cfg *runtimeapi.ContainerConfig, sb *sandboxInfo) {
 
 // supportsRecursiveReadOnly says whether the pod's runtime handler reports recursive read-only
 // mounts; a handler that cannot be looked up does not.
-func (m *manager) supportsRecursiveReadOnly(pod *v1.Pod) bool {
+func (m *Manager) supportsRecursiveReadOnly(pod *v1.Pod) bool {
 	handler := ""
 	if m.runtimeHandler != nil {
 		var err error
@@ -103,33 +104,6 @@ func (m *manager) supportsRecursiveReadOnly(pod *v1.Pod) bool {
 		}
 	}
 	return m.features.RecursiveReadOnlyMounts(handler)
-}
-
-// RecursiveReadOnly resolves a volume mount's recursiveReadOnly as upstream: Disabled or unset
-// is a plain mount; Enabled and IfPossible need readOnly and no propagation; Enabled on a
-// runtime without the feature is an error, IfPossible falls back to a plain read-only mount.
-func RecursiveReadOnly(vm v1.VolumeMount, runtimeSupports bool) (bool, error) {
-	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == v1.RecursiveReadOnlyDisabled {
-		return false, nil
-	}
-	if !vm.ReadOnly {
-		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", vm.Name)
-	}
-	if vm.MountPropagation != nil && *vm.MountPropagation != v1.MountPropagationNone {
-		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q",
-			vm.Name, *vm.MountPropagation)
-	}
-	switch mode := *vm.RecursiveReadOnly; mode {
-	case v1.RecursiveReadOnlyIfPossible:
-		return runtimeSupports, nil
-	case v1.RecursiveReadOnlyEnabled:
-		if !runtimeSupports {
-			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
-		}
-		return true, nil
-	default:
-		return false, fmt.Errorf("unknown recursive read-only mode %q", mode)
-	}
 }
 
 // supplementalGroupsPolicy maps the pod's policy to CRI's; unset is Merge. An unknown value
@@ -147,22 +121,16 @@ func supplementalGroupsPolicy(psc *v1.PodSecurityContext) (runtimeapi.Supplement
 
 // containerUser is the identity the runtime reports the container started with, nil when it
 // reports none (containerd 1.6).
-func containerUser(st *runtimeapi.ContainerStatus) *ContainerUser {
+func containerUser(st *runtimeapi.ContainerStatus) *container.ContainerUser {
 	linux := st.GetUser().GetLinux()
 	if linux == nil {
 		return nil
 	}
-	return &ContainerUser{UID: linux.Uid, GID: linux.Gid, SupplementalGroups: append([]int64(nil), linux.SupplementalGroups...)}
-}
-
-// ContainerUser is the Linux identity a container's first process got (status.user).
-type ContainerUser struct {
-	UID, GID           int64
-	SupplementalGroups []int64
+	return &container.ContainerUser{UID: linux.Uid, GID: linux.Gid, SupplementalGroups: append([]int64(nil), linux.SupplementalGroups...)}
 }
 
 // sandboxUserAndGroups sets the sandbox's user namespace and supplementalGroupsPolicy.
-func (m *manager) sandboxUserAndGroups(pod *v1.Pod, sc *runtimeapi.LinuxSandboxSecurityContext) error {
+func (m *Manager) sandboxUserAndGroups(pod *v1.Pod, sc *runtimeapi.LinuxSandboxSecurityContext) error {
 	userNS, err := m.podUserNamespace(pod)
 	if err != nil {
 		return err

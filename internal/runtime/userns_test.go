@@ -12,7 +12,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/userns"
 )
 
@@ -242,7 +243,7 @@ func TestRecursiveReadOnlyMounts(t *testing.T) {
 	}
 	dataMount := func(e *testEnv, pod *v1.Pod) *runtimeapi.Mount {
 		for _, c := range e.fake.Containers() {
-			if c.Config.Labels[LabelPodUID] != string(pod.UID) {
+			if c.Config.Labels[container.LabelPodUID] != string(pod.UID) {
 				continue
 			}
 			for _, m := range c.Config.Mounts {

@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // Values the API server would fill in; static pods never pass through it.
@@ -121,18 +123,7 @@ func setProbeDefaults(p *v1.Probe) {
 	if p == nil {
 		return
 	}
-	if p.TimeoutSeconds == 0 {
-		p.TimeoutSeconds = 1
-	}
-	if p.PeriodSeconds == 0 {
-		p.PeriodSeconds = 10
-	}
-	if p.SuccessThreshold == 0 {
-		p.SuccessThreshold = 1
-	}
-	if p.FailureThreshold == 0 {
-		p.FailureThreshold = 3
-	}
+	container.SetProbeDefaults(p)
 	setHTTPGetDefaults(p.HTTPGet)
 }
 

@@ -1,14 +1,14 @@
 package stats
 
 import (
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // CountRuntime counts what a relist found for kubelet_running_pods and
 // kubelet_running_containers: pods with a ready sandbox, and containers by state. Pods
 // labelled for another node (several nodelets may share a runtime) are left out.
-func CountRuntime(pods []*runtime.RunningPod, nodeName string) metrics.RuntimeCounts {
+func CountRuntime(pods []*container.RunningPod, nodeName string) metrics.RuntimeCounts {
 	counts := metrics.RuntimeCounts{Containers: map[string]int{}}
 	for _, p := range pods {
 		if p.Node != "" && p.Node != nodeName {

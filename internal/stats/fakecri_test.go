@@ -2,7 +2,6 @@ package stats
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -11,8 +10,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
+	"github.com/nodelet/nodelet/internal/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/runtime/fakecri"
 )
 
 // TestSummaryOverFakeCRI runs the real runtime manager against the fake CRI: a pod started
@@ -21,13 +22,17 @@ func TestSummaryOverFakeCRI(t *testing.T) {
 	fake, endpoint := fakecri.Start(t)
 	fake.AddImage("busybox")
 	dir := t.TempDir()
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
 	mgr, err := runtime.NewManager(runtime.Options{
-		Endpoint: endpoint, RootDir: dir + "/root", PodLogsDir: dir + "/logs", Recorder: record.NewFakeRecorder(100),
+		CRI: client, RootDir: dir + "/root", PodLogsDir: dir + "/logs", Recorder: record.NewFakeRecorder(100),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { mgr.(io.Closer).Close() })
 	ctx := context.Background()
 	pod := testPod("web", "app")
 	pod.Spec.Containers[0].ImagePullPolicy = v1.PullNever
@@ -40,10 +45,10 @@ func TestSummaryOverFakeCRI(t *testing.T) {
 	fake.SetUsage(app.ID, fakecri.Usage{CPUCoreNanoSeconds: 42e9, WorkingSetBytes: 7 << 20, WritableBytes: 4096, WritableInodes: 2})
 
 	p := NewSummaryProvider(Deps{
-		NodeName: "node-1", Runtime: mgr.(runtime.StatsProvider), RootDir: dir + "/root", PodLogsDir: dir + "/logs",
+		NodeName: "node-1", Runtime: client, RootDir: dir + "/root", PodLogsDir: dir + "/logs",
 		Host:      fakeHost(t),
 		Pods:      func() []*v1.Pod { return []*v1.Pod{pod} },
-		PodStatus: func(uid types.UID) (*runtime.PodStatus, bool) { return st, uid == pod.UID },
+		PodStatus: func(uid types.UID) (*container.PodStatus, bool) { return st, uid == pod.UID },
 	})
 	fake.ResetCalls()
 	s, err := p.Summary(ctx)

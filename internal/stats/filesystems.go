@@ -4,9 +4,10 @@ import (
 	"context"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // filesystems holds the statfs figures one full summary needs, each read once.
@@ -44,7 +45,7 @@ func (p *Provider) filesystems(ctx context.Context, now time.Time) *filesystems 
 
 // usageStats turns the first CRI filesystem usage into FsStats: used figures from the runtime,
 // capacity from statfs of its mountpoint.
-func (f *filesystems) usageStats(usages []*runtimeapi.FilesystemUsage, now time.Time) *statsapi.FsStats {
+func (f *filesystems) usageStats(usages []*cri.FilesystemUsage, now time.Time) *statsapi.FsStats {
 	if len(usages) == 0 {
 		return nil
 	}
@@ -88,11 +89,11 @@ func (f *filesystems) runtimeStats() *statsapi.RuntimeStats {
 }
 
 // writableLayer reports a container's writable layer against its filesystem.
-func (f *filesystems) writableLayer(l *runtimeapi.FilesystemUsage, now time.Time) *statsapi.FsStats {
+func (f *filesystems) writableLayer(l *cri.FilesystemUsage, now time.Time) *statsapi.FsStats {
 	if l == nil {
 		return nil
 	}
-	return f.usageStats([]*runtimeapi.FilesystemUsage{l}, now)
+	return f.usageStats([]*cri.FilesystemUsage{l}, now)
 }
 
 // sumFs adds used bytes and inodes of parts into an FsStats measured against fs.

@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
-// fakeRuntime is a hand-written runtime.StatsProvider.
+// fakeRuntime is a hand-written cri.StatsProvider.
 type fakeRuntime struct {
 	mu      sync.Mutex
 	stats   []*runtimeapi.ContainerStats
@@ -65,7 +65,7 @@ func (f *fakeRuntime) setUsage(id, podUID, name string, at time.Time, cpuNanos, 
 	st := &runtimeapi.ContainerStats{
 		Attributes: &runtimeapi.ContainerAttributes{
 			Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: name},
-			Labels: map[string]string{runtime.LabelPodUID: podUID, runtime.LabelContainerName: name},
+			Labels: map[string]string{container.LabelPodUID: podUID, container.LabelContainerName: name},
 		},
 		Cpu: &runtimeapi.CpuUsage{Timestamp: at.UnixNano(), UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: cpuNanos}},
 		Memory: &runtimeapi.MemoryUsage{

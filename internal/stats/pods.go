@@ -10,20 +10,20 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/volumes"
 )
 
 // emptyDirPlugin is the directory emptyDir volumes live in under a pod's volumes directory.
 const emptyDirPlugin = "kubernetes.io~empty-dir"
 
-func indexByID(stats []*runtimeapi.ContainerStats) map[string]*runtimeapi.ContainerStats {
-	out := make(map[string]*runtimeapi.ContainerStats, len(stats))
+func indexByID(stats []*cri.ContainerStats) map[string]*cri.ContainerStats {
+	out := make(map[string]*cri.ContainerStats, len(stats))
 	for _, s := range stats {
 		out[s.GetAttributes().GetId()] = s
 	}
@@ -32,7 +32,7 @@ func indexByID(stats []*runtimeapi.ContainerStats) map[string]*runtimeapi.Contai
 
 // podStats builds one entry per desired pod the runtime holds a sandbox for. fsys is nil for
 // CPU-and-memory-only summaries.
-func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.ContainerStats, fsys *filesystems, now time.Time) []statsapi.PodStats {
+func (p *Provider) podStats(ctx context.Context, crStats map[string]*cri.ContainerStats, fsys *filesystems, now time.Time) []statsapi.PodStats {
 	pods := []statsapi.PodStats{}
 	livePIDs := map[string]int{}
 	for _, pod := range p.d.Pods() {
@@ -73,15 +73,15 @@ func (p *Provider) podStats(ctx context.Context, crStats map[string]*runtimeapi.
 
 // runningContainers returns the newest instance of each container name if it is running,
 // sorted by name.
-func runningContainers(rs *runtime.PodStatus) []*runtime.ContainerStatus {
+func runningContainers(rs *container.PodStatus) []*container.ContainerStatus {
 	seen := map[string]bool{}
-	var out []*runtime.ContainerStatus
+	var out []*container.ContainerStatus
 	for _, c := range rs.Containers { // newest first
 		if seen[c.Name] {
 			continue
 		}
 		seen[c.Name] = true
-		if c.State == runtime.StateRunning {
+		if c.State == container.StateRunning {
 			out = append(out, c)
 		}
 	}
@@ -89,7 +89,7 @@ func runningContainers(rs *runtime.PodStatus) []*runtime.ContainerStatus {
 	return out
 }
 
-func (p *Provider) containerStats(pod *v1.Pod, c *runtime.ContainerStatus, cs *runtimeapi.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
+func (p *Provider) containerStats(pod *v1.Pod, c *container.ContainerStatus, cs *cri.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
 	out := statsapi.ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.CreatedAt)}
 	if cpu := cs.GetCpu(); cpu != nil && cpu.GetUsageCoreNanoSeconds() != nil {
 		at := time.Unix(0, cpu.GetTimestamp())
@@ -110,8 +110,8 @@ func (p *Provider) containerStats(pod *v1.Pod, c *runtime.ContainerStatus, cs *r
 
 // memoryStats converts CRI memory usage; with a memory limit, available is what is left of it
 // above the working set (as cAdvisor reports it).
-func memoryStats(mem *runtimeapi.MemoryUsage, limit uint64) *statsapi.MemoryStats {
-	val := func(v *runtimeapi.UInt64Value) *uint64 {
+func memoryStats(mem *cri.MemoryUsage, limit uint64) *statsapi.MemoryStats {
+	val := func(v *cri.UInt64Value) *uint64 {
 		if v == nil {
 			return nil
 		}

@@ -17,7 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 const (
@@ -36,9 +37,9 @@ type Deps struct {
 	// Pods lists the desired pods; pods without runtime state are left out.
 	Pods func() []*v1.Pod
 	// PodStatus returns the last runtime state read for a pod (podsync.Cache.Get).
-	PodStatus func(types.UID) (*runtime.PodStatus, bool)
+	PodStatus func(types.UID) (*container.PodStatus, bool)
 	// Runtime is the CRI stats side of the runtime manager.
-	Runtime runtime.StatsProvider
+	Runtime cri.StatsProvider
 	// RootDir is nodelet's root directory (default /var/lib/kubelet): its filesystem is the
 	// node's, and emptyDir volumes live below it.
 	RootDir string

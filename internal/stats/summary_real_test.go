@@ -13,7 +13,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,6 +29,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
@@ -44,12 +45,13 @@ const (
 // realEnv is a runtime manager on the real runtime plus the pods a test started.
 type realEnv struct {
 	t       *testing.T
-	mgr     runtime.Manager
+	mgr     *runtime.Manager
+	cri     *cri.Client
 	rootDir string
 
 	mu       sync.Mutex
 	pods     []*v1.Pod
-	statuses map[types.UID]*runtime.PodStatus
+	statuses map[types.UID]*container.PodStatus
 }
 
 func newRealEnv(t *testing.T) *realEnv {
@@ -57,31 +59,35 @@ func newRealEnv(t *testing.T) *realEnv {
 	if endpoint == "" {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
-	e := &realEnv{t: t, rootDir: t.TempDir(), statuses: map[types.UID]*runtime.PodStatus{}}
+	e := &realEnv{t: t, rootDir: t.TempDir(), statuses: map[types.UID]*container.PodStatus{}}
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := runtime.NewManager(runtime.Options{
-		Endpoint: endpoint, RootDir: e.rootDir, PodLogsDir: realLogsDir, Recorder: record.NewFakeRecorder(10000), NodeName: realNode,
+		CRI: client, RootDir: e.rootDir, PodLogsDir: realLogsDir, Recorder: record.NewFakeRecorder(10000), NodeName: realNode,
 		Volumes: volumestest.Start(t, e.rootDir),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.mgr = mgr
+	e.mgr, e.cri = mgr, client
 	t.Cleanup(func() {
 		e.removeAll()
-		mgr.(io.Closer).Close()
+		client.Close()
 	})
 	return e
 }
 
 func (e *realEnv) provider() *Provider {
 	return NewSummaryProvider(Deps{
-		NodeName: realNode, Runtime: e.mgr.(runtime.StatsProvider), RootDir: e.rootDir, PodLogsDir: realLogsDir,
+		NodeName: realNode, Runtime: e.cri, RootDir: e.rootDir, PodLogsDir: realLogsDir,
 		Pods: func() []*v1.Pod {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			return append([]*v1.Pod(nil), e.pods...)
 		},
-		PodStatus: func(uid types.UID) (*runtime.PodStatus, bool) {
+		PodStatus: func(uid types.UID) (*container.PodStatus, bool) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			s, ok := e.statuses[uid]
@@ -119,7 +125,7 @@ func (e *realEnv) start(prefix, script string, volumes ...v1.Volume) *v1.Pod {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if c := st.FindContainer("main"); c != nil && c.State == runtime.StateRunning {
+		if c := st.FindContainer("main"); c != nil && c.State == container.StateRunning {
 			e.mu.Lock()
 			e.statuses[pod.UID] = st
 			e.mu.Unlock()
@@ -264,9 +270,9 @@ func TestRealSummaryCostAt50Pods(t *testing.T) {
 	}
 	t.Logf("/stats/summary at %d pods: median %v", pods, median(t, 20, func() error { _, err := p.Summary(ctx); return err }))
 	t.Logf("only_cpu_and_memory at %d pods: median %v", pods, median(t, 20, func() error { _, err := p.CPUAndMemorySummary(ctx); return err }))
-	all, _ := e.mgr.(runtime.StatsProvider).ListContainerStats(ctx)
+	all, _ := e.cri.ListContainerStats(ctx)
 	t.Logf("of which CRI ListContainerStats (%d containers on the runtime): median %v", len(all),
-		median(t, 20, func() error { _, err := e.mgr.(runtime.StatsProvider).ListContainerStats(ctx); return err }))
+		median(t, 20, func() error { _, err := e.cri.ListContainerStats(ctx); return err }))
 }
 
 func median(t *testing.T, n int, f func() error) time.Duration {

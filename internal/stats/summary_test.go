@@ -12,7 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 type summaryEnv struct {
@@ -22,7 +22,7 @@ type summaryEnv struct {
 	rootDir  string
 	logsDir  string
 	started  time.Time
-	statuses map[types.UID]*runtime.PodStatus
+	statuses map[types.UID]*container.PodStatus
 }
 
 // newSummaryEnv sets up pod "web" (app + side running, an emptyDir, logs, a sandbox with a
@@ -33,23 +33,23 @@ func newSummaryEnv(t *testing.T) *summaryEnv {
 	e := &summaryEnv{
 		rt: newFakeRuntime(), now: time.Unix(2000, 0), started: time.Unix(1900, 0),
 		rootDir: filepath.Join(dir, "root"), logsDir: filepath.Join(dir, "logs"),
-		statuses: map[types.UID]*runtime.PodStatus{},
+		statuses: map[types.UID]*container.PodStatus{},
 	}
 	web := testPod("web", "side", "app")
 	withMemoryLimit(web, "app", "64Mi")
 	web.Spec.Volumes = append(web.Spec.Volumes, volume("cache"))
 	done, waiting := testPod("done", "job"), testPod("waiting", "main")
-	e.statuses[web.UID] = &runtime.PodStatus{
-		UID: web.UID, Sandboxes: []*runtime.SandboxStatus{{ID: "sb-web", Ready: true, CreatedAt: e.started}},
-		Containers: []*runtime.ContainerStatus{
-			{ID: "c-app", Name: "app", State: runtime.StateRunning, CreatedAt: e.started.Add(2 * time.Second)},
-			{ID: "c-side", Name: "side", State: runtime.StateRunning, CreatedAt: e.started.Add(time.Second)},
-			{ID: "c-app-old", Name: "app", State: runtime.StateExited, CreatedAt: e.started},
+	e.statuses[web.UID] = &container.PodStatus{
+		UID: web.UID, Sandboxes: []*container.SandboxStatus{{ID: "sb-web", Ready: true, CreatedAt: e.started}},
+		Containers: []*container.ContainerStatus{
+			{ID: "c-app", Name: "app", State: container.StateRunning, CreatedAt: e.started.Add(2 * time.Second)},
+			{ID: "c-side", Name: "side", State: container.StateRunning, CreatedAt: e.started.Add(time.Second)},
+			{ID: "c-app-old", Name: "app", State: container.StateExited, CreatedAt: e.started},
 		},
 	}
-	e.statuses[done.UID] = &runtime.PodStatus{
-		UID: done.UID, Sandboxes: []*runtime.SandboxStatus{{ID: "sb-done", CreatedAt: e.started}},
-		Containers: []*runtime.ContainerStatus{{ID: "c-job", Name: "job", State: runtime.StateExited}},
+	e.statuses[done.UID] = &container.PodStatus{
+		UID: done.UID, Sandboxes: []*container.SandboxStatus{{ID: "sb-done", CreatedAt: e.started}},
+		Containers: []*container.ContainerStatus{{ID: "c-job", Name: "job", State: container.StateExited}},
 	}
 	e.rt.setUsage("c-app", "uid-web", "app", e.now, 2e9, 10<<20)
 	e.rt.setUsage("c-side", "uid-web", "side", e.now, 1e9, 2<<20)
@@ -70,7 +70,7 @@ func newSummaryEnv(t *testing.T) *summaryEnv {
 	e.p = NewSummaryProvider(Deps{
 		NodeName: "node-1", Runtime: e.rt, RootDir: e.rootDir, PodLogsDir: e.logsDir, Host: fakeHost(t),
 		Pods: func() []*v1Pod { return []*v1Pod{web, done, waiting} },
-		PodStatus: func(uid types.UID) (*runtime.PodStatus, bool) {
+		PodStatus: func(uid types.UID) (*container.PodStatus, bool) {
 			s, ok := e.statuses[uid]
 			return s, ok
 		},
@@ -247,11 +247,11 @@ func TestSummaryFailsWhenTheRuntimeDoes(t *testing.T) {
 }
 
 func TestCountRuntime(t *testing.T) {
-	pods := []*runtime.RunningPod{
-		{Node: "node-1", Sandboxes: []*runtime.SandboxStatus{{Ready: true}}, Containers: []*runtime.ContainerStatus{
-			{State: runtime.StateRunning}, {State: runtime.StateExited}}},
-		{Sandboxes: []*runtime.SandboxStatus{{Ready: false}}, Containers: []*runtime.ContainerStatus{{State: runtime.StateExited}}},
-		{Node: "other", Sandboxes: []*runtime.SandboxStatus{{Ready: true}}, Containers: []*runtime.ContainerStatus{{State: runtime.StateRunning}}},
+	pods := []*container.RunningPod{
+		{Node: "node-1", Sandboxes: []*container.SandboxStatus{{Ready: true}}, Containers: []*container.ContainerStatus{
+			{State: container.StateRunning}, {State: container.StateExited}}},
+		{Sandboxes: []*container.SandboxStatus{{Ready: false}}, Containers: []*container.ContainerStatus{{State: container.StateExited}}},
+		{Node: "other", Sandboxes: []*container.SandboxStatus{{Ready: true}}, Containers: []*container.ContainerStatus{{State: container.StateRunning}}},
 	}
 	c := CountRuntime(pods, "node-1")
 	if c.RunningPods != 1 || c.Containers["running"] != 1 || c.Containers["exited"] != 2 || len(c.Containers) != 2 {

@@ -10,18 +10,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/qos"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // Input is everything one status computation looks at.
 type Input struct {
 	Pod         *v1.Pod
-	Runtime     *runtime.PodStatus
-	Waiting     map[string]runtime.WaitingReason // from the last SyncPod
-	Previous    *v1.PodStatus                    // last computed status, for transition times
-	RuntimeName string                           // container ID scheme, e.g. "containerd"
+	Runtime     *container.PodStatus
+	Waiting     map[string]container.WaitingReason // from the last SyncPod
+	Previous    *v1.PodStatus                      // last computed status, for transition times
+	RuntimeName string                             // container ID scheme, e.g. "containerd"
 	HostIPs     []string
 	// Ready and Started are the prober's readiness and startup results for a running container
 	// instance; nil means running is ready and started.
@@ -263,7 +263,7 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	if current != nil && current.Image != "" {
 		cs.Image = current.Image // what runs, not what the spec was changed to since
 	}
-	if previous != nil && previous.State == runtime.StateExited {
+	if previous != nil && previous.State == container.StateExited {
 		cs.LastTerminationState = v1.ContainerState{Terminated: terminated(in.RuntimeName, previous)}
 	}
 	if current != nil && current.User != nil {
@@ -275,7 +275,7 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 		if current != nil {
 			cs.RestartCount = int32(current.RestartCount)
 			cs.ImageID = current.ImageRef
-			if current.State == runtime.StateExited {
+			if current.State == container.StateExited {
 				cs.LastTerminationState = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
 			}
 		}
@@ -294,12 +294,12 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	cs.ImageID = current.ImageRef
 	cs.ContainerID = containerID(in.RuntimeName, current.ID)
 	switch current.State {
-	case runtime.StateRunning:
+	case container.StateRunning:
 		cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(current.StartedAt)}}
 		started := in.Started == nil || in.Started(c.Name, cs.ContainerID)
 		cs.Started = &started
 		cs.Ready = started && !regularInit && (in.Ready == nil || in.Ready(c.Name, cs.ContainerID))
-	case runtime.StateExited:
+	case container.StateExited:
 		cs.State = v1.ContainerState{Terminated: terminated(in.RuntimeName, current)}
 		cs.Ready = regularInit && current.ExitCode == 0
 	default:
@@ -309,7 +309,7 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 }
 
 // instances returns the newest and the one-before-newest runtime containers with this name.
-func instances(rs *runtime.PodStatus, name string) (current, previous *runtime.ContainerStatus) {
+func instances(rs *container.PodStatus, name string) (current, previous *container.ContainerStatus) {
 	if rs == nil {
 		return nil, nil
 	}
@@ -335,17 +335,17 @@ func initsDone(in Input) bool {
 		case cur == nil:
 			return false
 		case sidecar.Is(&c):
-			if cur.State != runtime.StateRunning || (in.Started != nil && !in.Started(c.Name, cur.ID)) {
+			if cur.State != container.StateRunning || (in.Started != nil && !in.Started(c.Name, cur.ID)) {
 				return false
 			}
-		case cur.State != runtime.StateExited || cur.ExitCode != 0:
+		case cur.State != container.StateExited || cur.ExitCode != 0:
 			return false
 		}
 	}
 	return true
 }
 
-func terminated(runtimeName string, c *runtime.ContainerStatus) *v1.ContainerStateTerminated {
+func terminated(runtimeName string, c *container.ContainerStatus) *v1.ContainerStateTerminated {
 	reason := c.Reason
 	if reason == "" || reason == "Completed" || reason == "Error" {
 		reason = "Completed"

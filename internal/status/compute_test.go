@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func podWith(policy v1.RestartPolicy, inits []string, apps ...string) *v1.Pod {
@@ -24,18 +24,18 @@ func podWith(policy v1.RestartPolicy, inits []string, apps ...string) *v1.Pod {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func running(name string, restarts int) *runtime.ContainerStatus {
-	return &runtime.ContainerStatus{ID: name + "-id", Name: name, State: runtime.StateRunning, StartedAt: t0, RestartCount: restarts}
+func running(name string, restarts int) *container.ContainerStatus {
+	return &container.ContainerStatus{ID: name + "-id", Name: name, State: container.StateRunning, StartedAt: t0, RestartCount: restarts}
 }
 
-func exited(name string, code int32) *runtime.ContainerStatus {
-	return &runtime.ContainerStatus{ID: name + "-x", Name: name, State: runtime.StateExited, ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second)}
+func exited(name string, code int32) *container.ContainerStatus {
+	return &container.ContainerStatus{ID: name + "-x", Name: name, State: container.StateExited, ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second)}
 }
 
-func rs(ready bool, cs ...*runtime.ContainerStatus) *runtime.PodStatus {
-	return &runtime.PodStatus{
+func rs(ready bool, cs ...*container.ContainerStatus) *container.PodStatus {
+	return &container.PodStatus{
 		UID: "u", IPs: []string{"10.85.0.7"},
-		Sandboxes:  []*runtime.SandboxStatus{{ID: "sb", Ready: ready}},
+		Sandboxes:  []*container.SandboxStatus{{ID: "sb", Ready: ready}},
 		Containers: cs,
 	}
 }
@@ -44,8 +44,8 @@ func TestPhase(t *testing.T) {
 	cases := []struct {
 		name    string
 		pod     *v1.Pod
-		rt      *runtime.PodStatus
-		waiting map[string]runtime.WaitingReason
+		rt      *container.PodStatus
+		waiting map[string]container.WaitingReason
 		want    v1.PodPhase
 	}{
 		{"nothing yet", podWith(v1.RestartPolicyAlways, nil, "a"), nil, nil, v1.PodPending},
@@ -53,7 +53,7 @@ func TestPhase(t *testing.T) {
 		{"one of two created", podWith(v1.RestartPolicyAlways, nil, "a", "b"), rs(true, running("a", 0)), nil, v1.PodPending},
 		{"exited under Always", podWith(v1.RestartPolicyAlways, nil, "a"), rs(true, exited("a", 1)), nil, v1.PodRunning},
 		{"crash loop", podWith(v1.RestartPolicyAlways, nil, "a"), rs(true, exited("a", 1)),
-			map[string]runtime.WaitingReason{"a": {Reason: "CrashLoopBackOff"}}, v1.PodRunning},
+			map[string]container.WaitingReason{"a": {Reason: "CrashLoopBackOff"}}, v1.PodRunning},
 		{"succeeded under Never", podWith(v1.RestartPolicyNever, nil, "a"), rs(false, exited("a", 0)), nil, v1.PodSucceeded},
 		{"failed under Never", podWith(v1.RestartPolicyNever, nil, "a", "b"), rs(false, exited("a", 0), exited("b", 2)), nil, v1.PodFailed},
 		{"failed under OnFailure keeps running", podWith(v1.RestartPolicyOnFailure, nil, "a"), rs(true, exited("a", 2)), nil, v1.PodRunning},
@@ -62,7 +62,7 @@ func TestPhase(t *testing.T) {
 		{"init failed under Never", podWith(v1.RestartPolicyNever, []string{"i"}, "a"), rs(true, exited("i", 1)), nil, v1.PodFailed},
 		{"init done", podWith(v1.RestartPolicyAlways, []string{"i"}, "a"), rs(true, running("a", 0), exited("i", 0)), nil, v1.PodRunning},
 		{"image pull backoff", podWith(v1.RestartPolicyAlways, nil, "a"), rs(true),
-			map[string]runtime.WaitingReason{"a": {Reason: "ImagePullBackOff"}}, v1.PodPending},
+			map[string]container.WaitingReason{"a": {Reason: "ImagePullBackOff"}}, v1.PodPending},
 	}
 	for _, tc := range cases {
 		st := Compute(Input{Pod: tc.pod, Runtime: tc.rt, Waiting: tc.waiting, Now: metav1.NewTime(t0)})
@@ -236,7 +236,7 @@ func TestInitContainersNotYetCreatedWaitOnInitialization(t *testing.T) {
 // suite's WaitForPodContainerStarted) dereference it from the first status on.
 func TestStartedIsSetForEveryContainer(t *testing.T) {
 	pod := podWith(v1.RestartPolicyAlways, []string{"init1", "init2"}, "app")
-	st := Compute(Input{Pod: pod, Runtime: rs(true, exited("init1", 1)), Waiting: map[string]runtime.WaitingReason{"init1": {Reason: "CrashLoopBackOff"}}, Now: metav1.NewTime(t0)})
+	st := Compute(Input{Pod: pod, Runtime: rs(true, exited("init1", 1)), Waiting: map[string]container.WaitingReason{"init1": {Reason: "CrashLoopBackOff"}}, Now: metav1.NewTime(t0)})
 	for _, cs := range append(st.InitContainerStatuses, st.ContainerStatuses...) {
 		if cs.Started == nil || *cs.Started {
 			t.Errorf("%s: started %v, want false", cs.Name, cs.Started)

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 func withEphemeral(pod *v1.Pod, names ...string) *v1.Pod {
@@ -32,7 +32,7 @@ func TestEphemeralContainerStatuses(t *testing.T) {
 	dbg := running("debugger", 0)
 	dbg.Image, dbg.ImageRef = "debug-img", "sha256:dbg"
 	rt := rs(true, dbg, exited("failed", 2), running("a", 0))
-	waiting := map[string]runtime.WaitingReason{"pulling": {Reason: "ErrImagePull", Message: "no registry"}}
+	waiting := map[string]container.WaitingReason{"pulling": {Reason: "ErrImagePull", Message: "no registry"}}
 
 	st := Compute(Input{Pod: pod, Runtime: rt, Waiting: waiting, RuntimeName: "containerd", Now: metav1.NewTime(t0)})
 
@@ -75,7 +75,7 @@ func TestEphemeralContainersDoNotMakePodPendingOrDone(t *testing.T) {
 	// A waiting debugger must not send a running pod back to Pending.
 	pod := withEphemeral(podWith(v1.RestartPolicyAlways, nil, "a"), "debugger")
 	st := Compute(Input{Pod: pod, Runtime: rs(true, running("a", 0)), Now: metav1.NewTime(t0),
-		Waiting: map[string]runtime.WaitingReason{"debugger": {Reason: "CreateContainerConfigError"}}})
+		Waiting: map[string]container.WaitingReason{"debugger": {Reason: "CreateContainerConfigError"}}})
 	if st.Phase != v1.PodRunning || conditionStatus(st, v1.PodReady) != v1.ConditionTrue {
 		t.Errorf("phase %s ready %s, want Running and True", st.Phase, conditionStatus(st, v1.PodReady))
 	}

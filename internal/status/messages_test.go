@@ -7,10 +7,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
-func withMessage(c *runtime.ContainerStatus, msg string) *runtime.ContainerStatus {
+func withMessage(c *container.ContainerStatus, msg string) *container.ContainerStatus {
 	c.Message = msg
 	return c
 }

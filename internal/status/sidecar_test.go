@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // sidecarPod has init containers sidecar "proxy" (with a startup probe), regular "setup"
@@ -37,14 +37,14 @@ func TestSidecarPhase(t *testing.T) {
 	cases := []struct {
 		name    string
 		policy  v1.RestartPolicy
-		rt      *runtime.PodStatus
+		rt      *container.PodStatus
 		started []string
-		waiting map[string]runtime.WaitingReason
+		waiting map[string]container.WaitingReason
 		want    v1.PodPhase
 	}{
 		{"sidecar not started yet", v1.RestartPolicyAlways, rs(true, running("proxy", 0)), nil, nil, v1.PodPending},
 		{"sidecar failing before the app started", v1.RestartPolicyNever, rs(true, exited("proxy", 1)),
-			nil, map[string]runtime.WaitingReason{"proxy": {Reason: "CrashLoopBackOff"}}, v1.PodPending},
+			nil, map[string]container.WaitingReason{"proxy": {Reason: "CrashLoopBackOff"}}, v1.PodPending},
 		{"regular init after the sidecar runs", v1.RestartPolicyAlways, rs(true, running("setup", 0), running("proxy", 0)),
 			[]string{"proxy", "setup"}, nil, v1.PodPending},
 		{"app runs beside the sidecar", v1.RestartPolicyAlways, rs(true, running("a", 0), exited("setup", 0), running("proxy", 0)),
@@ -52,7 +52,7 @@ func TestSidecarPhase(t *testing.T) {
 		{"sidecar restarting after init", v1.RestartPolicyAlways, rs(true, running("a", 0), exited("setup", 0), running("proxy", 1), exited("proxy", 1)),
 			[]string{"setup", "a"}, nil, v1.PodRunning},
 		{"sidecar crash-looping after init", v1.RestartPolicyNever, rs(true, running("a", 0), exited("setup", 0), exited("proxy", 1)),
-			[]string{"setup", "a"}, map[string]runtime.WaitingReason{"proxy": {Reason: "CrashLoopBackOff"}}, v1.PodRunning},
+			[]string{"setup", "a"}, map[string]container.WaitingReason{"proxy": {Reason: "CrashLoopBackOff"}}, v1.PodRunning},
 		{"app done, sidecar still running", v1.RestartPolicyNever, rs(true, exited("a", 0), exited("setup", 0), running("proxy", 0)),
 			[]string{"proxy", "setup"}, nil, v1.PodRunning},
 		{"app done, sidecar killed", v1.RestartPolicyNever, rs(false, exited("a", 0), exited("setup", 0), exited("proxy", 137)),

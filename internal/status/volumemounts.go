@@ -4,7 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // volumeMountStatuses lists the container's volume mounts as upstream reports them: a
@@ -16,7 +16,7 @@ func volumeMountStatuses(c v1.Container, supportsRecursiveReadOnly bool) []v1.Vo
 		st := v1.VolumeMountStatus{Name: vm.Name, MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}
 		if vm.ReadOnly {
 			mode := v1.RecursiveReadOnlyDisabled
-			rro, err := runtime.RecursiveReadOnly(vm, supportsRecursiveReadOnly)
+			rro, err := container.RecursiveReadOnly(vm, supportsRecursiveReadOnly)
 			if err != nil {
 				// The container is refused with this error; the mount is not recursive.
 				klog.V(4).InfoS("Volume mount's recursive read-only mode cannot be resolved", "container", c.Name, "err", err)

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // containerStatuses[].volumeMounts as upstream: every mount, read-only ones saying whether
@@ -21,7 +21,7 @@ func TestVolumeMountsAndUserInContainerStatus(t *testing.T) {
 		{Name: "en", MountPath: "/en", ReadOnly: true, RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyEnabled)},
 	}
 	c := running("a", 0)
-	c.User = &runtime.ContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}
+	c.User = &container.ContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}
 	disabled, enabled := ptr.To(v1.RecursiveReadOnlyDisabled), ptr.To(v1.RecursiveReadOnlyEnabled)
 	for supported, want := range map[bool][]v1.VolumeMountStatus{
 		false: {{Name: "rw", MountPath: "/rw"}, {Name: "ro", MountPath: "/ro", ReadOnly: true, RecursiveReadOnly: disabled},

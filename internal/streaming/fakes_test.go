@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/runtime"
 )
 
-// fakeRuntime is a hand-written runtime.Streamer: it records requests and hands out URLs on
+// fakeRuntime is a hand-written cri.Streamer: it records requests and hands out URLs on
 // a fake streaming server.
 type fakeRuntime struct {
 	mu       sync.Mutex
@@ -143,7 +143,7 @@ func (s *echoServer) requests() []*http.Request {
 type env struct {
 	t       *testing.T
 	pods    *pod.Manager
-	status  *runtime.PodStatus
+	status  *container.PodStatus
 	statErr error
 	rt      *fakeRuntime
 	backend *echoServer
@@ -160,14 +160,14 @@ func newEnv(t *testing.T) *env {
 			Containers:     []v1.Container{{Name: "main"}, {Name: "shell", TTY: true, Stdin: true}},
 		},
 	})
-	e.status = &runtime.PodStatus{
+	e.status = &container.PodStatus{
 		UID: "uid-web", Name: "web", Namespace: "default",
-		Sandboxes: []*runtime.SandboxStatus{{ID: "sb-new", Ready: true}, {ID: "sb-old"}},
-		Containers: []*runtime.ContainerStatus{
-			{ID: "main-2", Name: "main", State: runtime.StateRunning},
-			{ID: "main-1", Name: "main", State: runtime.StateExited},
-			{ID: "shell-1", Name: "shell", State: runtime.StateRunning},
-			{ID: "init-1", Name: "init", State: runtime.StateExited},
+		Sandboxes: []*container.SandboxStatus{{ID: "sb-new", Ready: true}, {ID: "sb-old"}},
+		Containers: []*container.ContainerStatus{
+			{ID: "main-2", Name: "main", State: container.StateRunning},
+			{ID: "main-1", Name: "main", State: container.StateExited},
+			{ID: "shell-1", Name: "shell", State: container.StateRunning},
+			{ID: "init-1", Name: "init", State: container.StateExited},
 		},
 	}
 	h := New(Deps{Pods: e.pods, PodStatus: e.podStatus, Runtime: e.rt})
@@ -176,7 +176,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) podStatus(_ context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error) {
+func (e *env) podStatus(_ context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
 	if e.statErr != nil {
 		return nil, e.statErr
 	}

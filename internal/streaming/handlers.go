@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/podutil"
 )
 
@@ -76,7 +76,7 @@ func (s *server) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	resp, err := s.runtime.Exec(r.Context(), &runtimeapi.ExecRequest{
+	resp, err := s.runtime.Exec(r.Context(), &cri.ExecRequest{
 		ContainerId: id, Cmd: cmd, Tty: opts.tty, Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr,
 	})
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *server) serveAttach(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(http.StatusInternalServerError, "container %s not found in pod %s/%s", name, pod.Namespace, pod.Name))
 		return
 	}
-	resp, err := s.runtime.Attach(r.Context(), &runtimeapi.AttachRequest{
+	resp, err := s.runtime.Attach(r.Context(), &cri.AttachRequest{
 		ContainerId: id, Tty: spec.TTY, Stdin: opts.stdin, Stdout: opts.stdout, Stderr: opts.stderr,
 	})
 	if err != nil {
@@ -141,7 +141,7 @@ func (s *server) servePortForward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	resp, err := s.runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sandboxID, Port: ports})
+	resp, err := s.runtime.PortForward(r.Context(), &cri.PortForwardRequest{PodSandboxId: sandboxID, Port: ports})
 	if err != nil {
 		writeError(w, r, err)
 		return

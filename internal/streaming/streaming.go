@@ -20,7 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // PodLookup finds desired pods; *pod.Manager implements it.
@@ -31,13 +32,13 @@ type PodLookup interface {
 }
 
 // PodStatusFunc reads a pod's runtime state (runtime.Manager.GetPodStatus).
-type PodStatusFunc func(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+type PodStatusFunc func(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
 
 // Deps are what the handlers need.
 type Deps struct {
 	Pods      PodLookup
 	PodStatus PodStatusFunc
-	Runtime   runtime.Streamer
+	Runtime   cri.Streamer
 	// Transport dials the runtime's streaming server; nil dials it directly with a 30s
 	// connect timeout. Only its dialer (and TLS config, for https URLs) is used.
 	Transport http.RoundTripper
@@ -55,7 +56,7 @@ type Handlers struct {
 type server struct {
 	pods      PodLookup
 	podStatus PodStatusFunc
-	runtime   runtime.Streamer
+	runtime   cri.Streamer
 	transport http.RoundTripper
 }
 
@@ -140,7 +141,7 @@ func (s *server) lookupPod(r *http.Request) (*v1.Pod, error) {
 }
 
 // runtimeStatus reads what the runtime holds for pod.
-func (s *server) runtimeStatus(ctx context.Context, pod *v1.Pod) (*runtime.PodStatus, error) {
+func (s *server) runtimeStatus(ctx context.Context, pod *v1.Pod) (*container.PodStatus, error) {
 	status, err := s.podStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("reading the runtime state of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -159,7 +160,7 @@ func (s *server) runningContainer(ctx context.Context, pod *v1.Pod, name string)
 		if c.Name != name {
 			continue
 		}
-		if c.State == runtime.StateRunning {
+		if c.State == container.StateRunning {
 			return c.ID, nil
 		}
 		seen = true

@@ -40,6 +40,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
@@ -57,14 +59,18 @@ func startRealPod(t *testing.T) *realEnv {
 	if endpoint == "" {
 		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
 	}
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rm, err := runtime.NewManager(runtime.Options{
-		Endpoint: endpoint, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods",
+		CRI: client, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods",
 		Recorder: record.NewFakeRecorder(1000), NodeName: "e2e-streaming",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rm.(io.Closer).Close() })
+	t.Cleanup(func() { client.Close() })
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	id := hex.EncodeToString(suffix)
@@ -100,7 +106,7 @@ func startRealPod(t *testing.T) *realEnv {
 			t.Fatal(err)
 		}
 		shell, web := status.FindContainer("shell"), status.FindContainer("web")
-		if shell != nil && shell.State == runtime.StateRunning && web != nil && web.State == runtime.StateRunning {
+		if shell != nil && shell.State == container.StateRunning && web != nil && web.State == container.StateRunning {
 			return true, ""
 		}
 		if res := rm.SyncPod(ctx, p, status, backoff); res.Err != nil {
@@ -111,7 +117,7 @@ func startRealPod(t *testing.T) *realEnv {
 
 	pods := pod.NewManager()
 	pods.Set(p)
-	h := New(Deps{Pods: pods, PodStatus: rm.GetPodStatus, Runtime: rm.(runtime.Streamer)})
+	h := New(Deps{Pods: pods, PodStatus: rm.GetPodStatus, Runtime: client})
 	srv := httptest.NewServer(mux(h))
 	t.Cleanup(srv.Close)
 	return &realEnv{pod: p, srv: srv}

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 const spdyProtocols = "v4.channel.k8s.io, v3.channel.k8s.io"
@@ -117,7 +117,7 @@ func TestAttachTakesTTYFromTheContainerSpec(t *testing.T) {
 
 func TestPortForwardUsesTheNewestReadySandbox(t *testing.T) {
 	e := newEnv(t)
-	e.status.Sandboxes = []*runtime.SandboxStatus{{ID: "sb-3"}, {ID: "sb-2", Ready: true}, {ID: "sb-1", Ready: true}}
+	e.status.Sandboxes = []*container.SandboxStatus{{ID: "sb-3"}, {ID: "sb-2", Ready: true}, {ID: "sb-1", Ready: true}}
 	roundTrip(t, e, "/portForward/default/web", http.Header{"X-Stream-Protocol-Version": {"portforward.k8s.io"}}, "GET / HTTP/1.1")
 
 	ws := http.Header{"Sec-Websocket-Version": {"13"}, "Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}}
@@ -156,7 +156,7 @@ func TestRequestsRefusedBeforeTheUpgrade(t *testing.T) {
 		{name: "port-forward not upgraded", path: "/portForward/default/web", plain: true, wantCode: 400, wantBody: "Upgrade request required"},
 		{name: "wrong method", method: http.MethodPut, path: "/exec/default/web/main?command=ls&output=1", wantCode: 405},
 		{name: "no ready sandbox", path: "/portForward/default/web",
-			setup: func(e *env) { e.status.Sandboxes = []*runtime.SandboxStatus{{ID: "sb-old"}} }, wantCode: 500, wantBody: "pod default/web has no running sandbox"},
+			setup: func(e *env) { e.status.Sandboxes = []*container.SandboxStatus{{ID: "sb-old"}} }, wantCode: 500, wantBody: "pod default/web has no running sandbox"},
 		{name: "status unreadable", path: "/exec/default/web/main?command=ls&output=1",
 			setup: func(e *env) { e.statErr = errors.New("runtime down") }, wantCode: 500, wantBody: "runtime down"},
 		{name: "runtime not found", path: "/exec/default/web/main?command=ls&output=1",

@@ -13,12 +13,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -43,8 +43,8 @@ type Config struct {
 	NodeName       string
 	Updates        <-chan source.PodUpdate
 	Events         <-chan pleg.Event
-	ProbeUpdates   <-chan types.UID                          // pods whose readiness or startup result changed
-	RunningPods    func() ([]*runtime.RunningPod, time.Time) // last relist and when it listed
+	ProbeUpdates   <-chan types.UID                            // pods whose readiness or startup result changed
+	RunningPods    func() ([]*container.RunningPod, time.Time) // last relist and when it listed
 	SourcesReady   func() bool
 	Pods           *pod.Manager
 	Workers        Workers

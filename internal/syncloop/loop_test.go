@@ -10,11 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/source"
 )
 
@@ -50,13 +50,13 @@ func (r *rejectAll) Admit(p *v1.Pod, active []*v1.Pod) (bool, string, string) {
 }
 func (r *rejectAll) Reject(p *v1.Pod, reason, msg string) { r.rejected = append(r.rejected, p.Name) }
 
-func newLoop(running []*runtime.RunningPod, listedAt time.Time) (*Loop, *fakeWorkers, *bool) {
+func newLoop(running []*container.RunningPod, listedAt time.Time) (*Loop, *fakeWorkers, *bool) {
 	w := &fakeWorkers{states: map[types.UID]podworkers.State{}, finished: map[types.UID]time.Time{}}
 	ready := false
 	l := New(Config{
 		NodeName: "n1",
 		Updates:  make(chan source.PodUpdate), Events: make(chan pleg.Event),
-		RunningPods:  func() ([]*runtime.RunningPod, time.Time) { return running, listedAt },
+		RunningPods:  func() ([]*container.RunningPod, time.Time) { return running, listedAt },
 		SourcesReady: func() bool { return ready },
 		Pods:         pod.NewManager(), Workers: w, Queue: NewQueue(),
 	})
@@ -69,7 +69,7 @@ func mkPod(name string, created time.Time) *v1.Pod {
 
 func TestHousekeepingRemovesOnlyUnwantedPods(t *testing.T) {
 	listed := time.Now()
-	running := []*runtime.RunningPod{
+	running := []*container.RunningPod{
 		{UID: "wanted", Node: "n1"}, {UID: "orphan", Node: "n1"}, {UID: "just-removed", Node: "n1"},
 		{UID: "other-nodes", Node: "n2"},
 	}
@@ -87,7 +87,7 @@ func TestHousekeepingRemovesOnlyUnwantedPods(t *testing.T) {
 }
 
 func TestHousekeepingWaitsForSources(t *testing.T) {
-	l, w, ready := newLoop([]*runtime.RunningPod{{UID: "orphan", Node: "n1"}}, time.Now())
+	l, w, ready := newLoop([]*container.RunningPod{{UID: "orphan", Node: "n1"}}, time.Now())
 	l.cfg.HousekeepEvery = 10 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	l.Run(ctx)

@@ -1,13 +1,16 @@
-// Package runtime turns desired pods into CRI calls and reads back what the runtime holds.
-package runtime
+// Package container holds what the rest of nodelet knows about containers and pods on the
+// runtime: the statuses the runtime reports, the results of a pod sync, the labels nodelet puts
+// on them, and small interfaces naming what each consumer needs from the pod runtime. It
+// imports no CRI client, so packages that only read statuses do not link gRPC.
+package container
 
 import (
-	"context"
+	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/flowcontrol"
 )
 
 // Labels and annotations nodelet puts on sandboxes and containers. They use the same keys as
@@ -16,22 +19,26 @@ const (
 	LabelPodName       = "io.kubernetes.pod.name"
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelContainerName = "io.kubernetes.container.name"
-	LabelManagedBy     = "io.kubernetes.container.managed-by" // sandbox-only marker isn't needed; kept for tools
+	LabelContainerName = "io.kubernetes.name"
+	LabelManagedBy     = "io.kubernetes.managed-by" // sandbox-only marker isn't needed; kept for tools
 	// LabelNode names the node a sandbox was created for, so several nodelets (tests, benchmarks)
 	// can share one runtime and each cleans up only its own pods.
 	LabelNode            = "io.nodelet.node"
-	AnnotationHash       = "io.kubernetes.container.hash"
-	AnnotationRestarts   = "io.kubernetes.container.restartCount"
-	AnnotationTermPath   = "io.kubernetes.container.terminationMessagePath"
-	AnnotationTermPolicy = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationHash       = "io.kubernetes.hash"
+	AnnotationRestarts   = "io.kubernetes.restartCount"
+	AnnotationTermPath   = "io.kubernetes.terminationMessagePath"
+	AnnotationTermPolicy = "io.kubernetes.terminationMessagePolicy"
 	AnnotationGrace      = "io.kubernetes.pod.terminationGracePeriod"
-	AnnotationPreStop    = "io.kubernetes.container.preStopHandler"
+	AnnotationPreStop    = "io.kubernetes.preStopHandler"
 )
 
 // AnnotationImage records the image as the pod spec names it; the runtime may report the
 // resolved reference instead. (Added by the runtime helper.)
-const AnnotationImage = "io.nodelet.container.image"
+const AnnotationImage = "io.nodelet.image"
+
+// DefaultContainerLogsDir is where log collectors look for one symlink per container,
+// <pod>_<namespace>_<container>-<containerID>.log, pointing at the CRI log file.
+const DefaultContainerLogsDir = "/var/log/containers"
 
 // ContainerState is the runtime's view of one container.
 type ContainerState string
@@ -126,34 +133,25 @@ type SyncResult struct {
 	ResizeErr error
 }
 
+// SetErr keeps the first error met.
+func (r *SyncResult) SetErr(err error) {
+	if r.Err == nil {
+		r.Err = err
+	}
+}
+
+// RequeueWithin keeps the earliest wanted requeue.
+func (r *SyncResult) RequeueWithin(d time.Duration) {
+	d = max(d, time.Millisecond)
+	if r.RequeueAfter == 0 || d < r.RequeueAfter {
+		r.RequeueAfter = d
+	}
+}
+
 // WaitingReason is why a container is not running yet.
 type WaitingReason struct {
 	Reason  string
 	Message string
-}
-
-// Manager is the runtime side of pod lifecycle. Every call carries a deadline.
-type Manager interface {
-	// SyncPod brings the runtime in line with pod: sandbox, image pulls, init containers in
-	// order, app containers per restartPolicy with crash-loop back-off.
-	SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backoff *flowcontrol.Backoff) SyncResult
-	// PullImages ensures, ahead of the SyncPod that starts them, the images of the containers
-	// that sync would start (a pod waiting for a start slot pulls meanwhile); that SyncPod uses
-	// the outcomes instead of pulling again.
-	PullImages(ctx context.Context, pod *v1.Pod, status *PodStatus)
-	// KillPod stops every container (honouring gracePeriod seconds, preStop first) and the sandbox.
-	KillPod(ctx context.Context, pod *v1.Pod, running *RunningPod, gracePeriod int64) error
-	// RemovePod deletes the pod's stopped containers and sandboxes from the runtime.
-	RemovePod(ctx context.Context, uid types.UID) error
-	// GetPodStatus reads the runtime state for one pod.
-	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error)
-	// GetPods lists pods on the runtime; all=false keeps only those with a running container
-	// or a ready sandbox.
-	GetPods(ctx context.Context, all bool) ([]*RunningPod, error)
-	// Status reports runtime health (CRI Status) for node readiness and healthz.
-	Status(ctx context.Context) error
-	// Version returns the runtime name and version, e.g. "containerd", "1.6.20".
-	Version(ctx context.Context) (name, version string, err error)
 }
 
 // BackoffKey names a container's crash-loop back-off entry (shared by the runtime manager,
@@ -162,3 +160,41 @@ type Manager interface {
 func BackoffKey(pod *v1.Pod, c *v1.Container) string {
 	return pod.Namespace + "_" + pod.Name + "_" + string(pod.UID) + "_" + c.Name + "_" + c.Image
 }
+
+// ContainerUser is the Linux identity a container's first process got (status.user).
+type ContainerUser struct {
+	UID, GID           int64
+	SupplementalGroups []int64
+}
+
+// ContainerResources are the cpu and memory settings the runtime reports for a container;
+// nil fields were not reported.
+type ContainerResources struct {
+	CPULimit, CPURequest, MemoryLimit *resource.Quantity
+}
+
+// ErrContainerNotFound is returned (wrapped) when the runtime no longer knows a container.
+var ErrContainerNotFound = errors.New("container not found")
+
+// ContainerLog is a container's log file as the runtime reports it.
+type ContainerLog struct {
+	ContainerID string
+	// Path is the CRI status.logPath (the sandbox log directory joined with the container's
+	// log path); empty when the container logs nowhere.
+	Path  string
+	State ContainerState
+}
+
+// Image is one image the runtime holds, as image garbage collection sees it.
+type Image struct {
+	ID          string
+	RepoTags    []string
+	RepoDigests []string
+	Size        uint64
+	// Pinned images are never removed (containerd pins its sandbox image).
+	Pinned bool
+}
+
+// ErrNoExitEvents means the runtime offers neither CRI container events nor containerd's
+// task events; relisting alone finds exits.
+var ErrNoExitEvents = errors.New("the runtime streams no container exit events")

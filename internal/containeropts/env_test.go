@@ -1,6 +1,7 @@
-package runtime
+package containeropts
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -34,8 +35,8 @@ func TestExpandVars(t *testing.T) {
 		{"cost: $$5", "cost: $5"},
 	}
 	for _, tt := range tests {
-		if got := expandVars(tt.in, lookup); got != tt.want {
-			t.Errorf("expandVars(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := ExpandVars(tt.in, lookup); got != tt.want {
+			t.Errorf("ExpandVars(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -88,9 +89,9 @@ func TestContainerEnvSources(t *testing.T) {
 		},
 	}
 	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "other-missing-limit"})
-	ec := envContext{pod: pod, podIPs: []string{"10.85.0.9", "fd00::9"}, nodeName: "node-1", hostIP: "192.168.1.10",
-		capacity: downward.Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30}, objects: objects.NewLookups(&objectstest.Fake{})}
-	_, vars, err := containerEnv(ec, c)
+	ec := EnvSource{Pod: pod, PodIPs: []string{"10.85.0.9", "fd00::9"}, NodeName: "node-1", HostIP: "192.168.1.10",
+		Capacity: downward.Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30}, Objects: objects.NewLookups(&objectstest.Fake{})}
+	_, vars, err := ContainerEnv(context.Background(), ec, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,27 +108,27 @@ func TestContainerEnvSources(t *testing.T) {
 }
 
 func TestContainerEnvRejectsUnsupportedAndStandaloneSources(t *testing.T) {
-	ec := envContext{pod: &v1.Pod{}}
+	ec := EnvSource{Pod: &v1.Pod{}}
 	for name, c := range map[string]*v1.Container{
 		"standalone secretKeyRef": {Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}},
 		"standalone envFrom":      {EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}}},
 		"bad field":               {Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.bogus"}}}}},
 	} {
-		if _, _, err := containerEnv(ec, c); err == nil {
+		if _, _, err := ContainerEnv(context.Background(), ec, c); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
 }
 
 func TestServiceVariablesComeFirstAndCanBeOverridden(t *testing.T) {
-	ec := envContext{pod: &v1.Pod{}, services: []v1.EnvVar{
+	ec := EnvSource{Pod: &v1.Pod{}, Services: []v1.EnvVar{
 		{Name: "DB_SERVICE_HOST", Value: "10.0.0.5"}, {Name: "DB_SERVICE_PORT", Value: "5432"},
 	}}
 	c := &v1.Container{Env: []v1.EnvVar{
 		{Name: "DB_SERVICE_PORT", Value: "6432"},
 		{Name: "DSN", Value: "postgres://$(DB_SERVICE_HOST):$(DB_SERVICE_PORT)"},
 	}}
-	kvs, vars, err := containerEnv(ec, c)
+	kvs, vars, err := ContainerEnv(context.Background(), ec, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package containeropts
 
 import (
 	"os"
@@ -71,10 +71,10 @@ options timeout:2 attempts:3
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDNSConfigurer(resolv, tt.clusterDNS, "")
+			d := NewDNS(resolv, tt.clusterDNS, "")
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1"},
 				Spec: v1.PodSpec{DNSPolicy: tt.policy, HostNetwork: tt.hostNet, DNSConfig: tt.podConfig}}
-			got, err := d.podDNSConfig(pod)
+			got, err := d.PodDNSConfig(pod)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package runtime
+package cri
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // StatsProvider is the CRI side of /stats/summary and the resource metrics. Every method is a
-// single CRI call whatever the number of pods. The manager NewManager returns implements it.
+// single CRI call whatever the number of pods. *Client implements it.
 //
 // ListPodSandboxStats is deliberately not used: containerd 1.6 fails the whole call
 // ("cgroupPath is empty") for sandboxes created without a cgroup parent, which is how nodelet
@@ -25,36 +25,25 @@ type StatsProvider interface {
 	SandboxPID(ctx context.Context, sandboxID string) (int, error)
 }
 
-var _ StatsProvider = (*manager)(nil)
+var _ StatsProvider = (*Client)(nil)
 
 // ListContainerStats implements StatsProvider.
-func (m *manager) ListContainerStats(ctx context.Context) ([]*runtimeapi.ContainerStats, error) {
-	ctx, cancel := m.cri.short(ctx)
+func (c *Client) ListContainerStats(ctx context.Context) ([]*runtimeapi.ContainerStats, error) {
+	ctx, cancel := c.short(ctx)
 	defer cancel()
-	resp, err := m.cri.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: &runtimeapi.ContainerStatsFilter{}})
+	resp, err := c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: &runtimeapi.ContainerStatsFilter{}})
 	if err != nil {
 		return nil, fmt.Errorf("list container stats: %w", err)
 	}
 	return resp.Stats, nil
 }
 
-// ImageFsInfo implements StatsProvider from the image service.
-func (m *manager) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
-	ctx, cancel := m.cri.short(ctx)
-	defer cancel()
-	resp, err := m.cri.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("image fs info: %w", err)
-	}
-	return resp, nil
-}
-
 // SandboxPID implements StatsProvider from the verbose sandbox status, whose "info" entry is
 // JSON carrying the pid (containerd and CRI-O both report it there).
-func (m *manager) SandboxPID(ctx context.Context, sandboxID string) (int, error) {
-	ctx, cancel := m.cri.short(ctx)
+func (c *Client) SandboxPID(ctx context.Context, sandboxID string) (int, error) {
+	ctx, cancel := c.short(ctx)
 	defer cancel()
-	resp, err := m.cri.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sandboxID, Verbose: true})
+	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sandboxID, Verbose: true})
 	if err != nil {
 		return 0, fmt.Errorf("sandbox %s status: %w", sandboxID, err)
 	}

@@ -1,17 +1,19 @@
 //go:build real
 
-package runtime
+package images
 
 import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // TestRealImageGarbageSource reads (never changes) a real runtime's images and image
-// filesystem; see pod_real_test.go for NODELET_E2E_CRI.
+// filesystem; NODELET_E2E_CRI names the runtime (hack/real-tests.sh sets it).
 func TestRealImageGarbageSource(t *testing.T) {
-	src := realManager(t).(ImageGarbageSource)
+	src := realImages(t)
 	ctx := context.Background()
 	images, err := src.ListImages(ctx)
 	if err != nil {
@@ -28,4 +30,23 @@ func TestRealImageGarbageSource(t *testing.T) {
 		t.Errorf("image filesystem mountpoint %s: %v", mp, err)
 	}
 	t.Logf("image filesystem at %s", mp)
+}
+
+// realImages is an image manager over the real runtime NODELET_E2E_CRI names.
+func realImages(t *testing.T) *Manager {
+	t.Helper()
+	endpoint := os.Getenv("NODELET_E2E_CRI")
+	if endpoint == "" {
+		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
+	}
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	m, err := NewManager(Options{CRI: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -1,10 +1,7 @@
-package runtime
+package containeropts
 
 import (
-	"context"
-	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,17 +18,17 @@ var (
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 )
 
-// seccompPolicy maps API seccomp profiles to the CRI's.
-type seccompPolicy struct {
-	rootDir        string // holds localhost profiles under seccomp/
-	runtimeDefault bool   // seccompDefault: no profile means RuntimeDefault, not Unconfined
+// Seccomp maps API seccomp profiles to the CRI's.
+type Seccomp struct {
+	RootDir        string // holds localhost profiles under seccomp/
+	RuntimeDefault bool   // seccompDefault: no profile means RuntimeDefault, not Unconfined
 }
 
-// containerSecurity maps the container's security context over the pod's.
-func containerSecurity(pod *v1.Pod, c *v1.Container, seccomp seccompPolicy) *runtimeapi.LinuxContainerSecurityContext {
+// ContainerSecurity maps the container's security context over the pod's.
+func ContainerSecurity(pod *v1.Pod, c *v1.Container, seccomp Seccomp) *runtimeapi.LinuxContainerSecurityContext {
 	sc := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions:   namespaceOptions(pod),
-		SupplementalGroups: supplementalGroups(pod.Spec.SecurityContext),
+		NamespaceOptions:   NamespaceOptions(pod),
+		SupplementalGroups: SupplementalGroups(pod.Spec.SecurityContext),
 	}
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
@@ -68,7 +65,7 @@ func containerSecurity(pod *v1.Pod, c *v1.Container, seccomp seccompPolicy) *run
 		}
 	}
 	sc.MaskedPaths, sc.ReadonlyPaths = procPaths(sc.Privileged, csc.ProcMount)
-	sc.Seccomp = seccomp.profile(firstSeccomp(csc.SeccompProfile, psc.SeccompProfile))
+	sc.Seccomp = seccomp.Profile(firstSeccomp(csc.SeccompProfile, psc.SeccompProfile))
 	sc.Apparmor = appArmorProfile(pod, c.Name, csc.AppArmorProfile, psc.AppArmorProfile)
 	return sc
 }
@@ -102,8 +99,8 @@ func firstSeccomp(profiles ...*v1.SeccompProfile) *v1.SeccompProfile {
 
 // profile maps an API profile to the CRI's; none means Unconfined, or RuntimeDefault with
 // seccompDefault on, as upstream.
-func (s seccompPolicy) profile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
-	if p == nil && s.runtimeDefault {
+func (s Seccomp) Profile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
+	if p == nil && s.RuntimeDefault {
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
 	}
 	if p == nil {
@@ -115,7 +112,7 @@ func (s seccompPolicy) profile(p *v1.SeccompProfile) *runtimeapi.SecurityProfile
 	case v1.SeccompProfileTypeLocalhost:
 		ref := ""
 		if p.LocalhostProfile != nil {
-			ref = filepath.Join(s.rootDir, "seccomp", *p.LocalhostProfile)
+			ref = filepath.Join(s.RootDir, "seccomp", *p.LocalhostProfile)
 		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: ref}
 	}
@@ -154,40 +151,43 @@ func appArmorProfile(pod *v1.Pod, name string, profiles ...*v1.AppArmorProfile) 
 	return nil
 }
 
-// runAsNonRoot reports whether the container must not run as uid 0.
-func runAsNonRoot(pod *v1.Pod, c *v1.Container) bool {
+// RunAsNonRoot reports whether the container must not run as uid 0.
+func RunAsNonRoot(pod *v1.Pod, c *v1.Container) bool {
 	if c.SecurityContext != nil && c.SecurityContext.RunAsNonRoot != nil {
 		return *c.SecurityContext.RunAsNonRoot
 	}
 	return pod.Spec.SecurityContext != nil && isTrue(pod.Spec.SecurityContext.RunAsNonRoot)
 }
 
-// verifyRunAsNonRoot refuses a container that must run as non-root but would run as root:
-// by its runAsUser, or, without one, by its image's user.
-func (m *manager) verifyRunAsNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container, sc *runtimeapi.LinuxContainerSecurityContext, imageRef string) error {
-	if !runAsNonRoot(pod, c) {
+// NamespaceOptions maps hostNetwork/hostPID/hostIPC and shareProcessNamespace to CRI modes.
+func NamespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostPID {
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return ns
+}
+
+func SupplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	if psc == nil {
 		return nil
 	}
-	where := fmt.Sprintf("(pod: %q, container: %s)", formatPod(pod), c.Name)
-	if sc.RunAsUser != nil {
-		if sc.RunAsUser.Value == 0 {
-			return fmt.Errorf("container's runAsUser breaks non-root policy %s", where)
-		}
-		return nil
+	groups := append([]int64(nil), psc.SupplementalGroups...)
+	if psc.FSGroup != nil {
+		groups = append(groups, *psc.FSGroup)
 	}
-	uid, user, err := m.cri.imageUser(ctx, imageRef)
-	if err != nil {
-		return fmt.Errorf("cannot read the image's user to verify runAsNonRoot: %w", err)
-	}
-	if uid == nil && user != "" {
-		if n, err := strconv.ParseInt(user, 10, 64); err == nil {
-			uid = &n
-		} else {
-			return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", user, where)
-		}
-	}
-	if uid == nil || *uid == 0 {
-		return fmt.Errorf("container has runAsNonRoot and image will run as root %s", where)
-	}
-	return nil
+	return groups
 }

@@ -1,5 +1,4 @@
-// Package criconn dials a CRI runtime endpoint; the runtime and image managers share it.
-package criconn
+package cri
 
 import (
 	"fmt"
@@ -14,10 +13,10 @@ import (
 // MaxMsgSize is the largest CRI message accepted; list responses on busy nodes are big.
 const MaxMsgSize = 16 << 20
 
-// Dial returns a connection to a unix-socket CRI endpoint such as
+// dial returns a connection to a unix-socket CRI endpoint such as
 // "unix:///run/nodelet/containerd/containerd.sock" (a bare absolute path also works). The
 // connection is made lazily by the first call.
-func Dial(endpoint string) (*grpc.ClientConn, error) {
+func dial(endpoint string) (*grpc.ClientConn, error) {
 	target := endpoint
 	switch {
 	case strings.HasPrefix(target, "/"):

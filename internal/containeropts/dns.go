@@ -1,4 +1,4 @@
-package runtime
+package containeropts
 
 import (
 	"bufio"
@@ -18,26 +18,28 @@ const (
 	maxDNSSearches = 32
 )
 
-// dnsConfigurer builds a pod's resolver config from its dnsPolicy.
-type dnsConfigurer struct {
+// DNS builds a pod's resolver config from its dnsPolicy.
+type DNS struct {
 	resolvConf    string
 	clusterDNS    []string
 	clusterDomain string
 	fallbackOnce  sync.Once
 }
 
-func newDNSConfigurer(resolvConf string, clusterDNS []string, clusterDomain string) *dnsConfigurer {
+// NewDNS returns the resolver configurer of a node: resolvConf is the host's resolver
+// config (default /etc/resolv.conf), clusterDNS and clusterDomain serve dnsPolicy ClusterFirst.
+func NewDNS(resolvConf string, clusterDNS []string, clusterDomain string) *DNS {
 	if resolvConf == "" {
 		resolvConf = "/etc/resolv.conf"
 	}
 	if clusterDomain == "" {
 		clusterDomain = "cluster.local"
 	}
-	return &dnsConfigurer{resolvConf: resolvConf, clusterDNS: clusterDNS, clusterDomain: clusterDomain}
+	return &DNS{resolvConf: resolvConf, clusterDNS: clusterDNS, clusterDomain: clusterDomain}
 }
 
-// podDNSConfig returns the CRI DNS config for pod.
-func (d *dnsConfigurer) podDNSConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
+// PodDNSConfig returns the CRI DNS config for pod.
+func (d *DNS) PodDNSConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
 	cfg := &runtimeapi.DNSConfig{}
 	switch d.effectivePolicy(pod) {
 	case v1.DNSNone:
@@ -69,7 +71,7 @@ func (d *dnsConfigurer) podDNSConfig(pod *v1.Pod) (*runtimeapi.DNSConfig, error)
 
 // effectivePolicy resolves ClusterFirst* to Default where cluster DNS cannot apply: no cluster
 // DNS configured, or ClusterFirst on a host-network pod.
-func (d *dnsConfigurer) effectivePolicy(pod *v1.Pod) v1.DNSPolicy {
+func (d *DNS) effectivePolicy(pod *v1.Pod) v1.DNSPolicy {
 	policy := pod.Spec.DNSPolicy
 	switch policy {
 	case v1.DNSNone, v1.DNSDefault:
@@ -170,3 +172,6 @@ func truncate(items []string, n int) []string {
 	}
 	return items
 }
+
+// ClusterDomain is the cluster's DNS domain (default cluster.local), for pod FQDNs.
+func (d *DNS) ClusterDomain() string { return d.clusterDomain }

@@ -1,12 +1,9 @@
-package runtime
+package containeropts
 
 import (
-	"context"
-	"fmt"
 	"maps"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -20,19 +17,9 @@ type DeviceAllocation struct {
 	CDIDevices []string
 }
 
-// applyDevices adds the container's devices to cfg. The container's own environment and
+// ApplyDevices adds a device plugins' allocation to cfg. The container's own environment and
 // nodelet's annotations win over what a plugin sets.
-func (m *manager) applyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
-	if m.devices == nil {
-		return nil
-	}
-	a, err := m.devices(ctx, pod, c)
-	if err != nil {
-		return fmt.Errorf("allocating devices: %w", err)
-	}
-	if a == nil {
-		return nil
-	}
+func ApplyDevices(cfg *runtimeapi.ContainerConfig, a *DeviceAllocation) {
 	set := map[string]bool{}
 	for _, kv := range cfg.Envs {
 		set[kv.Key] = true
@@ -55,5 +42,4 @@ func (m *manager) applyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container
 			cfg.Annotations[k] = v
 		}
 	}
-	return nil
 }

@@ -1,4 +1,8 @@
-package runtime
+// Package containeropts turns a pod's container spec into the options the runtime creates it
+// with: environment, mounts and /etc/hosts, DNS, security context (seccomp, AppArmor,
+// capabilities), devices and the container log links. internal/runtime calls it while it
+// builds a CRI container or sandbox config.
+package containeropts
 
 import (
 	"context"
@@ -15,9 +19,9 @@ import (
 	"github.com/nodelet/nodelet/internal/objects"
 )
 
-// expandVars replaces $(NAME) in s with lookup(NAME). "$$" is an escaped "$", references that
+// ExpandVars replaces $(NAME) in s with lookup(NAME). "$$" is an escaped "$", references that
 // lookup does not know and unterminated "$(" stay as written.
-func expandVars(s string, lookup func(string) (string, bool)) string {
+func ExpandVars(s string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -51,26 +55,29 @@ func expandVars(s string, lookup func(string) (string, bool)) string {
 	return b.String()
 }
 
-// envContext is what env references resolve against.
-type envContext struct {
-	ctx      context.Context
-	pod      *v1.Pod
-	podIPs   []string
-	nodeName string
-	hostIP   string
-	capacity downward.Capacity
-	objects  *objects.Lookups // nil: configMap/secret references fail as in standalone mode
-	services []v1.EnvVar      // service link variables, overridden by the container's own
+// EnvSource is what env references resolve against.
+type EnvSource struct {
+	Pod      *v1.Pod
+	PodIPs   []string
+	NodeName string
+	HostIP   string
+	Capacity downward.Capacity
+	Objects  *objects.Lookups // nil: configMap/secret references fail as in standalone mode
+	Services []v1.EnvVar      // service link variables, overridden by the container's own
 }
 
-// containerEnv resolves the container's env: service variables first, then envFrom sources,
+// envContext is one resolution of a container's env.
+type envContext struct {
+	ctx context.Context
+	EnvSource
+}
+
+// ContainerEnv resolves the container's env: service variables first, then envFrom sources,
 // then env entries, each overriding what came before. Each value may refer to variables defined before it with $(NAME).
-func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[string]string, error) {
-	if ec.objects == nil {
-		ec.objects = objects.NewLookups(nil)
-	}
-	if ec.ctx == nil {
-		ec.ctx = context.Background()
+func ContainerEnv(ctx context.Context, src EnvSource, c *v1.Container) ([]*runtimeapi.KeyValue, map[string]string, error) {
+	ec := envContext{ctx: ctx, EnvSource: src}
+	if ec.Objects == nil {
+		ec.Objects = objects.NewLookups(nil)
 	}
 	vars := map[string]string{}
 	var order []string
@@ -80,7 +87,7 @@ func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[s
 		}
 		vars[k] = v
 	}
-	for _, e := range ec.services {
+	for _, e := range ec.Services {
 		set(e.Name, e.Value)
 	}
 	for _, from := range c.EnvFrom {
@@ -91,7 +98,7 @@ func containerEnv(ec envContext, c *v1.Container) ([]*runtimeapi.KeyValue, map[s
 	lookup := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, expandVars(e.Value, lookup))
+			set(e.Name, ExpandVars(e.Value, lookup))
 			continue
 		}
 		v, ok, err := ec.valueFrom(e.ValueFrom, c)
@@ -117,7 +124,7 @@ func (ec envContext) envFrom(from v1.EnvFromSource, set func(k, v string)) error
 	switch {
 	case from.ConfigMapRef != nil:
 		kind, name = "configMap", from.ConfigMapRef.Name
-		cm, err := ec.objects.ConfigMap(ec.ctx, ec.pod.Namespace, name, isTrue(from.ConfigMapRef.Optional))
+		cm, err := ec.Objects.ConfigMap(ec.ctx, ec.Pod.Namespace, name, isTrue(from.ConfigMapRef.Optional))
 		if err != nil || cm == nil {
 			return err
 		}
@@ -127,7 +134,7 @@ func (ec envContext) envFrom(from v1.EnvFromSource, set func(k, v string)) error
 		}
 	case from.SecretRef != nil:
 		kind, name = "secret", from.SecretRef.Name
-		s, err := ec.objects.Secret(ec.ctx, ec.pod.Namespace, name, isTrue(from.SecretRef.Optional))
+		s, err := ec.Objects.Secret(ec.ctx, ec.Pod.Namespace, name, isTrue(from.SecretRef.Optional))
 		if err != nil || s == nil {
 			return err
 		}
@@ -149,7 +156,7 @@ func (ec envContext) envFrom(from v1.EnvFromSource, set func(k, v string)) error
 		set(from.Prefix+k, string(data[k]))
 	}
 	if len(invalid) > 0 {
-		klog.InfoS("Skipped invalid environment variable names from envFrom", "pod", klog.KObj(ec.pod),
+		klog.InfoS("Skipped invalid environment variable names from envFrom", "pod", klog.KObj(ec.Pod),
 			kind, name, "keys", invalid)
 	}
 	return nil
@@ -166,7 +173,7 @@ func (ec envContext) valueFrom(src *v1.EnvVarSource, c *v1.Container) (string, b
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
-		cm, err := ec.objects.ConfigMap(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
+		cm, err := ec.Objects.ConfigMap(ec.ctx, ec.Pod.Namespace, ref.Name, isTrue(ref.Optional))
 		if err != nil || cm == nil {
 			return "", false, err
 		}
@@ -176,17 +183,17 @@ func (ec envContext) valueFrom(src *v1.EnvVarSource, c *v1.Container) (string, b
 		if v, ok := cm.BinaryData[ref.Key]; ok {
 			return string(v), true, nil
 		}
-		return "", false, missingKey(isTrue(ref.Optional), ref.Key, "ConfigMap", ec.pod.Namespace, ref.Name)
+		return "", false, missingKey(isTrue(ref.Optional), ref.Key, "ConfigMap", ec.Pod.Namespace, ref.Name)
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
-		s, err := ec.objects.Secret(ec.ctx, ec.pod.Namespace, ref.Name, isTrue(ref.Optional))
+		s, err := ec.Objects.Secret(ec.ctx, ec.Pod.Namespace, ref.Name, isTrue(ref.Optional))
 		if err != nil || s == nil {
 			return "", false, err
 		}
 		if v, ok := s.Data[ref.Key]; ok {
 			return string(v), true, nil
 		}
-		return "", false, missingKey(isTrue(ref.Optional), ref.Key, "Secret", ec.pod.Namespace, ref.Name)
+		return "", false, missingKey(isTrue(ref.Optional), ref.Key, "Secret", ec.Pod.Namespace, ref.Name)
 	}
 	return "", false, fmt.Errorf("env source without fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef")
 }
@@ -200,19 +207,19 @@ func missingKey(optional bool, key, kind, ns, name string) error {
 
 // fields is the downward API view of ec.
 func (ec envContext) fields() downward.Fields {
-	return downward.Fields{Pod: ec.pod, PodIPs: ec.podIPs, NodeName: ec.nodeName, HostIP: ec.hostIP, Capacity: ec.capacity}
+	return downward.Fields{Pod: ec.Pod, PodIPs: ec.PodIPs, NodeName: ec.NodeName, HostIP: ec.HostIP, Capacity: ec.Capacity}
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-// expandCommand expands $(VAR) references in command and args from the container's env.
-func expandCommand(c *v1.Container, vars map[string]string) (cmd, args []string) {
+// ExpandCommand expands $(VAR) references in command and args from the container's env.
+func ExpandCommand(c *v1.Container, vars map[string]string) (cmd, args []string) {
 	lookup := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
 	for _, s := range c.Command {
-		cmd = append(cmd, expandVars(s, lookup))
+		cmd = append(cmd, ExpandVars(s, lookup))
 	}
 	for _, s := range c.Args {
-		args = append(args, expandVars(s, lookup))
+		args = append(args, ExpandVars(s, lookup))
 	}
 	return cmd, args
 }

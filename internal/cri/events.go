@@ -1,8 +1,7 @@
-package runtime
+package cri
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"google.golang.org/grpc"
@@ -10,39 +9,28 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
-// ExitWatcher reports container exits as they happen, so the PLEG can relist at once instead
-// of finding them up to a relist period later.
-type ExitWatcher interface {
-	// WatchExits calls exited with the container's ID for every container that stops, until
-	// ctx ends or the stream breaks. It returns ErrNoExitEvents if the runtime has no such
-	// stream.
-	WatchExits(ctx context.Context, exited func(containerID string)) error
-}
-
-// ErrNoExitEvents means the runtime offers neither CRI container events nor containerd's
-// task events; relisting alone finds exits.
-var ErrNoExitEvents = errors.New("the runtime streams no container exit events")
-
-var _ ExitWatcher = (*manager)(nil)
+var _ container.ExitWatcher = (*Client)(nil)
 
 // WatchExits prefers CRI GetContainerEvents (containerd ≥ 1.7) and falls back to containerd's
 // own events service, which older containerd serves on the same socket.
-func (m *manager) WatchExits(ctx context.Context, exited func(containerID string)) error {
-	err := m.watchCRIEvents(ctx, exited)
-	if status.Code(err) != codes.Unimplemented || m.conn == nil {
+func (c *Client) WatchExits(ctx context.Context, exited func(containerID string)) error {
+	err := c.watchCRIEvents(ctx, exited)
+	if status.Code(err) != codes.Unimplemented || c.conn == nil {
 		return err
 	}
-	err = watchTaskExits(ctx, m.conn, exited)
+	err = watchTaskExits(ctx, c.conn, exited)
 	if status.Code(err) == codes.Unimplemented {
-		return ErrNoExitEvents
+		return container.ErrNoExitEvents
 	}
 	return err
 }
 
-func (m *manager) watchCRIEvents(ctx context.Context, exited func(string)) error {
-	stream, err := m.cri.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+func (c *Client) watchCRIEvents(ctx context.Context, exited func(string)) error {
+	stream, err := c.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	if err != nil {
 		return err
 	}

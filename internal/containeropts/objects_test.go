@@ -1,6 +1,7 @@
-package runtime
+package containeropts
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 			{Name: "REF", Value: "$(S_user)@$(mode)"},
 		},
 	}
-	envs, vars, err := containerEnv(envContext{pod: pod, objects: objects.NewLookups(objs)}, c)
+	envs, vars, err := ContainerEnv(context.Background(), EnvSource{Pod: pod, Objects: objects.NewLookups(objs)}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +62,13 @@ func TestContainerEnvFromConfigMapsAndSecrets(t *testing.T) {
 		"missing key":       {Name: "X", ValueFrom: cmKey("cfg", "nokey", ptr.To(false))},
 		"missing secret":    {Name: "X", ValueFrom: secKey("nope", "k", nil)},
 	} {
-		_, _, err := containerEnv(envContext{pod: pod, objects: objects.NewLookups(objs)}, &v1.Container{Env: []v1.EnvVar{env}})
+		_, _, err := ContainerEnv(context.Background(), EnvSource{Pod: pod, Objects: objects.NewLookups(objs)}, &v1.Container{Env: []v1.EnvVar{env}})
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
 	required := &v1.Container{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}}}}
-	if _, _, err := containerEnv(envContext{pod: pod, objects: objects.NewLookups(objs)}, required); err == nil {
+	if _, _, err := ContainerEnv(context.Background(), EnvSource{Pod: pod, Objects: objects.NewLookups(objs)}, required); err == nil {
 		t.Error("required envFrom secret that is missing: no error")
 	}
 }
@@ -76,33 +77,8 @@ func TestStandaloneObjectErrorNamesTheObject(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod"}}
 	c := &v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
 		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k", Optional: ptr.To(true)}}}}}
-	_, _, err := containerEnv(envContext{pod: pod}, c)
+	_, _, err := ContainerEnv(context.Background(), EnvSource{Pod: pod}, c)
 	if err == nil || !strings.Contains(err.Error(), "configMap prod/cfg: no API server (standalone)") {
 		t.Errorf("err = %v", err)
-	}
-}
-
-func TestSyncPodEnvFromMissingConfigMapIsConfigError(t *testing.T) {
-	objs := &objectstest.Fake{}
-	e := newTestEnv(t, func(o *Options) { o.Objects = objs })
-	c := ctr("app", "sleep", "3600")
-	c.Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
-		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k"}}}}
-	pod := newPod("envpod", c)
-	res := e.sync(pod)
-	if w := res.Waiting["app"]; w.Reason != ReasonCreateContainerConfigError {
-		t.Fatalf("waiting = %+v, want %s", w, ReasonCreateContainerConfigError)
-	}
-	objs.AddConfigMap("default", "cfg", map[string]string{"k": "v"})
-	if res := e.sync(pod); res.Err != nil {
-		t.Fatal(res.Err)
-	}
-	envs := e.running("app").Config.Envs
-	found := false
-	for _, kv := range envs {
-		found = found || (kv.Key == "X" && kv.Value == "v")
-	}
-	if !found {
-		t.Errorf("env %v lacks X=v", envs)
 	}
 }

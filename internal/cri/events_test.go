@@ -1,4 +1,4 @@
-package runtime
+package cri
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/nodelet/nodelet/internal/container"
 )
 
 // taskExitEnvelope encodes containerd's Envelope carrying a TaskExit, as containerd 1.6 sends it.
@@ -57,7 +59,7 @@ func (f *fakeContainerd) handle(_ any, stream grpc.ServerStream) error {
 	return nil
 }
 
-func startFakeContainerd(t *testing.T, f *fakeContainerd) *manager {
+func startFakeContainerd(t *testing.T, f *fakeContainerd) *Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "fakectd")
 	if err != nil {
@@ -71,11 +73,12 @@ func startFakeContainerd(t *testing.T, f *fakeContainerd) *manager {
 	srv := grpc.NewServer(grpc.UnknownServiceHandler(f.handle), grpc.ForceServerCodec(bytesCodec{}))
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { srv.Stop(); os.RemoveAll(dir) })
-	m, err := NewManager(Options{Endpoint: "unix://" + sock, RootDir: t.TempDir()})
+	c, err := Connect("unix://"+sock, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.(*manager)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func TestWatchExitsFallsBackToContainerdTaskExits(t *testing.T) {
@@ -112,7 +115,7 @@ func TestWatchExitsFallsBackToContainerdTaskExits(t *testing.T) {
 func TestWatchExitsWithoutEventStreams(t *testing.T) {
 	m := startFakeContainerd(t, &fakeContainerd{})
 	err := m.WatchExits(context.Background(), func(string) { t.Error("no exit can be reported") })
-	if !errors.Is(err, ErrNoExitEvents) {
+	if !errors.Is(err, container.ErrNoExitEvents) {
 		t.Fatalf("got %v, want ErrNoExitEvents", err)
 	}
 }
