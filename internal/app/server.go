@@ -102,7 +102,7 @@ func (n *agent) summaryProvider() *stats.Provider {
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
 			Runtime: n.runtime.(runtime.StatsProvider), RootDir: n.cfg.RootDir,
 			PodLogsDir:       strOr(&n.cfg.Kubelet.PodLogsDir, "/var/log/pods"),
-			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
+			SystemContainers: n.cm.SystemContainers, Volumes: volumeStatter(n.csiStats),
 		})
 		metrics.SetClaimVolumeStats(n.summary.ClaimVolumeStats)
 	}

@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"crypto/rand"
@@ -20,7 +20,7 @@ func TestRealCgroupV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	testRoot := "/nodelet-test-" + hex.EncodeToString(suffix)
-	m, err := New(Options{CgroupRoot: testRoot, PodPidsLimit: 100})
+	m, err := NewQOSCgroups(Options{CgroupRoot: testRoot, PodPidsLimit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

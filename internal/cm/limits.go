@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"path/filepath"
@@ -116,7 +116,7 @@ func containersAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resou
 
 // apply writes l to the cgroup at path (relative to a hierarchy's mount) in every hierarchy
 // holding a controller l sets.
-func (m *Manager) apply(path string, l limits) error {
+func (m *QOSCgroups) apply(path string, l limits) error {
 	for _, h := range m.create {
 		dir := filepath.Join(h.dir, path)
 		var settings [][2]string
@@ -181,7 +181,7 @@ func weightToShares(weight int64) int64 {
 }
 
 // readShares reads the cpu weight of the cgroup at dir as v1 shares.
-func (m *Manager) readShares(h hierarchy, dir string) (int64, error) {
+func (m *QOSCgroups) readShares(h hierarchy, dir string) (int64, error) {
 	file := "cpu.shares"
 	if h.v2 {
 		file = "cpu.weight"

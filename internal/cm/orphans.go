@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 )
 
 // PodUIDs lists the pods that have a cgroup under kubepods in any hierarchy.
-func (m *Manager) PodUIDs() ([]types.UID, error) {
+func (m *QOSCgroups) PodUIDs() ([]types.UID, error) {
 	seen := map[types.UID]bool{}
 	for _, h := range m.all {
 		for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
@@ -44,7 +44,7 @@ func (m *Manager) PodUIDs() ([]types.UID, error) {
 // second look spares a pod whose cgroup was made after the caller's view of its pods was
 // taken (by this node or by another nodelet sharing the host). It returns the removed pods;
 // a cgroup that cannot be removed yet (processes still in it) is tried again next sweep.
-func (m *Manager) SweepOrphans(keep func(types.UID) bool) ([]types.UID, error) {
+func (m *QOSCgroups) SweepOrphans(keep func(types.UID) bool) ([]types.UID, error) {
 	uids, err := m.PodUIDs()
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (m *Manager) SweepOrphans(keep func(types.UID) bool) ([]types.UID, error) {
 	return removed, errors.Join(errs...)
 }
 
-func (m *Manager) markSuspect(uid types.UID) {
+func (m *QOSCgroups) markSuspect(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.suspects[uid] = true
