@@ -7,7 +7,6 @@ package cm
 import (
 	"context"
 	"fmt"
-	"path"
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
@@ -44,8 +43,7 @@ type ContainerManager struct {
 	runtimePid atomic.Int64 // the container runtime's process, for its system container
 }
 
-// New makes the QoS cgroups when nodelet owns the pod cgroups (cgroupsPerQOS with the
-// cgroupfs driver), places the processes and enforces node allocatable. Any failure should
+// New makes the QoS cgroups when nodelet owns the pod cgroups (cgroupsPerQOS), places the processes and enforces node allocatable. Any failure should
 // stop nodelet: a node told to protect its reservations must not run pods unprotected.
 func New(cfg Config) (*ContainerManager, error) {
 	pods, err := newPodCgroups(cfg)
@@ -60,19 +58,24 @@ func New(cfg Config) (*ContainerManager, error) {
 }
 
 // newPodCgroups makes the QoS cgroups and returns their manager when nodelet owns the pod
-// cgroups. nil means pods get no cgroup parent and the runtime places them.
+// cgroups (cgroupsPerQOS), as cgroupfs directories or, with cgroupDriver systemd, as slices
+// systemd makes. nil means pods get no cgroup parent and the runtime places them.
 func newPodCgroups(cfg Config) (*QOSCgroups, error) {
 	if !cfg.CgroupsPerQOS {
 		return nil, nil
 	}
-	if cfg.CgroupDriver == "systemd" {
-		klog.InfoS("Pod cgroups are left to the container runtime and systemd with cgroupDriver=systemd")
-		return nil, nil
-	}
-	m, err := NewQOSCgroups(Options{
+	opts := Options{
 		CgroupRoot: cfg.CgroupRoot, PodPidsLimit: cfg.PodPidsLimit,
 		NodeMilliCPU: int64(goruntime.NumCPU()) * 1000, NoCPUQuota: !cfg.CPUCFSQuota,
-	})
+	}
+	if cfg.CgroupDriver == "systemd" {
+		conn, err := ConnectSystemd(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		opts.systemd = conn
+	}
+	m, err := NewQOSCgroups(opts)
 	if err == nil {
 		err = m.Start()
 	}
@@ -108,14 +111,14 @@ func (m *ContainerManager) PodsCgroup() string {
 	if m.pods == nil {
 		return ""
 	}
-	return path.Join("/", m.cfg.CgroupRoot, kubepodsName)
+	return m.pods.qosPath(v1.PodQOSGuaranteed)
 }
 
 // MemoryCgroups are the cgroup v1 memory directories of the host's root cgroup and of the
 // pods, where memory thresholds are registered with the kernel.
 func (m *ContainerManager) MemoryCgroups() (root, pods string, err error) {
 	if m.pods == nil {
-		return "", "", fmt.Errorf("kernelMemcgNotification needs nodelet's own cgroups (cgroupsPerQOS with cgroupDriver cgroupfs)")
+		return "", "", fmt.Errorf("kernelMemcgNotification needs nodelet's own cgroups (cgroupsPerQOS)")
 	}
 	return m.pods.MemoryDirs()
 }

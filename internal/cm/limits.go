@@ -124,6 +124,11 @@ func containersAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resou
 // cgroup library: its v1 (fs) driver over every v1 hierarchy pod cgroups are made in, or its
 // v2 (fs2) driver on the unified tree.
 func (m *QOSCgroups) apply(path string, l limits) error {
+	if m.systemd != nil {
+		if err := m.setSliceProperties(path, l); err != nil {
+			return err
+		}
+	}
 	if m.create[0].v2 {
 		dir := filepath.Join(m.create[0].dir, path)
 		res := l.resources(true)

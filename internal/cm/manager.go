@@ -1,8 +1,8 @@
 package cm
 
-// The pod cgroup tree for the cgroupfs driver: <cgroupRoot>/kubepods for Guaranteed pods,
+// The pod cgroup tree: with the cgroupfs driver <cgroupRoot>/kubepods for Guaranteed pods,
 // kubepods/burstable and kubepods/besteffort for the other QoS classes, and one pod<uid>
-// cgroup per pod carrying the pod's summed limits. The container runtime puts the pod's
+// cgroup per pod carrying the pod's summed limits (systemd.go names them as slices). The container runtime puts the pod's
 // containers under the pod cgroup it is given as cgroup parent. Both cgroup v1 (one tree per
 // controller, as on hybrid hosts) and the v2 unified tree are handled.
 
@@ -13,7 +13,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -46,7 +45,8 @@ type Options struct {
 	// then only weigh through shares.
 	NoCPUQuota bool
 
-	fs filesystem // nil is the kernel's cgroupfs; tests substitute a fake
+	fs      filesystem   // nil is the kernel's cgroupfs; tests substitute a fake
+	systemd systemdUnits // set for the systemd driver: cgroups are slices systemd makes
 }
 
 // QOSCgroups creates and removes the QoS and pod cgroups. It is safe for concurrent use.
@@ -57,8 +57,9 @@ type QOSCgroups struct {
 	nodeShares int64
 	noQuota    bool
 	fs         filesystem
-	create     []hierarchy // where cgroups are made and limits written
-	all        []hierarchy // where pod cgroups are removed from
+	systemd    systemdUnits // nil for the cgroupfs driver
+	create     []hierarchy  // where cgroups are made and limits written
+	all        []hierarchy  // where pod cgroups are removed from
 
 	mu       sync.Mutex
 	suspects map[types.UID]bool // orphan candidates from the last sweep
@@ -76,12 +77,15 @@ func NewQOSCgroups(opts Options) (*QOSCgroups, error) {
 	if opts.fs == nil {
 		opts.fs = cgroupFS{}
 	}
+	if opts.systemd != nil && path.Clean("/"+opts.CgroupRoot) != "/" {
+		return nil, fmt.Errorf("cgroupRoot %s with cgroupDriver systemd: nodelet makes kubepods.slice at the root only", opts.CgroupRoot)
+	}
 	create, all, err := discover(opts.Root)
 	if err != nil {
 		return nil, err
 	}
 	m := &QOSCgroups{
-		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, fs: opts.fs,
+		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, fs: opts.fs, systemd: opts.systemd,
 		create: create, all: all, suspects: map[types.UID]bool{},
 	}
 	if opts.NodeMilliCPU > 0 {
@@ -103,6 +107,9 @@ func (m *QOSCgroups) Start() error {
 		// As upstream makes them in every v1 hierarchy, name=systemd included (where its
 		// existence check looks); runc makes the pods' own paths there.
 		for _, h := range m.named() {
+			if m.systemd != nil {
+				break // systemd makes its slices there itself
+			}
 			if _, err := m.ensurePath(h, m.qosPath(class)); err != nil {
 				return err
 			}
@@ -128,7 +135,7 @@ func (m *QOSCgroups) EnsurePod(pod *v1.Pod) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	class := qos.Class(pod)
-	cgroup := path.Join(m.qosPath(class), podPrefix+string(pod.UID))
+	cgroup := path.Join(m.qosPath(class), m.podName(class, pod.UID))
 	if err := m.ensure(cgroup); err != nil {
 		return "", err
 	}
@@ -141,6 +148,9 @@ func (m *QOSCgroups) EnsurePod(pod *v1.Pod) (string, error) {
 		}
 	}
 	klog.V(4).InfoS("Pod cgroup ready", "pod", klog.KObj(pod), "cgroup", cgroup)
+	if m.systemd != nil {
+		return path.Base(cgroup), nil // the runtime's systemd driver takes the slice's name
+	}
 	return cgroup, nil
 }
 
@@ -153,11 +163,18 @@ func (m *QOSCgroups) RemovePod(uid types.UID) error {
 	wasBurstable := false
 	for _, h := range m.all {
 		for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
-			dir := filepath.Join(h.dir, m.qosPath(class), podPrefix+string(uid))
+			cgroup := path.Join(m.qosPath(class), m.podName(class, uid))
+			dir := filepath.Join(h.dir, cgroup)
 			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			wasBurstable = wasBurstable || class == v1.PodQOSBurstable
+			if m.systemd != nil {
+				if err := m.stopSlice(cgroup); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
 			if err := m.removeTree(dir); err != nil {
 				errs = append(errs, err)
 			}
@@ -177,6 +194,12 @@ func (m *QOSCgroups) RemovePod(uid types.UID) error {
 
 // qosPath is the cgroup path of a QoS class's parent cgroup.
 func (m *QOSCgroups) qosPath(class v1.PodQOSClass) string {
+	if m.systemd != nil {
+		if class == v1.PodQOSGuaranteed {
+			return "/" + sliceOf(class)
+		}
+		return path.Join("/", sliceOf(v1.PodQOSGuaranteed), sliceOf(class))
+	}
 	switch class {
 	case v1.PodQOSBurstable:
 		return path.Join(m.cgroupRoot, kubepodsName, burstableName)
@@ -188,6 +211,9 @@ func (m *QOSCgroups) qosPath(class v1.PodQOSClass) string {
 
 // ensure makes the cgroup at path in every hierarchy pod cgroups are made in.
 func (m *QOSCgroups) ensure(cgroup string) error {
+	if m.systemd != nil {
+		return m.ensureSlices(cgroup)
+	}
 	for _, h := range m.create {
 		if _, err := m.ensurePath(h, cgroup); err != nil {
 			return err
@@ -211,7 +237,7 @@ func (m *QOSCgroups) updateBurstableShares() error {
 	}
 	var total int64
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), podPrefix) {
+		if _, ok := m.podUID(v1.PodQOSBurstable, e.Name()); !ok || !e.IsDir() {
 			continue
 		}
 		shares, err := m.readShares(h, filepath.Join(dir, e.Name()))

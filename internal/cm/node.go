@@ -27,7 +27,7 @@ func (m *ContainerManager) enforceAllocatable() error {
 	placing := kc.KubeletCgroups != "" || kc.SystemCgroups != ""
 	if m.pods == nil {
 		if enforcing || placing {
-			return fmt.Errorf("enforceNodeAllocatable %v, kubeletCgroups and systemCgroups need nodelet's own cgroups (cgroupsPerQOS with cgroupDriver cgroupfs); set enforceNodeAllocatable to [\"none\"] and leave the others empty otherwise", enforce)
+			return fmt.Errorf("enforceNodeAllocatable %v, kubeletCgroups and systemCgroups need nodelet's own cgroups (cgroupsPerQOS); set enforceNodeAllocatable to [\"none\"] and leave the others empty otherwise", enforce)
 		}
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,7 +25,7 @@ func (m *QOSCgroups) PodUIDs() ([]types.UID, error) {
 				return nil, err
 			}
 			for _, e := range entries {
-				if uid, ok := strings.CutPrefix(e.Name(), podPrefix); ok && e.IsDir() && uid != "" {
+				if uid, ok := m.podUID(class, e.Name()); ok && e.IsDir() {
 					seen[types.UID(uid)] = true
 				}
 			}

@@ -72,7 +72,8 @@ func (m *QOSCgroups) PodMemoryUsage(pod *v1.Pod) (int64, error) {
 }
 
 func (m *QOSCgroups) podPath(pod *v1.Pod) string {
-	return path.Join(m.qosPath(qos.Class(pod)), podPrefix+string(pod.UID))
+	class := qos.Class(pod)
+	return path.Join(m.qosPath(class), m.podName(class, pod.UID))
 }
 
 // readCPU reads the cgroup's weight (as v1 shares) and quota (-1 for none).
