@@ -11,7 +11,8 @@ import (
 // only the machine's series are served: pods then live where the runtime put them.
 func (n *agent) cadvisorHandler() http.Handler {
 	src := cadvisor.Source{Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get, OOMs: &n.ooms}
-	if src.PodsCgroup = n.cm.PodsCgroup(); src.PodsCgroup != "" {
+	if n.cm.OwnsPodCgroups() {
+		src.PodCgroup = n.cm.PodCgroup
 		src.Layers = n.summaryProvider().Layers
 	} else {
 		src.Pods = nil

@@ -114,6 +114,14 @@ func (m *ContainerManager) PodsCgroup() string {
 	return m.pods.qosPath(v1.PodQOSGuaranteed)
 }
 
+// PodCgroup is the path of the pod's cgroup, "" when it has none.
+func (m *ContainerManager) PodCgroup(uid types.UID) string {
+	if m.pods == nil {
+		return ""
+	}
+	return m.pods.PodCgroup(uid)
+}
+
 // MemoryCgroups are the cgroup v1 memory directories of the host's root cgroup and of the
 // pods, where memory thresholds are registered with the kernel.
 func (m *ContainerManager) MemoryCgroups() (root, pods string, err error) {

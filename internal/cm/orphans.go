@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 
@@ -37,6 +38,22 @@ func (m *QOSCgroups) PodUIDs() ([]types.UID, error) {
 	}
 	slices.Sort(uids)
 	return uids, nil
+}
+
+// PodCgroup is the path of the pod's cgroup, found among the QoS classes' cgroups in the
+// memory hierarchy, or "" when the pod has none.
+func (m *QOSCgroups) PodCgroup(uid types.UID) string {
+	h, ok := m.hierarchyWith("memory")
+	if !ok {
+		return ""
+	}
+	for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		cgroup := path.Join(m.qosPath(class), m.podName(class, uid))
+		if _, err := os.Stat(filepath.Join(h.dir, cgroup)); err == nil {
+			return cgroup
+		}
+	}
+	return ""
 }
 
 // SweepOrphans removes the cgroups of pods that keep disowns on two sweeps in a row. The

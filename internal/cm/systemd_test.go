@@ -184,6 +184,9 @@ func TestSystemdPodSliceLimitsResizeAndRemoval(t *testing.T) {
 			t.Errorf("%s = %q, want %q", file, got, want)
 		}
 	}
+	if got := m.PodCgroup(pod.UID); got != "/kubepods.slice/kubepods-burstable.slice/"+slice {
+		t.Errorf("PodCgroup %q", got)
+	}
 	if uids, err := m.PodUIDs(); err != nil || !slices.Equal(uids, []types.UID{"1234-abcd"}) {
 		t.Errorf("PodUIDs %v, %v", uids, err)
 	}
