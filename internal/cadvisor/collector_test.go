@@ -31,6 +31,28 @@ func write(t *testing.T, root string, files map[string]string) {
 	}
 }
 
+// webPod is the source of one pod, ns/web, whose one container c1 runs, with its cgroup at
+// podCgroup of the tree under root.
+func webPod(root, podCgroup string) Source {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid1"}}
+	return Source{
+		Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		PodStatus: func(types.UID) (*runtime.PodStatus, bool) {
+			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: runtime.StateRunning}}}, true
+		},
+		PodCgroup:  func(types.UID) string { return podCgroup },
+		CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys",
+	}
+}
+
+// scrape is the handler's answer to one GET.
+func scrape(src Source) string {
+	rec := httptest.NewRecorder()
+	NewHandler(src).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
+	body, _ := io.ReadAll(rec.Body)
+	return string(body)
+}
+
 func TestSeriesFromCgroupFiles(t *testing.T) {
 	root := t.TempDir()
 	ctr := "kubepods/burstable/poduid1/c1"
@@ -63,23 +85,13 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 	}
 	_ = os.Symlink("socket:[123]", filepath.Join(root, "proc/7/fd/3"))
 	_ = os.Symlink("/dev/null", filepath.Join(root, "proc/7/fd/0"))
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid1"}}
-	src := Source{
-		Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
-		PodStatus: func(types.UID) (*runtime.PodStatus, bool) {
-			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: runtime.StateRunning}}}, true
-		},
-		PodCgroup: func(types.UID) string { return "/kubepods/burstable/poduid1" }, CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys", MachineMemory: 1 << 30,
-		OOMs: &OOMCounter{},
-		Layers: func(context.Context) (map[string]stats.Layer, error) {
-			return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesUsed: ptr[uint64](12)}}, nil
-		},
+	src := webPod(root, "/kubepods/burstable/poduid1")
+	src.MachineMemory, src.OOMs = 1<<30, &OOMCounter{}
+	src.Layers = func(context.Context) (map[string]stats.Layer, error) {
+		return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesUsed: ptr[uint64](12)}}, nil
 	}
 	src.OOMs.Add("/kubepods/burstable/poduid1/old")
-	rec := httptest.NewRecorder()
-	NewHandler(src).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
-	body, _ := io.ReadAll(rec.Body)
-	text := string(body)
+	text := scrape(src)
 	l := `{container="app",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"}`
 	pl := `{container="",id="/kubepods/burstable/poduid1",image="",name="",namespace="ns",pod="web"}`
 	for _, want := range []string{
@@ -157,19 +169,7 @@ func TestSeriesFromCgroupV2FilesUnderSystemdSlices(t *testing.T) {
 		"cgroup/" + pod + "/memory.stat":    "anon 1\n",
 		"sys/dev/block/8:0/uevent":          "MAJOR=8\nMINOR=0\nDEVNAME=sda\n",
 	})
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid1"}}
-	src := Source{
-		Pods: func() []*v1.Pod { return []*v1.Pod{p} },
-		PodStatus: func(types.UID) (*runtime.PodStatus, bool) {
-			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: runtime.StateRunning}}}, true
-		},
-		PodCgroup:  func(types.UID) string { return "/" + pod },
-		CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys",
-	}
-	rec := httptest.NewRecorder()
-	NewHandler(src).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
-	body, _ := io.ReadAll(rec.Body)
-	text := string(body)
+	text := scrape(webPod(root, "/"+pod))
 	l := `{container="app",id="/` + ctr + `",image="busybox:1.36",name="c1",namespace="ns",pod="web"}`
 	for _, want := range []string{
 		"container_cpu_usage_seconds_total" + l + " 1.5",

@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -154,16 +155,8 @@ func (m *ContainerManager) SweepPodCgroups(ctx context.Context, sourcesReady fun
 	if m.pods == nil {
 		return
 	}
-	ticker := time.NewTicker(cgroupSweepPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		m.sweepOnce(sourcesReady, known, runtimePods)
-	}
+	// A first pass at once only marks suspects: nothing goes before a second look.
+	wait.UntilWithContext(ctx, func(context.Context) { m.sweepOnce(sourcesReady, known, runtimePods) }, cgroupSweepPeriod)
 }
 
 func (m *ContainerManager) sweepOnce(sourcesReady func() bool, known func(types.UID) bool, runtimePods func() ([]types.UID, time.Time)) {
