@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,7 +23,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/cadvisor"
-	"github.com/nodelet/nodelet/internal/cgroups"
+	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
@@ -90,7 +89,7 @@ type agent struct {
 	prober   *prober.Manager
 	devices  *deviceplugin.Manager // nil when its socket could not be served
 	cluster  *cluster              // nil standalone
-	cgroups  *cgroups.Manager      // nil unless nodelet makes the pod cgroups
+	cm       *cm.ContainerManager  // node allocatable, process placement, QoS and pod cgroups
 	resizer  *resize.Resizer       // in-place resize decisions over the allocation checkpoint
 	comps    *components           // every long-running part, joined when nodelet stops
 
@@ -100,7 +99,6 @@ type agent struct {
 	imageGC     *imagegc.ImageGC    // nil until run() starts it (internal/app/gc.go)
 	eviction    *eviction.Manager   // built by run() (internal/app/eviction.go)
 	summary     *stats.Provider     // the stats every endpoint and the eviction manager read
-	runtimePid  atomic.Int64        // the container runtime's process, for its system container
 	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log
 	shutdown    *shutdown.Manager   // nil unless graceful node shutdown is configured
 	timeline    *timeline.Recorder  // each pod's steps, for /debug/pods/{ns}/{name}/timeline
@@ -243,10 +241,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := prepareHost(cfg); err != nil {
 		return nil, err
 	}
-	if n.cgroups, err = newPodCgroups(cfg); err != nil {
-		return nil, err
-	}
-	if err := n.enforceAllocatable(); err != nil {
+	if n.cm, err = cm.New(containerManagerConfig(cfg)); err != nil {
 		return nil, err
 	}
 	if mode == asDaemon {
@@ -331,9 +326,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.devices != nil {
 		opts.Devices = containerDevices(n.devices)
 	}
-	if n.cgroups != nil {
-		opts.PodCgroup = n.cgroups.EnsurePod
-	}
+	opts.PodCgroup = n.cm.PodCgroupParent()
 	n.runtimeHandler = opts.RuntimeHandler
 	n.resizeRuntimeOptions(&opts)
 	// The prober is made after the runtime (it execs and kills through it) and before any sync.
@@ -351,9 +344,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: node.HostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 		Resizes: n.resizer,
 	}
-	if n.cgroups != nil {
-		deps.RemoveCgroup = n.cgroups.RemovePod
-	}
+	deps.RemoveCgroup = n.cm.RemovePodCgroup()
 	if n.cluster != nil {
 		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: mirrorAPI{n.cluster.mirrors, n.cluster.ready}}
 		deps.Terminated = n.cluster.apiStatus.PodTerminated
@@ -473,7 +464,9 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	api.NodeUI = page.handler
 	n.startNodePage(page, n.startServer(ctx, checks, api))
 	n.comps.start("pleg", relister.Run)
-	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
+	n.comps.loop("pod cgroup sweep", func(ctx context.Context) {
+		n.cm.SweepPodCgroups(ctx, loopCfg.SourcesReady, func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }, runtimePodUIDs(relister.RunningPods))
+	})
 	n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, n.cri) })
 	n.startEviction()
 	n.startOOM()

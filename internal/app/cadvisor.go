@@ -2,7 +2,6 @@ package app
 
 import (
 	"net/http"
-	"path"
 
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/node"
@@ -12,8 +11,8 @@ import (
 // only the machine's series are served: pods then live where the runtime put them.
 func (n *agent) cadvisorHandler() http.Handler {
 	src := cadvisor.Source{Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get, OOMs: &n.ooms}
-	if n.cgroups != nil {
-		src.PodsCgroup = path.Join("/", n.cfg.Kubelet.CgroupRoot, "kubepods")
+	if n.cm.OwnsPodCgroups() {
+		src.PodCgroup = n.cm.PodCgroup
 		src.Layers = n.summaryProvider().Layers
 	} else {
 		src.Pods = nil

@@ -35,10 +35,7 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 		deps.DiskReclaimers = append(deps.DiskReclaimers, n.imageGC.DeleteUnusedImages)
 	}
 	if kc.KernelMemcgNotification {
-		if n.cgroups == nil {
-			return fmt.Errorf("kernelMemcgNotification needs nodelet's own cgroups (cgroupsPerQOS with cgroupDriver cgroupfs); set it to false otherwise")
-		}
-		root, pods, err := n.cgroups.MemoryDirs()
+		root, pods, err := n.cm.MemoryCgroups()
 		if err != nil {
 			return fmt.Errorf("kernelMemcgNotification: %w; set it to false", err)
 		}

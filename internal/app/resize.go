@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/allocation"
-	"github.com/nodelet/nodelet/internal/cgroups"
+	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/resize"
 	"github.com/nodelet/nodelet/internal/runtime"
@@ -35,8 +35,8 @@ func (n *agent) newResizer() error {
 // resizeRuntimeOptions gives the runtime manager what it actuates resizes with.
 func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
 	opts.Actuated = n.resizer.Allocations
-	if n.cgroups != nil {
-		opts.PodCgroups = podCgroups{n.cgroups}
+	if n.cm.OwnsPodCgroups() {
+		opts.PodCgroups = podCgroups{n.cm}
 	}
 }
 
@@ -69,7 +69,7 @@ func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers
 }
 
 // podCgroups adapts the cgroup manager to what the runtime resizes pod cgroups through.
-type podCgroups struct{ m *cgroups.Manager }
+type podCgroups struct{ m *cm.ContainerManager }
 
 func (p podCgroups) PodConfig(pod *v1.Pod) (runtime.PodCgroupConfig, runtime.PodCgroupConfig, error) {
 	current, desired, err := p.m.PodConfig(pod)
@@ -77,7 +77,7 @@ func (p podCgroups) PodConfig(pod *v1.Pod) (runtime.PodCgroupConfig, runtime.Pod
 }
 
 func (p podCgroups) SetPodConfig(pod *v1.Pod, c runtime.PodCgroupConfig) error {
-	return p.m.SetPodConfig(pod, cgroups.PodConfig(c))
+	return p.m.SetPodConfig(pod, cm.PodConfig(c))
 }
 
 func (p podCgroups) PodMemoryUsage(pod *v1.Pod) (int64, error) { return p.m.PodMemoryUsage(pod) }

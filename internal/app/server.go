@@ -104,7 +104,7 @@ func (n *agent) summaryProvider() *stats.Provider {
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
 			Runtime: n.cri, RootDir: n.cfg.RootDir,
 			PodLogsDir:       n.cfg.Kubelet.PodLogsDir,
-			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
+			SystemContainers: n.cm.SystemContainers, Volumes: volumeStatter(n.csiStats),
 		})
 		metrics.SetClaimVolumeStats(n.summary.ClaimVolumeStats)
 	}

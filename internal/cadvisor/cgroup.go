@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// cgroupStats are one cgroup's figures on cgroup v1; a nil field could not be read.
+// cgroupStats are one cgroup's figures; a nil field could not be read.
 type cgroupStats struct {
 	cpuUsageNs                                  *uint64
 	cpuUserNs, cpuSystemNs                      *uint64
@@ -27,8 +27,11 @@ type cgroupStats struct {
 }
 
 // readCgroup reads the cgroup path (e.g. /kubepods/burstable/pod<uid>/<id>) under the v1
-// mounts at root.
+// mounts or the v2 mount at root.
 func readCgroup(root, path string) cgroupStats {
+	if unified(root) {
+		return readCgroupV2(root, path)
+	}
 	var s cgroupStats
 	cpu := firstDir(root, path, "cpu,cpuacct", "cpuacct")
 	s.cpuUsageNs = readUint(filepath.Join(cpu, "cpuacct.usage"))

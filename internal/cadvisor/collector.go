@@ -30,8 +30,9 @@ import (
 type Source struct {
 	Pods      func() []*v1.Pod
 	PodStatus func(types.UID) (*container.PodStatus, bool)
-	// PodsCgroup is the cgroup the pods' cgroups are under (e.g. /kubepods).
-	PodsCgroup string
+	// PodCgroup is the pod's cgroup path (e.g. /kubepods/burstable/pod<uid>, or the
+	// kubepods-burstable-pod<uid>.slice path with the systemd driver), "" when it has none.
+	PodCgroup func(types.UID) string
 	// CgroupRoot, Proc and Sys default to /sys/fs/cgroup, /proc and /sys.
 	CgroupRoot, Proc, Sys string
 	// MachineMemory is the machine's memory in bytes.
@@ -111,14 +112,14 @@ func (c *collector) targets() []target {
 		return out
 	}
 	for _, pod := range c.src.Pods() {
-		podPath := c.podCgroup(pod.UID)
+		podPath := c.src.PodCgroup(pod.UID)
 		if podPath == "" {
 			continue
 		}
 		pt := target{path: podPath, labels: []string{"", podPath, "", "", pod.Namespace, pod.Name}, pod: true}
 		rs, ok := c.src.PodStatus(pod.UID)
 		if ok && len(rs.Sandboxes) > 0 {
-			if pids := readPIDs(filepath.Join(firstDir(c.src.CgroupRoot, path.Join(podPath, rs.Sandboxes[0].ID), "pids", "memory"), "cgroup.procs")); len(pids) > 0 {
+			if pids := readPIDs(filepath.Join(c.containerDir(podPath, rs.Sandboxes[0].ID, "pids", "memory"), "cgroup.procs")); len(pids) > 0 {
 				pt.netPID = pids[0]
 			}
 		}
@@ -130,7 +131,7 @@ func (c *collector) targets() []target {
 			if cs.State != container.StateRunning {
 				continue
 			}
-			p := path.Join(podPath, cs.ID)
+			p := c.containerCgroup(podPath, cs.ID)
 			start := cs.StartedAt.Unix()
 			out = append(out, target{path: p, labels: []string{cs.Name, p, cs.Image, cs.ID, pod.Namespace, pod.Name}, start: &start, id: cs.ID})
 		}
@@ -138,15 +139,23 @@ func (c *collector) targets() []target {
 	return out
 }
 
-// podCgroup finds the pod's cgroup among the QoS classes' directories.
-func (c *collector) podCgroup(uid types.UID) string {
-	for _, qos := range []string{"", "burstable", "besteffort"} {
-		p := path.Join(c.src.PodsCgroup, qos, "pod"+string(uid))
-		if _, err := os.Stat(filepath.Join(c.src.CgroupRoot, "memory", p)); err == nil {
-			return p
-		}
+// containerCgroup is the cgroup path of the container id in the pod's cgroup: <id> with the
+// runtime's cgroupfs driver, a cri-containerd-<id>.scope with its systemd driver.
+func (c *collector) containerCgroup(podPath, id string) string {
+	scope := path.Join(podPath, "cri-containerd-"+id+".scope")
+	if _, err := os.Stat(c.containerDir(podPath, "cri-containerd-"+id+".scope", "memory")); err == nil {
+		return scope
 	}
-	return ""
+	return path.Join(podPath, id)
+}
+
+// containerDir is the directory of the container's cgroup in the first of the v1 trees
+// mounted (the one tree on v2).
+func (c *collector) containerDir(podPath, name string, mounts ...string) string {
+	if unified(c.src.CgroupRoot) {
+		return filepath.Join(c.src.CgroupRoot, podPath, name)
+	}
+	return firstDir(c.src.CgroupRoot, path.Join(podPath, name), mounts...)
 }
 
 func (c *collector) emit(ch chan<- prometheus.Metric, t target, s cgroupStats, layers map[string]stats.Layer, now float64) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/cgroups"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,28 @@ func write(t *testing.T, root string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// webPod is the source of one pod, ns/web, whose one container c1 runs, with its cgroup at
+// podCgroup of the tree under root.
+func webPod(root, podCgroup string) Source {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid1"}}
+	return Source{
+		Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		PodStatus: func(types.UID) (*container.PodStatus, bool) {
+			return &container.PodStatus{Containers: []*container.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: container.StateRunning}}}, true
+		},
+		PodCgroup:  func(types.UID) string { return podCgroup },
+		CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys",
+	}
+}
+
+// scrape is the handler's answer to one GET.
+func scrape(src Source) string {
+	rec := httptest.NewRecorder()
+	NewHandler(src).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
+	body, _ := io.ReadAll(rec.Body)
+	return string(body)
 }
 
 func TestSeriesFromCgroupFiles(t *testing.T) {
@@ -63,23 +86,13 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 	}
 	_ = os.Symlink("socket:[123]", filepath.Join(root, "proc/7/fd/3"))
 	_ = os.Symlink("/dev/null", filepath.Join(root, "proc/7/fd/0"))
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid1"}}
-	src := Source{
-		Pods: func() []*v1.Pod { return []*v1.Pod{pod} },
-		PodStatus: func(types.UID) (*container.PodStatus, bool) {
-			return &container.PodStatus{Containers: []*container.ContainerStatus{{ID: "c1", Name: "app", Image: "busybox:1.36", State: container.StateRunning}}}, true
-		},
-		PodsCgroup: "/kubepods", CgroupRoot: root + "/cgroup", Proc: root + "/proc", Sys: root + "/sys", MachineMemory: 1 << 30,
-		OOMs: &OOMCounter{},
-		Layers: func(context.Context) (map[string]stats.Layer, error) {
-			return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesUsed: ptr.To[uint64](12)}}, nil
-		},
+	src := webPod(root, "/kubepods/burstable/poduid1")
+	src.MachineMemory, src.OOMs = 1<<30, &OOMCounter{}
+	src.Layers = func(context.Context) (map[string]stats.Layer, error) {
+		return map[string]stats.Layer{"c1": {Device: "8:0", UsedBytes: 4096, CapacityBytes: 1 << 30, InodesUsed: ptr.To[uint64](12)}}, nil
 	}
 	src.OOMs.Add("/kubepods/burstable/poduid1/old")
-	rec := httptest.NewRecorder()
-	NewHandler(src).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
-	body, _ := io.ReadAll(rec.Body)
-	text := string(body)
+	text := scrape(src)
 	l := `{container="app",id="/kubepods/burstable/poduid1/c1",image="busybox:1.36",name="c1",namespace="ns",pod="web"}`
 	pl := `{container="",id="/kubepods/burstable/poduid1",image="",name="",namespace="ns",pod="web"}`
 	for _, want := range []string{
@@ -123,6 +136,66 @@ func TestSeriesFromCgroupFiles(t *testing.T) {
 	// The pod's own cgroup has no writable layer: no container_fs series for it.
 	if strings.Contains(text, "container_fs_usage_bytes"+`{container="",`) {
 		t.Error("a pod cgroup got container_fs_usage_bytes")
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+// TestSeriesFromCgroupV2FilesUnderSystemdSlices reads a unified (v2) tree, laid out as the
+// systemd driver lays out a pod: a pod slice with the runtime's container scope in it.
+func TestSeriesFromCgroupV2FilesUnderSystemdSlices(t *testing.T) {
+	cgroups.TestMode = true // the library reads a temporary tree, not cgroupfs
+	t.Cleanup(func() { cgroups.TestMode = false })
+	root := t.TempDir()
+	pod := "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-poduid1.slice"
+	ctr := pod + "/cri-containerd-c1.scope"
+	write(t, root, map[string]string{
+		"cgroup/cgroup.controllers":         "cpu memory pids io\n",
+		"cgroup/" + ctr + "/cpu.stat":       "usage_usec 1500000\nuser_usec 1200000\nsystem_usec 300000\nnr_periods 10\nnr_throttled 4\nthrottled_usec 2000000\n",
+		"cgroup/" + ctr + "/cpu.weight":     "8\n",
+		"cgroup/" + ctr + "/cpu.max":        "20000 100000\n",
+		"cgroup/" + ctr + "/memory.current": "1000\n",
+		"cgroup/" + ctr + "/memory.max":     "67108864\n",
+		"cgroup/" + ctr + "/memory.peak":    "1200\n",
+		"cgroup/" + ctr + "/memory.stat":    "anon 600\nfile 300\nfile_mapped 50\ninactive_file 200\npgfault 40\npgmajfault 3\n",
+		"cgroup/" + ctr + "/memory.events":  "low 0\nhigh 0\nmax 0\noom 2\noom_kill 2\n",
+		"cgroup/" + ctr + "/pids.current":   "1\n",
+		"cgroup/" + ctr + "/pids.max":       "max\n",
+		"cgroup/" + ctr + "/io.stat":        "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n",
+		"cgroup/" + ctr + "/cgroup.procs":   "7\n",
+		"cgroup/" + ctr + "/cgroup.threads": "7\n8\n",
+		"cgroup/" + pod + "/memory.current": "1100\n",
+		"cgroup/" + pod + "/memory.max":     "max\n",
+		"cgroup/" + pod + "/memory.stat":    "anon 1\n",
+		"sys/dev/block/8:0/uevent":          "MAJOR=8\nMINOR=0\nDEVNAME=sda\n",
+	})
+	text := scrape(webPod(root, "/"+pod))
+	l := `{container="app",id="/` + ctr + `",image="busybox:1.36",name="c1",namespace="ns",pod="web"}`
+	for _, want := range []string{
+		"container_cpu_usage_seconds_total" + l + " 1.5",
+		"container_cpu_user_seconds_total" + l + " 1.2",
+		"container_cpu_cfs_throttled_periods_total" + l + " 4",
+		"container_cpu_cfs_throttled_seconds_total" + l + " 2",
+		"container_spec_cpu_shares" + l + " 185",
+		"container_spec_cpu_quota" + l + " 20000",
+		"container_spec_memory_limit_bytes" + l + " 6.7108864e+07",
+		"container_memory_usage_bytes" + l + " 1000",
+		"container_memory_max_usage_bytes" + l + " 1200",
+		"container_memory_working_set_bytes" + l + " 800",
+		"container_memory_rss" + l + " 600",
+		"container_memory_cache" + l + " 300",
+		"container_oom_events_total" + l + " 2",
+		"container_threads_max" + l + " 0",
+		"container_processes" + l + " 1",
+		"container_threads" + l + " 2",
+		`container_fs_writes_bytes_total{container="app",device="/dev/sda",id="/` + ctr + `",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 8192`,
+		`container_fs_reads_total{container="app",device="/dev/sda",id="/` + ctr + `",image="busybox:1.36",name="c1",namespace="ns",pod="web"} 1`,
+		`container_memory_usage_bytes{container="",id="/` + pod + `",image="",name="",namespace="ns",pod="web"} 1100`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
 	}
 	if t.Failed() {
 		t.Log(text)

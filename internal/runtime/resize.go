@@ -31,7 +31,7 @@ type PodCgroupConfig struct {
 	Memory    int64
 }
 
-// PodCgroups resizes a running pod's cgroup (internal/cgroups).
+// PodCgroups resizes a running pod's cgroup (internal/cm).
 type PodCgroups interface {
 	// PodConfig returns the cgroup's current settings and those the pod asks for.
 	PodConfig(pod *v1.Pod) (current, desired PodCgroupConfig, err error)

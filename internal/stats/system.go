@@ -169,7 +169,7 @@ func (h HostPaths) podProcessCount(pid int) (uint64, bool) {
 	}
 	candidates = append(candidates, filepath.Join(h.Cgroup, filepath.Dir(paths[""])))
 	for _, dir := range candidates {
-		if !strings.HasPrefix(filepath.Base(dir), "pod") {
+		if !isPodCgroup(filepath.Base(dir)) {
 			continue
 		}
 		if b, err := os.ReadFile(filepath.Join(dir, "pids.current")); err == nil {
@@ -178,4 +178,13 @@ func (h HostPaths) podProcessCount(pid int) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// isPodCgroup tells a pod's cgroup by its name: pod<uid> with the cgroupfs driver,
+// kubepods[-<qos>]-pod<uid>.slice with the systemd driver.
+func isPodCgroup(name string) bool {
+	if strings.HasPrefix(name, "pod") {
+		return true
+	}
+	return strings.HasPrefix(name, "kubepods") && strings.Contains(name, "-pod") && strings.HasSuffix(name, ".slice")
 }

@@ -55,3 +55,43 @@ func TestSystemContainersAndPodProcessCount(t *testing.T) {
 		t.Errorf("pod process count %d %v, want 3 from the pod cgroup's pids.current", n, ok)
 	}
 }
+
+// TestSystemContainersOnCgroupV2WithSystemdSlices reads the unified tree the systemd driver
+// lays out: the pods' slice, the runtime's service, and a pod slice's process count.
+func TestSystemContainersOnCgroupV2WithSystemdSlices(t *testing.T) {
+	root := t.TempDir()
+	podSlice := "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-poduid1.slice"
+	writeFiles(t, root, map[string]string{
+		"proc/42/cgroup":            "0::/system.slice/containerd.service\n",
+		"proc/43/cgroup":            "0::/" + podSlice + "/cri-containerd-sb.scope\n",
+		"cgroup/cgroup.controllers": "cpu memory pids\n",
+		"cgroup/system.slice/containerd.service/cpu.stat":       "usage_usec 5000000\n",
+		"cgroup/system.slice/containerd.service/memory.current": "1000\n",
+		"cgroup/system.slice/containerd.service/memory.stat":    "inactive_file 300\nanon 600\npgfault 7\npgmajfault 1\n",
+		"cgroup/system.slice/containerd.service/memory.max":     "max\n",
+		"cgroup/kubepods.slice/cpu.stat":                        "usage_usec 9\n",
+		"cgroup/kubepods.slice/memory.current":                  "2000\n",
+		"cgroup/kubepods.slice/memory.stat":                     "inactive_file 500\npgfault 0\n",
+		"cgroup/kubepods.slice/memory.max":                      "4000\n",
+		"cgroup/" + podSlice + "/pids.current":                  "3\n",
+	})
+	now := time.Unix(100, 0)
+	p := NewSummaryProvider(Deps{Host: HostPaths{Proc: root + "/proc", Cgroup: root + "/cgroup"}, Now: func() time.Time { return now },
+		SystemContainers: func() []SystemContainer {
+			return []SystemContainer{{Name: "runtime", PID: 42}, {Name: "pods", Cgroup: "/kubepods.slice"}}
+		}})
+	got := p.systemContainers(now)
+	if len(got) != 2 {
+		t.Fatalf("got %d system containers, want runtime and pods: %+v", len(got), got)
+	}
+	rt, pods := got[0], got[1]
+	if *rt.CPU.UsageCoreNanoSeconds != 5e9 || *rt.Memory.WorkingSetBytes != 700 || *rt.Memory.RSSBytes != 600 || rt.Memory.AvailableBytes != nil {
+		t.Errorf("runtime: cpu %+v memory %+v", rt.CPU, rt.Memory)
+	}
+	if *pods.CPU.UsageCoreNanoSeconds != 9000 || *pods.Memory.WorkingSetBytes != 1500 || *pods.Memory.AvailableBytes != 2500 {
+		t.Errorf("pods: cpu %+v memory %+v", pods.CPU, pods.Memory)
+	}
+	if n, ok := p.d.Host.podProcessCount(43); !ok || n != 3 {
+		t.Errorf("pod process count %d %v, want 3 from the pod slice's pids.current", n, ok)
+	}
+}

@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"errors"
@@ -56,7 +56,7 @@ func (r Reservation) limits(cpuOnly bool) limits {
 // LimitPods limits the kubepods cgroup to r (node allocatable: capacity minus kube and
 // system reserved). A zero memory lifts an earlier limit, so a nodelet restarted without
 // enforcement does not keep the last one's.
-func (m *Manager) LimitPods(r Reservation) error {
+func (m *QOSCgroups) LimitPods(r Reservation) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := r.limits(false)
@@ -82,7 +82,7 @@ var reservedControllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids"}
 // its reservation; cpuOnly is the "-compressible" enforcement. The cgroup must exist in
 // the hierarchies of reservedControllers, as upstream requires: nodelet does not place the
 // system's processes.
-func (m *Manager) LimitReserved(cgroup string, r Reservation, cpuOnly bool) error {
+func (m *QOSCgroups) LimitReserved(cgroup string, r Reservation, cpuOnly bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cgroup = path.Clean("/" + cgroup)
@@ -103,7 +103,7 @@ func (m *Manager) LimitReserved(cgroup string, r Reservation, cpuOnly bool) erro
 
 // MoveProcess creates cgroup in every controller's hierarchy and moves the process there (kubeletCgroups
 // for nodelet itself).
-func (m *Manager) MoveProcess(cgroup string, pid int) error {
+func (m *QOSCgroups) MoveProcess(cgroup string, pid int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.moveLocked(path.Clean("/"+cgroup), []int{pid}, false)
@@ -111,7 +111,7 @@ func (m *Manager) MoveProcess(cgroup string, pid int) error {
 
 // moveLocked moves pids into cgroup in every hierarchy with a controller nodelet uses. With gone tolerated, a process that
 // exited meanwhile is skipped.
-func (m *Manager) moveLocked(cgroup string, pids []int, gone bool) error {
+func (m *QOSCgroups) moveLocked(cgroup string, pids []int, gone bool) error {
 	for _, h := range m.create {
 		dir, err := m.ensurePath(h, cgroup)
 		if err != nil {
@@ -129,7 +129,7 @@ func (m *Manager) moveLocked(cgroup string, pids []int, gone bool) error {
 
 // MoveHostProcesses moves the user-space processes of the root cgroup into cgroup
 // (systemCgroups). Kernel threads stay: they cannot move and belong to no container.
-func (m *Manager) MoveHostProcesses(cgroup string, proc string) (int, error) {
+func (m *QOSCgroups) MoveHostProcesses(cgroup string, proc string) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var pids []int

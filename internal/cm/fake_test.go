@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"io/fs"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/opencontainers/cgroups"
 )
 
 // fakeCgroupFS emulates cgroupfs on a temporary directory: mkdir populates the new cgroup's
@@ -25,6 +27,7 @@ type fakeCgroupFS struct {
 // symlinks), cpuset, memory, pids, the named systemd tree and the v2 tree at unified.
 func newFakeV1(t *testing.T) *fakeCgroupFS {
 	t.Helper()
+	libraryTestMode(t)
 	f := &fakeCgroupFS{root: t.TempDir(), v1Files: map[string]map[string]string{
 		"cpu,cpuacct": {"cpu.shares": "1024", "cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "-1", "cpuacct.usage": "0"},
 		"cpuset":      {"cpuset.cpus": "", "cpuset.mems": ""},
@@ -58,11 +61,19 @@ func newFakeV1(t *testing.T) *fakeCgroupFS {
 // newFakeV2 lays out a unified v2 host.
 func newFakeV2(t *testing.T) *fakeCgroupFS {
 	t.Helper()
+	libraryTestMode(t)
 	f := &fakeCgroupFS{root: t.TempDir(), v2: true}
 	f.writeAll(t, f.root, map[string]string{
 		"cgroup.controllers": "cpuset cpu io memory pids\n", "cgroup.subtree_control": "",
 	})
 	return f
+}
+
+// libraryTestMode lets runc's cgroup library write to a fake tree: it then skips its check
+// that a file is on cgroupfs.
+func libraryTestMode(t *testing.T) {
+	cgroups.TestMode = true
+	t.Cleanup(func() { cgroups.TestMode = false })
 }
 
 func (f *fakeCgroupFS) writeAll(t *testing.T, dir string, files map[string]string) {

@@ -1,9 +1,8 @@
-package app
+package cm
 
 import (
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/cgroups"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/stats"
 )
@@ -22,38 +20,38 @@ import (
 // systemCgroups) and limits the pods cgroup to node allocatable and the reserved cgroups to
 // their reservations, as enforceNodeAllocatable asks. Any failure stops nodelet: a node that
 // was told to protect its reservations must not run pods unprotected.
-func (n *agent) enforceAllocatable() error {
-	kc := n.cfg.Kubelet
+func (m *ContainerManager) enforceAllocatable() error {
+	kc := m.cfg
 	enforce := kc.EnforceNodeAllocatable
 	enforcing := len(enforce) > 0 && !slices.Equal(enforce, []string{"none"})
 	placing := kc.KubeletCgroups != "" || kc.SystemCgroups != ""
-	if n.cgroups == nil {
+	if m.pods == nil {
 		if enforcing || placing {
-			return fmt.Errorf("enforceNodeAllocatable %v, kubeletCgroups and systemCgroups need nodelet's own cgroups (cgroupsPerQOS with cgroupDriver cgroupfs); set enforceNodeAllocatable to [\"none\"] and leave the others empty otherwise", enforce)
+			return fmt.Errorf("enforceNodeAllocatable %v, kubeletCgroups and systemCgroups need nodelet's own cgroups (cgroupsPerQOS); set enforceNodeAllocatable to [\"none\"] and leave the others empty otherwise", enforce)
 		}
 		return nil
 	}
-	if err := n.placeProcesses(); err != nil {
+	if err := m.placeProcesses(); err != nil {
 		return err
 	}
 	machine, err := node.ReadMachine(node.HostPaths())
 	if err != nil && machine == nil {
 		return fmt.Errorf("reading the machine's capacity for node allocatable: %w", err)
 	}
-	capacity := cgroups.Reservation{MilliCPU: int64(machine.CPUs) * 1000, Memory: machine.MemoryBytes}
-	pods := cgroups.Reservation{MilliCPU: capacity.MilliCPU} // unenforced: the pods may use the whole node
+	capacity := Reservation{MilliCPU: int64(machine.CPUs) * 1000, Memory: machine.MemoryBytes}
+	pods := Reservation{MilliCPU: capacity.MilliCPU} // unenforced: the pods may use the whole node
 	if slices.Contains(enforce, "pods") {
 		reserved, err := node.Reserved(kc.KubeReserved, kc.SystemReserved)
 		if err != nil {
 			return err
 		}
-		r := cgroups.ReservationOf(reserved)
-		pods = cgroups.Reservation{MilliCPU: capacity.MilliCPU - r.MilliCPU, Memory: capacity.Memory - r.Memory}
+		r := ReservationOf(reserved)
+		pods = Reservation{MilliCPU: capacity.MilliCPU - r.MilliCPU, Memory: capacity.Memory - r.Memory}
 		if r.Pids > 0 {
 			pods.Pids = maxPIDs() - r.Pids
 		}
 	}
-	if err := n.cgroups.LimitPods(pods); err != nil {
+	if err := m.pods.LimitPods(pods); err != nil {
 		return err
 	}
 	for _, reserved := range []struct {
@@ -64,7 +62,7 @@ func (n *agent) enforceAllocatable() error {
 		if !full && !cpuOnly {
 			continue
 		}
-		if err := n.cgroups.LimitReserved(reserved.cgroup, cgroups.ReservationOf(parseReserved(reserved.amounts)), cpuOnly && !full); err != nil {
+		if err := m.pods.LimitReserved(reserved.cgroup, ReservationOf(parseReserved(reserved.amounts)), cpuOnly && !full); err != nil {
 			return fmt.Errorf("enforcing %s: %w", reserved.name, err)
 		}
 	}
@@ -72,16 +70,16 @@ func (n *agent) enforceAllocatable() error {
 }
 
 // placeProcesses moves nodelet into kubeletCgroups and the host's processes into systemCgroups.
-func (n *agent) placeProcesses() error {
-	kc := n.cfg.Kubelet
+func (m *ContainerManager) placeProcesses() error {
+	kc := m.cfg
 	if kc.KubeletCgroups != "" {
-		if err := n.cgroups.MoveProcess(kc.KubeletCgroups, os.Getpid()); err != nil {
+		if err := m.pods.MoveProcess(kc.KubeletCgroups, os.Getpid()); err != nil {
 			return fmt.Errorf("moving nodelet into kubeletCgroups %s: %w", kc.KubeletCgroups, err)
 		}
 		klog.InfoS("nodelet moved into its cgroup", "kubeletCgroups", kc.KubeletCgroups)
 	}
 	if kc.SystemCgroups != "" {
-		moved, err := n.cgroups.MoveHostProcesses(kc.SystemCgroups, "/proc")
+		moved, err := m.pods.MoveHostProcesses(kc.SystemCgroups, "/proc")
 		if err != nil {
 			return fmt.Errorf("moving host processes into systemCgroups %s: %w", kc.SystemCgroups, err)
 		}
@@ -91,9 +89,9 @@ func (n *agent) placeProcesses() error {
 }
 
 // parseReserved reads a validated reservation map.
-func parseReserved(m map[string]string) v1.ResourceList {
+func parseReserved(amounts map[string]string) v1.ResourceList {
 	rl := v1.ResourceList{}
-	for name, value := range m {
+	for name, value := range amounts {
 		if q, err := resource.ParseQuantity(value); err == nil {
 			rl[v1.ResourceName(name)] = q
 		}
@@ -112,17 +110,17 @@ func maxPIDs() int64 {
 	return n
 }
 
-// systemContainers are the cgroups /stats/summary reports for the node: nodelet's own, the
+// SystemContainers are the cgroups /stats/summary reports for the node: nodelet's own, the
 // container runtime's (the oldest containerd process), the pods' and, with systemCgroups,
 // the host processes'.
-func (n *agent) systemContainers() []stats.SystemContainer {
-	kc := n.cfg.Kubelet
+func (m *ContainerManager) SystemContainers() []stats.SystemContainer {
+	kc := m.cfg
 	out := []stats.SystemContainer{{Name: stats.SystemContainerKubelet, PID: os.Getpid()}}
-	if pid := n.runtimePID(); pid > 0 {
+	if pid := m.runtimePID(); pid > 0 {
 		out = append(out, stats.SystemContainer{Name: stats.SystemContainerRuntime, PID: pid})
 	}
-	if n.cgroups != nil {
-		out = append(out, stats.SystemContainer{Name: stats.SystemContainerPods, Cgroup: path.Join("/", kc.CgroupRoot, "kubepods")})
+	if pods := m.PodsCgroup(); pods != "" {
+		out = append(out, stats.SystemContainer{Name: stats.SystemContainerPods, Cgroup: pods})
 	}
 	if kc.SystemCgroups != "" {
 		out = append(out, stats.SystemContainer{Name: stats.SystemContainerMisc, Cgroup: kc.SystemCgroups})
@@ -131,15 +129,15 @@ func (n *agent) systemContainers() []stats.SystemContainer {
 }
 
 // runtimePID finds the runtime's process once and again only when it has gone.
-func (n *agent) runtimePID() int {
-	pid := int(n.runtimePid.Load())
+func (m *ContainerManager) runtimePID() int {
+	pid := int(m.runtimePid.Load())
 	if pid > 0 {
 		if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); err == nil && strings.TrimSpace(string(b)) == "containerd" {
 			return pid
 		}
 	}
 	pid = oldestProcess("/proc", "containerd")
-	n.runtimePid.Store(int64(pid))
+	m.runtimePid.Store(int64(pid))
 	return pid
 }
 

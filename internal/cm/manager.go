@@ -1,11 +1,10 @@
-// Package cgroups keeps the pod cgroup tree for the cgroupfs driver: <cgroupRoot>/kubepods for
-// Guaranteed pods, kubepods/burstable and kubepods/besteffort for the other QoS classes, and
-// one pod<uid> cgroup per pod carrying the pod's summed limits. The container runtime puts
-// the pod's containers under the pod cgroup it is given as cgroup parent.
-//
-// Both cgroup v1 (one tree per controller, as on hybrid hosts) and the v2 unified tree are
-// handled.
-package cgroups
+package cm
+
+// The pod cgroup tree: with the cgroupfs driver <cgroupRoot>/kubepods for Guaranteed pods,
+// kubepods/burstable and kubepods/besteffort for the other QoS classes, and one pod<uid>
+// cgroup per pod carrying the pod's summed limits (systemd.go names them as slices). The container runtime puts the pod's
+// containers under the pod cgroup it is given as cgroup parent. Both cgroup v1 (one tree per
+// controller, as on hybrid hosts) and the v2 unified tree are handled.
 
 import (
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -32,7 +30,7 @@ const (
 	podPrefix      = "pod"
 )
 
-// Options configure a Manager.
+// Options configure a QOSCgroups.
 type Options struct {
 	// Root is where the cgroup hierarchies are mounted (default /sys/fs/cgroup).
 	Root string
@@ -47,19 +45,21 @@ type Options struct {
 	// then only weigh through shares.
 	NoCPUQuota bool
 
-	fs filesystem // nil is the kernel's cgroupfs; tests substitute a fake
+	fs      filesystem   // nil is the kernel's cgroupfs; tests substitute a fake
+	systemd systemdUnits // set for the systemd driver: cgroups are slices systemd makes
 }
 
-// Manager creates and removes the QoS and pod cgroups. It is safe for concurrent use.
-type Manager struct {
+// QOSCgroups creates and removes the QoS and pod cgroups. It is safe for concurrent use.
+type QOSCgroups struct {
 	root       string
 	cgroupRoot string
 	pidsLimit  int64
 	nodeShares int64
 	noQuota    bool
 	fs         filesystem
-	create     []hierarchy // where cgroups are made and limits written
-	all        []hierarchy // where pod cgroups are removed from
+	systemd    systemdUnits // nil for the cgroupfs driver
+	create     []hierarchy  // where cgroups are made and limits written
+	all        []hierarchy  // where pod cgroups are removed from
 
 	mu       sync.Mutex
 	suspects map[types.UID]bool // orphan candidates from the last sweep
@@ -67,7 +67,7 @@ type Manager struct {
 
 // New finds the mounted cgroup hierarchies. It fails when the controllers pod cgroups need
 // are not mounted; it does not write anything.
-func New(opts Options) (*Manager, error) {
+func NewQOSCgroups(opts Options) (*QOSCgroups, error) {
 	if opts.Root == "" {
 		opts.Root = "/sys/fs/cgroup"
 	}
@@ -77,12 +77,15 @@ func New(opts Options) (*Manager, error) {
 	if opts.fs == nil {
 		opts.fs = cgroupFS{}
 	}
+	if opts.systemd != nil && path.Clean("/"+opts.CgroupRoot) != "/" {
+		return nil, fmt.Errorf("cgroupRoot %s with cgroupDriver systemd: nodelet makes kubepods.slice at the root only", opts.CgroupRoot)
+	}
 	create, all, err := discover(opts.Root)
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{
-		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, fs: opts.fs,
+	m := &QOSCgroups{
+		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, fs: opts.fs, systemd: opts.systemd,
 		create: create, all: all, suspects: map[types.UID]bool{},
 	}
 	if opts.NodeMilliCPU > 0 {
@@ -94,7 +97,7 @@ func New(opts Options) (*Manager, error) {
 // Start creates kubepods and its burstable and besteffort children in every hierarchy and
 // sets their cpu weights: the node's cpus for kubepods, the least possible for besteffort,
 // and the burstable pods' summed requests for burstable.
-func (m *Manager) Start() error {
+func (m *QOSCgroups) Start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
@@ -104,6 +107,9 @@ func (m *Manager) Start() error {
 		// As upstream makes them in every v1 hierarchy, name=systemd included (where its
 		// existence check looks); runc makes the pods' own paths there.
 		for _, h := range m.named() {
+			if m.systemd != nil {
+				break // systemd makes its slices there itself
+			}
 			if _, err := m.ensurePath(h, m.qosPath(class)); err != nil {
 				return err
 			}
@@ -125,11 +131,11 @@ func (m *Manager) Start() error {
 // EnsurePod creates the pod's cgroup, writes its limits, and returns the cgroup parent to
 // hand to the runtime, e.g. /kubepods/burstable/pod<uid>. Calling it again rewrites the
 // limits.
-func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
+func (m *QOSCgroups) EnsurePod(pod *v1.Pod) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	class := qos.Class(pod)
-	cgroup := path.Join(m.qosPath(class), podPrefix+string(pod.UID))
+	cgroup := path.Join(m.qosPath(class), m.podName(class, pod.UID))
 	if err := m.ensure(cgroup); err != nil {
 		return "", err
 	}
@@ -142,23 +148,33 @@ func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 		}
 	}
 	klog.V(4).InfoS("Pod cgroup ready", "pod", klog.KObj(pod), "cgroup", cgroup)
+	if m.systemd != nil {
+		return path.Base(cgroup), nil // the runtime's systemd driver takes the slice's name
+	}
 	return cgroup, nil
 }
 
 // RemovePod removes the pod's cgroup, wherever it is, from every hierarchy. It fails (with
 // EBUSY inside) while processes remain in it; the caller retries later.
-func (m *Manager) RemovePod(uid types.UID) error {
+func (m *QOSCgroups) RemovePod(uid types.UID) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
 	wasBurstable := false
 	for _, h := range m.all {
 		for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
-			dir := filepath.Join(h.dir, m.qosPath(class), podPrefix+string(uid))
+			cgroup := path.Join(m.qosPath(class), m.podName(class, uid))
+			dir := filepath.Join(h.dir, cgroup)
 			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			wasBurstable = wasBurstable || class == v1.PodQOSBurstable
+			if m.systemd != nil {
+				if err := m.stopSlice(cgroup); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
 			if err := m.removeTree(dir); err != nil {
 				errs = append(errs, err)
 			}
@@ -177,7 +193,13 @@ func (m *Manager) RemovePod(uid types.UID) error {
 }
 
 // qosPath is the cgroup path of a QoS class's parent cgroup.
-func (m *Manager) qosPath(class v1.PodQOSClass) string {
+func (m *QOSCgroups) qosPath(class v1.PodQOSClass) string {
+	if m.systemd != nil {
+		if class == v1.PodQOSGuaranteed {
+			return "/" + sliceOf(class)
+		}
+		return path.Join("/", sliceOf(v1.PodQOSGuaranteed), sliceOf(class))
+	}
 	switch class {
 	case v1.PodQOSBurstable:
 		return path.Join(m.cgroupRoot, kubepodsName, burstableName)
@@ -188,7 +210,10 @@ func (m *Manager) qosPath(class v1.PodQOSClass) string {
 }
 
 // ensure makes the cgroup at path in every hierarchy pod cgroups are made in.
-func (m *Manager) ensure(cgroup string) error {
+func (m *QOSCgroups) ensure(cgroup string) error {
+	if m.systemd != nil {
+		return m.ensureSlices(cgroup)
+	}
 	for _, h := range m.create {
 		if _, err := m.ensurePath(h, cgroup); err != nil {
 			return err
@@ -200,7 +225,7 @@ func (m *Manager) ensure(cgroup string) error {
 // updateBurstableShares sets the burstable cgroup's cpu weight to the sum of its pods'
 // weights, so burstable pods together weigh what they requested against guaranteed ones.
 // The pod cgroups themselves are the record, which survives restarts.
-func (m *Manager) updateBurstableShares() error {
+func (m *QOSCgroups) updateBurstableShares() error {
 	h, ok := m.cpuHierarchy()
 	if !ok {
 		return nil
@@ -212,7 +237,7 @@ func (m *Manager) updateBurstableShares() error {
 	}
 	var total int64
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), podPrefix) {
+		if _, ok := m.podUID(v1.PodQOSBurstable, e.Name()); !ok || !e.IsDir() {
 			continue
 		}
 		shares, err := m.readShares(h, filepath.Join(dir, e.Name()))
@@ -225,7 +250,7 @@ func (m *Manager) updateBurstableShares() error {
 }
 
 // named are the v1 hierarchies with no controller (name=systemd): only directories go there.
-func (m *Manager) named() []hierarchy {
+func (m *QOSCgroups) named() []hierarchy {
 	var out []hierarchy
 	for _, h := range m.all {
 		if !h.v2 && len(h.controllers) == 0 {
@@ -235,10 +260,10 @@ func (m *Manager) named() []hierarchy {
 	return out
 }
 
-func (m *Manager) cpuHierarchy() (hierarchy, bool) { return m.hierarchyWith("cpu") }
+func (m *QOSCgroups) cpuHierarchy() (hierarchy, bool) { return m.hierarchyWith("cpu") }
 
 // hierarchyWith is the first tree pod cgroups are made in that has controller.
-func (m *Manager) hierarchyWith(controller string) (hierarchy, bool) {
+func (m *QOSCgroups) hierarchyWith(controller string) (hierarchy, bool) {
 	for _, h := range m.create {
 		if h.has(controller) {
 			return h, true
@@ -250,7 +275,7 @@ func (m *Manager) hierarchyWith(controller string) (hierarchy, bool) {
 // MemoryDirs are the cgroup v1 memory directories of the host's root cgroup and of kubepods,
 // where memory thresholds are registered with the kernel (cgroup.event_control). cgroup v2
 // has no such interface: it is an error there.
-func (m *Manager) MemoryDirs() (root, pods string, err error) {
+func (m *QOSCgroups) MemoryDirs() (root, pods string, err error) {
 	if h, ok := m.hierarchyWith("memory"); ok && !h.v2 {
 		return h.dir, filepath.Join(h.dir, m.qosPath(v1.PodQOSGuaranteed)), nil
 	}

@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"errors"
@@ -108,7 +108,7 @@ func checkV2(root string) error {
 // ensurePath makes cgroup path (absolute, e.g. /kubepods/burstable) in h level by level:
 // on v1 a new cpuset cgroup is unusable until it has cpus and mems, and on v2 a child only
 // gets the controllers its parent enables for its subtree.
-func (m *Manager) ensurePath(h hierarchy, path string) (string, error) {
+func (m *QOSCgroups) ensurePath(h hierarchy, path string) (string, error) {
 	dir := h.dir
 	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
 		if part == "" {
@@ -133,7 +133,7 @@ func (m *Manager) ensurePath(h hierarchy, path string) (string, error) {
 }
 
 // inheritCpuset copies cpuset.cpus and cpuset.mems from the parent when dir has none.
-func (m *Manager) inheritCpuset(dir string) error {
+func (m *QOSCgroups) inheritCpuset(dir string) error {
 	for _, name := range []string{"cpuset.cpus", "cpuset.mems"} {
 		own, err := m.fs.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -154,7 +154,7 @@ func (m *Manager) inheritCpuset(dir string) error {
 }
 
 // enableSubtree turns on, for dir's children, the wanted controllers dir has.
-func (m *Manager) enableSubtree(dir string) error {
+func (m *QOSCgroups) enableSubtree(dir string) error {
 	available, err := readFields(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
 		return err
@@ -178,7 +178,7 @@ func (m *Manager) enableSubtree(dir string) error {
 // removeTree removes cgroup dir and any child cgroups, deepest first. Control files are not
 // removed one by one: on cgroupfs they go with their directory. A cgroup that still holds
 // processes fails with EBUSY.
-func (m *Manager) removeTree(dir string) error {
+func (m *QOSCgroups) removeTree(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -199,7 +199,7 @@ func (m *Manager) removeTree(dir string) error {
 	return nil
 }
 
-func (m *Manager) write(dir, file, value string) error {
+func (m *QOSCgroups) write(dir, file, value string) error {
 	if err := m.fs.WriteFile(filepath.Join(dir, file), value); err != nil {
 		return fmt.Errorf("setting %s=%s: %w", filepath.Join(dir, file), value, err)
 	}

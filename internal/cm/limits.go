@@ -1,12 +1,18 @@
-package cgroups
+package cm
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/fs2"
 
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/sidecar"
@@ -114,60 +120,63 @@ func containersAmount(pod *v1.Pod, name v1.ResourceName, s side, conv func(resou
 	return conv(folded[name]), all
 }
 
-// apply writes l to the cgroup at path (relative to a hierarchy's mount) in every hierarchy
-// holding a controller l sets.
-func (m *Manager) apply(path string, l limits) error {
+// apply writes l to the cgroup at path (relative to a hierarchy's mount) through runc's
+// cgroup library: its v1 (fs) driver over every v1 hierarchy pod cgroups are made in, or its
+// v2 (fs2) driver on the unified tree.
+func (m *QOSCgroups) apply(path string, l limits) error {
+	if m.systemd != nil {
+		if err := m.setSliceProperties(path, l); err != nil {
+			return err
+		}
+	}
+	if m.create[0].v2 {
+		dir := filepath.Join(m.create[0].dir, path)
+		res := l.resources(true)
+		mgr, err := fs2.NewManager(&cgroups.Cgroup{Resources: res}, dir)
+		if err == nil {
+			err = mgr.Set(res)
+		}
+		return wrapSet(dir, err)
+	}
+	paths := map[string]string{}
 	for _, h := range m.create {
-		dir := filepath.Join(h.dir, path)
-		var settings [][2]string
-		if h.v2 {
-			settings = v2Settings(l)
-		} else {
-			settings = v1Settings(h, l)
+		for c := range h.controllers {
+			paths[c] = filepath.Join(h.dir, path)
 		}
-		for _, s := range settings {
-			if err := m.write(dir, s[0], s[1]); err != nil {
-				return err
-			}
-		}
+	}
+	res := l.resources(false)
+	mgr, err := fs.NewManager(&cgroups.Cgroup{Resources: res}, paths)
+	if err == nil {
+		err = mgr.Set(res)
+	}
+	return wrapSet(path, err)
+}
+
+func wrapSet(cgroup string, err error) error {
+	if err != nil {
+		return fmt.Errorf("setting the limits of %s: %w", cgroup, err)
 	}
 	return nil
 }
 
-func v1Settings(h hierarchy, l limits) [][2]string {
-	var out [][2]string
-	if h.has("cpu") {
-		if l.cpuShares != 0 {
-			out = append(out, [2]string{"cpu.shares", itoa(l.cpuShares)})
-		}
-		if l.cpuQuota != 0 {
-			out = append(out, [2]string{"cpu.cfs_period_us", itoa(quotaPeriod)}, [2]string{"cpu.cfs_quota_us", itoa(l.cpuQuota)})
-		}
-	}
-	if h.has("memory") && l.memory != 0 {
-		out = append(out, [2]string{"memory.limit_in_bytes", itoa(l.memory)})
-	}
-	if h.has("pids") && l.pids != 0 {
-		out = append(out, [2]string{"pids.max", maxOr(l.pids)})
-	}
-	return out
-}
-
-func v2Settings(l limits) [][2]string {
-	var out [][2]string
+// resources are l as the library takes them: cpu weight as v1 shares or v2 weight, and
+// devices left alone (a pod cgroup's devices are the runtime's to set per container).
+func (l limits) resources(v2 bool) *cgroups.Resources {
+	r := &cgroups.Resources{SkipDevices: true, Memory: l.memory}
 	if l.cpuShares != 0 {
-		out = append(out, [2]string{"cpu.weight", itoa(sharesToWeight(l.cpuShares))})
+		if v2 {
+			r.CpuWeight = uint64(sharesToWeight(l.cpuShares))
+		} else {
+			r.CpuShares = uint64(l.cpuShares)
+		}
 	}
 	if l.cpuQuota != 0 {
-		out = append(out, [2]string{"cpu.max", maxOr(l.cpuQuota) + " " + itoa(quotaPeriod)})
-	}
-	if l.memory != 0 {
-		out = append(out, [2]string{"memory.max", maxOr(l.memory)})
+		r.CpuQuota, r.CpuPeriod = l.cpuQuota, quotaPeriod
 	}
 	if l.pids != 0 {
-		out = append(out, [2]string{"pids.max", maxOr(l.pids)})
+		r.PidsLimit = ptr.To(l.pids)
 	}
-	return out
+	return r
 }
 
 // sharesToWeight maps v1 cpu.shares [2, 262144] linearly onto v2 cpu.weight [1, 10000].
@@ -181,7 +190,7 @@ func weightToShares(weight int64) int64 {
 }
 
 // readShares reads the cpu weight of the cgroup at dir as v1 shares.
-func (m *Manager) readShares(h hierarchy, dir string) (int64, error) {
+func (m *QOSCgroups) readShares(h hierarchy, dir string) (int64, error) {
 	file := "cpu.shares"
 	if h.v2 {
 		file = "cpu.weight"
@@ -198,14 +207,4 @@ func (m *Manager) readShares(h hierarchy, dir string) (int64, error) {
 		return weightToShares(n), nil
 	}
 	return n, nil
-}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// maxOr renders a limit, with "max" for none (v2 files and v1 pids.max).
-func maxOr(n int64) string {
-	if n < 0 {
-		return "max"
-	}
-	return itoa(n)
 }

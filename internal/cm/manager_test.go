@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"errors"
@@ -18,10 +18,10 @@ import (
 // v1Mounts are the fake v1 trees pod cgroups are made in.
 var v1Mounts = []string{"cpu,cpuacct", "cpuset", "memory", "pids"}
 
-func startManager(t *testing.T, f *fakeCgroupFS, opts Options) *Manager {
+func startManager(t *testing.T, f *fakeCgroupFS, opts Options) *QOSCgroups {
 	t.Helper()
 	opts.Root, opts.fs = f.root, f
-	m, err := New(opts)
+	m, err := NewQOSCgroups(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,11 +282,11 @@ func TestNewNeedsTheControllers(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(f.root, "memory")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(Options{Root: f.root, fs: f})
+	_, err := NewQOSCgroups(Options{Root: f.root, fs: f})
 	if err == nil || !strings.Contains(err.Error(), "memory") {
 		t.Errorf("New without memory: %v", err)
 	}
-	if _, err := New(Options{Root: filepath.Join(f.root, "absent"), fs: f}); err == nil {
+	if _, err := NewQOSCgroups(Options{Root: filepath.Join(f.root, "absent"), fs: f}); err == nil {
 		t.Error("New on a missing root succeeded")
 	}
 }

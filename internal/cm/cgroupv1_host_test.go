@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"crypto/rand"
@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestRealCgroupV1 runs the manager against the host's cgroupfs, under a uniquely named
+// TestHostCgroupV1 runs the manager against the host's cgroupfs, under a uniquely named
 // cgroup root of its own, and removes everything it made. It needs root and cgroup v1.
-func TestRealCgroupV1(t *testing.T) {
+func TestHostCgroupV1(t *testing.T) {
 	const root = "/sys/fs/cgroup"
 	if os.Geteuid() != 0 || isFile(filepath.Join(root, "cgroup.controllers")) || !isFile(filepath.Join(root, "memory", "cgroup.procs")) {
 		t.Skip("needs root and cgroup v1")
@@ -20,7 +20,7 @@ func TestRealCgroupV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	testRoot := "/nodelet-test-" + hex.EncodeToString(suffix)
-	m, err := New(Options{CgroupRoot: testRoot, PodPidsLimit: 100})
+	m, err := NewQOSCgroups(Options{CgroupRoot: testRoot, PodPidsLimit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cgroups
+package cm
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ const unlimitedV1Memory = int64(1) << 62
 
 // PodConfig returns the pod cgroup's current cpu and memory settings, and those pod (its
 // allocated resources) asks for.
-func (m *Manager) PodConfig(pod *v1.Pod) (current, desired PodConfig, err error) {
+func (m *QOSCgroups) PodConfig(pod *v1.Pod) (current, desired PodConfig, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	want := podLimits(pod, m.pidsLimit, !m.noQuota)
@@ -45,7 +45,7 @@ func (m *Manager) PodConfig(pod *v1.Pod) (current, desired PodConfig, err error)
 
 // SetPodConfig writes c's non-zero fields to the pod cgroup. A changed weight of a burstable
 // pod is passed on to the burstable cgroup.
-func (m *Manager) SetPodConfig(pod *v1.Pod, c PodConfig) error {
+func (m *QOSCgroups) SetPodConfig(pod *v1.Pod, c PodConfig) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := limits{cpuShares: c.CPUShares, cpuQuota: c.CPUQuota, memory: c.Memory}
@@ -61,7 +61,7 @@ func (m *Manager) SetPodConfig(pod *v1.Pod, c PodConfig) error {
 }
 
 // PodMemoryUsage returns the memory the pod's cgroup uses now, in bytes.
-func (m *Manager) PodMemoryUsage(pod *v1.Pod) (int64, error) {
+func (m *QOSCgroups) PodMemoryUsage(pod *v1.Pod) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n, err := m.readMemory(m.podPath(pod), "memory.usage_in_bytes", "memory.current")
@@ -71,12 +71,13 @@ func (m *Manager) PodMemoryUsage(pod *v1.Pod) (int64, error) {
 	return n, nil
 }
 
-func (m *Manager) podPath(pod *v1.Pod) string {
-	return path.Join(m.qosPath(qos.Class(pod)), podPrefix+string(pod.UID))
+func (m *QOSCgroups) podPath(pod *v1.Pod) string {
+	class := qos.Class(pod)
+	return path.Join(m.qosPath(class), m.podName(class, pod.UID))
 }
 
 // readCPU reads the cgroup's weight (as v1 shares) and quota (-1 for none).
-func (m *Manager) readCPU(cgroup string) (shares, quota int64, err error) {
+func (m *QOSCgroups) readCPU(cgroup string) (shares, quota int64, err error) {
 	h, ok := m.cpuHierarchy()
 	if !ok {
 		return 0, 0, fmt.Errorf("no cpu controller mounted")
@@ -102,7 +103,7 @@ func (m *Manager) readCPU(cgroup string) (shares, quota int64, err error) {
 }
 
 // readMemory reads a memory file, v1's name or v2's, with "max" or v1's maximum as -1.
-func (m *Manager) readMemory(cgroup, v1File, v2File string) (int64, error) {
+func (m *QOSCgroups) readMemory(cgroup, v1File, v2File string) (int64, error) {
 	h, ok := m.hierarchyWith("memory")
 	if !ok {
 		return 0, fmt.Errorf("no memory controller mounted")
@@ -121,7 +122,7 @@ func (m *Manager) readMemory(cgroup, v1File, v2File string) (int64, error) {
 	return n, nil
 }
 
-func (m *Manager) readInt(file string) (int64, error) {
+func (m *QOSCgroups) readInt(file string) (int64, error) {
 	data, err := m.fs.ReadFile(file)
 	if err != nil {
 		return 0, err

@@ -1,12 +1,12 @@
-package cgroups
+package cm
 
 import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,7 +14,7 @@ import (
 )
 
 // PodUIDs lists the pods that have a cgroup under kubepods in any hierarchy.
-func (m *Manager) PodUIDs() ([]types.UID, error) {
+func (m *QOSCgroups) PodUIDs() ([]types.UID, error) {
 	seen := map[types.UID]bool{}
 	for _, h := range m.all {
 		for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
@@ -26,7 +26,7 @@ func (m *Manager) PodUIDs() ([]types.UID, error) {
 				return nil, err
 			}
 			for _, e := range entries {
-				if uid, ok := strings.CutPrefix(e.Name(), podPrefix); ok && e.IsDir() && uid != "" {
+				if uid, ok := m.podUID(class, e.Name()); ok && e.IsDir() {
 					seen[types.UID(uid)] = true
 				}
 			}
@@ -40,11 +40,27 @@ func (m *Manager) PodUIDs() ([]types.UID, error) {
 	return uids, nil
 }
 
+// PodCgroup is the path of the pod's cgroup, found among the QoS classes' cgroups in the
+// memory hierarchy, or "" when the pod has none.
+func (m *QOSCgroups) PodCgroup(uid types.UID) string {
+	h, ok := m.hierarchyWith("memory")
+	if !ok {
+		return ""
+	}
+	for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		cgroup := path.Join(m.qosPath(class), m.podName(class, uid))
+		if _, err := os.Stat(filepath.Join(h.dir, cgroup)); err == nil {
+			return cgroup
+		}
+	}
+	return ""
+}
+
 // SweepOrphans removes the cgroups of pods that keep disowns on two sweeps in a row. The
 // second look spares a pod whose cgroup was made after the caller's view of its pods was
 // taken (by this node or by another nodelet sharing the host). It returns the removed pods;
 // a cgroup that cannot be removed yet (processes still in it) is tried again next sweep.
-func (m *Manager) SweepOrphans(keep func(types.UID) bool) ([]types.UID, error) {
+func (m *QOSCgroups) SweepOrphans(keep func(types.UID) bool) ([]types.UID, error) {
 	uids, err := m.PodUIDs()
 	if err != nil {
 		return nil, err
@@ -74,7 +90,7 @@ func (m *Manager) SweepOrphans(keep func(types.UID) bool) ([]types.UID, error) {
 	return removed, errors.Join(errs...)
 }
 
-func (m *Manager) markSuspect(uid types.UID) {
+func (m *QOSCgroups) markSuspect(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.suspects[uid] = true
