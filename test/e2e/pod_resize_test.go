@@ -5,8 +5,10 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,12 +31,14 @@ func (c *cluster) resizePod(name string, resources map[string]v1.ResourceRequire
 }
 
 // resizePodWithSidecars also resizes sidecars (restartable init containers), as 1.33 allows.
+// Containers are listed by name: the pods resized here list theirs in that order, and the API
+// server refuses a resize patch that seems to reorder them.
 func (c *cluster) resizePodWithSidecars(name string, resources, sidecars map[string]v1.ResourceRequirements) {
 	c.t.Helper()
 	list := func(m map[string]v1.ResourceRequirements) []map[string]any {
 		var out []map[string]any
-		for n, r := range m {
-			out = append(out, map[string]any{"name": n, "resources": r})
+		for _, n := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, map[string]any{"name": n, "resources": m[n]})
 		}
 		return out
 	}
@@ -269,8 +273,11 @@ func TestPodResizePendingUntilRoom(t *testing.T) {
 	}
 	pod = c.waitPod("grow", "resize applied after the filler left", 30*time.Second, func(p *v1.Pod) (bool, string) {
 		cs := containerStatus(p, "main")
-		return podCondition(p, v1.PodResizePending) == nil && cs.AllocatedResources.Cpu().String() == "500m",
-			fmt.Sprintf("allocated %v, conditions %v", cs.AllocatedResources, p.Status.Conditions)
+		// Allocated first, then applied: status.resources shows what is in effect.
+		applied := cs.Resources != nil && cs.Resources.Requests.Cpu().String() == "500m"
+		return podCondition(p, v1.PodResizePending) == nil && podCondition(p, v1.PodResizeInProgress) == nil &&
+				cs.AllocatedResources.Cpu().String() == "500m" && applied,
+			fmt.Sprintf("allocated %v, resources %v, conditions %v", cs.AllocatedResources, cs.Resources, p.Status.Conditions)
 	})
 	if got := containerCgroup(t, pod, "main", "cpu", "cpu.shares"); got != 512 {
 		t.Errorf("cpu.shares %d, want 512 for the 500m request", got)
