@@ -1,7 +1,7 @@
 // Package cadvisor serves /metrics/cadvisor: the container series Prometheus dashboards and
-// alert rules read, under cAdvisor's names and labels, read straight from the cgroup v1 files
-// of the machine, each pod and each running container nodelet runs (and, for the container_fs
-// series, the writable layers the runtime reports).
+// alert rules read, under cAdvisor's names and labels, read straight from the cgroup files (v1,
+// or v2 through runc's cgroup library) of the machine, each pod and each running container
+// nodelet runs (and, for the container_fs series, the writable layers the runtime reports).
 package cadvisor
 
 import (
