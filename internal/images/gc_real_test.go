@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/cri"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // TestRealImageGarbageSource reads (never changes) a real runtime's images and image
@@ -35,16 +35,7 @@ func TestRealImageGarbageSource(t *testing.T) {
 // realImages is an image manager over the real runtime NODELET_E2E_CRI names.
 func realImages(t *testing.T) *Manager {
 	t.Helper()
-	endpoint := os.Getenv("NODELET_E2E_CRI")
-	if endpoint == "" {
-		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
-	}
-	client, err := cri.Connect(endpoint, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	m, err := NewManager(Options{CRI: client})
+	m, err := NewManager(Options{CRI: testutil.RealCRI(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

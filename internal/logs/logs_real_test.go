@@ -52,19 +52,14 @@ type realEnv struct {
 }
 
 func newRealEnv(t *testing.T) *realEnv {
-	endpoint := os.Getenv("NODELET_E2E_CRI")
-	if endpoint == "" {
-		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
-	}
 	root := t.TempDir()
 	rt, err := runtime.NewManager(runtime.Options{
-		Endpoint: endpoint, RootDir: root, PodLogsDir: "/var/log/pods", NodeName: "logs-e2e",
+		CRI: testutil.RealCRI(t), RootDir: root, PodLogsDir: "/var/log/pods", NodeName: "logs-e2e",
 		Volumes: volumestest.Start(t, root),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.Close() })
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	id := hex.EncodeToString(suffix)

@@ -14,7 +14,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -79,15 +78,8 @@ type realNode struct {
 }
 
 func startRealNode(t *testing.T, pod *v1.Pod) *realNode {
-	endpoint := os.Getenv("NODELET_E2E_CRI")
-	if endpoint == "" {
-		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
-	}
+	client := testutil.RealCRI(t)
 	events := &eventLog{}
-	client, err := cri.Connect(endpoint, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt, err := noderuntime.NewManager(noderuntime.Options{
 		CRI: client, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods", Recorder: events, NodeName: "e2e-prober",
 	})

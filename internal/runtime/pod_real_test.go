@@ -35,19 +35,14 @@ const realPodLogsDir = "/var/log/pods"
 
 func realManager(t *testing.T) *Manager {
 	t.Helper()
-	endpoint := os.Getenv("NODELET_E2E_CRI")
-	if endpoint == "" {
-		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
-	}
 	root := t.TempDir()
 	m, err := NewManager(Options{
-		Endpoint: endpoint, RootDir: root, PodLogsDir: realPodLogsDir,
+		CRI: testutil.RealCRI(t), RootDir: root, PodLogsDir: realPodLogsDir,
 		Recorder: record.NewFakeRecorder(1000), NodeName: "e2e-node", Volumes: volumestest.Start(t, root),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Status(ctx); err != nil {
@@ -78,7 +73,7 @@ func realPod(t *testing.T, prefix string, containers ...v1.Container) *v1.Pod {
 
 // cleanupRealPod removes whatever a failed test left behind.
 func cleanupRealPod(t *testing.T, pod *v1.Pod) {
-	m, err := NewManager(Options{Endpoint: os.Getenv("NODELET_E2E_CRI"), PodLogsDir: realPodLogsDir, RootDir: t.TempDir()})
+	m, err := NewManager(Options{Endpoint: os.Getenv(testutil.RealCRIEnv), PodLogsDir: realPodLogsDir, RootDir: t.TempDir()})
 	if err != nil {
 		return
 	}

@@ -55,15 +55,8 @@ type realEnv struct {
 }
 
 func newRealEnv(t *testing.T) *realEnv {
-	endpoint := os.Getenv("NODELET_E2E_CRI")
-	if endpoint == "" {
-		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
-	}
+	client := testutil.RealCRI(t)
 	e := &realEnv{t: t, rootDir: t.TempDir(), statuses: map[types.UID]*container.PodStatus{}}
-	client, err := cri.Connect(endpoint, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mgr, err := runtime.NewManager(runtime.Options{
 		CRI: client, RootDir: e.rootDir, PodLogsDir: realLogsDir, Recorder: record.NewFakeRecorder(10000), NodeName: realNode,
 		Volumes: volumestest.Start(t, e.rootDir),

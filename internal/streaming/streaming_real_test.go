@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +40,6 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
@@ -55,14 +53,7 @@ type realEnv struct {
 
 func startRealPod(t *testing.T) *realEnv {
 	t.Helper()
-	endpoint := os.Getenv("NODELET_E2E_CRI")
-	if endpoint == "" {
-		t.Skip("NODELET_E2E_CRI is not set; skipping the real runtime test")
-	}
-	client, err := cri.Connect(endpoint, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := testutil.RealCRI(t)
 	rm, err := runtime.NewManager(runtime.Options{
 		CRI: client, RootDir: t.TempDir(), PodLogsDir: "/var/log/pods",
 		Recorder: record.NewFakeRecorder(1000), NodeName: "e2e-streaming",
