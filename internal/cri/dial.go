@@ -6,8 +6,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-
-	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // MaxMsgSize is the largest CRI message accepted; list responses on busy nodes are big.
@@ -26,7 +24,7 @@ func dial(endpoint string) (*grpc.ClientConn, error) {
 	}
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(metrics.CRIUnaryInterceptor),
+		grpc.WithChainUnaryInterceptor(observeCalls),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)),
 	)
 	if err != nil {

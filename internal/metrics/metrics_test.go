@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,13 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
 )
 
 func TestMetricsEndpointHasKubeletNames(t *testing.T) {
@@ -71,51 +65,6 @@ func TestMetricsEndpointHasKubeletNames(t *testing.T) {
 	}
 	if help := families["kubelet_pleg_relist_duration_seconds"].GetHelp(); !strings.HasPrefix(help, "[ALPHA] ") {
 		t.Errorf("help %q lacks the stability level", help)
-	}
-}
-
-func TestCRIOperationNames(t *testing.T) {
-	for method, want := range map[string]string{
-		"/runtime.v1.RuntimeService/RunPodSandbox":            "run_podsandbox",
-		"/runtime.v1.RuntimeService/PodSandboxStatus":         "podsandbox_status",
-		"/runtime.v1.RuntimeService/ListPodSandboxStats":      "list_podsandbox_stats",
-		"/runtime.v1.RuntimeService/ListContainerStats":       "list_container_stats",
-		"/runtime.v1.RuntimeService/UpdateContainerResources": "update_container",
-		"/runtime.v1.RuntimeService/ExecSync":                 "exec_sync",
-		"/runtime.v1.ImageService/ImageFsInfo":                "image_fs_info",
-		"/runtime.v1.ImageService/PullImage":                  "pull_image",
-		"/runtime.v1.RuntimeService/Version":                  "version",
-	} {
-		if got := CRIOperation(method); got != want {
-			t.Errorf("CRIOperation(%s) = %q, want %q", method, got, want)
-		}
-	}
-}
-
-func TestCRIUnaryInterceptorRecordsCallsAndErrors(t *testing.T) {
-	_, endpoint := fakecri.Start(t)
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(CRIUnaryInterceptor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	rt := runtimeapi.NewRuntimeServiceClient(conn)
-	calls, errs := value(runtimeOps.WithLabelValues("list_podsandbox")), value(runtimeOpsErrors.WithLabelValues("container_status"))
-	if _, err := rt.ListPodSandbox(context.Background(), &runtimeapi.ListPodSandboxRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.ContainerStatus(context.Background(), &runtimeapi.ContainerStatusRequest{ContainerId: "missing"}); err == nil {
-		t.Fatal("want NotFound")
-	}
-	if got := value(runtimeOps.WithLabelValues("list_podsandbox")); got != calls+1 {
-		t.Errorf("list_podsandbox operations %v, want %v", got, calls+1)
-	}
-	if got := value(runtimeOpsErrors.WithLabelValues("container_status")); got != errs+1 {
-		t.Errorf("container_status errors %v, want %v", got, errs+1)
-	}
-	if n := histogramOf(runtimeOpsDuration.WithLabelValues("container_status").(prometheus.Histogram)).GetSampleCount(); n == 0 {
-		t.Error("no duration recorded for container_status")
 	}
 }
 
