@@ -122,30 +122,33 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		// component still running; only then do the components stop.
 		ctx = context.WithoutCancel(ctx)
 	}
-	comps := newComponents(ctx)
-	ctx = comps.ctx
+	comps, ctx := newComponents(ctx)
 	if err := holdLockFile(cfg, comps); err != nil {
+		comps.release()
 		return err
 	}
 	n, err := build(ctx, cfg, comps, asDaemon)
-	if err == nil {
-		daemon.NotifyReady()
-		if cfg.RunOnce {
-			n.comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
-			err = runonce.Run(ctx, runonce.Deps{
-				Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
-				SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
-			})
-		} else {
-			err = n.run(ctx, stop)
-		}
+	if err != nil {
+		comps.release()
+		return err
 	}
-	// Whatever ended (a failure, ctx, or run-once finishing its pods), every component stops now.
-	comps.cancel()
-	if werr := comps.wait(); err == nil {
-		err = werr
+	main := func(ctx context.Context) error {
+		return runonce.Run(ctx, runonce.Deps{
+			Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
+			SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
+		})
 	}
-	return err
+	if cfg.RunOnce {
+		comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
+	} else if err := n.buildNode(ctx); err != nil {
+		comps.release()
+		return err
+	} else {
+		main = func(ctx context.Context) error { return n.serve(ctx, stop) }
+	}
+	daemon.NotifyReady()
+	// Whatever ends main (a failure, ctx, or run-once finishing its pods) stops every component.
+	return comps.Run(ctx, main)
 }
 
 // node is this node's object: the registered Node in cluster mode (nil until registered), the
@@ -181,7 +184,7 @@ func holdLockFile(cfg *config.Config, comps *components) error {
 		comps.start("lock file contention", func(ctx context.Context) error {
 			err := daemon.WatchContention(ctx, cfg.LockFile)
 			if err == nil {
-				comps.cancel()
+				comps.stop(nil)
 			}
 			return err
 		})
@@ -226,7 +229,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		n.cluster, statusSink = c, c.apiStatus
 		n.objects = c.newAPIObjects(n.pods, comps)
 	}
-	n.recorder = n.newRecorder()
+	n.recorder = n.newRecorder(ctx)
 	n.statuses = status.NewManager(statusSink)
 	imgs, err := n.newImages()
 	if err != nil {
@@ -402,9 +405,10 @@ func (n *agent) startSources(ctx context.Context) {
 	n.comps.start("merger", n.merger.Run)
 }
 
-// run starts the daemon's components and returns when ctx ends or stop is closed (nodelet
-// is asked to stop: SIGTERM), after the graceful node shutdown when that is configured.
-func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
+// buildNode builds what the daemon adds to build's agent: the PLEG, pod workers, sync loop,
+// admission, garbage collection, eviction, node shutdown, the node in the API and the
+// listeners.
+func (n *agent) buildNode(ctx context.Context) error {
 	kc := n.cfg.Kubelet
 	relister := pleg.New(n.runtime, plegPeriod)
 	relister.OnRelist(metrics.ObservePLEGRelist)
@@ -476,6 +480,12 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	n.startEviction()
 	n.startOOM()
 	n.comps.start("sync loop", loop.Run)
+	return nil
+}
+
+// serve returns when ctx ends or stop is closed (nodelet is asked to stop: SIGTERM), after the
+// graceful node shutdown when that is configured.
+func (n *agent) serve(ctx context.Context, stop <-chan struct{}) error {
 	select {
 	case <-ctx.Done():
 	case <-stop:
@@ -510,7 +520,7 @@ func waitForRuntime(ctx context.Context, rt runtime.Manager, endpoint string) (n
 }
 
 // newRecorder returns an event recorder that logs events and, in cluster mode, posts them.
-func (n *agent) newRecorder() record.EventRecorder {
+func (n *agent) newRecorder(ctx context.Context) record.EventRecorder {
 	b := record.NewBroadcaster()
 	n.comps.onStop(b.Shutdown)
 	b.StartStructuredLogging(2)
@@ -518,7 +528,7 @@ func (n *agent) newRecorder() record.EventRecorder {
 		b.StartEventWatcher(n.events.Add)
 	}
 	if n.cluster != nil {
-		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, n.comps.ctx.Done()))
+		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, ctx.Done()))
 	}
 	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
 }
