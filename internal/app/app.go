@@ -475,7 +475,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.comps.start("pleg", relister.Run)
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) { n.sweepPodCgroups(ctx, loopCfg.SourcesReady, relister.RunningPods) })
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
+		n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, w) })
 	}
 	n.startEviction()
 	n.startOOM()

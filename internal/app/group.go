@@ -41,7 +41,8 @@ func (c *components) start(name string, run func(context.Context) error) {
 	c.parts = append(c.parts, component{name: name, run: run})
 }
 
-// loop adds a component whose Run only returns when its context ends.
+// loop adds a component whose Run only returns when its context ends (the pod cgroup sweep
+// is the last).
 func (c *components) loop(name string, run func(context.Context)) {
 	c.start(name, func(ctx context.Context) error { run(ctx); return nil })
 }

@@ -21,7 +21,7 @@ func TestAPIComponentsWaitForTheClientCertificate(t *testing.T) {
 	started := make(chan struct{})
 	c.startAPI(comps, "api thing", func(ctx context.Context) error { close(started); <-ctx.Done(); return nil })
 	standalone := make(chan struct{})
-	comps.loop("standalone thing", func(ctx context.Context) { close(standalone); <-ctx.Done() })
+	comps.start("standalone thing", func(ctx context.Context) error { close(standalone); <-ctx.Done(); return nil })
 	err := comps.Run(ctx, func(context.Context) error {
 		<-standalone
 		select {

@@ -55,7 +55,7 @@ func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers
 	r.Wake = func(uid types.UID) { queue.Enqueue(uid, 0) }
 	r.Backoff = n.syncer.Backoff
 	admit.Allocated = r.Allocated
-	n.comps.loop("allocation checkpoint sweep", func(ctx context.Context) {
+	n.comps.start("allocation checkpoint sweep", func(ctx context.Context) error {
 		wait.UntilWithContext(ctx, func(context.Context) {
 			if !sourcesReady() { // until every source has reported, a missing pod may still come
 				return
@@ -65,6 +65,7 @@ func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers
 				klog.ErrorS(err, "Could not remove the resource checkpoint entries of removed pods; retrying later")
 			}
 		}, allocationSweepPeriod)
+		return nil
 	})
 }
 

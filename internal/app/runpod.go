@@ -108,7 +108,7 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.start("pleg", relister.Run)
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
-		n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, w) })
+		n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, w) })
 	}
 	n.comps.start("sync loop", loop.Run)
 	n.comps.start("pod workers", workers.Run)
