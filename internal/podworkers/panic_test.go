@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -66,7 +65,7 @@ func startPanicky(t *testing.T, killPanics int) (*PodWorkers, *fakeQueue, *panic
 	s := &panicky{fakeSyncer: newFakeSyncer(), bad: "bad", badKill: "victim", killPanics: killPanics, synced: map[types.UID]int{}}
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
 	w := New(s, q, time.Minute)
-	lifecycletest.Start(t, w.Run)
+	testutil.Start(t, w.Run)
 	w.backoff = flowcontrol.NewFakeBackOff(10*time.Millisecond, time.Second, testingclock.NewFakeClock(time.Now()))
 	rec := record.NewFakeRecorder(100)
 	w.SetRecorder(rec)

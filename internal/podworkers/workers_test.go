@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/testutil"
@@ -127,7 +126,7 @@ func waitFor(t *testing.T, f *fakeSyncer, want string) {
 func start(t *testing.T, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
 	w := New(f, q, time.Minute)
-	lifecycletest.Start(t, w.Run)
+	testutil.Start(t, w.Run)
 	return w, q
 }
 
