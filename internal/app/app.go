@@ -410,16 +410,14 @@ func (n *agent) startSources(ctx context.Context) {
 // listeners.
 func (n *agent) buildNode(ctx context.Context) error {
 	kc := n.cfg.Kubelet
-	relister := pleg.New(n.runtime, plegPeriod)
-	relister.OnRelist(metrics.ObservePLEGRelist)
+	relister := pleg.New(n.runtime, plegPeriod, metrics.ObservePLEGRelist)
 	metrics.SetNodeName(n.cfg.NodeName)
 	metrics.SetRuntimeCounter(func() metrics.RuntimeCounts {
 		pods, _ := relister.RunningPods()
 		return stats.CountRuntime(pods, n.cfg.NodeName)
 	})
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
-	workers.SetRecorder(n.recorder)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
 	n.comps.start("pod workers", workers.Run)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
 		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features}

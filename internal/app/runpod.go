@@ -89,10 +89,9 @@ func stopped(nodeletCtx context.Context) error {
 // startPodLoop starts the PLEG, the pod workers and the sync loop for the foreground pod.
 func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	kc := n.cfg.Kubelet
-	relister := pleg.New(n.runtime, plegPeriod)
+	relister := pleg.New(n.runtime, plegPeriod, nil)
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
-	workers.SetRecorder(n.recorder)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
 	// the volume manager their volumes.

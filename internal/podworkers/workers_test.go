@@ -125,7 +125,7 @@ func waitFor(t *testing.T, f *fakeSyncer, want string) {
 
 func start(t *testing.T, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
-	w := New(f, q, time.Minute)
+	w := New(f, q, time.Minute, nil)
 	testutil.Start(t, w.Run)
 	return w, q
 }
