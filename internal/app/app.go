@@ -419,19 +419,19 @@ func (n *agent) buildNode(ctx context.Context) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
 	n.comps.start("pod workers", workers.Run)
-	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
-		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features}
-	if n.devices != nil {
-		admit.Devices = n.devices
-	}
 	sourcesReady := func() bool { return n.merger.SeenAllSources(n.sources...) }
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
-	if err := n.buildEviction(workers, admit); err != nil {
+	if err := n.startEviction(workers); err != nil {
 		return err
 	}
-	n.buildShutdown(ctx, workers, admit)
+	n.buildShutdown(ctx, workers)
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
+		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features,
+		Devices: admissionDevices(n.devices), Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
+		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
+	}
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
@@ -443,7 +443,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 		loopCfg.ContainerDied = n.containerGC.ContainerDied
 	}
 	if n.cluster != nil {
-		n.cluster.wireLoop(ctx, &loopCfg, admit)
+		n.cluster.wireLoop(ctx, &loopCfg)
 	}
 	n.wireResize(queue, workers, admit, sourcesReady)
 	loop := syncloop.New(loopCfg)
@@ -475,7 +475,6 @@ func (n *agent) buildNode(ctx context.Context) error {
 	if w, ok := n.runtime.(runtime.ExitWatcher); ok {
 		n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, w) })
 	}
-	n.startEviction()
 	n.startOOM()
 	n.comps.start("sync loop", loop.Run)
 	return nil

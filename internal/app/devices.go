@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
@@ -25,6 +26,14 @@ func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager
 		return nil
 	}
 	comps.start("device plugins", m.Run)
+	return m
+}
+
+// admissionDevices keeps a missing device plugin manager a nil interface.
+func admissionDevices(m *deviceplugin.Manager) admission.Devices {
+	if m == nil {
+		return nil
+	}
 	return m
 }
 

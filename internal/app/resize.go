@@ -45,16 +45,10 @@ func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
 func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers, admit *admission.Admitter, sourcesReady func() bool) {
 	r := n.resizer
 	r.Fit = admit.FitsResources
-	r.Allocatable = func() v1.ResourceList {
-		if admit.Allocatable == nil {
-			return nil
-		}
-		return admit.Allocatable()
-	}
+	r.Allocatable = admit.Allocatable
 	r.ActivePods = func() []*v1.Pod { return n.activePods(workers) }
 	r.Wake = func(uid types.UID) { queue.Enqueue(uid, 0) }
 	r.Backoff = n.syncer.Backoff
-	admit.Allocated = r.Allocated
 	n.comps.start("allocation checkpoint sweep", func(ctx context.Context) error {
 		wait.UntilWithContext(ctx, func(context.Context) {
 			if !sourcesReady() { // until every source has reported, a missing pod may still come
