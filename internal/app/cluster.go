@@ -75,7 +75,6 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 	}
 	comps.onStop(c.deletes.Wait)
 	if identity != nil {
-		identity.SetClient(clients.API.CertificatesV1().CertificateSigningRequests())
 		comps.start("client certificate", identity.Run)
 		if cfg.BootstrapKubeconfig != "" {
 			c.ready = identity.Ready()

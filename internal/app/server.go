@@ -198,11 +198,11 @@ func parseIPs(list []string) []net.IP {
 // it renewed (serverTLSBootstrap); the server presents whatever is current.
 func (n *agent) servingCertificates(ips []net.IP, hostnames []string) (*certificates.Manager, error) {
 	store := certificates.Store{Dir: n.cfg.CertDir, Prefix: "kubelet-server"}
-	serving, err := certificates.NewServingManager(store, n.cfg.NodeName, ips, hostnames)
+	csrs := n.cluster.clients.API.CertificatesV1().CertificateSigningRequests()
+	serving, err := certificates.NewServingManager(store, n.cfg.NodeName, ips, hostnames, csrs)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	serving.SetClient(n.cluster.clients.API.CertificatesV1().CertificateSigningRequests())
 	n.cluster.startAPI(n.comps, "serving certificate", serving.Run)
 	return serving, nil
 }
