@@ -6,7 +6,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,16 +133,12 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	if err != nil {
 		return err
 	}
-	var interval time.Duration
-	if kc.ContainerLogMonitorInterval != nil {
-		interval = kc.ContainerLogMonitorInterval.Duration
-	}
 	var containers runtime.LogService = n.runtime.(runtime.LogService)
 	if podLogDir != "" {
 		containers = runpod.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
 	}
 	rotator, err := logs.NewRotator(logs.RotatorOptions{
-		MaxSize: maxSize, MaxFiles: int(n.cfg.ContainerLogMaxFiles), Interval: interval,
+		MaxSize: maxSize, MaxFiles: int(n.cfg.ContainerLogMaxFiles), Interval: n.cfg.ContainerLogMonitorInterval,
 		Runtime: containers,
 	})
 	if err != nil {
