@@ -94,9 +94,9 @@ type agent struct {
 
 	podStates   *podStates          // tells the volume manager when a pod's containers are gone
 	objects     *apiObjects         // what pods reference, read through the API; nil standalone
-	containerGC *gc.ContainerGC     // nil until run() starts it (internal/app/gc.go)
-	imageGC     *imagegc.ImageGC    // nil until run() starts it (internal/app/gc.go)
-	eviction    *eviction.Manager   // built by run() (internal/app/eviction.go)
+	containerGC *gc.ContainerGC     // built by buildNode, nil without GC (internal/app/gc.go)
+	imageGC     *imagegc.ImageGC    // built by buildNode, nil without GC (internal/app/gc.go)
+	eviction    *eviction.Manager   // built by buildNode (internal/app/eviction.go)
 	summary     *stats.Provider     // the stats every endpoint and the eviction manager read
 	runtimePid  atomic.Int64        // the container runtime's process, for its system container
 	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log

@@ -42,6 +42,9 @@ func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
 
 // wireResize connects the resize decisions to admission (which counts pods with their
 // allocations), the active pods and the sync queue, and sweeps the checkpoints of pods gone.
+// It is the graph's other link made after construction (volumes.go has the first): the pod
+// sync decides resizes through the resizer, and admission (through eviction) and the active
+// pods need the pod workers, which are made over the pod sync.
 func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers, admit *admission.Admitter, sourcesReady func() bool) {
 	r := n.resizer
 	r.Fit = admit.FitsResources
