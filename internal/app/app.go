@@ -181,8 +181,13 @@ func holdLockFile(cfg *config.Config, comps *components) error {
 		return err
 	}
 	if cfg.ExitOnLockContention {
+		w, err := daemon.WatchContention(cfg.LockFile) // from now on, while nodelet builds too
+		if err != nil {
+			return err
+		}
+		comps.onStop(w.Close)
 		comps.start("lock file contention", func(ctx context.Context) error {
-			err := daemon.WatchContention(ctx, cfg.LockFile)
+			err := w.Run(ctx)
 			if err == nil {
 				comps.stop(nil)
 			}
