@@ -132,23 +132,25 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		comps.release()
 		return err
 	}
-	main := func(ctx context.Context) error {
-		return runonce.Run(ctx, runonce.Deps{
-			Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
-			SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
-		})
-	}
+	main := func(ctx context.Context) error { return n.serve(ctx, stop) }
 	if cfg.RunOnce {
 		comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
+		main = n.runOnce
 	} else if err := n.buildNode(ctx); err != nil {
 		comps.release()
 		return err
-	} else {
-		main = func(ctx context.Context) error { return n.serve(ctx, stop) }
 	}
 	daemon.NotifyReady()
 	// Whatever ends main (a failure, ctx, or run-once finishing its pods) stops every component.
 	return comps.Run(ctx, main)
+}
+
+// runOnce runs the sources' pods once, reports them and returns (--runonce).
+func (n *agent) runOnce(ctx context.Context) error {
+	return runonce.Run(ctx, runonce.Deps{
+		Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
+		SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
+	})
 }
 
 // node is this node's object: the registered Node in cluster mode (nil until registered), the
