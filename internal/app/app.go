@@ -95,9 +95,9 @@ type agent struct {
 
 	podStates   *podStates          // tells the volume manager when a pod's containers are gone
 	objects     *apiObjects         // what pods reference, read through the API; nil standalone
-	containerGC *gc.ContainerGC     // nil until run() starts it (internal/app/gc.go)
-	imageGC     *imagegc.ImageGC    // nil until run() starts it (internal/app/gc.go)
-	eviction    *eviction.Manager   // built by run() (internal/app/eviction.go)
+	containerGC *gc.ContainerGC     // built by buildNode, nil without GC (internal/app/gc.go)
+	imageGC     *imagegc.ImageGC    // built by buildNode, nil without GC (internal/app/gc.go)
+	eviction    *eviction.Manager   // built by buildNode (internal/app/eviction.go)
 	summary     *stats.Provider     // the stats every endpoint and the eviction manager read
 	ooms        cadvisor.OOMCounter // OOM kills by cgroup, from the kernel log
 	shutdown    *shutdown.Manager   // nil unless graceful node shutdown is configured
@@ -122,30 +122,35 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		// component still running; only then do the components stop.
 		ctx = context.WithoutCancel(ctx)
 	}
-	comps := newComponents(ctx)
-	ctx = comps.ctx
+	comps, ctx := newComponents(ctx)
 	if err := holdLockFile(cfg, comps); err != nil {
+		comps.release()
 		return err
 	}
 	n, err := build(ctx, cfg, comps, asDaemon)
-	if err == nil {
-		daemon.NotifyReady()
-		if cfg.RunOnce {
-			n.comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
-			err = runonce.Run(ctx, runonce.Deps{
-				Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
-				SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
-			})
-		} else {
-			err = n.run(ctx, stop)
-		}
+	if err != nil {
+		comps.release()
+		return err
 	}
-	// Whatever ended (a failure, ctx, or run-once finishing its pods), every component stops now.
-	comps.cancel()
-	if werr := comps.wait(); err == nil {
-		err = werr
+	main := func(ctx context.Context) error { return n.serve(ctx, stop) }
+	if cfg.RunOnce {
+		comps.start("volume manager", n.volumes.Run) // no pod terminates, so none tears down
+		main = n.runOnce
+	} else if err := n.buildNode(ctx); err != nil {
+		comps.release()
+		return err
 	}
-	return err
+	daemon.NotifyReady()
+	// Whatever ends main (a failure, ctx, or run-once finishing its pods) stops every component.
+	return comps.Run(ctx, main)
+}
+
+// runOnce runs the sources' pods once, reports them and returns (--runonce).
+func (n *agent) runOnce(ctx context.Context) error {
+	return runonce.Run(ctx, runonce.Deps{
+		Updates: n.merger.Updates(), SourcesSeen: func() bool { return n.merger.SeenAllSources(n.sources...) },
+		SyncPod: n.syncer.SyncPod, Status: n.statuses.Get, Out: os.Stdout,
+	})
 }
 
 // node is this node's object: the registered Node in cluster mode (nil until registered), the
@@ -178,10 +183,15 @@ func holdLockFile(cfg *config.Config, comps *components) error {
 		return err
 	}
 	if cfg.ExitOnLockContention {
+		w, err := daemon.WatchContention(cfg.LockFile) // from now on, while nodelet builds too
+		if err != nil {
+			return err
+		}
+		comps.onStop(w.Close)
 		comps.start("lock file contention", func(ctx context.Context) error {
-			err := daemon.WatchContention(ctx, cfg.LockFile)
+			err := w.Run(ctx)
 			if err == nil {
-				comps.cancel()
+				comps.stop(nil)
 			}
 			return err
 		})
@@ -226,7 +236,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		n.cluster, statusSink = c, c.apiStatus
 		n.objects = c.newAPIObjects(n.pods, comps)
 	}
-	n.recorder = n.newRecorder()
+	n.recorder = n.newRecorder(ctx)
 	n.statuses = status.NewManager(statusSink)
 	criClient, err := cri.Connect(kc.ContainerRuntimeEndpoint, cfg.ImageServiceEndpoint, kc.RuntimeRequestTimeout.Duration)
 	if err != nil {
@@ -397,34 +407,33 @@ func (n *agent) startSources(ctx context.Context) {
 	n.comps.start("merger", n.merger.Run)
 }
 
-// run starts the daemon's components and returns when ctx ends or stop is closed (nodelet
-// is asked to stop: SIGTERM), after the graceful node shutdown when that is configured.
-func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
+// buildNode builds what the daemon adds to build's agent: the PLEG, pod workers, sync loop,
+// admission, garbage collection, eviction, node shutdown, the node in the API and the
+// listeners.
+func (n *agent) buildNode(ctx context.Context) error {
 	kc := n.cfg.Kubelet
-	relister := pleg.New(n.runtime, plegPeriod)
-	relister.OnRelist(metrics.ObservePLEGRelist)
+	relister := pleg.New(n.runtime, plegPeriod, metrics.ObservePLEGRelist)
 	metrics.SetNodeName(n.cfg.NodeName)
 	metrics.SetRuntimeCounter(func() metrics.RuntimeCounts {
 		pods, _ := relister.RunningPods()
 		return stats.CountRuntime(pods, n.cfg.NodeName)
 	})
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
-	workers.SetRecorder(n.recorder)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
 	n.comps.start("pod workers", workers.Run)
-	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
-		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features}
-	if n.devices != nil {
-		admit.Devices = n.devices
-	}
 	sourcesReady := func() bool { return n.merger.SeenAllSources(n.sources...) }
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
-	if err := n.buildEviction(workers, admit); err != nil {
+	if err := n.startEviction(workers); err != nil {
 		return err
 	}
-	n.buildShutdown(ctx, workers, admit)
+	n.buildShutdown(ctx, workers)
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
+		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features,
+		Devices: admissionDevices(n.devices), Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
+		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
+	}
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
@@ -436,7 +445,7 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 		loopCfg.ContainerDied = n.containerGC.ContainerDied
 	}
 	if n.cluster != nil {
-		n.cluster.wireLoop(ctx, &loopCfg, admit)
+		n.cluster.wireLoop(ctx, &loopCfg)
 	}
 	n.wireResize(queue, workers, admit, sourcesReady)
 	loop := syncloop.New(loopCfg)
@@ -467,10 +476,15 @@ func (n *agent) run(ctx context.Context, stop <-chan struct{}) error {
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) {
 		n.cm.SweepPodCgroups(ctx, loopCfg.SourcesReady, func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }, runtimePodUIDs(relister.RunningPods))
 	})
-	n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, n.cri) })
-	n.startEviction()
+	n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, n.cri) })
 	n.startOOM()
 	n.comps.start("sync loop", loop.Run)
+	return nil
+}
+
+// serve returns when ctx ends or stop is closed (nodelet is asked to stop: SIGTERM), after the
+// graceful node shutdown when that is configured.
+func (n *agent) serve(ctx context.Context, stop <-chan struct{}) error {
 	select {
 	case <-ctx.Done():
 	case <-stop:
@@ -505,7 +519,7 @@ func waitForRuntime(ctx context.Context, rt container.Runtime, endpoint string) 
 }
 
 // newRecorder returns an event recorder that logs events and, in cluster mode, posts them.
-func (n *agent) newRecorder() record.EventRecorder {
+func (n *agent) newRecorder(ctx context.Context) record.EventRecorder {
 	b := record.NewBroadcaster()
 	n.comps.onStop(b.Shutdown)
 	b.StartStructuredLogging(2)
@@ -513,7 +527,7 @@ func (n *agent) newRecorder() record.EventRecorder {
 		b.StartEventWatcher(n.events.Add)
 	}
 	if n.cluster != nil {
-		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, n.comps.ctx.Done()))
+		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, ctx.Done()))
 	}
 	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/certificates"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -76,7 +75,6 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 	}
 	comps.onStop(c.deletes.Wait)
 	if identity != nil {
-		identity.SetClient(clients.API.CertificatesV1().CertificateSigningRequests())
 		comps.start("client certificate", identity.Run)
 		if cfg.BootstrapKubeconfig != "" {
 			c.ready = identity.Ready()
@@ -124,12 +122,20 @@ func (m mirrorAPI) Delete(ctx context.Context, namespace, name string, uid *type
 	}
 }
 
-// wireLoop connects the sync loop and admission to the API side.
-func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config, admit *admission.Admitter) {
+// wireLoop connects the sync loop's configuration to the API side.
+func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config) {
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
 	cfg.Reconciled = c.apiStatus.Reconcile
 	cfg.DeleteMirror = func(mirror *v1.Pod) { c.deletes.Go(func() { c.mirrors.DeleteOrphan(ctx, mirror) }) }
-	admit.Allocatable = func() v1.ResourceList {
+}
+
+// allocatable is the registered node's allocatable, for admission and resize; nil standalone
+// (no check).
+func (c *cluster) allocatable() func() v1.ResourceList {
+	if c == nil {
+		return nil
+	}
+	return func() v1.ResourceList {
 		if ctl := c.node.Load(); ctl != nil {
 			if n := ctl.Node(); n != nil {
 				return n.Status.Allocatable

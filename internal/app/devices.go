@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
@@ -25,6 +26,14 @@ func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager
 		return nil
 	}
 	comps.start("device plugins", m.Run)
+	return m
+}
+
+// admissionDevices keeps a missing device plugin manager a nil interface.
+func admissionDevices(m *deviceplugin.Manager) admission.Devices {
+	if m == nil {
+		return nil
+	}
 	return m
 }
 

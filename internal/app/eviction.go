@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/eviction"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podutil"
@@ -16,9 +15,11 @@ import (
 	"github.com/nodelet/nodelet/internal/status"
 )
 
-// buildEviction makes the eviction manager: its admission check goes into admit, its
-// pressure into n.pressure (read by the node status). It runs once startEviction is called.
-func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.Admitter) error {
+// startEviction makes the eviction manager (n.eviction: admission, the node status and the
+// node page read its pressure) and starts it. It always runs (with no threshold too): its 10 s
+// read of the summary is also the CPU housekeeping sample, so every /stats/summary answer
+// carries usageNanoCores however rarely it is asked.
+func (n *agent) startEviction(workers *podworkers.PodWorkers) error {
 	kc := n.cfg.Kubelet
 	deps := eviction.Deps{
 		Summary:    n.summaryProvider(),
@@ -53,15 +54,8 @@ func (n *agent) buildEviction(workers *podworkers.PodWorkers, admit *admission.A
 		return err
 	}
 	n.eviction = m
-	admit.Pressure = m.Admit
+	n.comps.start("eviction manager", m.Run)
 	return nil
-}
-
-// startEviction runs the eviction manager. It always runs (with no threshold too): its 10 s
-// read of the summary is also the CPU housekeeping sample, so every /stats/summary answer
-// carries usageNanoCores however rarely it is asked.
-func (n *agent) startEviction() {
-	n.comps.start("eviction manager", n.eviction.Run)
 }
 
 // activePods are the pods nodelet runs: admitted, not finished and not being torn down.

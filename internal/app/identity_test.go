@@ -17,33 +17,34 @@ import (
 func TestAPIComponentsWaitForTheClientCertificate(t *testing.T) {
 	ready := make(chan struct{})
 	c := &cluster{ready: ready}
-	comps := newComponents(context.Background())
+	comps, ctx := newComponents(context.Background())
 	started := make(chan struct{})
 	c.startAPI(comps, "api thing", func(ctx context.Context) error { close(started); <-ctx.Done(); return nil })
 	standalone := make(chan struct{})
-	comps.loop("standalone thing", func(ctx context.Context) { close(standalone); <-ctx.Done() })
-	<-standalone
-	select {
-	case <-started:
-		t.Fatal("an API component started before the node had a client certificate")
-	default:
-	}
-	close(ready)
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the API component never started after the certificate")
-	}
-	comps.cancel()
-	if err := comps.wait(); err != nil {
+	comps.start("standalone thing", func(ctx context.Context) error { close(standalone); <-ctx.Done(); return nil })
+	err := comps.Run(ctx, func(context.Context) error {
+		<-standalone
+		select {
+		case <-started:
+			t.Fatal("an API component started before the node had a client certificate")
+		default:
+		}
+		close(ready)
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the API component never started after the certificate")
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 
 	never := &cluster{ready: make(chan struct{})}
-	comps = newComponents(context.Background())
+	comps, ctx = newComponents(context.Background())
 	never.startAPI(comps, "never", func(context.Context) error { return errors.New("ran") })
-	comps.cancel()
-	if err := comps.wait(); err != nil {
+	if err := comps.Run(ctx, func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("a component still waiting for the certificate at stop: %v", err)
 	}
 }

@@ -42,20 +42,17 @@ func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
 
 // wireResize connects the resize decisions to admission (which counts pods with their
 // allocations), the active pods and the sync queue, and sweeps the checkpoints of pods gone.
+// It is the graph's other link made after construction (volumes.go has the first): the pod
+// sync decides resizes through the resizer, and admission (through eviction) and the active
+// pods need the pod workers, which are made over the pod sync.
 func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers, admit *admission.Admitter, sourcesReady func() bool) {
 	r := n.resizer
 	r.Fit = admit.FitsResources
-	r.Allocatable = func() v1.ResourceList {
-		if admit.Allocatable == nil {
-			return nil
-		}
-		return admit.Allocatable()
-	}
+	r.Allocatable = admit.Allocatable
 	r.ActivePods = func() []*v1.Pod { return n.activePods(workers) }
 	r.Wake = func(uid types.UID) { queue.Enqueue(uid, 0) }
 	r.Backoff = n.syncer.Backoff
-	admit.Allocated = r.Allocated
-	n.comps.loop("allocation checkpoint sweep", func(ctx context.Context) {
+	n.comps.start("allocation checkpoint sweep", func(ctx context.Context) error {
 		wait.UntilWithContext(ctx, func(context.Context) {
 			if !sourcesReady() { // until every source has reported, a missing pod may still come
 				return
@@ -65,6 +62,7 @@ func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers
 				klog.ErrorS(err, "Could not remove the resource checkpoint entries of removed pods; retrying later")
 			}
 		}, allocationSweepPeriod)
+		return nil
 	})
 }
 

@@ -31,30 +31,40 @@ func RunPod(ctx context.Context, cfg *config.Config, pod *v1.Pod, drive func(con
 	if cfg.Kubeconfig != "" {
 		return errors.New("a pod run in the foreground has no API server: drop --kubeconfig, or run without --wait to hand the pod to the daemon")
 	}
-	comps := newComponents(context.WithoutCancel(ctx))
+	comps, nodeletCtx := newComponents(context.WithoutCancel(ctx))
 	// Until the pod is handed over there is nothing to stop gracefully: a signal while
 	// building (e.g. waiting for the runtime) ends the run at once.
-	interruptBuild := context.AfterFunc(ctx, comps.cancel)
-	n, err := build(comps.ctx, cfg, comps, asForeground)
+	interruptBuild := context.AfterFunc(ctx, func() { comps.stop(context.Cause(ctx)) })
+	n, err := build(nodeletCtx, cfg, comps, asForeground)
 	if !interruptBuild() {
 		err = fmt.Errorf("stopped before the pod started: %w", context.Cause(ctx))
 	}
+	var p *runpod.Pod
 	if err == nil {
-		err = n.drivePod(ctx, pod, drive)
+		p, err = n.buildPod(nodeletCtx, pod)
 	}
-	comps.cancel()
-	if werr := comps.wait(); err == nil {
-		err = werr
+	if err != nil {
+		comps.release()
+		return err
 	}
-	return err
+	foregroundBuilt(n)
+	return comps.Run(nodeletCtx, func(nodeletCtx context.Context) error {
+		// drive's context ends with ctx, or when nodelet stops.
+		driveCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stopDrive := context.AfterFunc(nodeletCtx, func() { cancel(stopped(nodeletCtx)) })
+		defer stopDrive()
+		return drive(driveCtx, p)
+	})
 }
 
-// foregroundStarted is called with the foreground agent just before drive; tests make a
-// component of it fail.
-var foregroundStarted = func(*agent) {}
+// foregroundBuilt is called with the foreground agent before its components start; tests add
+// a component that fails.
+var foregroundBuilt = func(*agent) {}
 
-// drivePod starts the pod's source and loop and hands the pod to drive.
-func (n *agent) drivePod(ctx context.Context, pod *v1.Pod, drive func(context.Context, podrun.Pod) error) error {
+// buildPod adds the pod's source, its loop and the rotation of its logs, and gives the pod
+// drive is handed.
+func (n *agent) buildPod(nodeletCtx context.Context, pod *v1.Pod) (*runpod.Pod, error) {
 	n.merger = source.NewMerger()
 	single := source.NewSinglePod(pod, n.merger.Channel(podutil.FileSource))
 	n.sources = []string{podutil.FileSource}
@@ -62,26 +72,25 @@ func (n *agent) drivePod(ctx context.Context, pod *v1.Pod, drive func(context.Co
 	n.comps.start("merger", n.merger.Run)
 	workers := n.startPodLoop()
 	if err := n.startLogRotation(podrun.LogDir(n.cfg.Kubelet.PodLogsDir, pod)); err != nil {
-		return err
+		return nil, err
 	}
-	driveCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopDrive := context.AfterFunc(n.comps.ctx, func() { cancel(n.stopped()) })
-	defer stopDrive()
-	foregroundStarted(n)
-	return drive(driveCtx, runpod.NewPod(runpod.Deps{
+	return runpod.NewPod(runpod.Deps{
 		Pod: pod, Source: single, Workers: workers, Statuses: n.statuses.Get, Timeline: n.timeline,
-		Stopped: n.comps.ctx.Done(), StopErr: n.stopped,
-	}))
+		Stopped: nodeletCtx.Done(), StopErr: func() error { return stopped(nodeletCtx) },
+	}), nil
+}
+
+// stopped is why the machinery stopped before drive returned.
+func stopped(nodeletCtx context.Context) error {
+	return fmt.Errorf("nodelet stopped: %w", context.Cause(nodeletCtx))
 }
 
 // startPodLoop starts the PLEG, the pod workers and the sync loop for the foreground pod.
 func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	kc := n.cfg.Kubelet
-	relister := pleg.New(n.runtime, plegPeriod)
+	relister := pleg.New(n.runtime, plegPeriod, nil)
 	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration)
-	workers.SetRecorder(n.recorder)
+	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
 	// the volume manager their volumes.
@@ -96,13 +105,8 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.start("pleg", relister.Run)
-	n.comps.loop("exit events", func(ctx context.Context) { relister.WatchExits(ctx, n.cri) })
+	n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, n.cri) })
 	n.comps.start("sync loop", loop.Run)
 	n.comps.start("pod workers", workers.Run)
 	return workers
-}
-
-// stopped is why the machinery stopped before drive returned.
-func (n *agent) stopped() error {
-	return fmt.Errorf("nodelet stopped: %w", context.Cause(n.comps.ctx))
 }

@@ -129,12 +129,21 @@ func TestRunPodRefusesKubeconfigAndServesNothing(t *testing.T) {
 func TestRunPodDriveSeesTheMachineryStop(t *testing.T) {
 	cfg, fake, _ := testConfig(t)
 	pod := oneManifest(t, "web", "Always")
-	var n *agent
-	foregroundStarted = func(a *agent) { n = a }
-	defer func() { foregroundStarted = func(*agent) {} }()
+	fail := make(chan struct{})
+	foregroundBuilt = func(a *agent) {
+		a.comps.start("failing part", func(ctx context.Context) error {
+			select {
+			case <-fail:
+				return errors.New("boom")
+			case <-ctx.Done():
+				return nil
+			}
+		})
+	}
+	defer func() { foregroundBuilt = func(*agent) {} }()
 	err := RunPod(context.Background(), cfg, pod, func(ctx context.Context, p podrun.Pod) error {
 		testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
-		n.comps.start("failing part", func(context.Context) error { return errors.New("boom") })
+		close(fail)
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):

@@ -6,7 +6,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,16 +133,12 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	if err != nil {
 		return err
 	}
-	var interval time.Duration
-	if kc.ContainerLogMonitorInterval != nil {
-		interval = kc.ContainerLogMonitorInterval.Duration
-	}
 	var containers container.LogService = n.runtime
 	if podLogDir != "" {
 		containers = runpod.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
 	}
 	rotator, err := logs.NewRotator(logs.RotatorOptions{
-		MaxSize: maxSize, MaxFiles: int(n.cfg.ContainerLogMaxFiles), Interval: interval,
+		MaxSize: maxSize, MaxFiles: int(n.cfg.ContainerLogMaxFiles), Interval: n.cfg.ContainerLogMonitorInterval,
 		Runtime: containers,
 	})
 	if err != nil {
@@ -198,11 +193,11 @@ func parseIPs(list []string) []net.IP {
 // it renewed (serverTLSBootstrap); the server presents whatever is current.
 func (n *agent) servingCertificates(ips []net.IP, hostnames []string) (*certificates.Manager, error) {
 	store := certificates.Store{Dir: n.cfg.CertDir, Prefix: "kubelet-server"}
-	serving, err := certificates.NewServingManager(store, n.cfg.NodeName, ips, hostnames)
+	csrs := n.cluster.clients.API.CertificatesV1().CertificateSigningRequests()
+	serving, err := certificates.NewServingManager(store, n.cfg.NodeName, ips, hostnames, csrs)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	serving.SetClient(n.cluster.clients.API.CertificatesV1().CertificateSigningRequests())
 	n.cluster.startAPI(n.comps, "serving certificate", serving.Run)
 	return serving, nil
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/logind"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/shutdown"
@@ -23,8 +22,8 @@ const statusFlushTimeout = 10 * time.Second
 const logindReconnect = time.Second
 
 // buildShutdown makes the graceful node shutdown manager when shutdownGracePeriod (or the
-// by-priority form) is set; its admission check goes into admit.
-func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorkers, admit *admission.Admitter) {
+// by-priority form) is set.
+func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorkers) {
 	groups := shutdown.Groups(n.cfg.Kubelet)
 	if len(groups) == 0 {
 		return
@@ -51,7 +50,14 @@ func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorker
 			n.recorder.Event(gcNodeRef(n.cfg.NodeName), v1.EventTypeNormal, shutdown.EventReason, message)
 		},
 	})
-	admit.Shutdown = n.shutdown.Admit
+}
+
+// shutdownAdmit is admission's check during a node shutdown; nil without graceful shutdown.
+func (n *agent) shutdownAdmit() func(*v1.Pod) (bool, string, string) {
+	if n.shutdown == nil {
+		return nil
+	}
+	return n.shutdown.Admit
 }
 
 // startLogindWatch follows systemd-logind's shutdown signals when logind is on the system bus,

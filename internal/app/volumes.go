@@ -17,7 +17,8 @@ import (
 )
 
 // newVolumes builds the volume manager over every plugin; in cluster mode they read objects
-// and claims and request tokens through the API. run() wires its pod states and starts it.
+// and claims and request tokens through the API. buildNode (or buildPod) wires its pod states
+// and starts it.
 func (n *agent) newVolumes() *volumes.Manager {
 	n.podStates = &podStates{}
 	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: node.PrimaryHostIP(n.cfg.NodeIP)}
@@ -64,7 +65,11 @@ func (n *agent) startCSIRegistrar() {
 }
 
 // podStates answers the volume manager from the pod workers, the pod manager and the PLEG's
-// view of the runtime. Until wired (run-once mode never is) no pod's containers are gone.
+// view of the runtime. It is one of the graph's two links made after construction (resize.go
+// has the other): the volume manager is made before the runtime (which mounts through it),
+// the PLEG after the runtime and the pod workers after the pod sync (which runs over both),
+// so what it reads does not exist yet when the volume manager is made. wire fills it before
+// any component runs; until then (run-once mode never wires it) no pod's containers are gone.
 type podStates struct {
 	worker       func(uid types.UID) (podworkers.State, bool)
 	wanted       func(uid types.UID) bool
@@ -72,7 +77,7 @@ type podStates struct {
 	sourcesReady func() bool
 }
 
-// wire hands over what run() builds; the volume manager starts after it.
+// wire hands over what buildNode (or buildPod) made; the volume manager starts after it.
 func (p *podStates) wire(n *agent, w *podworkers.PodWorkers, r *pleg.PLEG, sourcesReady func() bool) {
 	p.wanted = func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }
 	p.worker, p.running, p.sourcesReady = w.State, r.RunningPods, sourcesReady

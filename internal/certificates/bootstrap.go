@@ -19,7 +19,8 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeclient"
 )
 
-// NewClient builds the API client a certificate request is made with; tests substitute it.
+// NewClient builds the API client a certificate request is made with (bootstrap and renewal);
+// tests substitute it.
 type NewClient func(cfg *rest.Config) (kubeclient.Interface, error)
 
 // ClientOptions say where the node's API identity comes from.
@@ -46,7 +47,7 @@ func NewClientIdentity(o ClientOptions) (*rest.Config, *Manager, error) {
 		if !o.Rotate {
 			return cfg, nil, nil
 		}
-		m, err := NewClientManager(o.Store, o.NodeName, cfg)
+		m, err := NewClientManager(o.Store, o.NodeName, cfg, o.NewClient)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -79,6 +80,7 @@ func NewClientIdentity(o ClientOptions) (*rest.Config, *Manager, error) {
 	}
 	m := newManager(o.Store, clientRequest(o.NodeName), "client", firstValid(candidates))
 	m.rotate, m.boot = o.Rotate, boot
+	m.renewalClient = clientOn(cfg, o.NewClient)
 	switch {
 	case m.current == nil:
 		klog.InfoS("No valid client certificate: TLS bootstrap runs in the background; static pods start meanwhile", "why", why, "kubeconfig", o.Kubeconfig)

@@ -71,14 +71,13 @@ func (f *fixture) options(rotate bool) ClientOptions {
 		}}
 }
 
-// identity is NewClientIdentity with the node-side SetClient that app does.
+// identity is NewClientIdentity, failing the test on an error.
 func (f *fixture) identity(t *testing.T, rotate bool) (*rest.Config, *Manager) {
 	t.Helper()
 	cfg, m, err := NewClientIdentity(f.options(rotate))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.SetClient(f.s.csrClient())
 	return cfg, m
 }
 

@@ -44,11 +44,13 @@ type Manager struct {
 	rotate bool          // renew before expiry with the certificate itself
 	boot   *bootstrapper // nil: no TLS bootstrap
 
-	mu       sync.RWMutex
-	current  *tls.Certificate
-	csrs     kubeclient.CertificateSigningRequestInterface
-	rotated  []func()
-	deadline func(*x509.Certificate) time.Time
+	mu      sync.RWMutex
+	current *tls.Certificate
+	// renewalClient gives the client a renewal is requested with (it authenticates with
+	// Current).
+	renewalClient func() (kubeclient.CertificateSigningRequestInterface, error)
+	rotated       []func()
+	deadline      func(*x509.Certificate) time.Time
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -60,8 +62,9 @@ func newManager(store Store, req certRequest, kind string, current *tls.Certific
 }
 
 // NewClientManager starts from the store's current pair or, when the store has none yet,
-// from the kubeconfig's client certificate and key (files or inline data).
-func NewClientManager(store Store, nodeName string, kubeconfig *rest.Config) (*Manager, error) {
+// from the kubeconfig's client certificate and key (files or inline data). Renewals are
+// requested with a client newClient builds on kubeconfig (see clientOn).
+func NewClientManager(store Store, nodeName string, kubeconfig *rest.Config, newClient NewClient) (*Manager, error) {
 	cert, err := store.Current()
 	if errors.Is(err, os.ErrNotExist) {
 		cert, err = kubeconfigPair(kubeconfig)
@@ -69,20 +72,36 @@ func NewClientManager(store Store, nodeName string, kubeconfig *rest.Config) (*M
 	if err != nil {
 		return nil, fmt.Errorf("client certificate for rotation: %w (with rotateCertificates the kubeconfig needs a client certificate, or use --bootstrap-kubeconfig)", err)
 	}
-	return newManager(store, clientRequest(nodeName), "client", cert), nil
+	m := newManager(store, clientRequest(nodeName), "client", cert)
+	m.renewalClient = clientOn(kubeconfig, newClient)
+	return m, nil
+}
+
+// clientOn builds the client renewals are requested with on first use: cfg is made to present
+// the manager's own certificate (UseRotatingCertificate) only once the manager exists.
+func clientOn(cfg *rest.Config, newClient NewClient) func() (kubeclient.CertificateSigningRequestInterface, error) {
+	return sync.OnceValues(func() (kubeclient.CertificateSigningRequestInterface, error) {
+		c, err := newClient(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("API client for certificate renewal: %w", err)
+		}
+		return c.CertificatesV1().CertificateSigningRequests(), nil
+	})
 }
 
 // NewServingManager manages the serving certificate of the kubelet API (serverTLSBootstrap):
 // signer kubernetes.io/kubelet-serving, the node's addresses and host names as SANs. Until
-// the first one is issued Current is nil.
-func NewServingManager(store Store, nodeName string, ips []net.IP, dnsNames []string) (*Manager, error) {
+// the first one is issued Current is nil. Its requests are made with csrs.
+func NewServingManager(store Store, nodeName string, ips []net.IP, dnsNames []string, csrs kubeclient.CertificateSigningRequestInterface) (*Manager, error) {
 	cert, err := store.Current()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	tmpl := nodeSubject(nodeName)
 	tmpl.IPAddresses, tmpl.DNSNames = ips, dnsNames
-	return newManager(store, certRequest{signer: ServingSigner, usages: servingUsages, tmpl: tmpl}, "serving", cert), nil
+	m := newManager(store, certRequest{signer: ServingSigner, usages: servingUsages, tmpl: tmpl}, "serving", cert)
+	m.renewalClient = func() (kubeclient.CertificateSigningRequestInterface, error) { return csrs, nil }
+	return m, nil
 }
 
 func clientRequest(nodeName string) certRequest {
@@ -121,13 +140,6 @@ func (m *Manager) Current() *tls.Certificate {
 // Ready is closed once the manager holds an unexpired certificate (at once when it starts
 // with one; after TLS bootstrap otherwise).
 func (m *Manager) Ready() <-chan struct{} { return m.ready }
-
-// SetClient gives the client renewals are requested with (it authenticates with Current).
-func (m *Manager) SetClient(csrs kubeclient.CertificateSigningRequestInterface) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.csrs = csrs
-}
 
 // OnRotate registers f to run after each renewal (e.g. close connections using the old one).
 func (m *Manager) OnRotate(f func()) {
@@ -221,13 +233,8 @@ func (m *Manager) renew(ctx context.Context) (fatal bool, err error) {
 		if csrs, err = m.boot.client(); err != nil {
 			return false, err
 		}
-	} else {
-		m.mu.RLock()
-		csrs = m.csrs
-		m.mu.RUnlock()
-		if csrs == nil {
-			return false, errors.New("no API client to request the certificate with")
-		}
+	} else if csrs, err = m.renewalClient(); err != nil {
+		return false, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodelet/nodelet/internal/kubeclient"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -41,11 +42,10 @@ func TestRotationSwitchesTheClientCertificate(t *testing.T) {
 	s := newSigner(t)
 	store := Store{Dir: t.TempDir(), Prefix: "kubelet-client"}
 	storedPair(t, s, store)
-	m, err := NewClientManager(store, "n", &rest.Config{})
+	m, err := NewClientManager(store, "n", &rest.Config{}, s.newClient)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.SetClient(s.csrClient())
 	renew := make(chan struct{})
 	calls := 0
 	m.deadline = func(*x509.Certificate) time.Time {
@@ -90,11 +90,10 @@ func TestDeniedRenewalIsRetriedWithANewKey(t *testing.T) {
 	s := newSigner(t)
 	store := Store{Dir: t.TempDir(), Prefix: "kubelet-client"}
 	storedPair(t, s, store)
-	m, err := NewClientManager(store, "n", &rest.Config{})
+	m, err := NewClientManager(store, "n", &rest.Config{}, s.newClient)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.SetClient(s.csrClient())
 	m.deadline = func(*x509.Certificate) time.Time { return time.Now() }
 	s.mu.Lock()
 	s.deny = true
@@ -124,7 +123,7 @@ func TestExpiryDuringFailingRotationFallsBackToBootstrap(t *testing.T) {
 	f.s.lifetime = 1500 * time.Millisecond
 	storedPair(t, f.s, f.store)
 	_, m := f.identity(t, true)
-	m.SetClient(refusingCSRs{})
+	m.renewalClient = func() (kubeclient.CertificateSigningRequestInterface, error) { return refusingCSRs{}, nil }
 	m.deadline = func(*x509.Certificate) time.Time { return time.Now() }
 	first := m.Current()
 	stop := run(m)
@@ -156,14 +155,13 @@ func (refusingCSRs) Get(_ context.Context, name string, _ metav1.GetOptions) (*c
 func TestServingManagerRequestsAtOnce(t *testing.T) {
 	s := newSigner(t)
 	store := Store{Dir: t.TempDir(), Prefix: "kubelet-server"}
-	m, err := NewServingManager(store, "node-a", []net.IP{net.ParseIP("192.0.2.7")}, []string{"node-a"})
+	m, err := NewServingManager(store, "node-a", []net.IP{net.ParseIP("192.0.2.7")}, []string{"node-a"}, s.csrClient())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Current() != nil {
 		t.Fatal("a serving certificate before any was issued")
 	}
-	m.SetClient(s.csrClient())
 	stop := run(m)
 	testutil.Eventually(t, "a serving certificate", func() bool { return m.Current() != nil })
 	if err := stop(); err != nil {

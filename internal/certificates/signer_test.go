@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -68,6 +69,9 @@ func newSigner(t *testing.T) *signer {
 }
 
 func (s *signer) client() kubeclient.Interface { return kubeclienttest.FromClientset(s.cs) }
+
+// newClient is a NewClient giving the signer's client.
+func (s *signer) newClient(*rest.Config) (kubeclient.Interface, error) { return s.client(), nil }
 
 func (s *signer) csrClient() kubeclient.CertificateSigningRequestInterface {
 	return s.client().CertificatesV1().CertificateSigningRequests()

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -34,6 +36,7 @@ type Settings struct {
 	PodPidsLimit                  int64
 	LocalStorageCapacityIsolation bool
 	ContainerLogMaxFiles          int32
+	ContainerLogMonitorInterval   time.Duration
 	FailSwapOn                    bool
 	FailCgroupV1                  bool
 	OOMScoreAdj                   int32
@@ -73,6 +76,7 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 		PodPidsLimit:                  *kc.PodPidsLimit,
 		LocalStorageCapacityIsolation: *kc.LocalStorageCapacityIsolation,
 		ContainerLogMaxFiles:          *kc.ContainerLogMaxFiles,
+		ContainerLogMonitorInterval:   kc.ContainerLogMonitorInterval.Duration,
 		FailSwapOn:                    *kc.FailSwapOn,
 		FailCgroupV1:                  *kc.FailCgroupV1,
 		OOMScoreAdj:                   *kc.OOMScoreAdj,

@@ -1,6 +1,11 @@
 package config
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
 
 // Complete's Settings carry the defaults of the pointer fields and let flags override them.
 func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
@@ -11,12 +16,21 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 		ImageServiceEndpoint: DefaultContainerRuntimeEndpoint, SerializeImagePulls: true, RegistryPullQPS: 5,
 		ImageGCHighPercent: 85, ImageGCLowPercent: 80,
 		ResolverConfig: DefaultResolvConf, CPUCFSQuota: true, CgroupsPerQOS: true, PodPidsLimit: -1,
-		LocalStorageCapacityIsolation: true, ContainerLogMaxFiles: 5, FailSwapOn: true, OOMScoreAdj: -999,
+		LocalStorageCapacityIsolation: true, ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
+		FailSwapOn: true, OOMScoreAdj: -999,
 		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
 		UserNamespacesSupport: true,
 	}
 	if s != want {
 		t.Errorf("default settings:\n got %+v\nwant %+v", s, want)
+	}
+	file := filepath.Join(t.TempDir(), "kubelet.yaml")
+	yaml := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerLogMonitorInterval: 30s\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s := mustComplete(t, "--config="+file).Settings; s.ContainerLogMonitorInterval != 30*time.Second {
+		t.Errorf("containerLogMonitorInterval from the file: %v, want 30s", s.ContainerLogMonitorInterval)
 	}
 	s = mustComplete(t, "--healthz-port=0", "--fail-swap-on=false", "--cgroups-per-qos=false",
 		"--enforce-node-allocatable=none", "--container-runtime-endpoint=unix:///run/a.sock",

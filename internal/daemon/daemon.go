@@ -33,30 +33,46 @@ func AcquireLock(path string) error {
 	return nil // fd stays open: closing it would drop the lock
 }
 
-// WatchContention returns nil when another process opens path (a kubelet that wants the
-// lock) or path is deleted, and when ctx ends; the caller then stops, as upstream does with
-// --exit-on-lock-contention.
-func WatchContention(ctx context.Context, path string) error {
+// ContentionWatch notices another process opening the lock file (a kubelet that wants the
+// lock) or its deletion, as upstream's --exit-on-lock-contention does.
+type ContentionWatch struct {
+	path string
+	file *os.File // the inotify instance, pollable: a read returns when Run's ctx ends
+}
+
+// WatchContention sets the watch on path up at once, so an open while nodelet is still
+// starting counts; Run then waits for one.
+func WatchContention(path string) (*ContentionWatch, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return fmt.Errorf("inotify: %w", err)
+		return nil, fmt.Errorf("inotify: %w", err)
 	}
-	file := os.NewFile(uintptr(fd), "inotify") // pollable: a read returns when ctx closes it
-	defer file.Close()
+	file := os.NewFile(uintptr(fd), "inotify")
 	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_OPEN|unix.IN_DELETE_SELF); err != nil {
-		return fmt.Errorf("watching --lock-file %s: %w", path, err)
+		file.Close()
+		return nil, fmt.Errorf("watching --lock-file %s: %w", path, err)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = file.SetReadDeadline(time.Unix(1, 0)) })
+	return &ContentionWatch{path: path, file: file}, nil
+}
+
+// Run returns nil when another process opened the file (also before Run) or it was deleted,
+// and when ctx ends; the caller then stops. It releases the watch.
+func (w *ContentionWatch) Run(ctx context.Context) error {
+	defer w.Close()
+	stop := context.AfterFunc(ctx, func() { _ = w.file.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	buf := make([]byte, unix.SizeofInotifyEvent+unix.NAME_MAX+1)
-	if _, err := file.Read(buf); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("watching --lock-file %s: %w", path, err)
+	if _, err := w.file.Read(buf); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("watching --lock-file %s: %w", w.path, err)
 	}
 	if ctx.Err() == nil {
-		klog.InfoS("Lock file contention: another process opened it; exiting", "path", path)
+		klog.InfoS("Lock file contention: another process opened it; exiting", "path", w.path)
 	}
 	return nil
 }
+
+// Close releases a watch that is not run (or already ran).
+func (w *ContentionWatch) Close() { _ = w.file.Close() }
 
 // NotifyReady tells systemd (Type=notify units) that nodelet is up, when NOTIFY_SOCKET names
 // a socket; without it there is nothing to do.

@@ -32,8 +32,9 @@ func TestContentionIsAnotherOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- WatchContention(context.Background(), path) }()
-	time.Sleep(50 * time.Millisecond) // the watch is set up
+	w := mustWatch(t, path)
+	go func() { done <- w.Run(context.Background()) }()
+	time.Sleep(50 * time.Millisecond) // Run is waiting
 	select {
 	case err := <-done:
 		t.Fatalf("returned before any contention: %v", err)
@@ -53,9 +54,20 @@ func TestContentionIsAnotherOpen(t *testing.T) {
 		t.Fatal("contention not noticed")
 	}
 
+	// An open before Run (nodelet still starting) counts too.
+	w = mustWatch(t, path)
+	if f, err = os.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
 	// Stopping nodelet ends the watch too.
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- WatchContention(ctx, path) }()
+	w = mustWatch(t, path)
+	go func() { done <- w.Run(ctx) }()
 	cancel()
 	select {
 	case err := <-done:
@@ -65,6 +77,15 @@ func TestContentionIsAnotherOpen(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the watch outlived its context")
 	}
+}
+
+func mustWatch(t *testing.T, path string) *ContentionWatch {
+	t.Helper()
+	w, err := WatchContention(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func TestNotifyReadyWritesToTheSocket(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -177,7 +176,7 @@ func startManagerWith(t *testing.T, opts Options) (*Manager, string) {
 	if err := m.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	lifecycletest.Start(t, m.Run)
+	testutil.Start(t, m.Run)
 	return m, m.opts.Dir
 }
 

@@ -153,7 +153,7 @@ var plegLastStart time.Time
 
 // ObservePLEGRelist records a relist that took d and has just ended: its duration, the
 // interval since the previous relist began, and the time PLEG was last active. Its signature
-// fits pleg.PLEG.OnRelist.
+// fits pleg.New's onRelist.
 func ObservePLEGRelist(d time.Duration) {
 	now := time.Now()
 	start := now.Add(-d)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -46,7 +45,7 @@ func gets(cs *fake.Clientset) int {
 func TestWatchStrategySharesOneWatchPerObject(t *testing.T) {
 	cs := fake.NewSimpleClientset(configMap("app", "v1"), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "ns"}})
 	m := New(kubeclienttest.FromClientset(cs), Watch)
-	lifecycletest.Start(t, m.Run)
+	testutil.Start(t, m.Run)
 	ctx := context.Background()
 	for started := false; !started; time.Sleep(time.Millisecond) {
 		m.mu.Lock()

@@ -20,10 +20,11 @@ const exitWatchRetry = 30 * time.Second
 
 // WatchExits relists soon after each container exit, so restarts and status follow a death
 // within a fraction of a second instead of up to a relist period. Relisting alone stays the
-// source of truth; this only makes it come sooner. It returns when ctx ends, or at once when
-// the runtime streams no exit events.
-func (p *PLEG) WatchExits(ctx context.Context, w container.ExitWatcher) {
+// source of truth; this only makes it come sooner. It returns nil when ctx ends, or at once
+// when the runtime streams no exit events: a broken stream is retried, never a failure.
+func (p *PLEG) WatchExits(ctx context.Context, w container.ExitWatcher) error {
 	watchExits(ctx, w, p.Trigger, p.period)
+	return nil
 }
 
 func watchExits(ctx context.Context, w container.ExitWatcher, relist func(), period time.Duration) {

@@ -52,7 +52,7 @@ type PLEG struct {
 	pods       []*container.RunningPod
 	lastRelist time.Time
 	listedAt   time.Time           // when the listing in pods was requested
-	relistDur  func(time.Duration) // metrics hook
+	onRelist   func(time.Duration) // metrics hook, may be nil
 }
 
 type entry struct {
@@ -60,23 +60,22 @@ type entry struct {
 	state container.ContainerState
 }
 
-// New returns a PLEG that relists every period.
-func New(lister Lister, period time.Duration) *PLEG {
+// New returns a PLEG that relists every period; onRelist, when not nil, is called with each
+// relist's duration.
+func New(lister Lister, period time.Duration, onRelist func(time.Duration)) *PLEG {
 	return &PLEG{
-		lister:  lister,
-		period:  period,
-		timeout: 10 * time.Second,
-		events:  make(chan Event, 4096),
-		relistC: make(chan struct{}, 1),
-		last:    map[string]entry{},
+		lister:   lister,
+		period:   period,
+		onRelist: onRelist,
+		timeout:  10 * time.Second,
+		events:   make(chan Event, 4096),
+		relistC:  make(chan struct{}, 1),
+		last:     map[string]entry{},
 	}
 }
 
 // Events is the stream of lifecycle events.
 func (p *PLEG) Events() <-chan Event { return p.events }
-
-// OnRelist sets a hook called with each relist's duration.
-func (p *PLEG) OnRelist(f func(time.Duration)) { p.relistDur = f }
 
 // Trigger asks for a relist now, e.g. right after the sync loop changed something.
 func (p *PLEG) Trigger() {
@@ -144,8 +143,8 @@ func (p *PLEG) Relist(ctx context.Context) {
 			klog.InfoS("PLEG event channel full; the periodic resync will catch up", "pod", ev.UID, "event", ev.Type)
 		}
 	}
-	if p.relistDur != nil {
-		p.relistDur(time.Since(start))
+	if p.onRelist != nil {
+		p.onRelist(time.Since(start))
 	}
 }
 

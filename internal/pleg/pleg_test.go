@@ -40,7 +40,7 @@ func drain(p *PLEG) []string {
 
 func TestRelistEmitsChanges(t *testing.T) {
 	lister := &fakeLister{}
-	p := New(lister, 0)
+	p := New(lister, 0, nil)
 	ctx := context.Background()
 
 	lister.pods = []*container.RunningPod{pod("a", true, map[string]container.ContainerState{"c1": container.StateRunning})}

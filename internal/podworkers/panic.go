@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 )
@@ -20,9 +19,6 @@ const (
 
 // reasonFailedSync is upstream's event reason for a pod sync that failed.
 const reasonFailedSync = "FailedSync"
-
-// SetRecorder makes the workers post an event on a pod whose sync panicked.
-func (p *PodWorkers) SetRecorder(r record.EventRecorder) { p.recorder = r }
 
 // contain runs one sync step of w's pod. A panic in it (a bug reached through one pod's spec
 // or state) is recovered so the node and the other pods carry on: it is logged with its stack,

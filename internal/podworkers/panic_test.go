@@ -14,7 +14,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -65,11 +64,10 @@ func podWithUID(uid types.UID) *v1.Pod {
 func startPanicky(t *testing.T, killPanics int) (*PodWorkers, *fakeQueue, *panicky, *record.FakeRecorder) {
 	s := &panicky{fakeSyncer: newFakeSyncer(), bad: "bad", badKill: "victim", killPanics: killPanics, synced: map[types.UID]int{}}
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
-	w := New(s, q, time.Minute)
-	lifecycletest.Start(t, w.Run)
-	w.backoff = flowcontrol.NewFakeBackOff(10*time.Millisecond, time.Second, testingclock.NewFakeClock(time.Now()))
 	rec := record.NewFakeRecorder(100)
-	w.SetRecorder(rec)
+	w := New(s, q, time.Minute, rec)
+	testutil.Start(t, w.Run)
+	w.backoff = flowcontrol.NewFakeBackOff(10*time.Millisecond, time.Second, testingclock.NewFakeClock(time.Now()))
 	return w, q, s, rec
 }
 

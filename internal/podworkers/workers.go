@@ -48,10 +48,11 @@ const finishedMemory = time.Minute
 var errKillArrived = errors.New("kill requested")
 
 // New returns pod workers; Run runs their goroutines. resync is the normal interval between
-// syncs of a healthy pod (syncFrequency).
-func New(syncer Syncer, queue Requeuer, resync time.Duration) *PodWorkers {
+// syncs of a healthy pod (syncFrequency); recorder, when not nil, posts an event on a pod
+// whose sync panicked.
+func New(syncer Syncer, queue Requeuer, resync time.Duration, recorder record.EventRecorder) *PodWorkers {
 	return &PodWorkers{
-		syncer: syncer, queue: queue, resync: resync,
+		syncer: syncer, queue: queue, resync: resync, recorder: recorder,
 		workers: map[types.UID]*worker{}, finished: map[types.UID]time.Time{},
 		running: lifecycle.New(),
 		backoff: newPanicBackoff(),

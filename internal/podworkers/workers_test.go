@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -126,8 +125,8 @@ func waitFor(t *testing.T, f *fakeSyncer, want string) {
 
 func start(t *testing.T, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
-	w := New(f, q, time.Minute)
-	lifecycletest.Start(t, w.Run)
+	w := New(f, q, time.Minute, nil)
+	testutil.Start(t, w.Run)
 	return w, q
 }
 

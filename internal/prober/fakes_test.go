@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/nodelet/nodelet/internal/lifecycle/lifecycletest"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // fakeStatus is the status manager: the latest API status per pod.
@@ -134,7 +134,7 @@ func newFixture(t *testing.T) *fixture {
 			f.metrics = append(f.metrics, metricCall{probeType, result, container})
 		},
 	})
-	lifecycletest.Start(t, f.m.Run)
+	testutil.Start(t, f.m.Run)
 	return f
 }
 

@@ -1,5 +1,6 @@
 // Package testutil holds what the package tests and the end-to-end suite share: waiting until a
-// condition holds, with the test failed when it does not in time.
+// condition holds, with the test failed when it does not in time, and running a component for
+// the length of a test.
 package testutil
 
 import (

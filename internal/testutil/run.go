@@ -1,12 +1,11 @@
-// Package lifecycletest runs a component's Run(ctx) error for the length of a test.
-package lifecycletest
+package testutil
 
 import (
 	"context"
 	"testing"
 )
 
-// Start runs run in the background until the test ends; the test's cleanup cancels its
+// Start runs a component's Run(ctx) error in the background until the test ends; the test's cleanup cancels its
 // context, waits for it to return and fails the test on an error.
 func Start(t testing.TB, run func(context.Context) error) {
 	t.Helper()
