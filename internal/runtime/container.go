@@ -84,6 +84,10 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err := m.applyDevices(ctx, pod, c, cfg); err != nil {
 		return nil, err
 	}
+	if m.cpusets != nil {
+		res := cfg.Linux.Resources
+		res.CpusetCpus, res.CpusetMems = m.cpusets(pod, c)
+	}
 	useSandboxUserNamespace(cfg, sb)
 	return cfg, nil
 }

@@ -85,6 +85,9 @@ type Options struct {
 	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
 	// nil means none. An error fails the container's creation, which is retried.
 	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
+	// Cpusets returns the CPUs and NUMA memory nodes a new container is pinned to (the CPU and
+	// memory managers; cpuset syntax, "0-3"); empty strings, or nil, leave the runtime's default.
+	Cpusets func(pod *v1.Pod, c *v1.Container) (cpus, mems string)
 	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
 	// the runtime's default to every pod. An error fails the sandbox's creation.
 	RuntimeHandler func(pod *v1.Pod) (string, error)
@@ -131,6 +134,7 @@ type Manager struct {
 	objects     objects.Getter
 	ownsCRI     bool // NewManager dialled cri: Close closes it
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
+	cpusets     func(pod *v1.Pod, c *v1.Container) (cpus, mems string)
 	podCgroup   func(pod *v1.Pod) (string, error)
 	actuated    ActuatedResources
 	podCgroups  PodCgroups
@@ -238,7 +242,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		},
 		podCgroup: opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
 		started: opts.Started,
-		devices: opts.Devices, prepulled: newPrepulled(),
+		devices: opts.Devices, cpusets: opts.Cpusets, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
 	}
