@@ -1,4 +1,4 @@
-// Package podresources serves the kubelet's pod-resources API (v1) on a unix socket in the root
+// Package podresources serves the kubelet's pod-resources API (v1, and v1alpha1 as upstream) on a unix socket in the root
 // directory: monitoring agents (GPU exporters, NUMA-aware schedulers' node agents, SR-IOV tooling)
 // ask it which devices, exclusive CPUs and NUMA memory each container holds, and what the node has
 // to give. It reads what it reports from the resource managers through small interfaces of its own.
@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 	"k8s.io/utils/cpuset"
 )
 
@@ -110,6 +111,7 @@ func (s *Server) Listen() error {
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(limit(s.opts.Limiter)))
 	podresourcesv1.RegisterPodResourcesListerServer(srv, &lister{opts: s.opts})
+	v1alpha1.RegisterPodResourcesListerServer(srv, &alphaLister{opts: s.opts})
 	s.mu.Lock()
 	s.server, s.listener = srv, lis
 	s.mu.Unlock()

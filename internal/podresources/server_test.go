@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/cpuset"
 )
@@ -174,6 +175,36 @@ func TestListReportsLongRunningContainersWithTheirResources(t *testing.T) {
 	}
 }
 
+func TestV1alpha1ListsAppContainersAndTheirDevices(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), DirName, SocketName)
+	web := testPod("default", "web", "uid-web", []v1.Container{sidecarContainer("proxy")}, "app")
+	startServer(t, Options{Socket: sock, Pods: fakePods{web},
+		CPUs: &fakeCPUs{held: map[key]cpuset.CPUSet{{"uid-web", "app"}: cpuset.New(1)}},
+		Devices: &fakeDevices{held: map[key][]*podresourcesv1.ContainerDevices{
+			{"uid-web", "app"}: gpu("dev-1"), {"uid-web", "proxy"}: gpu("dev-2"),
+		}},
+	})
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	before := counterValueOf(requestsTotal, "v1alpha1")
+	resp, err := v1alpha1.NewPodResourcesListerClient(conn).List(callCtx(t), &v1alpha1.ListPodResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &v1alpha1.ListPodResourcesResponse{PodResources: []*v1alpha1.PodResources{{Name: "web", Namespace: "default",
+		Containers: []*v1alpha1.ContainerResources{{Name: "app",
+			Devices: []*v1alpha1.ContainerDevices{{ResourceName: "example.com/gpu", DeviceIds: []string{"dev-1"}}}}}}}}
+	if !sameMessage(t, resp, want) {
+		t.Errorf("v1alpha1 List = %v, want %v", resp, want)
+	}
+	if got := counterValueOf(requestsTotal, "v1alpha1") - before; got != 1 {
+		t.Errorf("v1alpha1 requests counted %v times, want 1", got)
+	}
+}
+
 func TestListWithoutManagersReportsOnlyNames(t *testing.T) {
 	client := startServer(t, Options{Pods: fakePods{testPod("default", "web", "uid-web", nil, "app")}})
 	resp, err := client.List(callCtx(t), &podresourcesv1.ListPodResourcesRequest{})
@@ -319,9 +350,11 @@ func TestRunWithoutListenFails(t *testing.T) {
 }
 
 // counterValue reads the v1 series of one of the service's counters.
-func counterValue(c *prometheus.CounterVec) float64 {
+func counterValue(c *prometheus.CounterVec) float64 { return counterValueOf(c, apiVersion) }
+
+func counterValueOf(c *prometheus.CounterVec, version string) float64 {
 	var m dto.Metric
-	if err := c.WithLabelValues(apiVersion).Write(&m); err != nil {
+	if err := c.WithLabelValues(version).Write(&m); err != nil {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
