@@ -11,7 +11,7 @@ import (
 )
 
 // report is CONFORMANCE.md: two columns (nodelet, upstream kubelet) and what they came from,
-// then the serial and pod API selections in the same shape.
+// then the serial, pod API and resources selections in the same shape.
 type report struct {
 	nodelet, upstream *run
 	skips             []skip
@@ -20,6 +20,7 @@ type report struct {
 	generated         time.Time
 	serial            []serialSection // the second selection, part by part
 	podapi            *podapiSection  // the third selection
+	resources         []serialSection // the fourth, part by part
 	heading           string          // the level of the sections below the title: "##" when empty
 }
 
@@ -39,6 +40,9 @@ func (rp *report) write(w *bufio.Writer) {
 	}
 	if rp.podapi != nil {
 		rp.writePodAPI(w)
+	}
+	if len(rp.resources) > 0 {
+		rp.writeResources(w)
 	}
 }
 
