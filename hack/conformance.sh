@@ -173,7 +173,8 @@ MANAGER_STATE_FILES=(cpu_manager_state memory_manager_state device-plugins/kubel
 
 # remove_manager_state deletes the resource managers' state files a kubelet left in the root
 # directory: the specs switch policies, and a kubelet refuses to start on another policy's state
-# (both kubelets start on policy none). Only called while no pod runs.
+# (both kubelets start on policy none). Called before a kubelet starts, once the last one's pods
+# are gone.
 remove_manager_state() {
 	local f
 	for f in "${MANAGER_STATE_FILES[@]}"; do rm -f "$ROOT_DIR/$f"; done
