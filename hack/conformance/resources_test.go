@@ -65,7 +65,7 @@ func TestResourcesSection(t *testing.T) {
 		{number: 2, title: "pod resources", focus: []string{`\[sig-node\] POD Resources`, `\[sig-node\] Device Plugin \[Serial\]`}},
 		{number: 3, title: "devices", focus: []string{`\[sig-node\] Device Manager`}},
 	}
-	main := report{skips: []skip{{`can make a CDI device accessible`, "no CDI in containerd 1.6"}},
+	main := report{nodelet: emptyRun(), upstream: emptyRun(), skips: []skip{{`can make a CDI device accessible`, "no CDI in containerd 1.6"}},
 		generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	sections := loadResourceSections(dir, parts, main)
 	if len(sections) != 3 {
