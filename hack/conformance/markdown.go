@@ -93,7 +93,9 @@ func (rp *report) writeSerial(w *bufio.Writer) {
 
 // writeBody is everything of one selection below its title.
 func (rp *report) writeBody(w *bufio.Writer) {
-	fmt.Fprintf(w, "%s\n\n", rp.setupSentence())
+	if s := rp.setupSentence(); s != "" {
+		fmt.Fprintf(w, "%s\n\n", s)
+	}
 	rp.writeCounts(w)
 	rp.writeProvenance(w)
 	if skips := rp.skipsUsed(); len(skips) > 0 {
@@ -115,6 +117,9 @@ func (rp *report) setupSentence() string {
 	n, u := rp.nodelet.prov, rp.upstream.prov
 	if len(rp.upstream.names) == 0 {
 		return "There is no upstream kubelet column: it has not been run, or its run did not produce results."
+	}
+	if len(rp.nodelet.names) == 0 {
+		return "" // a selection whose nodelet column is still to be run says so itself
 	}
 	var notes []string
 	switch {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // The resources selection (hack/conformance/resources.txt): the upstream node suite's specs for
@@ -41,6 +42,7 @@ func loadResourceSections(dir string, parts []serialPart, main report) []serialS
 			}
 			r.keepOnly(compileAll(p.focus))
 			r.explainSkips(main.skips)
+			slices.Sort(r.names) // ginkgo randomizes the order: sorted, related specs sit together
 			columns[i], ran = r, true
 		}
 		if ran {
