@@ -117,7 +117,8 @@ conformance-podapi:
 # The resources selection alone: the upstream specs for the CPU, memory and topology managers,
 # pod resources and device plugins (hack/conformance/resources.txt; one at a time, both kubelets,
 # restarted by the specs through hack/conformance/shim/systemctl). PART=N runs one part;
-# SUBJECTS=kubelet runs the upstream kubelet's column alone.
+# SUBJECTS=kubelet runs the upstream kubelet's column alone. Under a shared lock file take it with
+# `flock -o LOCK make ...`: the control plane the run (re)starts must not inherit the lock.
 conformance-resources:
 	hack/demo.sh stop
 	hack/cluster.sh stop
