@@ -125,3 +125,5 @@ func container(name, cpu string) v1.Container {
 }
 
 func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }
+
+func typesUID(s string) types.UID { return types.UID(s) }
