@@ -2,7 +2,6 @@ package cpumanager
 
 import (
 	"fmt"
-	"maps"
 	"path/filepath"
 
 	"k8s.io/utils/cpuset"
@@ -42,14 +41,6 @@ func (a assignments) all() cpuset.CPUSet {
 		for _, s := range containers {
 			out = out.Union(s)
 		}
-	}
-	return out
-}
-
-func (a assignments) clone() assignments {
-	out := make(assignments, len(a))
-	for pod, containers := range a {
-		out[pod] = maps.Clone(containers)
 	}
 	return out
 }
