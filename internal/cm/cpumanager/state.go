@@ -109,7 +109,7 @@ func restore(dir, policy string) (state, error) {
 		err = f.decode(path, policy, &s)
 	}
 	if err != nil {
-		return s, fmt.Errorf("could not restore state from checkpoint: %v, please drain this node and delete the CPU manager checkpoint file %q before restarting Kubelet", err, path)
+		return s, fmt.Errorf("could not restore state from checkpoint: %w, please drain this node and delete the CPU manager checkpoint file %q before restarting Kubelet", err, path)
 	}
 	return s, nil
 }

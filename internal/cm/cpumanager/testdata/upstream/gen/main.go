@@ -79,13 +79,18 @@ func run(kubelet, out, cgroupRoot string) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	defer removeCgroups(cgroupRoot)
+	if err := makeCgroups(cgroupRoot); err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	defer removeCgroups(cgroupRoot)
-	state, err := waitForAssignment(filepath.Join(root, "cpu_manager_state"), 2*time.Minute)
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	state, err := waitForAssignment(filepath.Join(root, "cpu_manager_state"), 2*time.Minute, exited)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	_ = cmd.Wait()
+	<-exited
 	if err != nil {
 		logs, _ := os.ReadFile(filepath.Join(work, "kubelet.log"))
 		return fmt.Errorf("%w\nkubelet log tail:\n%s", err, tailOf(string(logs), 4000))
@@ -160,7 +165,7 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func waitForAssignment(path string, timeout time.Duration) ([]byte, error) {
+func waitForAssignment(path string, timeout time.Duration, exited <-chan struct{}) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for {
@@ -169,11 +174,36 @@ func waitForAssignment(path string, timeout time.Duration) ([]byte, error) {
 			return data, nil
 		}
 		select {
+		case <-exited:
+			return nil, fmt.Errorf("the kubelet exited before writing an assignment to %s", path)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("no assignment in %s after %v (last read: %q, %v)", path, timeout, data, err)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// makeCgroups makes the kubelet's cgroup root in every v1 hierarchy (the kubelet wants it to
+// exist), giving its cpuset the parent's CPUs and memory nodes.
+func makeCgroups(root string) error {
+	hierarchies, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err != nil {
+			continue // not a hierarchy
+		}
+		dir := filepath.Join(h, root)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(h, f)); err == nil {
+				if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // removeCgroups removes the kubelet's cgroup tree in every v1 hierarchy, deepest first.
