@@ -41,12 +41,6 @@ var unsupportedFields = []unsupportedField{
 		}},
 	{"reservedMemory", "reserves memory per NUMA node for the memory manager", "empty",
 		func(c *kubeletConfig) bool { return len(c.ReservedMemory) == 0 }},
-	{"topologyManagerPolicy", "aligns CPUs, memory and devices on NUMA nodes", `"none"`,
-		func(c *kubeletConfig) bool {
-			return c.TopologyManagerPolicy == kubeletconfigv1beta1.NoneTopologyManagerPolicy
-		}},
-	{"topologyManagerPolicyOptions", "tunes the topology manager", "empty",
-		func(c *kubeletConfig) bool { return len(c.TopologyManagerPolicyOptions) == 0 }},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
 		func(c *kubeletConfig) bool { return ptr.Deref(c.ContainerLogMaxWorkers, 0) == 1 }},
 	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,

@@ -60,6 +60,7 @@ func Validate(kc *kubeletconfigv1beta1.KubeletConfiguration) error {
 	v.checkShutdown(kc)
 	v.checkCPUManager(kc)
 	v.checkMisc(kc)
+	v.checkTopologyManager(kc)
 	v.checkUnsupported(kc)
 	return v.err()
 }
