@@ -471,6 +471,9 @@ func (n *agent) buildNode(ctx context.Context) error {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
 	n.startCSIRegistrar() // after the node controller: it is told of the registrar's Node patches
+	if err := n.startPodResources(); err != nil {
+		return err
+	}
 	if n.shutdown != nil {
 		n.startLogindWatch() // before healthz answers: see there
 	}

@@ -71,8 +71,9 @@ var unsupportedFields = []unsupportedField{
 // gatesLike are the upstream feature gates whose settings nodelet already behaves like: pod and
 // container stats always come from the runtime, imageMaximumGCAge is always honoured, graceful
 // node shutdown is always there (by priority only when shutdownGracePeriodByPodPriority is set),
-// pods always get the PodReadyToStartContainers condition, and UserNamespacesSupport=false
-// refuses pods that set hostUsers, as upstream with that gate off.
+// pods always get the PodReadyToStartContainers condition, UserNamespacesSupport=false
+// refuses pods that set hostUsers, as upstream with that gate off, and KubeletPodResourcesGet
+// turns the pod-resources API's Get method on or off.
 var gatesLike = map[string][]bool{
 	"PodAndContainerStatsFromCRI":            {true, false},
 	"ImageMaximumGCAge":                      {true},
@@ -80,6 +81,7 @@ var gatesLike = map[string][]bool{
 	"GracefulNodeShutdownBasedOnPodPriority": {true, false},
 	"PodReadyToStartContainersCondition":     {true},
 	"UserNamespacesSupport":                  {true, false},
+	"KubeletPodResourcesGet":                 {true, false},
 }
 
 // checkUnsupported refuses every setting nodelet would otherwise silently ignore.
