@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -96,6 +98,7 @@ systemReserved: {cpu: 500m}
 	waitCPUsAllowed(t, pinned.Id, "1")
 	waitCPUsAllowed(t, shared.Id, "0")
 	checkState(t, n.rootDir, "0", "1")
+	checkPodResourcesCPUs(t, n.rootDir)
 
 	n.stop(syscall.SIGTERM)
 	n.start()
@@ -148,6 +151,35 @@ systemReserved: {cpu: 500m}
 	want := `configured policy "none" differs from state checkpoint policy "static", please drain this node and delete the CPU manager checkpoint file`
 	if err == nil || !strings.Contains(string(out), want) {
 		t.Errorf("nodelet with the none policy over static state: %v, output:\n%s", err, tail(string(out), 3000))
+	}
+}
+
+// checkPodResourcesCPUs reads the pod-resources API: the Guaranteed container holds CPU 1, the
+// BestEffort one none, and CPU 1 is what can be given out.
+func checkPodResourcesCPUs(t *testing.T, rootDir string) {
+	t.Helper()
+	client := dialPodResources(t, filepath.Join(rootDir, "pod-resources", "kubelet.sock"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := client.List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatalf("pod-resources List: %v", err)
+	}
+	want := map[string]string{"pinned-" + nodeName: "[1]", "shared-" + nodeName: "[]"}
+	for _, p := range list.PodResources {
+		if w, ok := want[p.Name]; ok {
+			if got := fmt.Sprint(p.Containers[0].CpuIds); got != w {
+				t.Errorf("pod-resources: %s holds CPUs %s, want %s", p.Name, got, w)
+			}
+			delete(want, p.Name)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("pod-resources List lacks %v", want)
+	}
+	alloc, err := client.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{})
+	if err != nil || fmt.Sprint(alloc.GetCpuIds()) != "[1]" {
+		t.Errorf("pod-resources allocatable CPUs %v (%v), want [1]", alloc.GetCpuIds(), err)
 	}
 }
 
