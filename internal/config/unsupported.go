@@ -35,12 +35,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool {
 			return c.CPUCFSQuotaPeriod == nil || c.CPUCFSQuotaPeriod.Duration == 100*time.Millisecond
 		}},
-	{"cpuManagerPolicy", "gives Guaranteed pods exclusive CPUs (static)", `"none"`,
-		func(c *kubeletConfig) bool { return c.CPUManagerPolicy == "none" }},
-	{"cpuManagerPolicyOptions", "tunes the static CPU manager", "empty",
-		func(c *kubeletConfig) bool { return len(c.CPUManagerPolicyOptions) == 0 }},
-	{"reservedSystemCPUs", "keeps those CPUs away from pods", "empty (use systemReserved/kubeReserved cpu)",
-		func(c *kubeletConfig) bool { return c.ReservedSystemCPUs == "" }},
 	{"memoryManagerPolicy", "pins Guaranteed pods' memory to NUMA nodes (Static)", `"None"`,
 		func(c *kubeletConfig) bool {
 			return c.MemoryManagerPolicy == kubeletconfigv1beta1.NoneMemoryManagerPolicy
