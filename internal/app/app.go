@@ -425,6 +425,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
+	n.trackDevicePods(workers, relister, sourcesReady)
 	if err := n.startEviction(workers); err != nil {
 		return err
 	}

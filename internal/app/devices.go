@@ -3,14 +3,19 @@ package app
 import (
 	"context"
 	"path/filepath"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
+	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/podworkers"
 )
 
 // startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins as one of
@@ -29,6 +34,29 @@ func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager
 	return m
 }
 
+// trackDevicePods lets the device manager free the devices of pods that are neither active
+// nor running containers, once every pod source has been seen (until then, after a restart,
+// the checkpointed assignments all stand). Running pods count because the pods of a source's
+// first snapshot are admitted one by one: one not admitted yet still holds its devices.
+func (n *agent) trackDevicePods(workers *podworkers.PodWorkers, relister *pleg.PLEG, sourcesReady func() bool) {
+	if n.devices == nil {
+		return
+	}
+	n.devices.TrackPods(func() []types.UID {
+		var uids []types.UID
+		for _, p := range n.activePods(workers) {
+			uids = append(uids, p.UID)
+		}
+		running, _ := relister.RunningPods()
+		for _, p := range running {
+			if slices.ContainsFunc(p.Containers, func(c *container.ContainerStatus) bool { return c.State == container.StateRunning }) {
+				uids = append(uids, p.UID)
+			}
+		}
+		return uids
+	}, sourcesReady)
+}
+
 // admissionDevices keeps a missing device plugin manager a nil interface.
 func admissionDevices(m *deviceplugin.Manager) admission.Devices {
 	if m == nil {
@@ -40,7 +68,7 @@ func admissionDevices(m *deviceplugin.Manager) admission.Devices {
 // containerDevices adapts the device plugin manager to the runtime's Devices hook.
 func containerDevices(m *deviceplugin.Manager) func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
 	return func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
-		a, err := m.Allocate(ctx, pod, c)
+		a, err := m.ContainerSetup(ctx, pod, c)
 		if err != nil || a == nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -30,7 +31,7 @@ func registeredPlugin(t *testing.T, n int) (*Manager, *fakePlugin) {
 
 func allocate(t *testing.T, m *Manager, pod *v1.Pod, i int) *Allocation {
 	t.Helper()
-	a, err := m.Allocate(context.Background(), pod, &pod.Spec.Containers[i])
+	a, err := m.ContainerSetup(context.Background(), pod, &pod.Spec.Containers[i])
 	if err != nil {
 		t.Fatalf("Allocate %s/%s: %v", pod.Name, pod.Spec.Containers[i].Name, err)
 	}
@@ -76,7 +77,7 @@ func TestDevicesAreNeverShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := m.Admit(c, []*v1.Pod{a, b})
-	if err == nil || !strings.Contains(err.Error(), "only 0 healthy devices are free") {
+	if err == nil || !strings.Contains(err.Error(), "requested number of devices unavailable for example.com/dev. Requested: 1, Available: 0") {
 		t.Fatalf("third pod admitted with every device taken: %v", err)
 	}
 	seen := map[string]bool{}
@@ -108,12 +109,20 @@ func TestDevicesAreNeverShared(t *testing.T) {
 func TestInactivePodsReleaseTheirDevices(t *testing.T) {
 	m, _ := registeredPlugin(t, 1)
 	done, next := podWith("done", testResource, 1), podWith("next", testResource, 1)
+	var inUse []types.UID
+	ready := false
+	m.TrackPods(func() []types.UID { return inUse }, func() bool { return ready })
 	if err := m.Admit(done, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Admit(next, []*v1.Pod{done}); err == nil {
-		t.Fatal("admitted with the only device held by an active pod")
+	if err := m.Admit(next, nil); err == nil {
+		t.Fatal("devices freed before every pod source was seen")
 	}
+	ready, inUse = true, []types.UID{done.UID}
+	if err := m.Admit(next, nil); err == nil {
+		t.Fatal("admitted with the only device held by a pod in use")
+	}
+	inUse = nil
 	if err := m.Admit(next, nil); err != nil {
 		t.Fatalf("device of a finished pod not freed: %v", err)
 	}
@@ -143,7 +152,7 @@ func TestInitContainerDevicesPassToAppContainers(t *testing.T) {
 	if err := m.Admit(pod, nil); err != nil {
 		t.Fatalf("init and app container could not share: %v", err)
 	}
-	init, err := m.Allocate(context.Background(), pod, &pod.Spec.InitContainers[0])
+	init, err := m.ContainerSetup(context.Background(), pod, &pod.Spec.InitContainers[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +168,7 @@ func TestInitContainerDevicesPassToAppContainers(t *testing.T) {
 	if err := m.Admit(sidecar, nil); err != nil {
 		t.Fatalf("sidecar pod with 2 of 2 devices: %v", err)
 	}
-	side, _ := m.Allocate(context.Background(), sidecar, &sidecar.Spec.InitContainers[0])
+	side, _ := m.ContainerSetup(context.Background(), sidecar, &sidecar.Spec.InitContainers[0])
 	if app := allocate(t, m, sidecar, 0); app.Envs["FAKE_DEVICES"] == side.Envs["FAKE_DEVICES"] {
 		t.Errorf("sidecar and app container share device %s", side.Envs["FAKE_DEVICES"])
 	}
@@ -197,15 +206,44 @@ func TestAllocateIgnoresOtherResources(t *testing.T) {
 	}
 }
 
-func TestAllocateFailsWhenThePluginIsGone(t *testing.T) {
-	m, p := registeredPlugin(t, 1)
+func TestAPluginGoneKeepsWhatItPrepared(t *testing.T) {
+	m, p := registeredPlugin(t, 2)
 	pod := podWith("a", testResource, 1)
 	if err := m.Admit(pod, nil); err != nil {
 		t.Fatal(err)
 	}
 	p.server.Stop()
-	waitCounts(t, m, testResource, counts{1, 0})
-	if _, err := m.Allocate(context.Background(), pod, &pod.Spec.Containers[0]); err == nil {
-		t.Error("Allocate succeeded with no plugin to prepare the device")
+	waitCounts(t, m, testResource, counts{2, 0})
+	if err := m.Admit(podWith("b", testResource, 1), nil); err == nil {
+		t.Error("admitted with no plugin to prepare the device")
+	}
+	// The container admitted before restarts with the plugin's kept answer.
+	if got := allocate(t, m, pod, 0).Envs["FAKE_DEVICES"]; got != "0" {
+		t.Errorf("kept setup %q, want device 0", got)
+	}
+}
+
+func TestPluginAllocateFailureRefusesAndFrees(t *testing.T) {
+	m, dir := startManager(t, time.Hour)
+	p := newFakePlugin(t, dir, "p.sock", device("0", pluginapi.Healthy), device("1", pluginapi.Healthy))
+	p.mu.Lock()
+	p.failDevice = "1"
+	p.mu.Unlock()
+	if err := p.register(m, testResource); err != nil {
+		t.Fatal(err)
+	}
+	waitCounts(t, m, testResource, counts{2, 2})
+	pod := podWith("a", testResource, 1, 1)
+	if err := m.Admit(pod, nil); err == nil || !strings.Contains(err.Error(), errInjected.Error()) {
+		t.Fatalf("admission error %v, want the plugin's", err)
+	}
+	if got := m.ContainerDevices(pod.UID, "c0"); got != nil {
+		t.Errorf("refused pod holds %v", got)
+	}
+	p.mu.Lock()
+	p.failDevice = ""
+	p.mu.Unlock()
+	if err := m.Admit(podWith("b", testResource, 2), nil); err != nil {
+		t.Errorf("the refused pod's device was not freed: %v", err)
 	}
 }

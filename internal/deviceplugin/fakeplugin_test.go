@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,15 +28,18 @@ type fakePlugin struct {
 	server     *grpc.Server
 	options    pluginapi.DevicePluginOptions
 	optionsErr error
-	listErr    error                    // ListAndWatch fails at once with it
-	updates    chan []*pluginapi.Device // a new device list to send
-	fail       chan error               // makes the open ListAndWatch return the error
+	listErr    error // ListAndWatch fails at once with it
+	// prefer answers GetPreferredAllocation; nil answers no preference.
+	prefer  func(*pluginapi.ContainerPreferredAllocationRequest) []string
+	updates chan []*pluginapi.Device // a new device list to send
+	fail    chan error               // makes the open ListAndWatch return the error
 
-	mu        sync.Mutex
-	devices   []*pluginapi.Device
-	calls     []string
-	allocated [][]string
-	preStarts [][]string
+	mu         sync.Mutex
+	failDevice string // Allocate fails for a request including it
+	devices    []*pluginapi.Device
+	calls      []string
+	allocated  [][]string
+	preStarts  [][]string
 }
 
 func newFakePlugin(t *testing.T, dir, endpoint string, devices ...*pluginapi.Device) *fakePlugin {
@@ -97,9 +101,17 @@ func (p *fakePlugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlu
 	}
 }
 
-func (p *fakePlugin) GetPreferredAllocation(context.Context, *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+func (p *fakePlugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	p.record("GetPreferredAllocation")
-	return &pluginapi.PreferredAllocationResponse{}, nil
+	out := &pluginapi.PreferredAllocationResponse{}
+	for _, cr := range req.ContainerRequests {
+		var ids []string
+		if p.prefer != nil {
+			ids = p.prefer(cr)
+		}
+		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
+	}
+	return out, nil
 }
 
 // Allocate answers with an env naming the devices and one device node per device.
@@ -108,6 +120,10 @@ func (p *fakePlugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest)
 	out := &pluginapi.AllocateResponse{}
 	for _, cr := range req.ContainerRequests {
 		p.mu.Lock()
+		if slices.Contains(cr.DevicesIDs, p.failDevice) {
+			p.mu.Unlock()
+			return nil, errInjected
+		}
 		p.allocated = append(p.allocated, cr.DevicesIDs)
 		p.mu.Unlock()
 		resp := &pluginapi.ContainerAllocateResponse{
