@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/nodelet/nodelet/internal/cm/checkpoint"
 )
@@ -175,4 +177,65 @@ func TestACorruptCheckpointStartsEmpty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testdata/kubelet_internal_checkpoint was written by the upstream kubelet v1.33.4
+// (hack/devicegolden): pod golden-uid, its init container holding one widget that its app
+// container took over with a second one.
+func TestUpstreamCheckpointIsRead(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", CheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := shortDir(t)
+	if err := os.WriteFile(filepath.Join(dir, CheckpointName), golden, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := readCheckpoint(filepath.Join(dir, CheckpointName))
+	if err != nil {
+		t.Fatalf("upstream's checksum does not verify: %v", err)
+	}
+	m, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const widget = "golden.example.com/widget"
+	app, init := m.ContainerDevices("golden-uid", "app"), m.ContainerDevices("golden-uid", "init")
+	if countIDs(app) != 2 || countIDs(init) != 1 || app[0].ResourceName != widget {
+		t.Fatalf("restored app %v, init %v: want 2 and 1 %s", app, init, widget)
+	}
+	if !m.Manages(widget) {
+		t.Error("the checkpoint's resource is not known after the restore")
+	}
+	setup, err := m.ContainerSetup(context.Background(), podWith("golden-uid", widget), &v1.Container{Name: "app"})
+	if err != nil || setup == nil || setup.Envs["WIDGETS"] == "" || len(setup.Devices) != 1 || len(setup.Mounts) != 1 {
+		t.Errorf("restored setup %+v (%v), want the plugin's answer", setup, err)
+	}
+
+	// Written back, the entries are byte for byte upstream's, and so is their checksum.
+	m.mu.Lock()
+	m.writeCheckpoint()
+	m.mu.Unlock()
+	again, err := readCheckpoint(filepath.Join(dir, CheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(data.PodDeviceEntries)
+	got, _ := json.Marshal(again.PodDeviceEntries)
+	if string(got) != string(want) {
+		t.Errorf("entries written back differ:\n got %s\nwant %s", got, want)
+	}
+	again.RegisteredDevices = data.RegisteredDevices
+	var file checkpointFile
+	if err := json.Unmarshal(golden, &file); err != nil || checkpoint.Sum(*again, upstreamNames) != file.Checksum {
+		t.Errorf("nodelet's checksum of the same data differs from upstream's %d (%v)", file.Checksum, err)
+	}
+}
+
+func countIDs(devices []*podresourcesv1.ContainerDevices) int {
+	n := 0
+	for _, d := range devices {
+		n += len(d.DeviceIds)
+	}
+	return n
 }
