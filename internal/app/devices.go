@@ -54,7 +54,10 @@ func (n *agent) trackDevicePods(workers *podworkers.PodWorkers, relister *pleg.P
 			}
 		}
 		return uids
-	}, sourcesReady)
+	}, func() bool {
+		_, listed := relister.RunningPods()
+		return sourcesReady() && !listed.IsZero() // the runtime's pods are known too
+	})
 }
 
 // admissionDevices keeps a missing device plugin manager a nil interface.

@@ -216,7 +216,7 @@ func (m *Manager) candidates(uid types.UID, container, name string, n int, affin
 		return nil, nil, nil
 	}
 	if len(held) > 0 {
-		return nil, nil, fmt.Errorf("container %s holds %d %s but requests %d", container, len(held), name, n)
+		return nil, nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", uid, container, name, len(held), n)
 	}
 	r := m.resources[name]
 	if r == nil {
