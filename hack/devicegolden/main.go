@@ -2,7 +2,10 @@
 // tests to read: it runs the kubelet standalone on an in-memory CRI runtime (no real pod, no
 // pod cgroups, so nothing else on the machine is touched), serves it a device plugin, gives it
 // a static pod whose init and app containers use the plugin's devices, and copies the
-// kubelet_internal_checkpoint the kubelet writes to -out.
+// kubelet_internal_checkpoint the kubelet writes to -out. The upstream kubelet serves device
+// plugins in /var/lib/kubelet/device-plugins whatever its root directory; the files it leaves
+// there are removed (a checkpoint that was there before is put back). Run it under the e2e lock,
+// as it shares that directory with any other upstream kubelet.
 //
 //	go run ./hack/devicegolden -kubelet _output/cp/bin/kubelet -out internal/deviceplugin/testdata/kubelet_internal_checkpoint
 package main
@@ -74,9 +77,11 @@ func run(kubelet, out string) error {
 		_ = cmd.Wait()
 	}()
 
-	pluginDir := filepath.Join(root, "device-plugins")
+	pluginDir := pluginapi.DevicePluginPath
+	defer keepPluginDir(pluginDir)()
 	if err := waitFor(60*time.Second, func() bool { _, err := os.Stat(filepath.Join(pluginDir, "kubelet.sock")); return err == nil }); err != nil {
-		return fmt.Errorf("kubelet never opened its device plugin socket (log %s): %w", logf.Name(), err)
+		logs, _ := os.ReadFile(logf.Name())
+		return fmt.Errorf("kubelet never opened its device plugin socket: %w\n%s", err, tail(string(logs), 4000))
 	}
 	plugin, err := servePlugin(pluginDir)
 	if err != nil {
@@ -97,7 +102,7 @@ func run(kubelet, out string) error {
 	})
 	if err != nil {
 		logs, _ := os.ReadFile(logf.Name())
-		return fmt.Errorf("no checkpoint with the pod's two containers: %w\n%s", err, tail(string(logs), 4000))
+		return fmt.Errorf("no checkpoint with the pod's two containers: %w\ncheckpoint: %s\n%s", err, data, tail(string(logs), 4000))
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
@@ -118,6 +123,7 @@ kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://%s
 staticPodPath: %s
 fileCheckFrequency: 1s
+podLogsDir: %s
 cgroupDriver: cgroupfs
 cgroupsPerQOS: false
 enforceNodeAllocatable: ["none"]
@@ -132,7 +138,7 @@ authentication:
   webhook: {enabled: false}
 authorization:
   mode: AlwaysAllow
-`, filepath.Join(dir, "cri.sock"), filepath.Join(dir, "manifests"), port, healthz)
+`, filepath.Join(dir, "cri.sock"), filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"), port, healthz)
 	return os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o644)
 }
 
@@ -210,7 +216,7 @@ func servePlugin(dir string) (*grpc.Server, error) {
 		return nil, err
 	}
 	srv := grpc.NewServer()
-	pluginapi.RegisterDevicePluginServer(srv, widgets{})
+	pluginapi.RegisterDevicePluginServer(srv, &widgets{})
 	go func() { _ = srv.Serve(lis) }()
 	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, "kubelet.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -223,6 +229,22 @@ func servePlugin(dir string) (*grpc.Server, error) {
 		Version: pluginapi.Version, Endpoint: "golden.sock", ResourceName: resourceName,
 	}, grpc.WaitForReady(true))
 	return srv, err
+}
+
+// keepPluginDir returns a function that removes what a run leaves in dir and puts back the
+// checkpoint that was there before.
+func keepPluginDir(dir string) func() {
+	checkpoint := filepath.Join(dir, "kubelet_internal_checkpoint")
+	before, err := os.ReadFile(checkpoint)
+	had := err == nil
+	return func() {
+		for _, name := range []string{"kubelet.sock", "golden.sock", "kubelet_internal_checkpoint"} {
+			_ = os.Remove(filepath.Join(dir, name))
+		}
+		if had {
+			_ = os.WriteFile(checkpoint, before, 0o644)
+		}
+	}
 }
 
 func waitFor(timeout time.Duration, cond func() bool) error {

@@ -212,7 +212,8 @@ func TestUpstreamCheckpointIsRead(t *testing.T) {
 		t.Errorf("restored setup %+v (%v), want the plugin's answer", setup, err)
 	}
 
-	// Written back, the entries are byte for byte upstream's, and so is their checksum.
+	// Written back, the entries are byte for byte upstream's (upstream writes them in map order,
+	// nodelet sorted), and in upstream's order so is their checksum.
 	m.mu.Lock()
 	m.writeCheckpoint()
 	m.mu.Unlock()
@@ -220,6 +221,10 @@ func TestUpstreamCheckpointIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	order := func(e PodDevicesEntry) int {
+		return slices.IndexFunc(data.PodDeviceEntries, func(u PodDevicesEntry) bool { return u.ContainerName == e.ContainerName })
+	}
+	slices.SortFunc(again.PodDeviceEntries, func(a, b PodDevicesEntry) int { return order(a) - order(b) })
 	want, _ := json.Marshal(data.PodDeviceEntries)
 	got, _ := json.Marshal(again.PodDeviceEntries)
 	if string(got) != string(want) {
