@@ -26,7 +26,7 @@ const e2eDevice = "e2e.nodelet.dev/widget"
 
 // testDevicePlugin serves two widgets from the test process on the node's device-plugins
 // directory, the way a vendor's plugin does: it registers, and registers again (on a new
-// socket) whenever nodelet re-creates its registration socket.
+// socket) once a restarted nodelet removed its old one.
 type testDevicePlugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 	dir string
@@ -63,6 +63,7 @@ func (p *testDevicePlugin) Allocate(_ context.Context, req *pluginapi.AllocateRe
 func (p *testDevicePlugin) serve(t *testing.T) {
 	t.Helper()
 	sock := filepath.Join(p.dir, "e2e-widget.sock")
+	p.stop() // first: closing the old listener unlinks the socket path
 	_ = os.Remove(sock)
 	lis, err := net.Listen("unix", sock)
 	if err != nil {
@@ -72,12 +73,8 @@ func (p *testDevicePlugin) serve(t *testing.T) {
 	pluginapi.RegisterDevicePluginServer(srv, p)
 	go srv.Serve(lis) //nolint:errcheck // ends with Stop
 	p.mu.Lock()
-	old := p.server
 	p.server = srv
 	p.mu.Unlock()
-	if old != nil {
-		old.Stop()
-	}
 	conn, err := grpc.NewClient("unix://"+filepath.Join(p.dir, "kubelet.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +125,7 @@ func widgetOf(t *testing.T, c *cri.Container) string {
 	t.Helper()
 	ctx, cancel := criCtx()
 	defer cancel()
-	resp, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: c.Id, Cmd: []string{"printenv", "E2E_WIDGET"}, Timeout: 5})
+	resp, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: c.Id, Cmd: []string{"sh", "-c", "echo $E2E_WIDGET"}, Timeout: 5})
 	if err != nil || resp.ExitCode != 0 {
 		t.Fatalf("reading E2E_WIDGET: %v %+v", err, resp)
 	}
@@ -153,13 +150,13 @@ func TestDeviceAllocationSurvivesANodeletRestart(t *testing.T) {
 		t.Fatalf("checkpoint does not record %s: %v\n%s", held, err, checkpoint)
 	}
 
-	// A hard stop: only the checkpoint carries the assignment over.
-	before, _ := os.Stat(filepath.Join(dir, "kubelet.sock"))
+	// A hard stop: only the checkpoint carries the assignment over. The new nodelet removes the
+	// plugin's socket, which is how a plugin learns it must register again.
 	n.stop(syscall.SIGKILL)
 	n.start()
-	testutil.WaitFor(t, 30*time.Second, "a new registration socket", func() (bool, string) {
-		now, err := os.Stat(filepath.Join(dir, "kubelet.sock"))
-		return err == nil && !os.SameFile(before, now), fmt.Sprint(err)
+	testutil.WaitFor(t, 30*time.Second, "the plugin's socket removed", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(dir, "e2e-widget.sock"))
+		return os.IsNotExist(err), fmt.Sprint(err)
 	})
 	plugin.serve(t)
 
