@@ -263,7 +263,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		return nil, err
 	}
 	if mode == asDaemon {
-		n.devices = startDevicePlugins(comps, cfg.RootDir)
+		n.devices = startDevicePlugins(comps, cfg.RootDir, n.machine, n.topology)
 	}
 	n.volumes = n.newVolumes()
 	n.features = &runtimefeatures.Store{}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/cri"
@@ -19,10 +21,10 @@ import (
 )
 
 // startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins as one of
-// the components. Without it nodelet still runs pods, only without plugin devices, so a failure is
-// logged rather than fatal.
-func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager {
-	m, err := deviceplugin.New(deviceplugin.Options{Dir: filepath.Join(rootDir, "device-plugins")})
+// the components, and makes the device manager a hint provider of the topology manager. Without
+// it nodelet still runs pods, only without plugin devices, so a failure is logged, not fatal.
+func startDevicePlugins(comps *components, rootDir string, machine *topology.Machine, tm *topologymanager.Manager) *deviceplugin.Manager {
+	m, err := deviceplugin.New(deviceplugin.Options{Dir: filepath.Join(rootDir, "device-plugins"), NUMANodes: machine.NUMANodeIDs()})
 	if err == nil {
 		err = m.Listen()
 	}
@@ -30,6 +32,8 @@ func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager
 		klog.ErrorS(err, "Device plugins are not available")
 		return nil
 	}
+	// The devices are set aside at admission by the topology manager, first of its providers.
+	tm.AddHintProvider(m)
 	comps.start("device plugins", m.Run)
 	return m
 }

@@ -29,12 +29,8 @@ func (n *agent) podResourcesOptions() podresources.Options {
 		Pods:       n.pods,
 		GetEnabled: n.cfg.PodResourcesGet,
 	}
-	// The device manager reports its allocations once it records them per container
-	// (ContainerDevices, AllocatableDevices); until then it reports none.
 	if n.devices != nil {
-		if d, ok := any(n.devices).(podresources.Devices); ok {
-			opts.Devices = d
-		}
+		opts.Devices = n.devices
 	}
 	return opts
 }

@@ -72,19 +72,6 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topology.Hint)
 	return nil
 }
 
-// Admit sets devices aside for every container of pod, init containers first, without NUMA
-// alignment: admission's device check until the topology manager calls Allocate itself.
-func (m *Manager) Admit(pod *v1.Pod, _ []*v1.Pod) error {
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if err := m.Allocate(pod, &list[i], topology.Hint{}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // beginAdmission makes uid the pod being admitted: reusable devices of any other pod are
 // dropped, and pods no longer active free their devices.
 func (m *Manager) beginAdmission(uid types.UID) {

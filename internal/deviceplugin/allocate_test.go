@@ -41,7 +41,7 @@ func allocate(t *testing.T, m *Manager, pod *v1.Pod, i int) *Allocation {
 func TestAllocateReturnsThePluginsSetup(t *testing.T) {
 	m, p := registeredPlugin(t, 2)
 	pod := podWith("a", testResource, 2)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	a := allocate(t, m, pod, 0)
@@ -70,13 +70,13 @@ func TestAllocateReturnsThePluginsSetup(t *testing.T) {
 func TestDevicesAreNeverShared(t *testing.T) {
 	m, p := registeredPlugin(t, 3)
 	a, b, c := podWith("a", testResource, 1), podWith("b", testResource, 1, 1), podWith("c", testResource, 1)
-	if err := m.Admit(a, nil); err != nil {
+	if err := admit(m, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Admit(b, []*v1.Pod{a}); err != nil {
+	if err := admit(m, b); err != nil {
 		t.Fatal(err)
 	}
-	err := m.Admit(c, []*v1.Pod{a, b})
+	err := admit(m, c)
 	if err == nil || !strings.Contains(err.Error(), "requested number of devices unavailable for example.com/dev. Requested: 1, Available: 0") {
 		t.Fatalf("third pod admitted with every device taken: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestDevicesAreNeverShared(t *testing.T) {
 	}
 	// Removing a pod frees its device for the next one.
 	m.RemovePod(a.UID)
-	if err := m.Admit(c, []*v1.Pod{b}); err != nil {
+	if err := admit(m, c); err != nil {
 		t.Fatalf("after removing a: %v", err)
 	}
 	if got := allocate(t, m, c, 0).Envs["FAKE_DEVICES"]; got != "0" {
@@ -112,18 +112,18 @@ func TestInactivePodsReleaseTheirDevices(t *testing.T) {
 	var inUse []types.UID
 	ready := false
 	m.TrackPods(func() []types.UID { return inUse }, func() bool { return ready })
-	if err := m.Admit(done, nil); err != nil {
+	if err := admit(m, done); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Admit(next, nil); err == nil {
+	if err := admit(m, next); err == nil {
 		t.Fatal("devices freed before every pod source was seen")
 	}
 	ready, inUse = true, []types.UID{done.UID}
-	if err := m.Admit(next, nil); err == nil {
+	if err := admit(m, next); err == nil {
 		t.Fatal("admitted with the only device held by a pod in use")
 	}
 	inUse = nil
-	if err := m.Admit(next, nil); err != nil {
+	if err := admit(m, next); err != nil {
 		t.Fatalf("device of a finished pod not freed: %v", err)
 	}
 }
@@ -133,13 +133,13 @@ func TestUnhealthyDevicesAreNotHandedOut(t *testing.T) {
 	p.updates <- []*pluginapi.Device{device("0", pluginapi.Unhealthy), device("1", pluginapi.Healthy)}
 	waitCounts(t, m, testResource, counts{2, 1})
 	pod := podWith("a", testResource, 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	if got := allocate(t, m, pod, 0).Envs["FAKE_DEVICES"]; got != "1" {
 		t.Errorf("got device %q, want the healthy 1", got)
 	}
-	if err := m.Admit(podWith("b", testResource, 1), []*v1.Pod{pod}); err == nil {
+	if err := admit(m, podWith("b", testResource, 1)); err == nil {
 		t.Error("admitted onto an unhealthy device")
 	}
 }
@@ -149,7 +149,7 @@ func TestInitContainerDevicesPassToAppContainers(t *testing.T) {
 	pod := podWith("a", testResource, 2)
 	rl := v1.ResourceList{testResource: *resource.NewQuantity(2, resource.DecimalSI)}
 	pod.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Limits: rl, Requests: rl}}}
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatalf("init and app container could not share: %v", err)
 	}
 	init, err := m.ContainerSetup(context.Background(), pod, &pod.Spec.InitContainers[0])
@@ -165,7 +165,7 @@ func TestInitContainerDevicesPassToAppContainers(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
 	sidecar.Spec.InitContainers = []v1.Container{{Name: "side", RestartPolicy: &always, Resources: sidecar.Spec.Containers[0].Resources}}
 	m.RemovePod(pod.UID)
-	if err := m.Admit(sidecar, nil); err != nil {
+	if err := admit(m, sidecar); err != nil {
 		t.Fatalf("sidecar pod with 2 of 2 devices: %v", err)
 	}
 	side, _ := m.ContainerSetup(context.Background(), sidecar, &sidecar.Spec.InitContainers[0])
@@ -195,7 +195,7 @@ func TestPreStartContainerWhenAskedFor(t *testing.T) {
 func TestAllocateIgnoresOtherResources(t *testing.T) {
 	m, p := registeredPlugin(t, 1)
 	pod := podWith("a", "other.example.com/thing", 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatalf("a resource no plugin serves is not this manager's to refuse: %v", err)
 	}
 	if a := allocate(t, m, pod, 0); a != nil {
@@ -209,12 +209,12 @@ func TestAllocateIgnoresOtherResources(t *testing.T) {
 func TestAPluginGoneKeepsWhatItPrepared(t *testing.T) {
 	m, p := registeredPlugin(t, 2)
 	pod := podWith("a", testResource, 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	p.server.Stop()
 	waitCounts(t, m, testResource, counts{2, 0})
-	if err := m.Admit(podWith("b", testResource, 1), nil); err == nil {
+	if err := admit(m, podWith("b", testResource, 1)); err == nil {
 		t.Error("admitted with no plugin to prepare the device")
 	}
 	// The container admitted before restarts with the plugin's kept answer.
@@ -234,7 +234,7 @@ func TestPluginAllocateFailureRefusesAndFrees(t *testing.T) {
 	}
 	waitCounts(t, m, testResource, counts{2, 2})
 	pod := podWith("a", testResource, 1, 1)
-	if err := m.Admit(pod, nil); err == nil || !strings.Contains(err.Error(), errInjected.Error()) {
+	if err := admit(m, pod); err == nil || !strings.Contains(err.Error(), errInjected.Error()) {
 		t.Fatalf("admission error %v, want the plugin's", err)
 	}
 	if got := m.ContainerDevices(pod.UID, "c0"); got != nil {
@@ -243,7 +243,7 @@ func TestPluginAllocateFailureRefusesAndFrees(t *testing.T) {
 	p.mu.Lock()
 	p.failDevice = ""
 	p.mu.Unlock()
-	if err := m.Admit(podWith("b", testResource, 2), nil); err != nil {
+	if err := admit(m, podWith("b", testResource, 2)); err != nil {
 		t.Errorf("the refused pod's device was not freed: %v", err)
 	}
 }

@@ -60,7 +60,7 @@ func TestAssignmentsSurviveARestart(t *testing.T) {
 	first, stop := runManager(t, dir)
 	plugged(t, first, "p1.sock", device("0", pluginapi.Healthy), device("1", pluginapi.Healthy))
 	held := podWith("held", testResource, 1)
-	if err := first.Admit(held, nil); err != nil {
+	if err := admit(first, held); err != nil {
 		t.Fatal(err)
 	}
 	stop()
@@ -75,7 +75,7 @@ func TestAssignmentsSurviveARestart(t *testing.T) {
 	if got := resourceCounts(second, testResource); got != (counts{0, 0}) {
 		t.Errorf("restored resource counts %v, want {0 0}", got)
 	}
-	if err := second.Admit(podWith("early", testResource, 1), nil); err == nil {
+	if err := admit(second, podWith("early", testResource, 1)); err == nil {
 		t.Error("admitted before the plugin registered again")
 	}
 	// The container restarts with the kept answer, the plugin not asked again.
@@ -84,11 +84,11 @@ func TestAssignmentsSurviveARestart(t *testing.T) {
 	}
 
 	p := plugged(t, second, "p2.sock", device("0", pluginapi.Healthy), device("1", pluginapi.Healthy))
-	if err := second.Admit(podWith("greedy", testResource, 2), nil); err == nil {
+	if err := admit(second, podWith("greedy", testResource, 2)); err == nil {
 		t.Error("a new pod was given the device a restored pod holds")
 	}
 	fresh := podWith("fresh", testResource, 1)
-	if err := second.Admit(fresh, nil); err != nil {
+	if err := admit(second, fresh); err != nil {
 		t.Fatal(err)
 	}
 	if got := allocate(t, second, fresh, 0).Envs["FAKE_DEVICES"]; got != "1" {
@@ -105,7 +105,7 @@ func TestAssignmentsSurviveARestart(t *testing.T) {
 func TestCheckpointFileIsUpstreamsFormat(t *testing.T) {
 	m, _ := registeredPlugin(t, 2)
 	pod := podWith("a", testResource, 1, 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(m.opts.Dir, CheckpointName))
@@ -156,7 +156,7 @@ func TestACorruptCheckpointStartsEmpty(t *testing.T) {
 			dir := filepath.Join(shortDir(t), "device-plugins")
 			first, stop := runManager(t, dir)
 			plugged(t, first, "p.sock", device("0", pluginapi.Healthy), device("1", pluginapi.Healthy))
-			if err := first.Admit(podWith("a", testResource, 1), nil); err != nil {
+			if err := admit(first, podWith("a", testResource, 1)); err != nil {
 				t.Fatal(err)
 			}
 			stop()

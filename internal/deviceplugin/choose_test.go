@@ -80,7 +80,7 @@ func TestPreferredAllocationIsAskedWhenOffered(t *testing.T) {
 func TestPreferredAllocationIsNotAskedUnlessOffered(t *testing.T) {
 	m, p := registeredPlugin(t, 2)
 	pod := podWith("a", testResource, 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(p.Calls(), "GetPreferredAllocation") {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -234,3 +235,16 @@ func podWith(uid, resourceName string, perContainer ...int64) *v1.Pod {
 }
 
 var errInjected = errors.New("injected failure")
+
+// admit allocates every container of pod in order, init containers first, with no NUMA
+// affinity: what the topology manager does with policy none.
+func admit(m *Manager, pod *v1.Pod) error {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if err := m.Allocate(pod, &list[i], topology.Hint{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
