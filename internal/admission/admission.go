@@ -17,16 +17,10 @@ import (
 	"github.com/nodelet/nodelet/internal/status"
 )
 
-// ReasonUnexpectedAdmissionError is the reason of a pod whose devices could not be set aside,
-// as upstream reports it.
-const ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
-
-// Devices sets device plugin devices aside for admitted pods (*deviceplugin.Manager).
+// Devices says which resources device plugins serve (*deviceplugin.Manager): their devices are
+// set aside by the topology manager's device provider, not counted against allocatable here.
 type Devices interface {
-	// Manages says whether a device plugin serves the resource; Admit checks those.
 	Manages(name v1.ResourceName) bool
-	// Admit sets devices aside for pod's containers, or says why it cannot.
-	Admit(pod *v1.Pod, active []*v1.Pod) error
 }
 
 // Topology aligns and sets aside the pod's CPUs, memory and devices on the machine's NUMA
@@ -44,7 +38,7 @@ type Admitter struct {
 	// Node returns the node (labels, taints) the scheduler's predicates are checked against;
 	// nil, or a nil node (not registered yet), skips them.
 	Node func() *v1.Node
-	// Devices, when set, must find devices for the pod's device plugin resources.
+	// Devices, when set, names the device plugin resources fits leaves to Topology.
 	Devices Devices
 	// Topology, when set, runs last: the resource managers set resources aside only for a pod
 	// every other check has let through.
@@ -104,11 +98,6 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 			if ok, reason, msg := predicates(pod, node, active); !ok {
 				return false, reason, msg
 			}
-		}
-	}
-	if a.Devices != nil {
-		if err := a.Devices.Admit(pod, active); err != nil {
-			return false, ReasonUnexpectedAdmissionError, "device allocation failed: " + err.Error()
 		}
 	}
 	if a.Topology != nil {

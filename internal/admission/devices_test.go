@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -17,7 +16,8 @@ const (
 	clusterDongle  v1.ResourceName = "example.com/dongle" // advertised by an administrator, no plugin
 )
 
-// fakeDevices hands out a fixed number of devices of pluginResource, one per requested unit.
+// fakeDevices serves pluginResource and, as the topology manager with its device provider,
+// hands out a fixed number of devices, one per requested unit.
 type fakeDevices struct {
 	free     int64
 	admitted []string
@@ -25,14 +25,14 @@ type fakeDevices struct {
 
 func (f *fakeDevices) Manages(name v1.ResourceName) bool { return name == pluginResource }
 
-func (f *fakeDevices) Admit(pod *v1.Pod, _ []*v1.Pod) error {
+func (f *fakeDevices) Admit(pod *v1.Pod) (bool, string, string) {
 	want := Requests(pod)[pluginResource]
 	if want.Value() > f.free {
-		return errors.New("not enough free devices")
+		return false, "UnexpectedAdmissionError", "Allocate failed due to not enough free devices, which is unexpected"
 	}
 	f.free -= want.Value()
 	f.admitted = append(f.admitted, pod.Name)
-	return nil
+	return true, "", ""
 }
 
 func podWithExtended(name string, rl v1.ResourceList) *v1.Pod {
@@ -44,7 +44,7 @@ func qty(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.D
 
 func TestDevicePluginResourcesMustBeFree(t *testing.T) {
 	devices := &fakeDevices{free: 1}
-	a := &Admitter{Statuses: status.NewManager(nil), Devices: devices, Allocatable: func() v1.ResourceList {
+	a := &Admitter{Statuses: status.NewManager(nil), Devices: devices, Topology: devices, Allocatable: func() v1.ResourceList {
 		// The posted allocatable may lag behind the plugin; the device manager decides.
 		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), pluginResource: qty(0)}
 	}}
@@ -54,8 +54,8 @@ func TestDevicePluginResourcesMustBeFree(t *testing.T) {
 	}
 	second := podWithExtended("second", v1.ResourceList{pluginResource: qty(1)})
 	ok, reason, msg := a.Admit(second, []*v1.Pod{first})
-	if ok || reason != ReasonUnexpectedAdmissionError || !strings.Contains(msg, "not enough free devices") {
-		t.Fatalf("second pod: ok=%v %q %q, want %s", ok, reason, msg, ReasonUnexpectedAdmissionError)
+	if ok || reason != "UnexpectedAdmissionError" || !strings.Contains(msg, "not enough free devices") {
+		t.Fatalf("second pod: ok=%v %q %q, want UnexpectedAdmissionError", ok, reason, msg)
 	}
 	// A pod over the cpu allocatable is refused before any device is set aside.
 	big := podWithExtended("big", v1.ResourceList{pluginResource: qty(1), v1.ResourceCPU: resource.MustParse("3")})

@@ -265,7 +265,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		return nil, err
 	}
 	if mode == asDaemon {
-		n.devices = startDevicePlugins(comps, cfg.RootDir)
+		n.devices = startDevicePlugins(comps, cfg.RootDir, n.machine, n.topology)
 		if err := n.newCPUManager(); err != nil {
 			return nil, err
 		}
@@ -443,6 +443,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
+	n.trackDevicePods(workers, relister, sourcesReady)
 	if err := n.startEviction(workers); err != nil {
 		return err
 	}

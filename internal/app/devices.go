@@ -3,21 +3,28 @@ package app
 import (
 	"context"
 	"path/filepath"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cm/topologymanager"
+	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
+	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/podworkers"
 )
 
 // startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins as one of
-// the components. Without it nodelet still runs pods, only without plugin devices, so a failure is
-// logged rather than fatal.
-func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager {
-	m, err := deviceplugin.New(deviceplugin.Options{Dir: filepath.Join(rootDir, "device-plugins")})
+// the components, and makes the device manager a hint provider of the topology manager. Without
+// it nodelet still runs pods, only without plugin devices, so a failure is logged, not fatal.
+func startDevicePlugins(comps *components, rootDir string, machine *topology.Machine, tm *topologymanager.Manager) *deviceplugin.Manager {
+	m, err := deviceplugin.New(deviceplugin.Options{Dir: filepath.Join(rootDir, "device-plugins"), NUMANodes: machine.NUMANodeIDs()})
 	if err == nil {
 		err = m.Listen()
 	}
@@ -25,8 +32,36 @@ func startDevicePlugins(comps *components, rootDir string) *deviceplugin.Manager
 		klog.ErrorS(err, "Device plugins are not available")
 		return nil
 	}
+	// The devices are set aside at admission by the topology manager, first of its providers.
+	tm.AddHintProvider(m)
 	comps.start("device plugins", m.Run)
 	return m
+}
+
+// trackDevicePods lets the device manager free the devices of pods that are neither active
+// nor running containers, once every pod source has been seen (until then, after a restart,
+// the checkpointed assignments all stand). Running pods count because the pods of a source's
+// first snapshot are admitted one by one: one not admitted yet still holds its devices.
+func (n *agent) trackDevicePods(workers *podworkers.PodWorkers, relister *pleg.PLEG, sourcesReady func() bool) {
+	if n.devices == nil {
+		return
+	}
+	n.devices.TrackPods(func() []types.UID {
+		var uids []types.UID
+		for _, p := range n.activePods(workers) {
+			uids = append(uids, p.UID)
+		}
+		running, _ := relister.RunningPods()
+		for _, p := range running {
+			if slices.ContainsFunc(p.Containers, func(c *container.ContainerStatus) bool { return c.State == container.StateRunning }) {
+				uids = append(uids, p.UID)
+			}
+		}
+		return uids
+	}, func() bool {
+		_, listed := relister.RunningPods()
+		return sourcesReady() && !listed.IsZero() // the runtime's pods are known too
+	})
 }
 
 // admissionDevices keeps a missing device plugin manager a nil interface.
@@ -40,7 +75,7 @@ func admissionDevices(m *deviceplugin.Manager) admission.Devices {
 // containerDevices adapts the device plugin manager to the runtime's Devices hook.
 func containerDevices(m *deviceplugin.Manager) func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
 	return func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
-		a, err := m.Allocate(ctx, pod, c)
+		a, err := m.ContainerSetup(ctx, pod, c)
 		if err != nil || a == nil {
 			return nil, err
 		}

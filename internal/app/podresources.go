@@ -32,12 +32,8 @@ func (n *agent) podResourcesOptions() podresources.Options {
 	if n.cpus != nil {
 		opts.CPUs = n.cpus
 	}
-	// The device manager reports its allocations once it records them per container
-	// (ContainerDevices, AllocatableDevices); until then it reports none.
 	if n.devices != nil {
-		if d, ok := any(n.devices).(podresources.Devices); ok {
-			opts.Devices = d
-		}
+		opts.Devices = n.devices
 	}
 	return opts
 }

@@ -11,14 +11,29 @@ import (
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
 // containerDevices are the devices one container holds, per resource, and what each plugin
-// answered to Allocate for them (kept so a restarted container gets the same setup).
+// answered to Allocate for them (kept, and checkpointed, so a restarted container or nodelet
+// gets the same setup without asking the plugin again).
 type containerDevices struct {
-	ids       map[string][]string
+	devices   map[string]DevicesPerNUMA
 	responses map[string]*pluginapi.ContainerAllocateResponse
+}
+
+// admission is the pod whose containers are being given devices, and the devices its
+// finished init containers hand on to the containers after them (upstream's devices to reuse).
+type admission struct {
+	pod      types.UID
+	reusable map[string][]string // resource → device IDs
+}
+
+// podTracker says which pods still hold their devices; see TrackPods.
+type podTracker struct {
+	inUse        func() []types.UID
+	sourcesReady func() bool
 }
 
 // Allocation is what the plugins want added to a container's runtime config.
@@ -30,51 +45,92 @@ type Allocation struct {
 	CDIDevices  []string
 }
 
-// Admit sets devices aside for every container of pod that requests a plugin resource, or
-// says why it cannot. Devices held by pods no longer in active are freed first (pods that
-// finished without being removed yet). Devices of init containers that run to completion are
-// handed on to the containers after them. Nothing is held when it fails.
-func (m *Manager) Admit(pod *v1.Pod, active []*v1.Pod) error {
+// TrackPods tells the manager which pods may hold devices (the active pods, and any pod whose
+// containers still run) and whether every pod source has been seen. Once they all have, the
+// devices of other pods are freed when a pod is admitted; before that (just after a restart)
+// every assignment restored from the checkpoint stands.
+func (m *Manager) TrackPods(inUse func() []types.UID, sourcesReady func() bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.releaseInactive(pod.UID, active)
-	if _, ok := m.pods[pod.UID]; ok {
-		return nil
+	m.tracked = podTracker{inUse: inUse, sourcesReady: sourcesReady}
+}
+
+// Allocate sets devices aside for container c of pod, within affinity's NUMA nodes as far as
+// they go (a zero mask: anywhere), and has the plugins prepare them. It is the topology
+// manager's HintProvider call, made for every container in order, init containers first. A
+// container that holds its devices already (a restart) keeps them. On an error the pod is
+// refused, so whatever it holds is freed.
+func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topology.Hint) error {
+	m.allocating.Lock()
+	defer m.allocating.Unlock()
+	m.beginAdmission(pod.UID)
+	if err := m.allocateContainer(context.Background(), pod.UID, c, affinity.NUMANodes); err != nil {
+		m.RemovePod(pod.UID)
+		return err
 	}
-	inUse := m.inUse()
-	plan := map[string]*containerDevices{}
-	reusable := map[string][]string{} // from init containers that finish before the next starts
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		cd, err := m.pick(c, inUse, reusable)
-		if err != nil {
-			return err
+	m.handOn(pod, c)
+	return nil
+}
+
+// beginAdmission makes uid the pod being admitted: reusable devices of any other pod are
+// dropped, and pods no longer active free their devices.
+func (m *Manager) beginAdmission(uid types.UID) {
+	var active []types.UID
+	m.mu.Lock()
+	tracked := m.tracked
+	m.mu.Unlock()
+	ready := tracked.sourcesReady != nil && tracked.sourcesReady()
+	if ready {
+		active = tracked.inUse()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.admission.pod != uid {
+		m.admission = admission{pod: uid, reusable: map[string][]string{}}
+	}
+	if ready {
+		m.releaseInactive(active)
+	}
+}
+
+// releaseInactive frees the devices of pods neither in active nor being admitted. Called with
+// m.mu held.
+func (m *Manager) releaseInactive(active []types.UID) {
+	live := map[types.UID]bool{m.admission.pod: true}
+	for _, uid := range active {
+		live[uid] = true
+	}
+	freed := false
+	for uid := range m.pods {
+		if !live[uid] {
+			delete(m.pods, uid)
+			freed = true
+			klog.V(2).InfoS("Freed the devices of a pod that is no longer active", "podUID", uid)
 		}
-		if cd == nil {
+	}
+	if freed {
+		m.writeCheckpoint()
+	}
+}
+
+// handOn records what c's devices mean for the containers after it: a init container that runs
+// to completion hands its devices on; an app container or a sidecar keeps its own.
+func (m *Manager) handOn(pod *v1.Pod, c *v1.Container) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cd := m.pods[pod.UID][c.Name]
+	if cd == nil || m.admission.pod != pod.UID {
+		return
+	}
+	isInit := slices.ContainsFunc(pod.Spec.InitContainers, func(ic v1.Container) bool { return ic.Name == c.Name })
+	for name, perNUMA := range cd.devices {
+		ids := perNUMA.IDs()
+		if isInit && !sidecar.Is(c) {
+			m.admission.reusable[name] = append(m.admission.reusable[name], ids...)
 			continue
 		}
-		plan[c.Name] = cd
-		if !sidecar.Is(c) { // sidecars keep theirs
-			for name, ids := range cd.ids {
-				reusable[name] = append(reusable[name], ids...)
-			}
-		}
+		m.admission.reusable[name] = slices.DeleteFunc(m.admission.reusable[name], func(id string) bool { return slices.Contains(ids, id) })
 	}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		cd, err := m.pick(c, inUse, reusable)
-		if err != nil {
-			return err
-		}
-		if cd != nil {
-			plan[c.Name] = cd
-		}
-	}
-	if len(plan) > 0 {
-		m.pods[pod.UID] = plan
-		klog.V(2).InfoS("Devices set aside for pod", "pod", klog.KObj(pod), "containers", len(plan))
-	}
-	return nil
 }
 
 // RemovePod frees the devices of a pod that is gone.
@@ -83,101 +139,138 @@ func (m *Manager) RemovePod(uid types.UID) {
 	defer m.mu.Unlock()
 	if _, ok := m.pods[uid]; ok {
 		delete(m.pods, uid)
+		m.writeCheckpoint()
 		klog.V(2).InfoS("Freed the devices of a removed pod", "podUID", uid)
 	}
 }
 
-// Allocate returns the device setup for one container of an admitted pod, calling the plugins'
-// Allocate the first time and PreStartContainer (when a plugin asks for it) every time. A
-// container not set aside at admission (a plugin registered later) gets devices now.
-func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod, c *v1.Container) (*Allocation, error) {
-	type call struct {
-		name string
-		p    *plugin
-		ids  []string
-		resp *pluginapi.ContainerAllocateResponse
-	}
+// allocateContainer gives c the devices it requests and does not hold yet, and has the plugins
+// prepare them.
+func (m *Manager) allocateContainer(ctx context.Context, uid types.UID, c *v1.Container, affinity topology.Mask) error {
 	m.mu.Lock()
-	cd, err := m.containerDevices(pod.UID, c)
-	if err != nil || cd == nil {
-		m.mu.Unlock()
-		return nil, err
-	}
-	var calls []call
-	for _, name := range slices.Sorted(maps.Keys(cd.ids)) {
-		var p *plugin
-		if r := m.resources[name]; r != nil && !r.stopped {
-			p = r.plugin
-		}
-		calls = append(calls, call{name: name, p: p, ids: cd.ids[name], resp: cd.responses[name]})
-	}
+	want := m.requests(c)
 	m.mu.Unlock()
-
-	out := &Allocation{Envs: map[string]string{}, Annotations: map[string]string{}}
-	for _, call := range calls {
-		if call.resp == nil {
-			if call.p == nil {
-				return nil, fmt.Errorf("no device plugin is serving %s", call.name)
-			}
-			if call.resp, err = call.p.allocate(ctx, call.ids); err != nil {
-				return nil, err
-			}
-			m.remember(pod.UID, c.Name, call.name, call.resp)
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if err := m.allocateResource(ctx, uid, c.Name, name, int(want[name]), affinity); err != nil {
+			return err
 		}
-		if call.p != nil {
-			if err := call.p.preStart(ctx, call.ids); err != nil {
-				return nil, err
-			}
-		}
-		out.add(call.resp)
 	}
-	klog.V(2).InfoS("Devices allocated to container", "pod", klog.KObj(pod), "container", c.Name, "resources", len(calls))
-	return out, nil
+	return nil
 }
 
-// containerDevices returns what c holds, picking devices for resources it was not given at
-// admission. nil means c requests no plugin resource. Called with m.mu held.
-func (m *Manager) containerDevices(uid types.UID, c *v1.Container) (*containerDevices, error) {
-	cd := m.pods[uid][c.Name]
-	missing := false
-	for name := range m.requests(c) {
-		if cd == nil || cd.ids[name] == nil {
-			missing = true
+// allocateResource gives container n devices of resource name, unless it holds them already,
+// and calls the plugin's Allocate for them.
+func (m *Manager) allocateResource(ctx context.Context, uid types.UID, container, name string, n int, affinity topology.Mask) error {
+	m.mu.Lock()
+	cs, p, err := m.candidates(uid, container, name, n, affinity)
+	m.mu.Unlock()
+	if err != nil || cs == nil {
+		return err
+	}
+	var preferred preferFunc
+	if p != nil && p.options.GetGetPreferredAllocationAvailable() {
+		preferred = func(available, mustInclude []string, size int) ([]string, error) {
+			return p.preferredAllocation(ctx, available, mustInclude, size)
 		}
 	}
-	if !missing {
-		return cd, nil
-	}
-	extra, err := m.pick(c, m.inUse(), nil)
+	ids, err := cs.choose(preferred)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if cd == nil {
-		cd = &containerDevices{ids: map[string][]string{}, responses: map[string]*pluginapi.ContainerAllocateResponse{}}
+	slices.Sort(ids)
+	if p == nil {
+		return fmt.Errorf("no device plugin is serving %s", name)
 	}
-	for name, ids := range extra.ids {
-		if cd.ids[name] == nil {
-			cd.ids[name] = ids
+	resp, err := p.allocate(ctx, ids)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cd := m.container(uid, container)
+	cd.devices[name] = m.perNUMA(name, ids)
+	cd.responses[name] = resp
+	m.writeCheckpoint()
+	klog.V(2).InfoS("Devices allocated", "podUID", uid, "container", container, "resource", name, "devices", ids)
+	return nil
+}
+
+// candidates returns the devices container may be given of resource name, or nil when it holds
+// n already. Called with m.mu held.
+func (m *Manager) candidates(uid types.UID, container, name string, n int, affinity topology.Mask) (*candidates, *plugin, error) {
+	held := m.pods[uid][container].held(name)
+	if len(held) == n {
+		return nil, nil, nil
+	}
+	if len(held) > 0 {
+		return nil, nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", uid, container, name, len(held), n)
+	}
+	r := m.resources[name]
+	if r == nil {
+		return nil, nil, fmt.Errorf("cannot allocate unregistered device %s", name)
+	}
+	cs := &candidates{required: n}
+	if m.admission.pod == uid {
+		cs.reused = slices.Clone(m.admission.reusable[name][:min(n, len(m.admission.reusable[name]))])
+	}
+	inUse := m.inUse(name)
+	var available []string
+	for id := range r.healthy() {
+		if !inUse[id] {
+			available = append(available, id)
 		}
 	}
+	if need := n - len(cs.reused); len(available) < need {
+		return nil, nil, fmt.Errorf("requested number of devices unavailable for %s. Requested: %d, Available: %d", name, need, len(available))
+	}
+	cs.sortByAffinity(r, available, affinity)
+	var p *plugin
+	if !r.stopped {
+		p = r.plugin
+	}
+	return cs, p, nil
+}
+
+// perNUMA files ids under their devices' NUMA nodes, as the checkpoint keeps them. Called with
+// m.mu held.
+func (m *Manager) perNUMA(name string, ids []string) DevicesPerNUMA {
+	out := DevicesPerNUMA{}
+	for _, id := range ids {
+		numa := m.resources[name].devices[id].numa
+		if len(numa) == 0 {
+			out[noNUMANode] = append(out[noNUMANode], id)
+		}
+		for _, node := range numa {
+			out[node] = append(out[node], id)
+		}
+	}
+	return out
+}
+
+// container returns the devices record of a container, creating it. Called with m.mu held.
+func (m *Manager) container(uid types.UID, name string) *containerDevices {
 	if m.pods[uid] == nil {
 		m.pods[uid] = map[string]*containerDevices{}
 	}
-	m.pods[uid][c.Name] = cd
-	return cd, nil
+	cd := m.pods[uid][name]
+	if cd == nil {
+		cd = &containerDevices{devices: map[string]DevicesPerNUMA{}, responses: map[string]*pluginapi.ContainerAllocateResponse{}}
+		m.pods[uid][name] = cd
+	}
+	return cd
 }
 
-func (m *Manager) remember(uid types.UID, container, name string, resp *pluginapi.ContainerAllocateResponse) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cd := m.pods[uid][container]; cd != nil {
-		cd.responses[name] = resp
+// held returns the IDs of the devices of resource name the container holds; none for nil.
+func (cd *containerDevices) held(name string) []string {
+	if cd == nil {
+		return nil
 	}
+	return cd.devices[name].IDs()
 }
 
 // requests returns the count c asks of each plugin resource. Extended resources cannot be
 // overcommitted, so limits and requests agree; limits are read first as the API defaults
-// requests from them.
+// requests from them. Called with m.mu held.
 func (m *Manager) requests(c *v1.Container) map[string]int64 {
 	out := map[string]int64{}
 	for _, list := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
@@ -190,93 +283,15 @@ func (m *Manager) requests(c *v1.Container) map[string]int64 {
 	return out
 }
 
-// pick chooses devices for c: first from reusable (taking them out of it), then healthy
-// devices nobody holds, in ID order. The chosen devices are added to inUse. Called with m.mu held.
-func (m *Manager) pick(c *v1.Container, inUse map[string]map[string]bool, reusable map[string][]string) (*containerDevices, error) {
-	want := m.requests(c)
-	if len(want) == 0 {
-		return nil, nil
-	}
-	cd := &containerDevices{ids: map[string][]string{}, responses: map[string]*pluginapi.ContainerAllocateResponse{}}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		n := int(want[name])
-		take := min(n, len(reusable[name]))
-		ids := slices.Clone(reusable[name][:take])
-		if reusable != nil {
-			reusable[name] = reusable[name][take:]
-		}
-		var free []string
-		for id := range m.resources[name].healthy() {
-			if !inUse[name][id] {
-				free = append(free, id)
-			}
-		}
-		slices.Sort(free)
-		if len(ids)+len(free) < n {
-			return nil, fmt.Errorf("container %s requests %d %s but only %d healthy devices are free", c.Name, n, name, len(ids)+len(free))
-		}
-		ids = append(ids, free[:n-len(ids)]...)
-		if inUse[name] == nil {
-			inUse[name] = map[string]bool{}
-		}
-		for _, id := range ids {
-			inUse[name][id] = true
-		}
-		cd.ids[name] = ids
-	}
-	return cd, nil
-}
-
-// inUse returns the devices held by any pod, per resource. Called with m.mu held.
-func (m *Manager) inUse() map[string]map[string]bool {
-	out := map[string]map[string]bool{}
+// inUse returns the devices of resource name held by any container. Called with m.mu held.
+func (m *Manager) inUse(name string) map[string]bool {
+	out := map[string]bool{}
 	for _, containers := range m.pods {
 		for _, cd := range containers {
-			for name, ids := range cd.ids {
-				if out[name] == nil {
-					out[name] = map[string]bool{}
-				}
-				for _, id := range ids {
-					out[name][id] = true
-				}
+			for _, id := range cd.held(name) {
+				out[id] = true
 			}
 		}
 	}
 	return out
-}
-
-// releaseInactive frees the devices of pods that are neither active nor keep (the pod being
-// admitted). Called with m.mu held.
-func (m *Manager) releaseInactive(keep types.UID, active []*v1.Pod) {
-	live := map[types.UID]bool{keep: true}
-	for _, p := range active {
-		live[p.UID] = true
-	}
-	for uid := range m.pods {
-		if !live[uid] {
-			delete(m.pods, uid)
-			klog.V(2).InfoS("Freed the devices of a pod that is no longer active", "podUID", uid)
-		}
-	}
-}
-
-// add merges one plugin's answer. Later plugins do not override what earlier ones set.
-func (a *Allocation) add(resp *pluginapi.ContainerAllocateResponse) {
-	for k, v := range resp.Envs {
-		if _, ok := a.Envs[k]; !ok {
-			a.Envs[k] = v
-		}
-	}
-	for k, v := range resp.Annotations {
-		if _, ok := a.Annotations[k]; !ok {
-			a.Annotations[k] = v
-		}
-	}
-	a.Mounts = append(a.Mounts, resp.Mounts...)
-	a.Devices = append(a.Devices, resp.Devices...)
-	for _, d := range resp.CDIDevices {
-		if d != nil && d.Name != "" {
-			a.CDIDevices = append(a.CDIDevices, d.Name)
-		}
-	}
 }

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -30,7 +31,7 @@ func registeredPlugin(t *testing.T, n int) (*Manager, *fakePlugin) {
 
 func allocate(t *testing.T, m *Manager, pod *v1.Pod, i int) *Allocation {
 	t.Helper()
-	a, err := m.Allocate(context.Background(), pod, &pod.Spec.Containers[i])
+	a, err := m.ContainerSetup(context.Background(), pod, &pod.Spec.Containers[i])
 	if err != nil {
 		t.Fatalf("Allocate %s/%s: %v", pod.Name, pod.Spec.Containers[i].Name, err)
 	}
@@ -40,7 +41,7 @@ func allocate(t *testing.T, m *Manager, pod *v1.Pod, i int) *Allocation {
 func TestAllocateReturnsThePluginsSetup(t *testing.T) {
 	m, p := registeredPlugin(t, 2)
 	pod := podWith("a", testResource, 2)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	a := allocate(t, m, pod, 0)
@@ -69,14 +70,14 @@ func TestAllocateReturnsThePluginsSetup(t *testing.T) {
 func TestDevicesAreNeverShared(t *testing.T) {
 	m, p := registeredPlugin(t, 3)
 	a, b, c := podWith("a", testResource, 1), podWith("b", testResource, 1, 1), podWith("c", testResource, 1)
-	if err := m.Admit(a, nil); err != nil {
+	if err := admit(m, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Admit(b, []*v1.Pod{a}); err != nil {
+	if err := admit(m, b); err != nil {
 		t.Fatal(err)
 	}
-	err := m.Admit(c, []*v1.Pod{a, b})
-	if err == nil || !strings.Contains(err.Error(), "only 0 healthy devices are free") {
+	err := admit(m, c)
+	if err == nil || !strings.Contains(err.Error(), "requested number of devices unavailable for example.com/dev. Requested: 1, Available: 0") {
 		t.Fatalf("third pod admitted with every device taken: %v", err)
 	}
 	seen := map[string]bool{}
@@ -92,7 +93,7 @@ func TestDevicesAreNeverShared(t *testing.T) {
 	}
 	// Removing a pod frees its device for the next one.
 	m.RemovePod(a.UID)
-	if err := m.Admit(c, []*v1.Pod{b}); err != nil {
+	if err := admit(m, c); err != nil {
 		t.Fatalf("after removing a: %v", err)
 	}
 	if got := allocate(t, m, c, 0).Envs["FAKE_DEVICES"]; got != "0" {
@@ -108,13 +109,21 @@ func TestDevicesAreNeverShared(t *testing.T) {
 func TestInactivePodsReleaseTheirDevices(t *testing.T) {
 	m, _ := registeredPlugin(t, 1)
 	done, next := podWith("done", testResource, 1), podWith("next", testResource, 1)
-	if err := m.Admit(done, nil); err != nil {
+	var inUse []types.UID
+	ready := false
+	m.TrackPods(func() []types.UID { return inUse }, func() bool { return ready })
+	if err := admit(m, done); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Admit(next, []*v1.Pod{done}); err == nil {
-		t.Fatal("admitted with the only device held by an active pod")
+	if err := admit(m, next); err == nil {
+		t.Fatal("devices freed before every pod source was seen")
 	}
-	if err := m.Admit(next, nil); err != nil {
+	ready, inUse = true, []types.UID{done.UID}
+	if err := admit(m, next); err == nil {
+		t.Fatal("admitted with the only device held by a pod in use")
+	}
+	inUse = nil
+	if err := admit(m, next); err != nil {
 		t.Fatalf("device of a finished pod not freed: %v", err)
 	}
 }
@@ -124,13 +133,13 @@ func TestUnhealthyDevicesAreNotHandedOut(t *testing.T) {
 	p.updates <- []*pluginapi.Device{device("0", pluginapi.Unhealthy), device("1", pluginapi.Healthy)}
 	waitCounts(t, m, testResource, counts{2, 1})
 	pod := podWith("a", testResource, 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	if got := allocate(t, m, pod, 0).Envs["FAKE_DEVICES"]; got != "1" {
 		t.Errorf("got device %q, want the healthy 1", got)
 	}
-	if err := m.Admit(podWith("b", testResource, 1), []*v1.Pod{pod}); err == nil {
+	if err := admit(m, podWith("b", testResource, 1)); err == nil {
 		t.Error("admitted onto an unhealthy device")
 	}
 }
@@ -140,10 +149,10 @@ func TestInitContainerDevicesPassToAppContainers(t *testing.T) {
 	pod := podWith("a", testResource, 2)
 	rl := v1.ResourceList{testResource: *resource.NewQuantity(2, resource.DecimalSI)}
 	pod.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Limits: rl, Requests: rl}}}
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatalf("init and app container could not share: %v", err)
 	}
-	init, err := m.Allocate(context.Background(), pod, &pod.Spec.InitContainers[0])
+	init, err := m.ContainerSetup(context.Background(), pod, &pod.Spec.InitContainers[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +165,10 @@ func TestInitContainerDevicesPassToAppContainers(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
 	sidecar.Spec.InitContainers = []v1.Container{{Name: "side", RestartPolicy: &always, Resources: sidecar.Spec.Containers[0].Resources}}
 	m.RemovePod(pod.UID)
-	if err := m.Admit(sidecar, nil); err != nil {
+	if err := admit(m, sidecar); err != nil {
 		t.Fatalf("sidecar pod with 2 of 2 devices: %v", err)
 	}
-	side, _ := m.Allocate(context.Background(), sidecar, &sidecar.Spec.InitContainers[0])
+	side, _ := m.ContainerSetup(context.Background(), sidecar, &sidecar.Spec.InitContainers[0])
 	if app := allocate(t, m, sidecar, 0); app.Envs["FAKE_DEVICES"] == side.Envs["FAKE_DEVICES"] {
 		t.Errorf("sidecar and app container share device %s", side.Envs["FAKE_DEVICES"])
 	}
@@ -186,7 +195,7 @@ func TestPreStartContainerWhenAskedFor(t *testing.T) {
 func TestAllocateIgnoresOtherResources(t *testing.T) {
 	m, p := registeredPlugin(t, 1)
 	pod := podWith("a", "other.example.com/thing", 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatalf("a resource no plugin serves is not this manager's to refuse: %v", err)
 	}
 	if a := allocate(t, m, pod, 0); a != nil {
@@ -197,15 +206,44 @@ func TestAllocateIgnoresOtherResources(t *testing.T) {
 	}
 }
 
-func TestAllocateFailsWhenThePluginIsGone(t *testing.T) {
-	m, p := registeredPlugin(t, 1)
+func TestAPluginGoneKeepsWhatItPrepared(t *testing.T) {
+	m, p := registeredPlugin(t, 2)
 	pod := podWith("a", testResource, 1)
-	if err := m.Admit(pod, nil); err != nil {
+	if err := admit(m, pod); err != nil {
 		t.Fatal(err)
 	}
 	p.server.Stop()
-	waitCounts(t, m, testResource, counts{1, 0})
-	if _, err := m.Allocate(context.Background(), pod, &pod.Spec.Containers[0]); err == nil {
-		t.Error("Allocate succeeded with no plugin to prepare the device")
+	waitCounts(t, m, testResource, counts{2, 0})
+	if err := admit(m, podWith("b", testResource, 1)); err == nil {
+		t.Error("admitted with no plugin to prepare the device")
+	}
+	// The container admitted before restarts with the plugin's kept answer.
+	if got := allocate(t, m, pod, 0).Envs["FAKE_DEVICES"]; got != "0" {
+		t.Errorf("kept setup %q, want device 0", got)
+	}
+}
+
+func TestPluginAllocateFailureRefusesAndFrees(t *testing.T) {
+	m, dir := startManager(t, time.Hour)
+	p := newFakePlugin(t, dir, "p.sock", device("0", pluginapi.Healthy), device("1", pluginapi.Healthy))
+	p.mu.Lock()
+	p.failDevice = "1"
+	p.mu.Unlock()
+	if err := p.register(m, testResource); err != nil {
+		t.Fatal(err)
+	}
+	waitCounts(t, m, testResource, counts{2, 2})
+	pod := podWith("a", testResource, 1, 1)
+	if err := admit(m, pod); err == nil || !strings.Contains(err.Error(), errInjected.Error()) {
+		t.Fatalf("admission error %v, want the plugin's", err)
+	}
+	if got := m.ContainerDevices(pod.UID, "c0"); got != nil {
+		t.Errorf("refused pod holds %v", got)
+	}
+	p.mu.Lock()
+	p.failDevice = ""
+	p.mu.Unlock()
+	if err := admit(m, podWith("b", testResource, 2)); err != nil {
+		t.Errorf("the refused pod's device was not freed: %v", err)
 	}
 }

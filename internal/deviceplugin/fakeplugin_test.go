@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -27,15 +29,18 @@ type fakePlugin struct {
 	server     *grpc.Server
 	options    pluginapi.DevicePluginOptions
 	optionsErr error
-	listErr    error                    // ListAndWatch fails at once with it
-	updates    chan []*pluginapi.Device // a new device list to send
-	fail       chan error               // makes the open ListAndWatch return the error
+	listErr    error // ListAndWatch fails at once with it
+	// prefer answers GetPreferredAllocation; nil answers no preference.
+	prefer  func(*pluginapi.ContainerPreferredAllocationRequest) []string
+	updates chan []*pluginapi.Device // a new device list to send
+	fail    chan error               // makes the open ListAndWatch return the error
 
-	mu        sync.Mutex
-	devices   []*pluginapi.Device
-	calls     []string
-	allocated [][]string
-	preStarts [][]string
+	mu         sync.Mutex
+	failDevice string // Allocate fails for a request including it
+	devices    []*pluginapi.Device
+	calls      []string
+	allocated  [][]string
+	preStarts  [][]string
 }
 
 func newFakePlugin(t *testing.T, dir, endpoint string, devices ...*pluginapi.Device) *fakePlugin {
@@ -97,9 +102,17 @@ func (p *fakePlugin) ListAndWatch(_ *pluginapi.Empty, stream pluginapi.DevicePlu
 	}
 }
 
-func (p *fakePlugin) GetPreferredAllocation(context.Context, *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+func (p *fakePlugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	p.record("GetPreferredAllocation")
-	return &pluginapi.PreferredAllocationResponse{}, nil
+	out := &pluginapi.PreferredAllocationResponse{}
+	for _, cr := range req.ContainerRequests {
+		var ids []string
+		if p.prefer != nil {
+			ids = p.prefer(cr)
+		}
+		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
+	}
+	return out, nil
 }
 
 // Allocate answers with an env naming the devices and one device node per device.
@@ -108,6 +121,10 @@ func (p *fakePlugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest)
 	out := &pluginapi.AllocateResponse{}
 	for _, cr := range req.ContainerRequests {
 		p.mu.Lock()
+		if slices.Contains(cr.DevicesIDs, p.failDevice) {
+			p.mu.Unlock()
+			return nil, errInjected
+		}
 		p.allocated = append(p.allocated, cr.DevicesIDs)
 		p.mu.Unlock()
 		resp := &pluginapi.ContainerAllocateResponse{
@@ -218,3 +235,16 @@ func podWith(uid, resourceName string, perContainer ...int64) *v1.Pod {
 }
 
 var errInjected = errors.New("injected failure")
+
+// admit allocates every container of pod in order, init containers first, with no NUMA
+// affinity: what the topology manager does with policy none.
+func admit(m *Manager, pod *v1.Pod) error {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if err := m.Allocate(pod, &list[i], topology.Hint{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,8 @@ type Options struct {
 	CallTimeout time.Duration
 	// Clock times the grace period; the real clock when nil (tests step a fake one).
 	Clock clock.WithDelayedExecution
+	// NUMANodes are the machine's NUMA node IDs, which topology hints combine; [0] when empty.
+	NUMANodes []int
 }
 
 // Manager serves the Registration service and tracks every registered plugin's devices and
@@ -56,9 +59,14 @@ type Manager struct {
 	opts    Options
 	changes chan struct{}
 
+	// allocating serializes allocations, which call plugins between reading and changing state.
+	allocating sync.Mutex
+
 	mu        sync.Mutex
 	resources map[string]*pluginResource
 	pods      map[types.UID]map[string]*containerDevices // pod → container name → devices
+	admission admission                                  // the pod being admitted
+	tracked   podTracker                                 // which pods still hold devices
 	server    *grpc.Server
 	listener  net.Listener
 	streams   sync.WaitGroup // the plugins' ListAndWatch streams (follow)
@@ -67,10 +75,20 @@ type Manager struct {
 // pluginResource is one extended resource and the plugin serving it. Entries are never deleted:
 // once registered, a resource stays in the node status, at zero after its plugin went away.
 type pluginResource struct {
-	plugin  *plugin           // latest registration; nil once the grace period expired
-	stopped bool              // the plugin's stream ended; its devices are unhealthy
-	devices map[string]string // device ID → health as last reported
+	plugin  *plugin               // latest registration; nil once the grace period expired
+	stopped bool                  // the plugin's stream ended; its devices are unhealthy
+	devices map[string]deviceInfo // device ID → as last reported
 	expiry  clock.Timer
+}
+
+// deviceInfo is what a plugin last reported of one device.
+type deviceInfo struct {
+	health string
+	numa   []int64 // the NUMA nodes it is attached to; empty: the plugin did not say
+}
+
+func (d deviceInfo) equal(o deviceInfo) bool {
+	return d.health == o.health && slices.Equal(d.numa, o.numa)
 }
 
 var _ pluginapi.RegistrationServer = (*Manager)(nil)
@@ -94,28 +112,33 @@ func New(opts Options) (*Manager, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Manager{
+	if len(opts.NUMANodes) == 0 {
+		opts.NUMANodes = []int{0}
+	}
+	m := &Manager{
 		opts:      opts,
 		changes:   make(chan struct{}, 1),
 		resources: map[string]*pluginResource{},
 		pods:      map[types.UID]map[string]*containerDevices{},
-	}, nil
+	}
+	m.restore()
+	return m, nil
 }
 
 // SocketPath is where plugins register.
 func (m *Manager) SocketPath() string { return filepath.Join(m.opts.Dir, SocketName) }
 
-// Listen creates the plugin directory, replaces a stale registration socket and opens it, so
-// a failure shows at start; Run serves it.
+// Listen creates the plugin directory, removes the sockets left in it (plugins watch theirs
+// and register again with the new nodelet, as with upstream) and opens the registration
+// socket, so a failure shows at start; Run serves it.
 func (m *Manager) Listen() error {
 	if err := os.MkdirAll(m.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("creating device plugin directory: %w", err)
 	}
-	sock := m.SocketPath()
-	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing stale device plugin socket: %w", err)
+	if err := removeSockets(m.opts.Dir); err != nil {
+		return err
 	}
-	lis, err := net.Listen("unix", sock)
+	lis, err := net.Listen("unix", m.SocketPath())
 	if err != nil {
 		return fmt.Errorf("listening on the device plugin socket: %w", err)
 	}
@@ -278,7 +301,7 @@ func (m *Manager) install(p *plugin) error {
 	}
 	r, ok := m.resources[p.resource]
 	if !ok {
-		r = &pluginResource{devices: map[string]string{}}
+		r = &pluginResource{devices: map[string]deviceInfo{}}
 		m.resources[p.resource] = r
 	}
 	old := r.plugin
@@ -317,12 +340,21 @@ func (m *Manager) follow(ctx context.Context, p *plugin) {
 }
 
 func (m *Manager) setDevices(p *plugin, devices []*pluginapi.Device) {
-	next := make(map[string]string, len(devices))
+	next := make(map[string]deviceInfo, len(devices))
 	for _, d := range devices {
 		if d == nil {
 			continue
 		}
-		next[d.ID] = d.Health
+		info := deviceInfo{health: d.Health}
+		if d.Topology != nil {
+			for _, n := range d.Topology.Nodes {
+				if n != nil {
+					info.numa = append(info.numa, n.ID)
+				}
+			}
+			slices.Sort(info.numa)
+		}
+		next[d.ID] = info
 	}
 	m.mu.Lock()
 	r := m.resources[p.resource]
@@ -330,8 +362,11 @@ func (m *Manager) setDevices(p *plugin, devices []*pluginapi.Device) {
 		m.mu.Unlock()
 		return
 	}
-	changed := !maps.Equal(r.devices, next)
+	changed := !maps.EqualFunc(r.devices, next, deviceInfo.equal)
 	r.devices = next
+	if changed {
+		m.writeCheckpoint()
+	}
 	m.mu.Unlock()
 	if changed {
 		klog.V(2).InfoS("Device plugin devices changed", "resource", p.resource, "devices", len(next), "healthy", countHealthy(next))
@@ -349,8 +384,9 @@ func (m *Manager) pluginStopped(p *plugin) {
 		return
 	}
 	r.stopped = true
-	for id := range r.devices {
-		r.devices[id] = pluginapi.Unhealthy
+	for id, d := range r.devices {
+		d.health = pluginapi.Unhealthy
+		r.devices[id] = d
 	}
 	r.expiry = m.opts.Clock.AfterFunc(m.opts.StopGracePeriod, func() { m.expire(p) })
 	m.mu.Unlock()
@@ -365,7 +401,8 @@ func (m *Manager) expire(p *plugin) {
 		m.mu.Unlock()
 		return
 	}
-	r.plugin, r.devices, r.expiry = nil, map[string]string{}, nil
+	r.plugin, r.devices, r.expiry = nil, map[string]deviceInfo{}, nil
+	m.writeCheckpoint()
 	m.mu.Unlock()
 	klog.InfoS("Device plugin did not come back; its resource drops to zero", "resource", p.resource)
 	m.notify()
@@ -374,20 +411,50 @@ func (m *Manager) expire(p *plugin) {
 // healthy returns the IDs of the healthy devices.
 func (r *pluginResource) healthy() map[string]bool {
 	out := map[string]bool{}
-	for id, health := range r.devices {
-		if health == pluginapi.Healthy {
+	for id, d := range r.devices {
+		if d.health == pluginapi.Healthy {
 			out[id] = true
 		}
 	}
 	return out
 }
 
-func countHealthy(devices map[string]string) int {
+// hasTopology says whether the plugin reports NUMA nodes for any device: only then does the
+// resource take part in NUMA alignment, as upstream.
+func (r *pluginResource) hasTopology() bool {
+	for _, d := range r.devices {
+		if len(d.numa) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func countHealthy(devices map[string]deviceInfo) int {
 	n := 0
-	for _, health := range devices {
-		if health == pluginapi.Healthy {
+	for _, d := range devices {
+		if d.health == pluginapi.Healthy {
 			n++
 		}
 	}
 	return n
+}
+
+// removeSockets removes the unix sockets in dir: the registration socket of an earlier run and
+// the plugins' sockets, which tells plugins to register again. Other files (the checkpoint)
+// stay.
+func removeSockets(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("reading device plugin directory: %w", err)
+	}
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket == 0 {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing stale device plugin socket: %w", err)
+		}
+	}
+	return nil
 }

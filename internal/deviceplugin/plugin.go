@@ -101,3 +101,22 @@ func (p *plugin) preStart(ctx context.Context, ids []string) error {
 	}
 	return nil
 }
+
+// preferredAllocation asks the plugin which size devices it would rather give a container,
+// out of available and including mustInclude. Only called when its options offer it.
+func (p *plugin) preferredAllocation(ctx context.Context, available, mustInclude []string, size int) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	resp, err := p.client.GetPreferredAllocation(ctx, &pluginapi.PreferredAllocationRequest{
+		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
+			AvailableDeviceIDs: available, MustIncludeDeviceIDs: mustInclude, AllocationSize: int32(size),
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("device plugin GetPreferredAllocation rpc failed with err: %w", err)
+	}
+	if len(resp.ContainerResponses) == 0 || resp.ContainerResponses[0] == nil {
+		return nil, nil
+	}
+	return resp.ContainerResponses[0].DeviceIDs, nil
+}
