@@ -24,6 +24,7 @@ import (
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cm"
+	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
@@ -109,6 +110,9 @@ type agent struct {
 	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
 	// runtimeHandler is the pod's CRI handler (its RuntimeClass's), as the runtime is given.
 	runtimeHandler func(pod *v1.Pod) (string, error)
+
+	// memory pins Guaranteed pods' memory to NUMA nodes; nil in a foreground run.
+	memory *memorymanager.Manager
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -256,6 +260,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	if mode == asDaemon {
 		n.devices = startDevicePlugins(comps, cfg.RootDir)
+		if n.memory, err = newMemoryManager(cfg); err != nil {
+			return nil, err
+		}
 	}
 	n.volumes = n.newVolumes()
 	n.features = &runtimefeatures.Store{}
@@ -336,6 +343,9 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.devices != nil {
 		opts.Devices = containerDevices(n.devices)
 	}
+	if n.memory != nil {
+		opts.Cpusets = cpusets(nil, n.memory.CreatingContainer)
+	}
 	opts.PodCgroup = n.cm.PodCgroupParent()
 	n.runtimeHandler = opts.RuntimeHandler
 	n.resizeRuntimeOptions(&opts)
@@ -361,6 +371,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		deps.Forget = n.cluster.apiStatus.Forget
 	}
 	deps.Forget = releaseUserNamespace(n.idRanges, deps.Forget)
+	deps.Forget = n.forgetMemory(deps.Forget)
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	if n.devices != nil {
 		forget := deps.Forget
@@ -425,6 +436,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
+	n.startMemorySweep(workers, sourcesReady)
 	if err := n.startEviction(workers); err != nil {
 		return err
 	}

@@ -49,6 +49,8 @@ var actedOn = map[string]string{
 	"containerRuntimeEndpoint": "cri", "imageServiceEndpoint": "cri, images", "failCgroupV1": "app/host",
 	"configMapAndSecretChangeDetectionStrategy": "objects",
 	"shutdownGracePeriod":                       "shutdown", "shutdownGracePeriodCriticalPods": "shutdown", "shutdownGracePeriodByPodPriority": "shutdown",
+	"memoryManagerPolicy":     "cm/memorymanager",
+	"reservedMemory":          "cm/memorymanager (Static; unused under None, as upstream)",
 	"featureGates":            "refused except the gates nodelet behaves like (unsupported.go)",
 	"kernelMemcgNotification": "eviction (the memory cgroups from cm; refused without cgroup v1 pod cgroups)",
 }

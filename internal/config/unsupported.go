@@ -41,12 +41,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool { return len(c.CPUManagerPolicyOptions) == 0 }},
 	{"reservedSystemCPUs", "keeps those CPUs away from pods", "empty (use systemReserved/kubeReserved cpu)",
 		func(c *kubeletConfig) bool { return c.ReservedSystemCPUs == "" }},
-	{"memoryManagerPolicy", "pins Guaranteed pods' memory to NUMA nodes (Static)", `"None"`,
-		func(c *kubeletConfig) bool {
-			return c.MemoryManagerPolicy == kubeletconfigv1beta1.NoneMemoryManagerPolicy
-		}},
-	{"reservedMemory", "reserves memory per NUMA node for the memory manager", "empty",
-		func(c *kubeletConfig) bool { return len(c.ReservedMemory) == 0 }},
 	{"topologyManagerPolicy", "aligns CPUs, memory and devices on NUMA nodes", `"none"`,
 		func(c *kubeletConfig) bool {
 			return c.TopologyManagerPolicy == kubeletconfigv1beta1.NoneTopologyManagerPolicy
