@@ -51,3 +51,24 @@ func TestValidateMemoryManagerPolicy(t *testing.T) {
 		t.Errorf("Validate = %v, want memoryManagerPolicy refused", err)
 	}
 }
+
+func TestMemoryManagerFlags(t *testing.T) {
+	cfg := mustComplete(t, "--memory-manager-policy=Static", "--reserved-memory=0:memory=1Gi,hugepages-2Mi=2Mi;1:memory=512Mi", "--reserved-memory=2:memory=1Mi")
+	kc := cfg.Kubelet
+	if kc.MemoryManagerPolicy != "Static" || len(kc.ReservedMemory) != 3 {
+		t.Fatalf("policy %q, reservedMemory %v", kc.MemoryManagerPolicy, kc.ReservedMemory)
+	}
+	first := kc.ReservedMemory[0]
+	if first.NumaNode != 0 || first.Limits.Memory().String() != "1Gi" || first.Limits.Name("hugepages-2Mi", resource.BinarySI).String() != "2Mi" {
+		t.Errorf("first reservation = %+v", first)
+	}
+	if kc.ReservedMemory[2].NumaNode != 2 {
+		t.Errorf("a repeated flag adds: %+v", kc.ReservedMemory)
+	}
+	v := &reservedMemoryValue{reservations: &[]kubeletconfigv1beta1.MemoryReservation{}}
+	for _, bad := range []string{"memory=1Gi", "x:memory=1Gi", "0:memory", "0:memory=lots"} {
+		if err := v.Set(bad); err == nil {
+			t.Errorf("--reserved-memory=%s accepted", bad)
+		}
+	}
+}
