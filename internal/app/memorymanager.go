@@ -17,6 +17,7 @@ import (
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/qos"
 )
 
 // memorySweepPeriod spaces the memory manager's release of pods no longer active (a pod
@@ -83,6 +84,18 @@ func (n *agent) forgetMemory(forget func(types.UID)) func(types.UID) {
 		}
 		n.memory.RemovePod(uid)
 	}
+}
+
+// resizePinned is upstream's refusal to resize a Guaranteed pod in place while a static
+// policy pins its resources.
+func (n *agent) resizePinned(pod *v1.Pod) string {
+	if qos.Class(pod) != v1.PodQOSGuaranteed {
+		return ""
+	}
+	if n.memory != nil && n.memory.Policy() == memorymanager.PolicyStatic {
+		return "Resize is infeasible for Guaranteed Pods alongside Memory Manager static policy"
+	}
+	return ""
 }
 
 // cpusets is the runtime's cpuset hook: the CPUs a container is pinned to come from the CPU
