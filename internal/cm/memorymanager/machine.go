@@ -96,12 +96,12 @@ func sameMachine(got, want numaNodeMap) bool {
 	}
 	for id, g := range got {
 		w, ok := want[id]
-		if !ok || g.NumberOfAssignments != w.NumberOfAssignments || maskOf(g.Cells) != maskOf(w.Cells) || len(g.MemoryMap) != len(w.MemoryMap) {
+		if !ok || g == nil || g.NumberOfAssignments != w.NumberOfAssignments || maskOf(g.Cells) != maskOf(w.Cells) || len(g.MemoryMap) != len(w.MemoryMap) {
 			return false
 		}
 		for name, gt := range g.MemoryMap {
 			wt, ok := w.MemoryMap[name]
-			if !ok || gt.TotalMemSize != wt.TotalMemSize || gt.SystemReserved != wt.SystemReserved || gt.Allocatable != wt.Allocatable {
+			if !ok || gt == nil || gt.TotalMemSize != wt.TotalMemSize || gt.SystemReserved != wt.SystemReserved || gt.Allocatable != wt.Allocatable {
 				return false
 			}
 			if groupSum(got, g.Cells, name) != groupSum(want, g.Cells, name) {

@@ -89,16 +89,18 @@ func (s *static) total(mask topology.Mask, name v1.ResourceName, amount func(*me
 // group, or a group whose nodes are unused or already grouped exactly so.
 func (s *static) groupAllows(mask topology.Mask) bool {
 	ids := mask.IDs()
-	if len(ids) == 1 {
-		return len(s.machine[ids[0]].Cells) <= 1
-	}
 	for _, id := range ids {
 		n := s.machine[id]
-		if n.NumberOfAssignments > 0 && maskOf(n.Cells) != mask {
+		switch {
+		case n == nil: // a node the memory manager does not know holds nothing
+			return false
+		case len(ids) == 1 && len(n.Cells) > 1:
+			return false
+		case len(ids) > 1 && n.NumberOfAssignments > 0 && maskOf(n.Cells) != mask:
 			return false
 		}
 	}
-	return true
+	return len(ids) > 0
 }
 
 // allocate sets c's memory aside within affinity (zero: the policy's own choice) and records
