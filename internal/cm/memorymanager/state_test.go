@@ -126,3 +126,15 @@ func TestNoneWritesItsState(t *testing.T) {
 		t.Errorf("state = %+v, %v, %v; want an empty None state", f, found, err)
 	}
 }
+
+func TestStateWithANullNodeRefusesToStart(t *testing.T) {
+	_, opts := newStatic(t, 1, 8*gi, gi)
+	f := &stateFile{PolicyName: PolicyStatic, MachineState: numaNodeMap{0: nil}, Entries: assignments{}}
+	f.Checksum = f.sum()
+	if err := checkpoint.Write(filepath.Join(opts.StateDir, StateFile), f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(opts); err == nil {
+		t.Errorf("New accepted a machine state with a null node")
+	}
+}

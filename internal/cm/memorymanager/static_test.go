@@ -321,3 +321,15 @@ func TestPolicyNoneDoesNothing(t *testing.T) {
 		t.Errorf("allocatable = %v, want empty", got)
 	}
 }
+
+func TestAffinityOnAnUnknownNodeIsRefused(t *testing.T) {
+	m, _ := newStatic(t, 2, 8*gi, gi)
+	pod := guaranteedPod("u", container("app", gi, false))
+	err := m.Allocate(pod, &pod.Spec.Containers[0], topology.Hint{NUMANodes: topology.MaskOf(5), Preferred: true})
+	if err == nil {
+		t.Fatalf("memory placed on NUMA node 5 of a 2-node machine")
+	}
+	if got := free(m); got[0] != 7*gi || got[1] != 7*gi {
+		t.Errorf("free = %v after a refusal, want untouched", got)
+	}
+}
