@@ -34,6 +34,15 @@ for tar in pause busybox; do
 done
 
 mkdir -p "$WORK/manifests" "$WORK/root"
+# The kubelet wants its cgroupRoot to exist in every hierarchy (cgroup v1 here).
+for h in /sys/fs/cgroup/*/; do
+	[[ -f $h/cgroup.procs ]] || continue
+	mkdir -p "$h${CGROUP_ROOT#/}"
+	if [[ -f $h/cpuset.cpus ]]; then
+		cat "$h/cpuset.cpus" >"$h${CGROUP_ROOT#/}/cpuset.cpus"
+		cat "$h/cpuset.mems" >"$h${CGROUP_ROOT#/}/cpuset.mems"
+	fi
+done
 cat >"$WORK/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -91,7 +100,7 @@ if ! grep -q '"helper"' "$STATE" 2>/dev/null; then
 fi
 sleep 2 # let the kubelet finish writing
 cp "$STATE" "$OUT/upstream_memory_manager_state"
-node0=$(awk '/MemTotal/ {print $4 * 1024}' /sys/devices/system/node/node0/meminfo)
+node0=$(awk '/MemTotal/ {printf "%d", $4 * 1024}' /sys/devices/system/node/node0/meminfo)
 uid=$(grep -o '"entries":{"[^"]*"' "$STATE" | sed 's/.*{"//; s/"$//')
 printf '{"node0MemoryBytes": %s, "podUID": "%s", "kubelet": "%s"}\n' "$node0" "$uid" "$("$KUBELET" --version)" \
 	>"$OUT/upstream_machine.json"
