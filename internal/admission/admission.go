@@ -29,6 +29,12 @@ type Devices interface {
 	Admit(pod *v1.Pod, active []*v1.Pod) error
 }
 
+// Topology aligns and sets aside the pod's CPUs, memory and devices on the machine's NUMA
+// nodes, or says why it cannot (*topologymanager.Manager).
+type Topology interface {
+	Admit(pod *v1.Pod) (ok bool, reason, message string)
+}
+
 // Admitter checks the pod count against maxPods and resource requests against allocatable.
 type Admitter struct {
 	MaxPods  int
@@ -40,6 +46,9 @@ type Admitter struct {
 	Node func() *v1.Node
 	// Devices, when set, must find devices for the pod's device plugin resources.
 	Devices Devices
+	// Topology, when set, runs last: the resource managers set resources aside only for a pod
+	// every other check has let through.
+	Topology Topology
 	// AllowedUnsafeSysctls are the unsafe sysctls (or "prefix*" patterns) pods may set.
 	AllowedUnsafeSysctls []string
 	// HostHasAppArmor reports whether the kernel enforces AppArmor; nil reads it from the host.
@@ -69,7 +78,8 @@ var checked = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEp
 
 // Admit refuses a pod when the node runs maxPods pods already, when its requests do not fit
 // next to the active pods' requests, when the scheduler's predicates fail (node affinity,
-// node name, host ports, NoExecute taints), or when its devices cannot be set aside.
+// node name, host ports, NoExecute taints), or when its devices, or its NUMA-aligned CPUs,
+// memory and devices (Topology), cannot be set aside.
 func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	pod, active = a.allocatedView(pod, active)
 	if ok, reason, msg := a.podChecks(pod); !ok {
@@ -99,6 +109,11 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	if a.Devices != nil {
 		if err := a.Devices.Admit(pod, active); err != nil {
 			return false, ReasonUnexpectedAdmissionError, "device allocation failed: " + err.Error()
+		}
+	}
+	if a.Topology != nil {
+		if ok, reason, msg := a.Topology.Admit(pod); !ok {
+			return false, reason, msg
 		}
 	}
 	return true, "", ""

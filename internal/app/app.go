@@ -25,6 +25,8 @@ import (
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
+	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
@@ -93,6 +95,9 @@ type agent struct {
 	cm       *cm.ContainerManager  // node allocatable, process placement, QoS and pod cgroups
 	resizer  *resize.Resizer       // in-place resize decisions over the allocation checkpoint
 	comps    *components           // every long-running part, joined when nodelet stops
+
+	machine  *topology.Machine        // the CPUs and NUMA nodes, read once at start
+	topology *topologymanager.Manager // aligns the resource managers on NUMA nodes at admission
 
 	podStates   *podStates          // tells the volume manager when a pod's containers are gone
 	objects     *apiObjects         // what pods reference, read through the API; nil standalone
@@ -258,11 +263,15 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if n.cm, err = cm.New(containerManagerConfig(cfg)); err != nil {
 		return nil, err
 	}
+	if n.machine, n.topology, err = newTopology(cfg); err != nil {
+		return nil, err
+	}
 	if mode == asDaemon {
 		n.devices = startDevicePlugins(comps, cfg.RootDir)
 		if n.memory, err = newMemoryManager(cfg); err != nil {
 			return nil, err
 		}
+		n.topology.AddHintProvider(n.memory)
 	}
 	n.volumes = n.newVolumes()
 	n.features = &runtimefeatures.Store{}
@@ -372,6 +381,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	}
 	deps.Forget = releaseUserNamespace(n.idRanges, deps.Forget)
 	deps.Forget = n.forgetMemory(deps.Forget)
+	deps.Forget = forgetTopology(n.topology, deps.Forget)
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	if n.devices != nil {
 		forget := deps.Forget
@@ -443,7 +453,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.buildShutdown(ctx, workers)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
 		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features,
-		Devices: admissionDevices(n.devices), Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
+		Devices: admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
 		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
 	}
 	loopCfg := syncloop.Config{
@@ -465,6 +475,9 @@ func (n *agent) buildNode(ctx context.Context) error {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
 	n.startCSIRegistrar() // after the node controller: it is told of the registrar's Node patches
+	if err := n.startPodResources(); err != nil {
+		return err
+	}
 	if n.shutdown != nil {
 		n.startLogindWatch() // before healthz answers: see there
 	}

@@ -31,6 +31,7 @@ func (n *agent) newNodePage(checks map[string]healthz.Check) *nodePage {
 	h := nodeui.NewHandler(nodeui.Deps{
 		NodeName: n.cfg.NodeName, Standalone: n.cluster == nil, Node: n.pageNode(checks),
 		Pods: n.podsWithStatus, Timeline: n.timeline.Handler(), Stats: sampler, Events: n.events,
+		Machine: n.machine, ResourcePolicies: resourcePolicies(n.cfg.Kubelet),
 	})
 	return &nodePage{handler: h, sampler: sampler}
 }

@@ -53,6 +53,8 @@ var actedOn = map[string]string{
 	"reservedMemory":          "cm/memorymanager (Static; unused under None, as upstream)",
 	"featureGates":            "refused except the gates nodelet behaves like (unsupported.go)",
 	"kernelMemcgNotification": "eviction (the memory cgroups from cm; refused without cgroup v1 pod cgroups)",
+	"topologyManagerPolicy":   "cm/topologymanager", "topologyManagerScope": "cm/topologymanager",
+	"topologyManagerPolicyOptions": "cm/topologymanager (unknown options refused)",
 }
 
 // inertUpstream: upstream itself does nothing with these without an alpha gate (refused here)
@@ -62,7 +64,6 @@ var inertUpstream = map[string]string{
 	"hairpinMode": "only kubenet used it", "iptablesMasqueradeBit": "deprecated, unused", "iptablesDropBit": "deprecated, unused",
 	"makeIPTablesUtilChains":         "nodelet creates no canary chains (a documented difference)",
 	"cpuManagerReconcilePeriod":      "only with a CPU manager policy, which is refused",
-	"topologyManagerScope":           "only with a topology manager policy, which is refused",
 	"streamingConnectionIdleTimeout": "upstream stores it but proxies streams to the runtime, which times them out",
 }
 

@@ -87,6 +87,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	addNodeFlags(fs, f)
 	addRuntimeFlags(fs, f)
 	addResourceFlags(fs, f)
+	addTopologyFlags(fs, f)
 	addEvictionFlags(fs, f)
 	addContainerGCFlags(fs, f)
 	f.logFlags = addLogFlags(fs)

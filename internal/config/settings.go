@@ -46,7 +46,10 @@ type Settings struct {
 	KubeAPIQPS                   int32
 	// UserNamespacesSupport is that feature gate (on unless featureGates turns it off).
 	UserNamespacesSupport bool
-	EventRecordQPS        int32
+	// PodResourcesGet is the KubeletPodResourcesGet feature gate (off unless featureGates turns
+	// it on): the pod-resources API's Get method.
+	PodResourcesGet bool
+	EventRecordQPS  int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -93,6 +96,7 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	if on, set := kc.FeatureGates["UserNamespacesSupport"]; set {
 		s.UserNamespacesSupport = on
 	}
+	s.PodResourcesGet = kc.FeatureGates["KubeletPodResourcesGet"]
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

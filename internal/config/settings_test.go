@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +44,26 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 	}
 	if s.MaxParallelImagePulls != 3 || s.SerializeImagePulls {
 		t.Errorf("parallel pulls: max %d, serialized %v; want 3, false", s.MaxParallelImagePulls, s.SerializeImagePulls)
+	}
+}
+
+// The pod-resources API's Get method follows its upstream gate, off by default; the gate for
+// the dynamic resources it does not report is refused.
+func TestPodResourcesGetFollowsItsGate(t *testing.T) {
+	if mustComplete(t).Settings.PodResourcesGet {
+		t.Error("KubeletPodResourcesGet is on by default; upstream has it off")
+	}
+	file := filepath.Join(t.TempDir(), "kubelet.yaml")
+	yaml := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletPodResourcesGet: true\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !mustComplete(t, "--config="+file).Settings.PodResourcesGet {
+		t.Error("featureGates KubeletPodResourcesGet: true did not turn Get on")
+	}
+	c := defaulted()
+	c.FeatureGates = map[string]bool{"KubeletPodResourcesDynamicResources": true}
+	if err := Validate(c); err == nil || !strings.Contains(err.Error(), `featureGates["KubeletPodResourcesDynamicResources"]`) {
+		t.Errorf("KubeletPodResourcesDynamicResources: %v, want it refused by name", err)
 	}
 }

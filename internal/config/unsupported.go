@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 )
 
@@ -41,12 +40,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool { return len(c.CPUManagerPolicyOptions) == 0 }},
 	{"reservedSystemCPUs", "keeps those CPUs away from pods", "empty (use systemReserved/kubeReserved cpu)",
 		func(c *kubeletConfig) bool { return c.ReservedSystemCPUs == "" }},
-	{"topologyManagerPolicy", "aligns CPUs, memory and devices on NUMA nodes", `"none"`,
-		func(c *kubeletConfig) bool {
-			return c.TopologyManagerPolicy == kubeletconfigv1beta1.NoneTopologyManagerPolicy
-		}},
-	{"topologyManagerPolicyOptions", "tunes the topology manager", "empty",
-		func(c *kubeletConfig) bool { return len(c.TopologyManagerPolicyOptions) == 0 }},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
 		func(c *kubeletConfig) bool { return ptr.Deref(c.ContainerLogMaxWorkers, 0) == 1 }},
 	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,
@@ -77,8 +70,9 @@ var unsupportedFields = []unsupportedField{
 // gatesLike are the upstream feature gates whose settings nodelet already behaves like: pod and
 // container stats always come from the runtime, imageMaximumGCAge is always honoured, graceful
 // node shutdown is always there (by priority only when shutdownGracePeriodByPodPriority is set),
-// pods always get the PodReadyToStartContainers condition, and UserNamespacesSupport=false
-// refuses pods that set hostUsers, as upstream with that gate off.
+// pods always get the PodReadyToStartContainers condition, UserNamespacesSupport=false
+// refuses pods that set hostUsers, as upstream with that gate off, and KubeletPodResourcesGet
+// turns the pod-resources API's Get method on or off.
 var gatesLike = map[string][]bool{
 	"PodAndContainerStatsFromCRI":            {true, false},
 	"ImageMaximumGCAge":                      {true},
@@ -86,6 +80,7 @@ var gatesLike = map[string][]bool{
 	"GracefulNodeShutdownBasedOnPodPriority": {true, false},
 	"PodReadyToStartContainersCondition":     {true},
 	"UserNamespacesSupport":                  {true, false},
+	"KubeletPodResourcesGet":                 {true, false},
 }
 
 // checkUnsupported refuses every setting nodelet would otherwise silently ignore.

@@ -60,6 +60,7 @@ func Validate(kc *kubeletconfigv1beta1.KubeletConfiguration) error {
 	v.checkNetworking(kc)
 	v.checkShutdown(kc)
 	v.checkMisc(kc)
+	v.checkTopologyManager(kc)
 	v.checkUnsupported(kc)
 	return v.err()
 }

@@ -185,7 +185,8 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 	c := defaulted()
 	c.ImageServiceEndpoint = c.ContainerRuntimeEndpoint
 	c.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true, "ImageMaximumGCAge": true, "GracefulNodeShutdown": true,
-		"GracefulNodeShutdownBasedOnPodPriority": false, "PodReadyToStartContainersCondition": true, "UserNamespacesSupport": false}
+		"GracefulNodeShutdownBasedOnPodPriority": false, "PodReadyToStartContainersCondition": true, "UserNamespacesSupport": false,
+		"KubeletPodResourcesGet": true}
 	c.ShutdownGracePeriod = dur(20 * time.Second)
 	if err := Validate(c); err != nil {
 		t.Errorf("settings nodelet behaves like refused: %v", err)

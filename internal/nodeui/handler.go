@@ -23,6 +23,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/version"
 )
 
@@ -44,6 +45,10 @@ type Deps struct {
 	// Stats and Events are required: the graphs' samples and the node's recent events.
 	Stats  *Sampler
 	Events *Events
+	// Machine is the machine's CPU and NUMA layout and ResourcePolicies the CPU, memory and
+	// topology managers' settings; a nil Machine leaves the topology off the page.
+	Machine          *topology.Machine
+	ResourcePolicies []Setting
 	// Now is the clock (default time.Now). Answers carry the node's time so the page computes
 	// ages against it, not against the browser's clock.
 	Now func() time.Time
@@ -117,6 +122,9 @@ func (d Deps) nodeView(ctx context.Context) nodeView {
 	out.Mode = "cluster"
 	if d.Standalone {
 		out.Mode = "standalone"
+	}
+	if d.Machine != nil {
+		out.Topology = newTopologyView(d.Machine, d.ResourcePolicies)
 	}
 	out.Version, out.Now = version.String(), d.Now()
 	return out

@@ -24,6 +24,7 @@ type nodeView struct {
 	Addresses  []string        `json:"addresses"`
 	Resources  []resourceView  `json:"resources"`
 	Conditions []conditionView `json:"conditions"`
+	Topology   *topologyView   `json:"topology,omitempty"` // nil when the machine was not read
 	Now        time.Time       `json:"now"`
 }
 

@@ -66,6 +66,11 @@ func TestNodePageInChromium(t *testing.T) {
 	page.waitFor(t, 30*time.Second, "the node summary", `document.querySelector("#node-ready").textContent === "Ready" &&
 		["MemoryPressure", "DiskPressure", "PIDPressure"].every((c) => document.querySelector('[data-condition="' + c + '"]')) &&
 		[...document.querySelectorAll("#resources td")].some((td) => td.textContent === "cpu")`)
+	// The machine's topology, read from /sys, and the resource managers' policies.
+	page.waitFor(t, 30*time.Second, "the machine topology", `!document.querySelector("#topology").hidden &&
+		/\d+ CPUs? \(\d+ per core\)/.test(document.querySelector("#topology-summary").textContent) &&
+		document.querySelectorAll("#numa-nodes tbody tr td").length >= 4 &&
+		[...document.querySelectorAll("#policies .chip")].some((c) => c.textContent === "topologyManagerPolicy: none")`)
 	page.waitFor(t, 30*time.Second, "the BackOff and Unhealthy events", `["BackOff", "Unhealthy"].every((r) =>
 		document.querySelector('#event-table tr[data-reason="' + r + '"]'))`)
 	page.screenshot(t, "standalone-overview")

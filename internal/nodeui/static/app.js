@@ -172,6 +172,20 @@
     }));
     fill($("#resources tbody"), n.resources.map((r) => el("tr", {}, el("td", {}, r.name), el("td", {}, r.capacity), el("td", {}, r.allocatable))),
       "No capacity reported yet.", 3);
+    renderTopology(n.topology);
+  }
+
+  // renderTopology shows the machine's sockets, cores and NUMA nodes, read once at start, and
+  // the resource managers' policies.
+  function renderTopology(t) {
+    $("#topology").hidden = !t;
+    if (!t) return;
+    const count = (k, word) => k + " " + word + (k === 1 ? "" : "s");
+    $("#topology-summary").textContent = [count(t.sockets, "socket"), count(t.cores, "core"),
+      count(t.cpus, "CPU") + " (" + t.cpusPerCore + " per core)", count(t.numaNodes.length, "NUMA node")].join(" · ");
+    $("#policies").replaceChildren(...t.policies.map((p) => el("span", { class: "chip" }, p.name + ": " + p.value)));
+    fill($("#numa-nodes tbody"), t.numaNodes.map((n) => el("tr", {}, el("td", {}, n.id), el("td", {}, n.cpus),
+      el("td", {}, fmtBytes(n.memoryBytes)), el("td", {}, n.distances.join(" ")))), "No NUMA node read.", 4);
   }
 
   function renderNodeGraphs() {

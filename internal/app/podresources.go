@@ -1,0 +1,40 @@
+package app
+
+import (
+	"path/filepath"
+
+	"github.com/nodelet/nodelet/internal/podresources"
+)
+
+// startPodResources serves the pod-resources API at <root-dir>/pod-resources/kubelet.sock, as
+// upstream does whenever it runs pods beyond run-once. A socket that cannot be opened stops
+// nodelet at start, as it stops the upstream kubelet.
+func (n *agent) startPodResources() error {
+	s, err := podresources.New(n.podResourcesOptions())
+	if err != nil {
+		return err
+	}
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	n.comps.start("pod resources", s.Run)
+	return nil
+}
+
+// podResourcesOptions names what the API reports from: the pod manager's pods and the resource
+// managers that are on (none reported for one that is off, as upstream).
+func (n *agent) podResourcesOptions() podresources.Options {
+	opts := podresources.Options{
+		Socket:     filepath.Join(n.cfg.RootDir, podresources.DirName, podresources.SocketName),
+		Pods:       n.pods,
+		GetEnabled: n.cfg.PodResourcesGet,
+	}
+	// The device manager reports its allocations once it records them per container
+	// (ContainerDevices, AllocatableDevices); until then it reports none.
+	if n.devices != nil {
+		if d, ok := any(n.devices).(podresources.Devices); ok {
+			opts.Devices = d
+		}
+	}
+	return opts
+}

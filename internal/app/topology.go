@@ -1,0 +1,67 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cm/topologymanager"
+	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/nodeui"
+)
+
+// sysfsRoot is where the machine's CPU and NUMA layout is read from.
+const sysfsRoot = "/sys"
+
+// newTopology reads the machine's CPU and NUMA layout once and builds the topology manager over
+// it. The resource managers add themselves as hint providers as they are built, in upstream's
+// order: devices, CPU, memory.
+func newTopology(cfg *config.Config) (*topology.Machine, *topologymanager.Manager, error) {
+	machine, err := topology.Read(sysfsRoot)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the machine's CPU and NUMA topology: %w", err)
+	}
+	kc := cfg.Kubelet
+	mgr, err := topologymanager.New(machine, topologymanager.Config{
+		Policy: kc.TopologyManagerPolicy, Scope: kc.TopologyManagerScope, Options: kc.TopologyManagerPolicyOptions,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("topology manager (topologyManagerPolicy %q): %w", kc.TopologyManagerPolicy, err)
+	}
+	klog.InfoS("Machine topology", "cpus", len(machine.CPUs), "cpusPerCore", machine.CPUsPerCore(), "numaNodes", len(machine.NUMANodes),
+		"topologyManagerPolicy", mgr.Policy(), "topologyManagerScope", mgr.Scope())
+	return machine, mgr, nil
+}
+
+// forgetTopology chains forgetting a removed pod's NUMA placements onto forget.
+func forgetTopology(m *topologymanager.Manager, forget func(types.UID)) func(types.UID) {
+	return func(uid types.UID) {
+		if forget != nil {
+			forget(uid)
+		}
+		m.RemovePod(uid)
+	}
+}
+
+// resourcePolicies are the resource managers' settings the node page lists, named as in the
+// configuration.
+func resourcePolicies(kc *kubeletconfigv1beta1.KubeletConfiguration) []nodeui.Setting {
+	out := []nodeui.Setting{{Name: "cpuManagerPolicy", Value: kc.CPUManagerPolicy}}
+	out = appendOptions(out, "cpuManagerPolicyOptions", kc.CPUManagerPolicyOptions)
+	out = append(out, nodeui.Setting{Name: "memoryManagerPolicy", Value: kc.MemoryManagerPolicy},
+		nodeui.Setting{Name: "topologyManagerPolicy", Value: kc.TopologyManagerPolicy},
+		nodeui.Setting{Name: "topologyManagerScope", Value: kc.TopologyManagerScope})
+	return appendOptions(out, "topologyManagerPolicyOptions", kc.TopologyManagerPolicyOptions)
+}
+
+func appendOptions(out []nodeui.Setting, field string, options map[string]string) []nodeui.Setting {
+	for _, name := range slices.Sorted(maps.Keys(options)) {
+		out = append(out, nodeui.Setting{Name: field + "." + name, Value: options[name]})
+	}
+	return out
+}
