@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-podapi conformance-smoke test unit fuzz real e2e clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -91,8 +91,9 @@ bench-smoke: push-images build csidriver control-plane
 
 # The upstream node conformance suite (k8s.io/kubernetes v1.33.4 test/e2e_node, NodeConformance
 # specs, not Serial/Flaky/Feature/Disruptive) against nodelet, then the upstream kubelet, on a
-# fresh local control plane, then the serial selection (hack/conformance/serial.txt) and the pod
-# API selection (hack/conformance/podapi.txt); writes CONFORMANCE.md. Stops the demo/cluster nodelets.
+# fresh local control plane, then the serial selection (hack/conformance/serial.txt), the pod
+# API selection (hack/conformance/podapi.txt) and the resources selection
+# (hack/conformance/resources.txt); writes CONFORMANCE.md. Stops the demo/cluster nodelets.
 conformance:
 	hack/demo.sh stop
 	hack/cluster.sh stop
@@ -112,6 +113,16 @@ conformance-podapi:
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	hack/conformance.sh podapi
+
+# The resources selection alone: the upstream specs for the CPU, memory and topology managers,
+# pod resources and device plugins (hack/conformance/resources.txt; one at a time, both kubelets,
+# restarted by the specs through hack/conformance/shim/systemctl). PART=N runs one part;
+# SUBJECTS=kubelet runs the upstream kubelet's column alone. Under a shared lock file take it with
+# `flock -o LOCK make ...`: the control plane the run (re)starts must not inherit the lock.
+conformance-resources:
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	hack/conformance.sh resources
 
 # A few minutes of conformance specs nodelet passes (hack/conformance/smoke.txt), nodelet only.
 conformance-smoke:

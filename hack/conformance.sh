@@ -16,13 +16,16 @@
 #   hack/conformance.sh serial   the serial selection only (both kubelets), part by part
 #   hack/conformance.sh podapi   the pod API selection only (hack/conformance/podapi.txt: native
 #                                sidecars, in-place resize, user namespaces; both kubelets)
+#   hack/conformance.sh resources the resources selection only (hack/conformance/resources.txt: CPU,
+#                                memory and topology managers, pod resources, device plugins; both
+#                                kubelets, one spec at a time), part by part
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
-# Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial podapi"),
-#      PART (the serial selection's parts to run, e.g. "2" or "1 3"; default all: each part of
-#      serial.txt runs, and is kept, on its own, both kubelets in turn),
+# Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial podapi resources"),
+#      PART (the serial or resources selection's parts to run, e.g. "2" or "1 3"; default all: each
+#      part of serial.txt or resources.txt runs, and is kept, on its own, both kubelets in turn),
 #      PROCS (parallel ginkgo processes, default 5),
-#      FOCUS (ginkgo focus regex; for the serial selection it replaces serial.txt; a FOCUS run
+#      FOCUS (ginkgo focus regex; for the serial and resources selections it replaces their list; a FOCUS run
 #      writes $OUT/CONFORMANCE.md and keeps no column in hack/conformance/results), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
 #      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
 #      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
@@ -74,7 +77,12 @@ SERIAL_LABELS='!Flaky'
 # then its Serial specs one at a time, one TIMEOUT for both.
 PODAPI_FILE=$REPO_ROOT/hack/conformance/podapi.txt
 PODAPI_LABELS='!Flaky'
-SELECTIONS=${SELECTIONS:-parallel serial podapi}
+# The fourth: the upstream node suite's specs for the resource managers (CPU, memory, topology,
+# pod resources, device plugins), all Serial, one at a time, part by part like the serial one. No
+# label filter: upstream marks whole contexts of them Flaky, and those are the ones that run here.
+RESOURCES_FILE=$REPO_ROOT/hack/conformance/resources.txt
+RESOURCES_LABELS=
+SELECTIONS=${SELECTIONS:-parallel serial podapi resources}
 SELECTION=parallel
 PART_NO=
 RUN_DIR=$OUT
@@ -144,9 +152,33 @@ start_nodelet() {
 		--read-only-port 10255 --max-pods 110 -v=2 $(lock_args)
 }
 
-# under_shim: the serial and pod API selections start the kubelet through the systemctl shim,
-# since their specs restart it.
-under_shim() { [[ $SELECTION == serial || $SELECTION == podapi ]]; }
+# under_shim: the serial, pod API and resources selections start the kubelet through the
+# systemctl shim, since their specs restart it.
+under_shim() { [[ $SELECTION == serial || $SELECTION == podapi || $SELECTION == resources ]]; }
+
+# parted: the serial and resources selections run one spec at a time, part by part.
+parted() { [[ $SELECTION == serial || $SELECTION == resources ]]; }
+
+# selection_file is the current parted selection's list of parts and focus regexes.
+selection_file() {
+	if [[ $SELECTION == resources ]]; then echo "$RESOURCES_FILE"; else echo "$SERIAL_FILE"; fi
+}
+
+# selection_labels is the current parted selection's ginkgo label filter.
+selection_labels() {
+	if [[ $SELECTION == resources ]]; then echo "$RESOURCES_LABELS"; else echo "$SERIAL_LABELS"; fi
+}
+
+MANAGER_STATE_FILES=(cpu_manager_state memory_manager_state device-plugins/kubelet_internal_checkpoint)
+
+# remove_manager_state deletes the resource managers' state files a kubelet left in the root
+# directory: the specs switch policies, and a kubelet refuses to start on another policy's state
+# (both kubelets start on policy none). Called before a kubelet starts, once the last one's pods
+# are gone.
+remove_manager_state() {
+	local f
+	for f in "${MANAGER_STATE_FILES[@]}"; do rm -f "$ROOT_DIR/$f"; done
+}
 
 # lock_args: in the serial selection each kubelet holds the lock file the Lock contention spec
 # contends for, and exits cleanly when it does (the systemctl shim then starts it again).
@@ -303,12 +335,12 @@ run_suite() {
 	: >"$dir/e2e.log"
 	if [[ $SELECTION == podapi ]]; then
 		run_podapi "$dir" "${filter_args[@]}"
-	elif [[ $SELECTION != serial ]]; then
+	elif ! parted; then
 		[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
 		ginkgo_run "$dir" report.json "$procs" "$labels" "${filter_args[@]}"
 	elif [[ -n ${FOCUS:-} ]]; then
 		# ginkgo ORs its --focus flags, so FOCUS narrows the selection by replacing its list.
-		ginkgo_run "$dir" report.json 1 "$SERIAL_LABELS" "${filter_args[@]}" --focus "$FOCUS"
+		ginkgo_run "$dir" report.json 1 "$(selection_labels)" "${filter_args[@]}" --focus "$FOCUS"
 	else
 		# One spec at a time, each free to restart the kubelet through the systemctl shim; the
 		# lines marked "## first" run before the others, in an invocation of their own.
@@ -316,10 +348,10 @@ run_suite() {
 		mapfile -t first < <(part_lines "$PART_NO" | grep -E ' ## first' | regex_args --focus /dev/stdin)
 		mapfile -t rest < <(part_lines "$PART_NO" | grep -vE ' ## first' | regex_args --focus /dev/stdin)
 		if ((${#first[@]})); then
-			ginkgo_run "$dir" report-first.json 1 "$SERIAL_LABELS" "${filter_args[@]}" "${first[@]}"
+			ginkgo_run "$dir" report-first.json 1 "$(selection_labels)" "${filter_args[@]}" "${first[@]}"
 			reports+=("$dir/report-first.json")
 		fi
-		ginkgo_run "$dir" report-rest.json 1 "$SERIAL_LABELS" "${filter_args[@]}" "${rest[@]}"
+		ginkgo_run "$dir" report-rest.json 1 "$(selection_labels)" "${filter_args[@]}" "${rest[@]}"
 		reports+=("$dir/report-rest.json")
 		jq -s add "${reports[@]}" >"$dir/report.json" || true
 	fi
@@ -388,7 +420,7 @@ ginkgo_run() {
 # record_start SUBJECT writes $OUT/SUBJECT/run.json: what this column comes from.
 record_start() {
 	local subject=$1 binary=_output/bin/nodelet version= procs=$PROCS
-	[[ $SELECTION != serial ]] || procs=1 # the serial selection runs one spec at a time
+	! parted || procs=1 # the serial and resources selections run one spec at a time
 	[[ $SELECTION != podapi ]] || procs="$PROCS (then its Serial specs, 1)"
 	if [[ $subject == kubelet ]]; then
 		binary=${CP_BIN#"$REPO_ROOT"/}/kubelet
@@ -415,6 +447,8 @@ run_subject() {
 	local subject=$1 smoke=${2:-0}
 	rm -rf "${RUN_DIR:?}/$subject" && mkdir -p "$RUN_DIR/$subject"
 	drop_loopback_aliases
+	# The last subject's pods are gone (cleanup_subject): its managers' state goes with them.
+	remove_manager_state
 	say "starting $subject as node $NODE"
 	"start_$subject" || return 1
 	if ! wait_node_ready; then
@@ -443,29 +477,30 @@ page_path() {
 # kept_dir SUBJECT is where the repository keeps the current selection's (or serial part's)
 # column of SUBJECT.
 kept_dir() {
-	if [[ $SELECTION == serial ]]; then
-		echo "hack/conformance/results/serial/part-$PART_NO/$1"
+	if parted; then
+		echo "hack/conformance/results/$SELECTION/part-$PART_NO/$1"
 	else
 		echo "hack/conformance/results/${SELECTION:-parallel}/$1"
 	fi
 }
 
-# part_lines N prints the lines of serial.txt's part N (those under "#- part N: TITLE").
+# part_lines N prints the lines of the current selection's part N (those under "#- part N: TITLE").
 part_lines() {
-	awk -v n="$1" '/^#- part [0-9]+:/ { part = $3 + 0; next } /^[[:space:]]*(#|$)/ { next } part == n' "$SERIAL_FILE"
+	awk -v n="$1" '/^#- part [0-9]+:/ { part = $3 + 0; next } /^[[:space:]]*(#|$)/ { next } part == n' "$(selection_file)"
 }
 
-# serial_parts lists the serial selection's parts to run: PART, else every part of serial.txt.
-serial_parts() {
+# selection_parts FILE lists the parts of FILE (serial.txt, resources.txt) to run: PART, else
+# every part of it.
+selection_parts() {
 	local all
-	all=$(sed -n 's/^#- part \([0-9]\{1,\}\):.*/\1/p' "$SERIAL_FILE" | tr '\n' ' ')
+	all=$(sed -n 's/^#- part \([0-9]\{1,\}\):.*/\1/p' "$1" | tr '\n' ' ')
 	if [[ -z ${PART:-} ]]; then
 		echo "$all"
 		return
 	fi
 	local p
 	for p in $PART; do
-		[[ " $all " == *" $p "* ]] || { echo "conformance: PART=$PART: serial.txt has parts $all" >&2; return 1; }
+		[[ " $all " == *" $p "* ]] || { echo "conformance: PART=$PART: ${1#"$REPO_ROOT"/} has parts $all" >&2; return 1; }
 	done
 	echo "$PART"
 }
@@ -587,7 +622,7 @@ locked_main() {
 	fi
 	local subject parts
 	for SELECTION in $SELECTIONS; do
-		if [[ $SELECTION != serial ]]; then
+		if ! parted; then
 			RUN_DIR=$OUT
 			[[ $SELECTION != podapi ]] || RUN_DIR=$OUT/podapi
 			for subject in $SUBJECTS; do
@@ -597,35 +632,41 @@ locked_main() {
 		fi
 		# A FOCUS run replaces the parts with one "part 0" of its own (not kept).
 		parts=0
-		[[ -n ${FOCUS:-} ]] || parts=$(serial_parts)
+		[[ -n ${FOCUS:-} ]] || parts=$(selection_parts "$(selection_file)")
 		for PART_NO in $parts; do
-			RUN_DIR=$OUT/serial/part-$PART_NO
+			RUN_DIR=$OUT/$SELECTION/part-$PART_NO
 			for subject in $SUBJECTS; do
-				say "serial selection, part $PART_NO: $subject"
-				start_fakelogind
-				run_subject "$subject" || echo "conformance: $subject run of serial part $PART_NO failed" >&2
+				say "$SELECTION selection, part $PART_NO: $subject"
+				[[ $SELECTION != serial ]] || start_fakelogind
+				run_subject "$subject" || echo "conformance: $subject run of $SELECTION part $PART_NO failed" >&2
 				stop_fakelogind
 			done
 		done
 	done
 	# A column this invocation did not run comes from the last one kept (its provenance says
 	# which commit and run): this machine's _output, else hack/conformance/results.
-	# The serial parts come from the kept results (every whole part run is kept), a FOCUS run's
-	# from its own directory.
+	# The serial and resources parts come from the kept results (every whole part run is kept),
+	# a FOCUS run's from its own directory.
 	local serial_dir=hack/conformance/results/serial serial_file=$SERIAL_FILE
-	if [[ -n ${FOCUS:-} ]]; then
+	local resources_dir=hack/conformance/results/resources resources_file=$RESOURCES_FILE
+	if [[ -n ${FOCUS:-} && " $SELECTIONS " == *" serial "* ]]; then
 		serial_dir=$OUT/serial serial_file=$OUT/serial-focus.txt
 		printf '#- part 0: FOCUS %s\n%s\n' "$FOCUS" "$FOCUS" >"$serial_file"
+	fi
+	if [[ -n ${FOCUS:-} && " $SELECTIONS " == *" resources "* ]]; then
+		resources_dir=$OUT/resources resources_file=$OUT/resources-focus.txt
+		printf '#- part 0: FOCUS %s\n%s\n' "$FOCUS" "$FOCUS" >"$resources_file"
 	fi
 	"$REPORTER" -nodelet "$(column parallel nodelet)/report.json" -kubelet "$(column parallel kubelet)/report.json" \
 		-serial-dir "$serial_dir" -serial "$serial_file" -skips "$SKIPS_FILE" -causes hack/conformance/causes.txt \
 		-nodelet-log "$(column parallel nodelet)/nodelet.log" \
 		-podapi "$PODAPI_FILE" -podapi-nodelet "$(column podapi nodelet)" -podapi-kubelet "$(column podapi kubelet)" \
+		-resources-dir "$resources_dir" -resources "$resources_file" \
 		-out "$(page_path)"
 }
 
 case $MODE in
-serial | podapi)
+serial | podapi | resources)
 	# That selection only; the other columns of CONFORMANCE.md come from the last runs.
 	export SELECTIONS=$MODE
 	MODE=full
@@ -638,7 +679,8 @@ __locked)
 	;;
 full | smoke)
 	# A wrong PART is said now, not after the build and the parallel selection.
-	[[ " $SELECTIONS " != *" serial "* || -n ${FOCUS:-} ]] || serial_parts >/dev/null
+	[[ " $SELECTIONS " != *" serial "* || -n ${FOCUS:-} ]] || selection_parts "$SERIAL_FILE" >/dev/null
+	[[ " $SELECTIONS " != *" resources "* || -n ${FOCUS:-} ]] || selection_parts "$RESOURCES_FILE" >/dev/null
 	[[ " $SELECTIONS " != *" podapi "* ]] || duration_seconds "$TIMEOUT" >/dev/null # the pod API selection splits it
 	mkdir -p "$OUT"
 	prepare
@@ -650,7 +692,7 @@ full | smoke)
 	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
-	sed -n '2,23s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,31s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -15,6 +15,8 @@
 #   registry.k8s.io/e2e-test-images/nonewprivs:1.3   setuid-root nnp (test/images/nonewprivs) on the busybox root
 #   registry.k8s.io/e2e-test-images/nginx:1.14-4     stand-ins: busybox httpd serving a page on :80
 #     (and nginx:1.15-4, httpd:2.4.38-4, httpd:2.4.39-4)
+#   registry.k8s.io/e2e-test-images/sample-device-plugin:1.7  test/images/sample-device-plugin
+#                                                    (static) on the busybox root, as upstream's entrypoint
 #
 # An image is skipped when all its names are present in containerd and the
 # hash of its inputs matches the stamp left by the last import. FORCE=1 rebuilds.
@@ -159,6 +161,18 @@ build_nonewprivs() {
 	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/nonewprivs:1.3 -cmd nnp -out "$OUT/nonewprivs.tar" "$rootfs"
 }
 
+SAMPLE_DEVICE_PLUGIN=$REPO_ROOT/_output/cp/bin/sample-device-plugin
+
+# build_sampledeviceplugin: upstream's image is the binary on alpine, run as
+# `/sampledeviceplugin -alsologtostderr`; the device plugin specs need nothing else from it.
+build_sampledeviceplugin() {
+	local rootfs=$OUT/sampledeviceplugin/rootfs
+	make_busybox_root "$rootfs"
+	install -m 0755 "$SAMPLE_DEVICE_PLUGIN" "$rootfs/sampledeviceplugin"
+	"$MKIMAGE" -name registry.k8s.io/e2e-test-images/sample-device-plugin:1.7 \
+		-entrypoint /sampledeviceplugin -entrypoint -alsologtostderr -out "$OUT/sampledeviceplugin.tar" "$rootfs"
+}
+
 # build_webserver: the nginx and httpd images only need to serve HTTP on :80 from their usual
 # document roots; busybox httpd does that.
 build_webserver() {
@@ -184,6 +198,8 @@ conformance_images() {
 	ensure_image webserver "$(input_hash "$BUSYBOX")" \
 		registry.k8s.io/e2e-test-images/nginx:1.14-4 registry.k8s.io/e2e-test-images/nginx:1.15-4 \
 		registry.k8s.io/e2e-test-images/httpd:2.4.38-4 registry.k8s.io/e2e-test-images/httpd:2.4.39-4
+	ensure_image sampledeviceplugin "$(input_hash "$BUSYBOX" "$SAMPLE_DEVICE_PLUGIN")" \
+		registry.k8s.io/e2e-test-images/sample-device-plugin:1.7
 }
 
 # ensure_image KEY HASH NAME... builds and imports image KEY unless it is current.

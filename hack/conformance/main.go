@@ -3,7 +3,8 @@
 // run is about to use (build, images, budget) next to its report.
 //
 //	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -serial-dir hack/conformance/results/serial \
-//		-podapi hack/conformance/podapi.txt -podapi-nodelet hack/conformance/results/podapi/nodelet -podapi-kubelet ... -out CONFORMANCE.md
+//		-podapi hack/conformance/podapi.txt -podapi-nodelet hack/conformance/results/podapi/nodelet -podapi-kubelet ... \
+//		-resources hack/conformance/resources.txt -resources-dir hack/conformance/results/resources -out CONFORMANCE.md
 //	go run ./hack/conformance -smoke -nodelet N/report.json
 //	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
 //	go run ./hack/conformance -record-end DIR/run.json
@@ -26,6 +27,7 @@ type options struct {
 	nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string
 	serialDir, serialPath                                            string
 	podapiPath, podapiNodelet, podapiKubelet                         string
+	resourcesPath, resourcesDir                                      string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
 	keep, keepTo                                                     string
@@ -41,6 +43,8 @@ func main() {
 	flag.StringVar(&o.podapiPath, "podapi", "", "the pod API selection's focus list (hack/conformance/podapi.txt; optional)")
 	flag.StringVar(&o.podapiNodelet, "podapi-nodelet", "", "-podapi: the directory of nodelet's column (report.json, run.json, nodelet.log)")
 	flag.StringVar(&o.podapiKubelet, "podapi-kubelet", "", "-podapi: the directory of the upstream kubelet's column")
+	flag.StringVar(&o.resourcesPath, "resources", "hack/conformance/resources.txt", "the resources selection's parts and focus list")
+	flag.StringVar(&o.resourcesDir, "resources-dir", "", "the resources selection's results: part-N/{nodelet,kubelet}/report.json (optional)")
 	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
 	flag.StringVar(&o.causesPath, "causes", "hack/conformance/causes.txt", "investigated causes of failures")
 	flag.StringVar(&o.out, "out", "CONFORMANCE.md", "where to write the table")
@@ -109,6 +113,13 @@ func execute(o options) error {
 			return err
 		}
 		page.serial = loadSerialSections(o.serialDir, parts, page)
+	}
+	if o.resourcesDir != "" {
+		parts, err := readSerialParts(o.resourcesPath) // the same "#- part N: TITLE" shape
+		if err != nil {
+			return err
+		}
+		page.resources = loadResourceSections(o.resourcesDir, parts, page)
 	}
 	if o.podapiPath != "" {
 		if page.podapi, err = loadPodAPI(o.podapiPath, o.podapiNodelet, o.podapiKubelet, page); err != nil {

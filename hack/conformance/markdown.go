@@ -11,7 +11,7 @@ import (
 )
 
 // report is CONFORMANCE.md: two columns (nodelet, upstream kubelet) and what they came from,
-// then the serial and pod API selections in the same shape.
+// then the serial, pod API and resources selections in the same shape.
 type report struct {
 	nodelet, upstream *run
 	skips             []skip
@@ -20,6 +20,7 @@ type report struct {
 	generated         time.Time
 	serial            []serialSection // the second selection, part by part
 	podapi            *podapiSection  // the third selection
+	resources         []serialSection // the fourth, part by part
 	heading           string          // the level of the sections below the title: "##" when empty
 }
 
@@ -39,6 +40,9 @@ func (rp *report) write(w *bufio.Writer) {
 	}
 	if rp.podapi != nil {
 		rp.writePodAPI(w)
+	}
+	if len(rp.resources) > 0 {
+		rp.writeResources(w)
 	}
 }
 
@@ -89,7 +93,9 @@ func (rp *report) writeSerial(w *bufio.Writer) {
 
 // writeBody is everything of one selection below its title.
 func (rp *report) writeBody(w *bufio.Writer) {
-	fmt.Fprintf(w, "%s\n\n", rp.setupSentence())
+	if s := rp.setupSentence(); s != "" {
+		fmt.Fprintf(w, "%s\n\n", s)
+	}
 	rp.writeCounts(w)
 	rp.writeProvenance(w)
 	if skips := rp.skipsUsed(); len(skips) > 0 {
@@ -111,6 +117,9 @@ func (rp *report) setupSentence() string {
 	n, u := rp.nodelet.prov, rp.upstream.prov
 	if len(rp.upstream.names) == 0 {
 		return "There is no upstream kubelet column: it has not been run, or its run did not produce results."
+	}
+	if len(rp.nodelet.names) == 0 {
+		return "" // a selection whose nodelet column is still to be run says so itself
 	}
 	var notes []string
 	switch {

@@ -52,8 +52,9 @@ build_certs() {
 }
 
 # build_conformance builds the node conformance suite (test/e2e_node as e2e_node.test), the
-# ginkgo CLI that runs it in parallel, agnhost, the test image most of its specs run, and nnp
-# (the nonewprivs image's setuid program)
+# ginkgo CLI that runs it in parallel, agnhost, the test image most of its specs run, nnp
+# (the nonewprivs image's setuid program) and sample-device-plugin (the device plugin the
+# resources selection's device plugin specs run as a pod)
 # (~4 min cold on 2 cores).
 build_conformance() {
 	mkdir -p "$CP_BIN"
@@ -62,4 +63,5 @@ build_conformance() {
 	# Static: it runs alone in a scratch image.
 	CGO_ENABLED=0 build_one agnhost k8s.io/kubernetes/test/images/agnhost "$(stamp_of)"
 	CGO_ENABLED=0 build_one nnp k8s.io/kubernetes/test/images/nonewprivs "$(stamp_of)"
+	CGO_ENABLED=0 build_one sample-device-plugin k8s.io/kubernetes/test/images/sample-device-plugin "$(stamp_of)"
 }

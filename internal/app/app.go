@@ -24,6 +24,7 @@ import (
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cm"
+	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
@@ -98,6 +99,7 @@ type agent struct {
 
 	machine  *topology.Machine        // the CPUs and NUMA nodes, read once at start
 	topology *topologymanager.Manager // aligns the resource managers on NUMA nodes at admission
+	cpus     *cpumanager.Manager      // exclusive CPUs and the shared pool; nil outside the daemon
 
 	podStates   *podStates          // tells the volume manager when a pod's containers are gone
 	objects     *apiObjects         // what pods reference, read through the API; nil standalone
@@ -272,6 +274,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 			return nil, err
 		}
 		n.topology.AddHintProvider(n.memory)
+		if err := n.newCPUManager(); err != nil {
+			return nil, err
+		}
 	}
 	n.volumes = n.newVolumes()
 	n.features = &runtimefeatures.Store{}
@@ -352,9 +357,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.devices != nil {
 		opts.Devices = containerDevices(n.devices)
 	}
-	if n.memory != nil {
-		opts.Cpusets = cpusets(nil, n.memory.CreatingContainer)
-	}
+	opts.Cpusets = n.containerCpusets()
 	opts.PodCgroup = n.cm.PodCgroupParent()
 	n.runtimeHandler = opts.RuntimeHandler
 	n.resizeRuntimeOptions(&opts)
@@ -382,6 +385,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps.Forget = releaseUserNamespace(n.idRanges, deps.Forget)
 	deps.Forget = n.forgetMemory(deps.Forget)
 	deps.Forget = forgetTopology(n.topology, deps.Forget)
+	deps.Forget = forgetCPUs(n.cpus, deps.Forget)
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	if n.devices != nil {
 		forget := deps.Forget
@@ -498,6 +502,9 @@ func (n *agent) buildNode(ctx context.Context) error {
 	api.NodeUI = page.handler
 	n.startNodePage(page, n.startServer(ctx, checks, api))
 	n.comps.start("pleg", relister.Run)
+	if n.cpus != nil {
+		n.comps.start("cpu manager", n.cpus.Run)
+	}
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) {
 		n.cm.SweepPodCgroups(ctx, loopCfg.SourcesReady, func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }, runtimePodUIDs(relister.RunningPods))
 	})

@@ -98,19 +98,19 @@ func (n *agent) resizePinned(pod *v1.Pod) string {
 	return ""
 }
 
-// cpusets is the runtime's cpuset hook: the CPUs a container is pinned to come from the CPU
-// manager, its memory nodes from the memory manager; a nil part leaves the runtime's default.
-func cpusets(cpus, mems func(pod *v1.Pod, c *v1.Container) string) func(pod *v1.Pod, c *v1.Container) (string, string) {
-	if cpus == nil && mems == nil {
+// containerCpusets is the runtime's cpuset hook: a container's CPUs come from the CPU manager,
+// its memory nodes from the memory manager; nil when neither runs (the runtime's default).
+func (n *agent) containerCpusets() func(pod *v1.Pod, c *v1.Container) (cpus, mems string) {
+	if n.cpus == nil && n.memory == nil {
 		return nil
 	}
-	return func(pod *v1.Pod, c *v1.Container) (cpuList, memList string) {
-		if cpus != nil {
-			cpuList = cpus(pod, c)
+	return func(pod *v1.Pod, c *v1.Container) (cpus, mems string) {
+		if n.cpus != nil {
+			cpus = n.cpus.ContainerCpuset(pod, c)
 		}
-		if mems != nil {
-			memList = mems(pod, c)
+		if n.memory != nil {
+			mems = n.memory.CreatingContainer(pod, c)
 		}
-		return cpuList, memList
+		return cpus, mems
 	}
 }

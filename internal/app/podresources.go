@@ -29,6 +29,9 @@ func (n *agent) podResourcesOptions() podresources.Options {
 		Pods:       n.pods,
 		GetEnabled: n.cfg.PodResourcesGet,
 	}
+	if n.cpus != nil {
+		opts.CPUs = n.cpus
+	}
 	// The device manager reports its allocations once it records them per container
 	// (ContainerDevices, AllocatableDevices); until then it reports none.
 	if n.devices != nil {

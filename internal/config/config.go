@@ -133,6 +133,7 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg), v.err()); err != nil {
 		return nil, err
 	}
+	applyReservedSystemCPUs(kc)
 	return cfg, nil
 }
 

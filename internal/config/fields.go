@@ -49,8 +49,10 @@ var actedOn = map[string]string{
 	"containerRuntimeEndpoint": "cri", "imageServiceEndpoint": "cri, images", "failCgroupV1": "app/host",
 	"configMapAndSecretChangeDetectionStrategy": "objects",
 	"shutdownGracePeriod":                       "shutdown", "shutdownGracePeriodCriticalPods": "shutdown", "shutdownGracePeriodByPodPriority": "shutdown",
-	"memoryManagerPolicy":     "cm/memorymanager",
-	"reservedMemory":          "cm/memorymanager (Static; unused under None, as upstream)",
+	"memoryManagerPolicy": "cm/memorymanager",
+	"reservedMemory":      "cm/memorymanager (Static; unused under None, as upstream)",
+	"cpuManagerPolicy":    "cm/cpumanager", "cpuManagerPolicyOptions": "cm/cpumanager (full-pcpus-only, distribute-cpus-across-numa; others refused)",
+	"cpuManagerReconcilePeriod": "cm/cpumanager reconcile loop", "reservedSystemCPUs": "cm/cpumanager, node allocatable",
 	"featureGates":            "refused except the gates nodelet behaves like (unsupported.go)",
 	"kernelMemcgNotification": "eviction (the memory cgroups from cm; refused without cgroup v1 pod cgroups)",
 	"topologyManagerPolicy":   "cm/topologymanager", "topologyManagerScope": "cm/topologymanager",
@@ -63,7 +65,6 @@ var inertUpstream = map[string]string{
 	"qosReserved": "only with the QOSReserved alpha gate", "memoryThrottlingFactor": "only with the MemoryQoS alpha gate",
 	"hairpinMode": "only kubenet used it", "iptablesMasqueradeBit": "deprecated, unused", "iptablesDropBit": "deprecated, unused",
 	"makeIPTablesUtilChains":         "nodelet creates no canary chains (a documented difference)",
-	"cpuManagerReconcilePeriod":      "only with a CPU manager policy, which is refused",
 	"streamingConnectionIdleTimeout": "upstream stores it but proxies streams to the runtime, which times them out",
 }
 

@@ -34,12 +34,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool {
 			return c.CPUCFSQuotaPeriod == nil || c.CPUCFSQuotaPeriod.Duration == 100*time.Millisecond
 		}},
-	{"cpuManagerPolicy", "gives Guaranteed pods exclusive CPUs (static)", `"none"`,
-		func(c *kubeletConfig) bool { return c.CPUManagerPolicy == "none" }},
-	{"cpuManagerPolicyOptions", "tunes the static CPU manager", "empty",
-		func(c *kubeletConfig) bool { return len(c.CPUManagerPolicyOptions) == 0 }},
-	{"reservedSystemCPUs", "keeps those CPUs away from pods", "empty (use systemReserved/kubeReserved cpu)",
-		func(c *kubeletConfig) bool { return c.ReservedSystemCPUs == "" }},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
 		func(c *kubeletConfig) bool { return ptr.Deref(c.ContainerLogMaxWorkers, 0) == 1 }},
 	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,

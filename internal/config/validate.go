@@ -59,6 +59,7 @@ func Validate(kc *kubeletconfigv1beta1.KubeletConfiguration) error {
 	v.checkPodSources(kc)
 	v.checkNetworking(kc)
 	v.checkShutdown(kc)
+	v.checkCPUManager(kc)
 	v.checkMisc(kc)
 	v.checkTopologyManager(kc)
 	v.checkUnsupported(kc)
@@ -231,7 +232,6 @@ func (v *validator) checkCgroups(kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	if kc.CgroupRoot != "" && !strings.HasPrefix(kc.CgroupRoot, "/") {
 		v.add("cgroupRoot", "must be an absolute cgroup path, got %q", kc.CgroupRoot)
 	}
-	v.oneOf("cpuManagerPolicy", kc.CPUManagerPolicy, "none", "static")
 	v.oneOf("memoryManagerPolicy", kc.MemoryManagerPolicy,
 		kubeletconfigv1beta1.NoneMemoryManagerPolicy, kubeletconfigv1beta1.StaticMemoryManagerPolicy)
 	v.oneOf("topologyManagerPolicy", kc.TopologyManagerPolicy,

@@ -162,7 +162,6 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		mutate func(*kc)
 	}{
 		{"cpuCFSQuotaPeriod", func(c *kc) { c.CPUCFSQuotaPeriod = ptr.To(dur(50 * time.Millisecond)) }},
-		{"cpuManagerPolicy", func(c *kc) { c.CPUManagerPolicy = "static" }},
 		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
 		{`featureGates["ImageMaximumGCAge"]`, func(c *kc) { c.FeatureGates = map[string]bool{"ImageMaximumGCAge": false} }},
 		{"singleProcessOOMKill", func(c *kc) { c.SingleProcessOOMKill = ptr.To(true) }},

@@ -27,6 +27,9 @@ type (
 	Device = runtimeapi.Device
 	Mount  = runtimeapi.Mount
 
+	// LinuxContainerResources is what UpdateContainerResources sets (the CPU manager's cpusets).
+	LinuxContainerResources = runtimeapi.LinuxContainerResources
+
 	// LogStreamType names a container log line's stream (stdout, stderr).
 	LogStreamType = runtimeapi.LogStreamType
 )

@@ -2,7 +2,8 @@
 
 // Package harness pins the upstream Kubernetes commands this module builds, so `go mod tidy`
 // keeps their dependencies. hack/control-plane.sh builds them with `go build`, and the node
-// conformance suite (test/e2e_node, built with `go test -c`) and its agnhost and nonewprivs test images.
+// conformance suite (test/e2e_node, built with `go test -c`) and its agnhost, nonewprivs and
+// sample-device-plugin test images.
 package harness
 
 import (
@@ -14,4 +15,5 @@ import (
 	_ "k8s.io/kubernetes/test/e2e_node"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
+	_ "k8s.io/kubernetes/test/images/sample-device-plugin"
 )

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"testing"
+	"time"
+
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/cpuset"
+
+	"github.com/nodelet/nodelet/internal/testutil"
+)
+
+func TestReservedCPUCountRoundsUp(t *testing.T) {
+	for _, tc := range []struct {
+		kube, system map[string]string
+		want         int
+	}{
+		{nil, nil, 0},
+		{map[string]string{"cpu": "200m"}, map[string]string{"cpu": "300m"}, 1},
+		{map[string]string{"cpu": "1"}, map[string]string{"cpu": "1001m", "memory": "1Gi"}, 3},
+		{nil, map[string]string{"cpu": "2"}, 2},
+	} {
+		kc := &kubeletconfigv1beta1.KubeletConfiguration{KubeReserved: tc.kube, SystemReserved: tc.system}
+		got, err := reservedCPUCount(kc)
+		if err != nil || got != tc.want {
+			t.Errorf("kube %v system %v: %d, %v; want %d", tc.kube, tc.system, got, err, tc.want)
+		}
+	}
+}
+
+// The whole node with the static CPU manager on the fake runtime and this machine's CPUs, half
+// a CPU reserved (the lowest core): a Guaranteed static pod is created on one CPU of its own,
+// a BestEffort pod on the shared pool, which the reconcile loop narrows on the running
+// container; a restart keeps both containers and their CPUs.
+func TestStaticCPUManagerPinsContainers(t *testing.T) {
+	if goruntime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs: one reserved, one to give away")
+	}
+	cfg, fake, dir := testConfig(t, "--cpu-manager-policy=static", "--system-reserved=cpu=500m", "--cpu-manager-reconcile-period=100ms")
+	run := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, cfg) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}
+	}
+	stop := run()
+	write := func(name, resources string) {
+		pod := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},
+"spec":{"terminationGracePeriodSeconds":1,
+"containers":[{"name":"c","image":"busybox:1.36","command":["sleep","3600"]%s}]}}`, name, resources)
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(pod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pinned", `,"resources":{"requests":{"cpu":"1","memory":"32Mi"},"limits":{"cpu":"1","memory":"32Mi"}}`)
+	testutil.Eventually(t, "pinned running", func() bool { return running(fake, "pinned") != nil })
+	write("shared", "")
+	testutil.Eventually(t, "shared running", func() bool { return running(fake, "shared") != nil })
+	cpusetOf := func(pod string) string {
+		c := running(fake, pod)
+		if c == nil {
+			return ""
+		}
+		current, _ := fake.Container(c.ID)
+		return current.Config.GetLinux().GetResources().GetCpusetCpus()
+	}
+	pinned, err := cpuset.Parse(cpusetOf("pinned"))
+	if err != nil || pinned.Size() != 1 || pinned.Contains(0) {
+		t.Fatalf("Guaranteed container created on %q (%v), want one CPU other than the reserved 0", cpusetOf("pinned"), err)
+	}
+	testutil.Eventually(t, "shared pool without the pinned CPU", func() bool {
+		shared, err := cpuset.Parse(cpusetOf("shared"))
+		return err == nil && shared.Contains(0) && !shared.Contains(pinned.List()[0])
+	})
+	ids := map[string]string{"pinned": running(fake, "pinned").ID, "shared": running(fake, "shared").ID}
+	stop()
+
+	stop = run()
+	defer stop()
+	time.Sleep(time.Second) // several reconcile passes and syncs
+	for pod, id := range ids {
+		if c := running(fake, pod); c == nil || c.ID != id {
+			t.Errorf("%s: container %s replaced across the restart by %v", pod, id, c)
+		}
+	}
+	if got := cpusetOf("pinned"); got != pinned.String() {
+		t.Errorf("after the restart the Guaranteed container is on %q, want %s", got, pinned)
+	}
+}
