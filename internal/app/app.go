@@ -25,6 +25,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cadvisor"
 	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
@@ -116,6 +117,9 @@ type agent struct {
 	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
 	// runtimeHandler is the pod's CRI handler (its RuntimeClass's), as the runtime is given.
 	runtimeHandler func(pod *v1.Pod) (string, error)
+
+	// memory pins Guaranteed pods' memory to NUMA nodes; nil in a foreground run.
+	memory *memorymanager.Manager
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -265,10 +269,15 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		return nil, err
 	}
 	if mode == asDaemon {
+		// Hint providers in upstream's order: devices, CPUs, memory.
 		n.devices = startDevicePlugins(comps, cfg.RootDir, n.machine, n.topology)
 		if err := n.newCPUManager(); err != nil {
 			return nil, err
 		}
+		if n.memory, err = newMemoryManager(cfg); err != nil {
+			return nil, err
+		}
+		n.topology.AddHintProvider(n.memory)
 	}
 	n.volumes = n.newVolumes()
 	n.features = &runtimefeatures.Store{}
@@ -349,9 +358,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	if n.devices != nil {
 		opts.Devices = containerDevices(n.devices)
 	}
-	if n.cpus != nil {
-		opts.Cpusets = n.containerCpusets
-	}
+	opts.Cpusets = n.containerCpusets()
 	opts.PodCgroup = n.cm.PodCgroupParent()
 	n.runtimeHandler = opts.RuntimeHandler
 	n.resizeRuntimeOptions(&opts)
@@ -377,6 +384,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		deps.Forget = n.cluster.apiStatus.Forget
 	}
 	deps.Forget = releaseUserNamespace(n.idRanges, deps.Forget)
+	deps.Forget = n.forgetMemory(deps.Forget)
 	deps.Forget = forgetTopology(n.topology, deps.Forget)
 	deps.Forget = forgetCPUs(n.cpus, deps.Forget)
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
@@ -444,6 +452,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
 	n.trackDevicePods(workers, relister, sourcesReady)
+	n.startMemorySweep(workers, sourcesReady)
 	if err := n.startEviction(workers); err != nil {
 		return err
 	}

@@ -81,12 +81,6 @@ func (n *agent) podsHoldingCPUs() []*v1.Pod {
 	return out
 }
 
-// containerCpusets is the runtime's Cpusets hook: the CPUs the CPU manager gives a new
-// container (its own, or the shared pool).
-func (n *agent) containerCpusets(pod *v1.Pod, c *v1.Container) (cpus, mems string) {
-	return n.cpus.ContainerCpuset(pod, c), ""
-}
-
 // forgetCPUs chains releasing a removed pod's CPUs onto forget.
 func forgetCPUs(m *cpumanager.Manager, forget func(types.UID)) func(types.UID) {
 	if m == nil {

@@ -32,6 +32,9 @@ func (n *agent) podResourcesOptions() podresources.Options {
 	if n.cpus != nil {
 		opts.CPUs = n.cpus
 	}
+	if n.memory != nil {
+		opts.Memory = n.memory
+	}
 	if n.devices != nil {
 		opts.Devices = n.devices
 	}

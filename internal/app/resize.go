@@ -52,6 +52,7 @@ func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers
 	r.ActivePods = func() []*v1.Pod { return n.activePods(workers) }
 	r.Wake = func(uid types.UID) { queue.Enqueue(uid, 0) }
 	r.Backoff = n.syncer.Backoff
+	r.Pinned = n.resizePinned
 	n.comps.start("allocation checkpoint sweep", func(ctx context.Context) error {
 		wait.UntilWithContext(ctx, func(context.Context) {
 			if !sourcesReady() { // until every source has reported, a missing pod may still come

@@ -215,6 +215,7 @@ func addResourceFlags(fs *pflag.FlagSet, f *Flags) {
 	bindPointer(f, fs.BoolVar, "cpu-cfs-quota", func(kc *kubeletConfig) **bool { return &kc.CPUCFSQuota }, "Enforce containers' and pods' CPU limits with a CFS quota; false leaves them to CPU shares.")
 	bindPointer(f, fs.BoolVar, "local-storage-capacity-isolation", func(kc *kubeletConfig) **bool { return &kc.LocalStorageCapacityIsolation }, "Account and limit pods' ephemeral storage.")
 	bindField(f, fs.BoolVar, "protect-kernel-defaults", func(kc *kubeletConfig) *bool { return &kc.ProtectKernelDefaults }, "Fail when kernel tunables differ from what nodelet expects instead of changing them.")
+	addMemoryManagerFlags(fs, f)
 }
 
 func addEvictionFlags(fs *pflag.FlagSet, f *Flags) {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 )
 
@@ -35,12 +34,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool {
 			return c.CPUCFSQuotaPeriod == nil || c.CPUCFSQuotaPeriod.Duration == 100*time.Millisecond
 		}},
-	{"memoryManagerPolicy", "pins Guaranteed pods' memory to NUMA nodes (Static)", `"None"`,
-		func(c *kubeletConfig) bool {
-			return c.MemoryManagerPolicy == kubeletconfigv1beta1.NoneMemoryManagerPolicy
-		}},
-	{"reservedMemory", "reserves memory per NUMA node for the memory manager", "empty",
-		func(c *kubeletConfig) bool { return len(c.ReservedMemory) == 0 }},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
 		func(c *kubeletConfig) bool { return ptr.Deref(c.ContainerLogMaxWorkers, 0) == 1 }},
 	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,

@@ -52,6 +52,7 @@ func Validate(kc *kubeletconfigv1beta1.KubeletConfiguration) error {
 	v.checkImages(kc)
 	v.checkLimits(kc)
 	v.checkCgroups(kc)
+	v.checkReservedMemory(kc)
 	v.checkNodeAllocatable(kc)
 	v.checkEviction(kc)
 	v.checkRuntime(kc)

@@ -32,6 +32,12 @@ func capacity(m *Machine, maxPods int32, rootFsBytes int64) v1.ResourceList {
 	return c
 }
 
+// Reservation is what node allocatable holds back from capacity (upstream's node allocatable
+// reservation), which the memory manager's reservedMemory must add up to.
+func Reservation(capacity v1.ResourceList, kubeReserved, systemReserved, evictionHard map[string]string) (v1.ResourceList, error) {
+	return reservation(capacity, kubeReserved, systemReserved, evictionHard)
+}
+
 // reservation is what allocatable holds back from capacity: kube and system reserved plus the
 // hard eviction thresholds for memory and the node filesystem.
 func reservation(capacity v1.ResourceList, kubeReserved, systemReserved, evictionHard map[string]string) (v1.ResourceList, error) {

@@ -45,6 +45,9 @@ type Resizer struct {
 	Wake func(uid types.UID)
 	// Backoff is the crash-loop back-off, reset for the containers a resize changes.
 	Backoff *flowcontrol.Backoff
+	// Pinned says why a pod's resources may not change in place (upstream: a Guaranteed pod
+	// alongside a static CPU or memory manager policy), "" when they may; nil: never pinned.
+	Pinned func(pod *v1.Pod) string
 	// Clock stamps the conditions; nil is the real clock.
 	Clock clock.PassiveClock
 
@@ -111,6 +114,11 @@ func (r *Resizer) Handle(pod *v1.Pod) (*v1.Pod, error) {
 // canResize is upstream's check: infeasible when the pod's requests exceed the node's
 // allocatable, deferred when they do not fit beside the other pods' allocations now.
 func (r *Resizer) canResize(pod *v1.Pod) (bool, string, string) {
+	if r.Pinned != nil {
+		if msg := r.Pinned(pod); msg != "" {
+			return false, v1.PodReasonInfeasible, msg
+		}
+	}
 	if r.Allocatable != nil {
 		if alloc := r.Allocatable(); len(alloc) > 0 {
 			want := admission.Requests(pod) // as admission counts it: the sidecar rule

@@ -196,3 +196,19 @@ func TestDecorateResourcesAndInProgress(t *testing.T) {
 		t.Errorf("after the resize: conditions %+v resources %v", st.Conditions, st.ContainerStatuses[0].Resources)
 	}
 }
+
+func TestPinnedPodIsNotResized(t *testing.T) {
+	r := newResizer(t, t.TempDir(), &node{})
+	const msg = "Resize is infeasible for Guaranteed Pods alongside Memory Manager static policy"
+	r.Pinned = func(*v1.Pod) string { return msg }
+	if _, err := r.Handle(cpuPod("p", "100m")); err != nil {
+		t.Fatal(err)
+	}
+	resized := cpuPod("p", "200m")
+	if got, _ := r.Handle(resized); got.Spec.Containers[0].Resources.Requests.Cpu().String() != "100m" {
+		t.Error("a pinned pod was resized")
+	}
+	if c := pending(r, resized); c == nil || c.Reason != v1.PodReasonInfeasible || c.Message != msg {
+		t.Errorf("PodResizePending = %+v, want Infeasible %q", c, msg)
+	}
+}

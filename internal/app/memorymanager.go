@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodelet/nodelet/internal/cm/memorymanager"
+	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/qos"
+)
+
+// memorySweepPeriod spaces the memory manager's release of pods no longer active (a pod
+// stopped while nodelet was down, a refused pod's partial allocation); a pod's memory is
+// released at once when its worker finishes it.
+const memorySweepPeriod = 10 * time.Second
+
+// newMemoryManager builds the memory manager: None keeps only its state file; Static reads
+// the NUMA nodes' memory from sysfs and checks reservedMemory against node allocatable.
+func newMemoryManager(cfg *config.Config) (*memorymanager.Manager, error) {
+	kc := cfg.Kubelet
+	opts := memorymanager.Options{Policy: kc.MemoryManagerPolicy, StateDir: cfg.RootDir, Reserved: kc.ReservedMemory}
+	if opts.Policy == memorymanager.PolicyStatic {
+		nodes, err := memorymanager.ReadNodes("/sys", "/proc/meminfo")
+		if err != nil {
+			return nil, fmt.Errorf("memory manager: %w", err)
+		}
+		machine, err := node.ReadMachine(node.HostPaths())
+		if machine == nil || machine.MemoryBytes == 0 {
+			return nil, fmt.Errorf("memory manager: reading the machine's memory: %v", err)
+		}
+		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI)}
+		opts.Nodes = nodes
+		if opts.NodeReservation, err = node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard); err != nil {
+			return nil, err
+		}
+	}
+	m, err := memorymanager.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range memorymanager.Collectors() {
+		var already prometheus.AlreadyRegisteredError
+		if err := metrics.Registry().Register(c); err != nil && !errors.As(err, &already) {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// startMemorySweep releases, once every pod source has been seen, the memory of pods that are
+// no longer active.
+func (n *agent) startMemorySweep(workers *podworkers.PodWorkers, sourcesReady func() bool) {
+	if n.memory == nil {
+		return
+	}
+	n.comps.loop("memory manager sweep", func(ctx context.Context) {
+		wait.UntilWithContext(ctx, func(context.Context) {
+			if sourcesReady() {
+				n.memory.RemoveInactive(n.activePods(workers))
+			}
+		}, memorySweepPeriod)
+	})
+}
+
+// forgetMemory has forget (the finished pod's other clean-ups) release the pod's memory too.
+func (n *agent) forgetMemory(forget func(types.UID)) func(types.UID) {
+	if n.memory == nil {
+		return forget
+	}
+	return func(uid types.UID) {
+		if forget != nil {
+			forget(uid)
+		}
+		n.memory.RemovePod(uid)
+	}
+}
+
+// resizePinned is upstream's refusal to resize a Guaranteed pod in place while a static
+// policy pins its resources.
+func (n *agent) resizePinned(pod *v1.Pod) string {
+	if qos.Class(pod) != v1.PodQOSGuaranteed {
+		return ""
+	}
+	if n.memory != nil && n.memory.Policy() == memorymanager.PolicyStatic {
+		return "Resize is infeasible for Guaranteed Pods alongside Memory Manager static policy"
+	}
+	return ""
+}
+
+// containerCpusets is the runtime's cpuset hook: a container's CPUs come from the CPU manager,
+// its memory nodes from the memory manager; nil when neither runs (the runtime's default).
+func (n *agent) containerCpusets() func(pod *v1.Pod, c *v1.Container) (cpus, mems string) {
+	if n.cpus == nil && n.memory == nil {
+		return nil
+	}
+	return func(pod *v1.Pod, c *v1.Container) (cpus, mems string) {
+		if n.cpus != nil {
+			cpus = n.cpus.ContainerCpuset(pod, c)
+		}
+		if n.memory != nil {
+			mems = n.memory.CreatingContainer(pod, c)
+		}
+		return cpus, mems
+	}
+}
