@@ -25,6 +25,8 @@ import (
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/internal/unixsock"
 )
 
 const (
@@ -138,7 +140,7 @@ func (m *Manager) Listen() error {
 	if err := removeSockets(m.opts.Dir); err != nil {
 		return err
 	}
-	lis, err := net.Listen("unix", m.SocketPath())
+	lis, err := unixsock.Listen(m.SocketPath())
 	if err != nil {
 		return fmt.Errorf("listening on the device plugin socket: %w", err)
 	}

@@ -23,6 +23,8 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 	"k8s.io/utils/cpuset"
+
+	"github.com/nodelet/nodelet/internal/unixsock"
 )
 
 const (
@@ -156,7 +158,7 @@ func listen(path string) (net.Listener, error) {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	lis, err := net.Listen("unix", tmp)
+	lis, err := unixsock.Listen(tmp)
 	if err != nil {
 		return nil, err
 	}
