@@ -144,7 +144,8 @@ func (a *Admitter) afterAllocation(pod *v1.Pod, active []*v1.Pod) (bool, string,
 	return true, "", ""
 }
 
-// fits checks the pod's requests against allocatable. Device plugin resources are left to
+// fits checks the pod's requests against allocatable: cpu, memory, ephemeral storage, huge
+// pages and the extended resources the node advertises. Device plugin resources are left to
 // Devices, which knows which devices are healthy and free right now.
 func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	if a.Allocatable == nil {
@@ -154,14 +155,16 @@ func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	want := Requests(pod)
 	names := slices.Clone(checked)
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := alloc[name]; ok && isExtended(name) && (a.Devices == nil || !a.Devices.Manages(name)) {
+		_, advertised := alloc[name]
+		if isHugePages(name) || advertised && isExtended(name) && (a.Devices == nil || !a.Devices.Manages(name)) {
 			names = append(names, name)
 		}
 	}
 	for _, name := range names {
+		// A huge page size the node does not report has none to give, as upstream counts it.
 		capacity, ok := alloc[name]
 		req := want[name]
-		if !ok || req.IsZero() {
+		if !ok && !isHugePages(name) || req.IsZero() {
 			continue
 		}
 		used := resource.Quantity{}
@@ -177,6 +180,12 @@ func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 		}
 	}
 	return true, "", ""
+}
+
+// isHugePages says whether name is a huge page size (hugepages-2Mi): checked against
+// allocatable like the native resources.
+func isHugePages(name v1.ResourceName) bool {
+	return strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
 }
 
 // isExtended says whether name is an extended resource: domain-prefixed, outside kubernetes.io.
