@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // node0HugePages2Mi is where NUMA node 0's 2Mi huge page pool is sized, as the upstream node
@@ -35,29 +33,16 @@ func setHugePages2Mi(t *testing.T, n int) {
 	}
 }
 
-// hugePagesPodYAML is a Guaranteed static pod asking for 2Mi huge pages, with an emptyDir of
-// medium HugePages-2Mi at /hugepages.
+// hugePagesPodYAML is the Guaranteed pod of guaranteedPodYAML also asking for 2Mi huge pages,
+// with an emptyDir of medium HugePages-2Mi at /hugepages.
 func hugePagesPodYAML(name, hugepages string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  restartPolicy: Always
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", "exec sleep 3600"]
-    resources:
-      limits: {cpu: 100m, memory: 64Mi, hugepages-2Mi: %s}
-    volumeMounts:
+	pod := strings.Replace(guaranteedPodYAML(name, "64Mi"), "memory: 64Mi}", "memory: 64Mi, hugepages-2Mi: "+hugepages+"}", 1)
+	return pod + `    volumeMounts:
     - {name: huge, mountPath: /hugepages}
   volumes:
   - name: huge
     emptyDir: {medium: HugePages-2Mi}
-`, name, busybox, hugepages)
+`
 }
 
 // TestMemoryManagerGivesHugePages: with 4 huge pages of 2Mi on NUMA node 0, a Guaranteed pod
@@ -90,13 +75,5 @@ func TestMemoryManagerGivesHugePages(t *testing.T) {
 	}
 
 	n.writeManifest("more.yaml", hugePagesPodYAML("more", "6Mi"))
-	testutil.WaitFor(t, 30*time.Second, "the pod asking for more huge pages than are left refused", func() (bool, string) {
-		for _, line := range strings.Split(n.log(), "\n") {
-			if strings.Contains(line, `"Pod rejected"`) && strings.Contains(line, "more") {
-				ok := strings.Contains(line, `reason="UnexpectedAdmissionError"`) && strings.Contains(line, "[memorymanager]")
-				return ok, line
-			}
-		}
-		return false, "no rejection logged"
-	})
+	waitMemoryManagerRefusal(t, n, "more")
 }
