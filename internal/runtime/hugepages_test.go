@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/nodelet/nodelet/internal/downward"
 )
 
 // Every page size of the machine is limited: to what the container's hugepages-<size> limit
@@ -17,7 +15,7 @@ func TestHugepageLimits(t *testing.T) {
 	hugePageSizes = func() []string { return []string{"1GB", "2MB"} }
 	limits := func(c v1.Container) []string {
 		var out []string
-		for _, l := range linuxResources(newPod("p", c), &c, testCapacity, true).HugepageLimits {
+		for _, l := range hugepageLimits(&c) {
 			out = append(out, l.PageSize+"="+strconv.FormatUint(l.Limit, 10))
 		}
 		return out
@@ -31,7 +29,7 @@ func TestHugepageLimits(t *testing.T) {
 		t.Errorf("8Mi of 2Mi pages: limits %v, want %v", got, want)
 	}
 	hugePageSizes = func() []string { return nil }
-	if got := linuxResources(newPod("p", some), &some, testCapacity, true).HugepageLimits; len(got) != 0 {
+	if got := hugepageLimits(&some); len(got) != 0 {
 		t.Errorf("a machine without huge pages: limits %v, want none", got)
 	}
 }
@@ -43,5 +41,3 @@ func TestCgroupPageSize(t *testing.T) {
 		}
 	}
 }
-
-var testCapacity = downward.Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30}

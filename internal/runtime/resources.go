@@ -83,7 +83,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 }
 
 // linuxResources maps requests and limits to cgroup settings: cpu shares from the request,
-// cpu quota (when enforced), memory and huge page limits from the limits.
+// cpu quota (when enforced) and memory limit from the limits.
 func linuxResources(pod *v1.Pod, c *v1.Container, capacity downward.Capacity, cpuQuota bool) *runtimeapi.LinuxContainerResources {
 	res := &runtimeapi.LinuxContainerResources{CpuShares: minCPUShares}
 	if cpuReq, ok := request(c, v1.ResourceCPU); ok {
