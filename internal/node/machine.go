@@ -174,8 +174,8 @@ func countCPUList(list string) (int, error) {
 
 // memTotal is the machine's memory in bytes, from /proc/meminfo.
 func memTotal(path string) (int64, error) {
-	bytes, err := topology.MemTotal(path)
-	return int64(bytes), err
+	total, err := topology.MemTotal(path)
+	return int64(total), err
 }
 
 // hugePages reports, per supported page size, the bytes of huge pages pre-allocated (often 0).
@@ -185,8 +185,8 @@ func hugePages(dir string) (map[v1.ResourceName]int64, error) {
 		return nil, err
 	}
 	out := make(map[v1.ResourceName]int64, len(pools))
-	for name, bytes := range pools {
-		out[name] = int64(bytes)
+	for name, size := range pools {
+		out[name] = int64(size)
 	}
 	return out, nil
 }
