@@ -130,7 +130,7 @@ func formatMap(m map[string]string) string {
 	return strings.Join(lines, "\n")
 }
 
-// ResourceValue resolves limits/requests of cpu, memory or ephemeral-storage of c (or of the
+// ResourceValue resolves limits/requests of cpu, memory, ephemeral-storage or hugepages-<size> of c (or of the
 // container ref names), divided by the divisor and rounded up. An unset limit reads as the
 // capacity, as upstream does.
 func (f Fields) ResourceValue(ref *v1.ResourceFieldSelector, c *v1.Container) (string, error) {
@@ -153,7 +153,9 @@ func (f Fields) ResourceValue(ref *v1.ResourceFieldSelector, c *v1.Container) (s
 	} else {
 		q, set = target.Resources.Requests[resName]
 	}
-	if !set && kind == "limits" {
+	hugePages := strings.HasPrefix(name, v1.ResourceHugePagesPrefix)
+	if !set && kind == "limits" && !hugePages {
+		// Huge pages are not defaulted: an unset limit reads 0, as upstream.
 		q, set = f.Capacity.Quantity(resName)
 	}
 	if !set {
@@ -167,6 +169,9 @@ func (f Fields) ResourceValue(ref *v1.ResourceFieldSelector, c *v1.Container) (s
 	case v1.ResourceCPU:
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
 	case v1.ResourceMemory, v1.ResourceEphemeralStorage:
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	}
+	if hugePages {
 		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
 	return "", fmt.Errorf("unsupported resource %q", ref.Resource)
