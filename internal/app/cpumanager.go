@@ -29,7 +29,7 @@ func (n *agent) newCPUManager() error {
 		return err
 	}
 	m, err := cpumanager.New(cpumanager.Options{
-		Policy: kc.CPUManagerPolicy, PolicyOptions: kc.CPUManagerPolicyOptions,
+		Policy: kc.CPUManagerPolicy, PolicyOptions: kc.CPUManagerPolicyOptions, OptionGates: n.cfg.CPUManagerOptionGates,
 		ReconcilePeriod: kc.CPUManagerReconcilePeriod.Duration,
 		Machine:         n.machine, ReservedCPUs: reserved, NumReserved: count, StateDir: n.cfg.RootDir,
 		ActivePods: n.podsHoldingCPUs,
