@@ -226,6 +226,7 @@ func TestPolicyOptions(t *testing.T) {
 	}{
 		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "true", OptionDistributeCPUsAcrossNUMA: "false", OptionStrictCPUReservation: "true"}, DefaultOptionGates, ""},
 		{PolicyStatic, map[string]string{"align-by-socket": "true"}, alphaToo, `CPU Manager Policy option "align-by-socket" is not supported by nodelet`},
+		{PolicyStatic, map[string]string{"prefer-align-cpus-by-uncorecache": "false"}, alphaToo, ""}, // off: nothing to implement
 		{PolicyStatic, map[string]string{"align-by-socket": "true"}, DefaultOptionGates, `CPU Manager Policy Alpha-level Options not enabled, but option "align-by-socket" provided`},
 		{PolicyStatic, map[string]string{OptionStrictCPUReservation: "true"}, OptionGates{}, `CPU Manager Policy Beta-level Options not enabled, but option "strict-cpu-reservation" provided`},
 		{PolicyStatic, map[string]string{OptionDistributeCPUsAcrossNUMA: "true"}, OptionGates{Alpha: true}, `CPU Manager Policy Beta-level Options not enabled, but option "distribute-cpus-across-numa" provided`},

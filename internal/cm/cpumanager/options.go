@@ -62,8 +62,8 @@ type policyOptions struct {
 }
 
 // CheckOptions returns an error naming the first option of options that policy does not take
-// (the none policy takes none), that gates do not allow, that nodelet does not implement, or
-// whose value is not a boolean.
+// (the none policy takes none), that gates do not allow, whose value is not a boolean, or that
+// nodelet does not implement and is turned on.
 func CheckOptions(policy string, options map[string]string, gates OptionGates) error {
 	_, err := parseOptions(policy, options, gates)
 	return err
@@ -83,23 +83,23 @@ func parseOptions(policy string, options map[string]string, gates OptionGates) (
 		if err := checkAvailable(name, gates); err != nil {
 			return opts, err
 		}
-		var field *bool
-		switch name {
-		case OptionFullPCPUsOnly:
-			field = &opts.fullPCPUsOnly
-		case OptionDistributeCPUsAcrossNUMA:
-			field = &opts.distributeAcrossNUMA
-		case OptionStrictCPUReservation:
-			field = &opts.strictReservation
-		default:
-			return opts, fmt.Errorf("CPU Manager Policy option %q is not supported by nodelet (it implements %s, %s and %s)",
-				name, OptionFullPCPUsOnly, OptionDistributeCPUsAcrossNUMA, OptionStrictCPUReservation)
-		}
 		on, err := strconv.ParseBool(options[name])
 		if err != nil {
 			return opts, fmt.Errorf("bad value for option %q: %w", name, err)
 		}
-		*field = on
+		switch name {
+		case OptionFullPCPUsOnly:
+			opts.fullPCPUsOnly = on
+		case OptionDistributeCPUsAcrossNUMA:
+			opts.distributeAcrossNUMA = on
+		case OptionStrictCPUReservation:
+			opts.strictReservation = on
+		default:
+			if on { // off, the option does nothing upstream either
+				return opts, fmt.Errorf("CPU Manager Policy option %q is not supported by nodelet (it implements %s, %s and %s)",
+					name, OptionFullPCPUsOnly, OptionDistributeCPUsAcrossNUMA, OptionStrictCPUReservation)
+			}
+		}
 	}
 	return opts, nil
 }
