@@ -51,7 +51,7 @@ var actedOn = map[string]string{
 	"shutdownGracePeriod":                       "shutdown", "shutdownGracePeriodCriticalPods": "shutdown", "shutdownGracePeriodByPodPriority": "shutdown",
 	"memoryManagerPolicy": "cm/memorymanager",
 	"reservedMemory":      "cm/memorymanager (Static; unused under None, as upstream)",
-	"cpuManagerPolicy":    "cm/cpumanager", "cpuManagerPolicyOptions": "cm/cpumanager (full-pcpus-only, distribute-cpus-across-numa, strict-cpu-reservation, by their feature gates; others refused)",
+	"cpuManagerPolicy":    "cm/cpumanager", "cpuManagerPolicyOptions": "cm/cpumanager (full-pcpus-only, distribute-cpus-across-numa, strict-cpu-reservation, by their feature gates; the others refused when true)",
 	"cpuManagerReconcilePeriod": "cm/cpumanager reconcile loop", "reservedSystemCPUs": "cm/cpumanager, node allocatable",
 	"featureGates":            "refused except the gates nodelet accepts (gates.go): those it behaves like, and those it acts on",
 	"kernelMemcgNotification": "eviction (the memory cgroups from cm; refused without cgroup v1 pod cgroups)",
