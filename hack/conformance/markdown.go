@@ -61,28 +61,12 @@ func (rp *report) writeSerial(w *bufio.Writer) {
 		"the eviction specs waiting for pressure to come and go), so it is cut into parts, each run and kept on its "+
 		"own (`make conformance-serial PART=N`, both kubelets in one invocation); each part says where its columns "+
 		"came from.\n\n", upstreamName)
-	var n, u tally
-	ran := 0
+	writePartTotals(w, rp.serial)
 	for _, sec := range rp.serial {
-		if sec.results != nil {
-			n, u = n.plus(sec.results.nodelet.counts()), u.plus(sec.results.upstream.counts())
-			ran++
-		}
-	}
-	fmt.Fprintf(w, "Totals over the %d of %d parts that have results:\n\n", ran, len(rp.serial))
-	writeTallies(w, n, u)
-	for _, sec := range rp.serial {
-		fmt.Fprintf(w, "\n## Part %d: %s\n\n", sec.part.number, sec.part.title)
-		for _, f := range sec.part.focus {
-			fmt.Fprintf(w, "- `%s`\n", f)
-		}
-		fmt.Fprintln(w)
-		switch {
-		case sec.results == nil:
-			fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/serial/part-%d). "+
-				"`make conformance-serial PART=%d` runs it.\n", sec.part.number, sec.part.number)
+		if !writePartHead(w, sec, "serial") {
 			continue
-		case len(sec.whole) > 0:
+		}
+		if len(sec.whole) > 0 {
 			fmt.Fprintf(w, "No run of this part alone is kept yet for %s: that column is this part's specs out of a "+
 				"run of the whole selection (hack/conformance/results/serial/SUBJECT), whose budget may have ended "+
 				"before it reached them (\"not run\").\n\n", strings.Join(sec.whole, " and "))

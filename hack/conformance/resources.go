@@ -70,29 +70,13 @@ func (rp *report) writeResources(w *bufio.Writer) {
 		"state files of the last one are removed. Each part runs and is kept on its own "+
 		"(`make conformance-resources PART=N`, both kubelets; `SUBJECTS=kubelet` runs the upstream column "+
 		"alone).\n\n")
-	var n, u tally
-	ran := 0
-	for _, sec := range rp.resources {
-		if sec.results != nil {
-			n, u = n.plus(sec.results.nodelet.counts()), u.plus(sec.results.upstream.counts())
-			ran++
-		}
-	}
-	fmt.Fprintf(w, "Totals over the %d of %d parts that have results:\n\n", ran, len(rp.resources))
-	writeTallies(w, n, u)
+	writePartTotals(w, rp.resources)
 	writeCannotRun(w, rp.resources)
 	for _, sec := range rp.resources {
-		fmt.Fprintf(w, "\n## Part %d: %s\n\n", sec.part.number, sec.part.title)
-		for _, f := range sec.part.focus {
-			fmt.Fprintf(w, "- `%s`\n", f)
-		}
-		fmt.Fprintln(w)
-		switch {
-		case sec.results == nil:
-			fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/resources/part-%d). "+
-				"`make conformance-resources PART=%d` runs it.\n", sec.part.number, sec.part.number)
+		if !writePartHead(w, sec, "resources") {
 			continue
-		case len(sec.results.nodelet.names) == 0:
+		}
+		if len(sec.results.nodelet.names) == 0 {
 			fmt.Fprintf(w, "There is no nodelet column yet: it has not been run, or its run did not produce results "+
 				"(`SUBJECTS=nodelet make conformance-resources PART=%d` runs it).\n\n", sec.part.number)
 		}

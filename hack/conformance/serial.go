@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -108,6 +109,36 @@ func loadPartColumn(dir string, p serialPart, subject string) (r *run, from stri
 		return nil, "", false, fmt.Errorf("%s holds no spec of part %d", from, p.number)
 	}
 	return r, from, whole, nil
+}
+
+// writePartTotals is a selection's counts over the parts that have results.
+func writePartTotals(w *bufio.Writer, sections []serialSection) {
+	var n, u tally
+	ran := 0
+	for _, sec := range sections {
+		if sec.results != nil {
+			n, u = n.plus(sec.results.nodelet.counts()), u.plus(sec.results.upstream.counts())
+			ran++
+		}
+	}
+	fmt.Fprintf(w, "Totals over the %d of %d parts that have results:\n\n", ran, len(sections))
+	writeTallies(w, n, u)
+}
+
+// writePartHead is a part's heading and focus list. A part without results says how to run it
+// (make conformance-SELECTION) and writePartHead returns false: it has no body.
+func writePartHead(w *bufio.Writer, sec serialSection, selection string) bool {
+	fmt.Fprintf(w, "\n## Part %d: %s\n\n", sec.part.number, sec.part.title)
+	for _, f := range sec.part.focus {
+		fmt.Fprintf(w, "- `%s`\n", f)
+	}
+	fmt.Fprintln(w)
+	if sec.results == nil {
+		fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/%s/part-%d). "+
+			"`make conformance-%s PART=%d` runs it.\n", selection, sec.part.number, selection, sec.part.number)
+		return false
+	}
+	return true
 }
 
 // keepOnly drops the specs no focus regex matches.

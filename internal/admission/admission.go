@@ -10,8 +10,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/internal/podfields"
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/sidecar"
 	"github.com/nodelet/nodelet/internal/status"
@@ -24,9 +26,11 @@ type Devices interface {
 }
 
 // Topology aligns and sets aside the pod's CPUs, memory and devices on the machine's NUMA
-// nodes, or says why it cannot (*topologymanager.Manager).
+// nodes, or says why it cannot (*topologymanager.Manager). Release gives back what Admit set
+// aside for a pod a later check refused.
 type Topology interface {
 	Admit(pod *v1.Pod) (ok bool, reason, message string)
+	Release(uid types.UID)
 }
 
 // Admitter checks the pod count against maxPods and resource requests against allocatable.
@@ -40,8 +44,9 @@ type Admitter struct {
 	Node func() *v1.Node
 	// Devices, when set, names the device plugin resources fits leaves to Topology.
 	Devices Devices
-	// Topology, when set, runs last: the resource managers set resources aside only for a pod
-	// every other check has let through.
+	// Topology, when set, runs where upstream runs its allocate-resources handler: after the
+	// pressure and sysctl checks, before the resource fit and the scheduler's predicates, which
+	// give back what it set aside when they refuse the pod.
 	Topology Topology
 	// AllowedUnsafeSysctls are the unsafe sysctls (or "prefix*" patterns) pods may set.
 	AllowedUnsafeSysctls []string
@@ -70,22 +75,52 @@ type RuntimeFeatures interface {
 // the node advertises are checked too.
 var checked = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}
 
-// Admit refuses a pod when the node runs maxPods pods already, when its requests do not fit
-// next to the active pods' requests, when the scheduler's predicates fail (node affinity,
-// node name, host ports, NoExecute taints), or when its devices, or its NUMA-aligned CPUs,
-// memory and devices (Topology), cannot be set aside.
+// Admit runs the checks in the upstream kubelet's admit handler order: node pressure,
+// sysctls, the NUMA-aligned allocation of CPUs, memory and devices (Topology), then the
+// predicates (OS, supplementalGroupsPolicy, maxPods, requests against allocatable, node
+// affinity, node name, host ports, NoExecute taints), AppArmor and node shutdown. So a
+// Guaranteed pod no NUMA node can hold gets the resource managers' refusal rather than
+// OutOfmemory; and what they set aside is given back when a later check refuses the pod.
+// Spec fields nodelet does not honour are refused before anything else.
 func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	pod, active = a.allocatedView(pod, active)
-	if ok, reason, msg := a.podChecks(pod); !ok {
+	if ok, reason, msg := a.beforeAllocation(pod); !ok {
 		return false, reason, msg
 	}
-	for _, check := range []func(*v1.Pod) (bool, string, string){a.Pressure, a.Shutdown} {
-		if check == nil {
-			continue
-		}
-		if ok, reason, msg := check(pod); !ok {
+	if a.Topology == nil {
+		return a.afterAllocation(pod, active)
+	}
+	if ok, reason, msg := a.Topology.Admit(pod); !ok {
+		return false, reason, msg
+	}
+	ok, reason, msg := a.afterAllocation(pod, active)
+	if !ok {
+		a.Topology.Release(pod.UID)
+	}
+	return ok, reason, msg
+}
+
+// beforeAllocation is what upstream checks before its resource managers allocate: node
+// pressure and sysctls (and nodelet's refused spec fields).
+func (a *Admitter) beforeAllocation(pod *v1.Pod) (bool, string, string) {
+	if field, why := podfields.Check(&pod.Spec); field != "" {
+		return false, podfields.Reason, field + ": " + why
+	}
+	if a.Pressure != nil {
+		if ok, reason, msg := a.Pressure(pod); !ok {
 			return false, reason, msg
 		}
+	}
+	return checkSysctls(pod, a.AllowedUnsafeSysctls)
+}
+
+// afterAllocation is upstream's predicate handler, then its AppArmor and shutdown handlers.
+func (a *Admitter) afterAllocation(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
+	if ok, reason, msg := checkOS(pod); !ok {
+		return false, reason, msg
+	}
+	if ok, reason, msg := checkSupplementalGroupsPolicy(pod, a.RuntimeFeatures); !ok {
+		return false, reason, msg
 	}
 	if a.MaxPods > 0 && len(active) >= a.MaxPods {
 		return false, "OutOfpods", fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(active), a.MaxPods)
@@ -100,15 +135,17 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 			}
 		}
 	}
-	if a.Topology != nil {
-		if ok, reason, msg := a.Topology.Admit(pod); !ok {
-			return false, reason, msg
-		}
+	if ok, reason, msg := a.checkAppArmor(pod); !ok {
+		return false, reason, msg
+	}
+	if a.Shutdown != nil {
+		return a.Shutdown(pod)
 	}
 	return true, "", ""
 }
 
-// fits checks the pod's requests against allocatable. Device plugin resources are left to
+// fits checks the pod's requests against allocatable: cpu, memory, ephemeral storage, huge
+// pages and the extended resources the node advertises. Device plugin resources are left to
 // Devices, which knows which devices are healthy and free right now.
 func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	if a.Allocatable == nil {
@@ -118,14 +155,16 @@ func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 	want := Requests(pod)
 	names := slices.Clone(checked)
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := alloc[name]; ok && isExtended(name) && (a.Devices == nil || !a.Devices.Manages(name)) {
+		_, advertised := alloc[name]
+		if isHugePages(name) || advertised && isExtended(name) && (a.Devices == nil || !a.Devices.Manages(name)) {
 			names = append(names, name)
 		}
 	}
 	for _, name := range names {
+		// A huge page size the node does not report has none to give, as upstream counts it.
 		capacity, ok := alloc[name]
 		req := want[name]
-		if !ok || req.IsZero() {
+		if !ok && !isHugePages(name) || req.IsZero() {
 			continue
 		}
 		used := resource.Quantity{}
@@ -141,6 +180,12 @@ func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 		}
 	}
 	return true, "", ""
+}
+
+// isHugePages says whether name is a huge page size (hugepages-2Mi): checked against
+// allocatable like the native resources.
+func isHugePages(name v1.ResourceName) bool {
+	return strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
 }
 
 // isExtended says whether name is an extended resource: domain-prefixed, outside kubernetes.io.

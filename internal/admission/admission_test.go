@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/status"
 )
@@ -19,7 +20,7 @@ func podRequesting(name, cpu, mem string) *v1.Pod {
 	if mem != "" {
 		req[v1.ResourceMemory] = resource.MustParse(mem)
 	}
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "name"},
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: req}}}}}
 }
 
@@ -90,5 +91,34 @@ func TestRejectSetsFailedStatus(t *testing.T) {
 	got, ok := st.Get(p.UID)
 	if !ok || got.Phase != v1.PodFailed || got.Reason != "OutOfpods" {
 		t.Fatalf("status %+v", got)
+	}
+}
+
+// Huge pages are counted against the node's allocatable of that page size; a size the node
+// does not report has none, as upstream.
+func TestHugePagesMustFitAllocatable(t *testing.T) {
+	a := &Admitter{Statuses: status.NewManager(nil), Allocatable: func() v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), "hugepages-2Mi": resource.MustParse("16Mi")}
+	}}
+	holder := podWithExtended("holder", v1.ResourceList{"hugepages-2Mi": resource.MustParse("8Mi")})
+	if ok, reason, msg := a.Admit(holder, nil); !ok {
+		t.Fatalf("holder refused: %s %s", reason, msg)
+	}
+	cases := []struct {
+		pod    *v1.Pod
+		reason string
+		msg    string
+	}{
+		{podWithExtended("fits", v1.ResourceList{"hugepages-2Mi": resource.MustParse("8Mi")}), "", ""},
+		{podWithExtended("over", v1.ResourceList{"hugepages-2Mi": resource.MustParse("10Mi")}), "OutOfhugepages-2Mi",
+			"Node didn't have enough resource: hugepages-2Mi, requested: 10485760, used: 8388608, capacity: 16777216"},
+		{podWithExtended("no-1Gi", v1.ResourceList{"hugepages-1Gi": resource.MustParse("1Gi")}), "OutOfhugepages-1Gi",
+			"Node didn't have enough resource: hugepages-1Gi, requested: 1073741824, used: 0, capacity: 0"},
+	}
+	for _, tc := range cases {
+		ok, reason, msg := a.Admit(tc.pod, []*v1.Pod{holder})
+		if ok != (tc.reason == "") || reason != tc.reason || msg != tc.msg {
+			t.Errorf("%s: ok=%v %q %q, want %q %q", tc.pod.Name, ok, reason, msg, tc.reason, tc.msg)
+		}
 	}
 }

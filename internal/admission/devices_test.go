@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/status"
 )
@@ -17,10 +18,11 @@ const (
 )
 
 // fakeDevices serves pluginResource and, as the topology manager with its device provider,
-// hands out a fixed number of devices, one per requested unit.
+// hands out a fixed number of devices, one per requested unit, and takes back a released pod's.
 type fakeDevices struct {
 	free     int64
 	admitted []string
+	held     map[types.UID]int64
 }
 
 func (f *fakeDevices) Manages(name v1.ResourceName) bool { return name == pluginResource }
@@ -31,12 +33,21 @@ func (f *fakeDevices) Admit(pod *v1.Pod) (bool, string, string) {
 		return false, "UnexpectedAdmissionError", "Allocate failed due to not enough free devices, which is unexpected"
 	}
 	f.free -= want.Value()
+	if f.held == nil {
+		f.held = map[types.UID]int64{}
+	}
+	f.held[pod.UID] += want.Value()
 	f.admitted = append(f.admitted, pod.Name)
 	return true, "", ""
 }
 
+func (f *fakeDevices) Release(uid types.UID) {
+	f.free += f.held[uid]
+	delete(f.held, uid)
+}
+
 func podWithExtended(name string, rl v1.ResourceList) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + "name"},
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}}}}}
 }
 
@@ -57,13 +68,14 @@ func TestDevicePluginResourcesMustBeFree(t *testing.T) {
 	if ok || reason != "UnexpectedAdmissionError" || !strings.Contains(msg, "not enough free devices") {
 		t.Fatalf("second pod: ok=%v %q %q, want UnexpectedAdmissionError", ok, reason, msg)
 	}
-	// A pod over the cpu allocatable is refused before any device is set aside.
+	// A pod over the cpu allocatable is refused after its device was set aside, and gives it back.
+	devices.free = 1
 	big := podWithExtended("big", v1.ResourceList{pluginResource: qty(1), v1.ResourceCPU: resource.MustParse("3")})
 	if ok, reason, _ := a.Admit(big, nil); ok || reason != "OutOfcpu" {
 		t.Fatalf("big pod: ok=%v %q, want OutOfcpu", ok, reason)
 	}
-	if len(devices.admitted) != 1 {
-		t.Errorf("devices set aside for %v, want only the first pod", devices.admitted)
+	if devices.free != 1 || devices.held[big.UID] != 0 {
+		t.Errorf("after the refusal %d devices free, big holds %d; want its device back", devices.free, devices.held[big.UID])
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/podfields"
 	"github.com/nodelet/nodelet/internal/sysctl"
 )
 
@@ -79,21 +78,8 @@ var safeSysctls = map[string]bool{
 	"net.ipv4.tcp_wmem":                   true,
 }
 
-// podChecks refuses what this node cannot run whatever its load: another OS, a pod field it
-// does not honour, a sysctl it does not allow, an AppArmor profile it cannot enforce.
-func (a *Admitter) podChecks(pod *v1.Pod) (bool, string, string) {
-	if ok, reason, msg := checkOS(pod); !ok {
-		return false, reason, msg
-	}
-	if field, why := podfields.Check(&pod.Spec); field != "" {
-		return false, podfields.Reason, field + ": " + why
-	}
-	if ok, reason, msg := checkSysctls(pod, a.AllowedUnsafeSysctls); !ok {
-		return false, reason, msg
-	}
-	if ok, reason, msg := checkSupplementalGroupsPolicy(pod, a.RuntimeFeatures); !ok {
-		return false, reason, msg
-	}
+// checkAppArmor refuses a pod asking for an AppArmor profile the host cannot enforce.
+func (a *Admitter) checkAppArmor(pod *v1.Pod) (bool, string, string) {
 	hasAppArmor := HostHasAppArmor
 	if a.HostHasAppArmor != nil {
 		hasAppArmor = a.HostHasAppArmor
@@ -103,11 +89,11 @@ func (a *Admitter) podChecks(pod *v1.Pod) (bool, string, string) {
 
 // checkOS refuses pods written for another operating system.
 func checkOS(pod *v1.Pod) (bool, string, string) {
-	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != goruntime.GOOS {
-		return false, ReasonPodOSNotSupported, fmt.Sprintf("Failed to admit pod as the OS field doesn't match node OS: pod OS %q, node OS %q", pod.Spec.OS.Name, goruntime.GOOS)
-	}
 	if want, ok := pod.Spec.NodeSelector[v1.LabelOSStable]; ok && want != goruntime.GOOS {
 		return false, ReasonPodOSSelectorMismatch, fmt.Sprintf("Failed to admit pod as the %s node selector %q doesn't match node OS %q", v1.LabelOSStable, want, goruntime.GOOS)
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != goruntime.GOOS {
+		return false, ReasonPodOSNotSupported, fmt.Sprintf("Failed to admit pod as the OS field doesn't match node OS: pod OS %q, node OS %q", pod.Spec.OS.Name, goruntime.GOOS)
 	}
 	return true, "", ""
 }

@@ -22,21 +22,21 @@ func TestSupplementalGroupsPolicyAdmission(t *testing.T) {
 	strict, merge := ptr.To(v1.SupplementalGroupsPolicyStrict), ptr.To(v1.SupplementalGroupsPolicyMerge)
 	for _, features := range []RuntimeFeatures{nil, unsupported} {
 		a := &Admitter{HostHasAppArmor: func() bool { return true }, RuntimeFeatures: features}
-		ok, reason, msg := a.podChecks(withPolicy(strict))
+		ok, reason, msg := a.Admit(withPolicy(strict), nil)
 		if ok || reason != "SupplementalGroupsPolicyNotSupported" || msg != "SupplementalGroupsPolicy=Strict is not supported in this node" {
 			t.Errorf("Strict without the feature: %v %q %q", ok, reason, msg)
 		}
 		for _, p := range []*v1.SupplementalGroupsPolicy{nil, merge} {
-			if ok, reason, _ := a.podChecks(withPolicy(p)); !ok {
+			if ok, reason, _ := a.Admit(withPolicy(p), nil); !ok {
 				t.Errorf("policy %v refused: %s", p, reason)
 			}
 		}
-		if ok, _, _ := a.podChecks(&v1.Pod{}); !ok {
+		if ok, _, _ := a.Admit(&v1.Pod{}, nil); !ok {
 			t.Error("pod without a security context refused")
 		}
 	}
 	a := &Admitter{HostHasAppArmor: func() bool { return true }, RuntimeFeatures: supported}
-	if ok, reason, _ := a.podChecks(withPolicy(strict)); !ok {
+	if ok, reason, _ := a.Admit(withPolicy(strict), nil); !ok {
 		t.Errorf("Strict on a runtime with the feature refused: %s", reason)
 	}
 }

@@ -274,7 +274,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		if err := n.newCPUManager(); err != nil {
 			return nil, err
 		}
-		if n.memory, err = newMemoryManager(cfg); err != nil {
+		if n.memory, err = newMemoryManager(cfg, n.machine); err != nil {
 			return nil, err
 		}
 		n.topology.AddHintProvider(n.memory)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
+	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
@@ -26,22 +27,19 @@ import (
 // released at once when its worker finishes it.
 const memorySweepPeriod = 10 * time.Second
 
-// newMemoryManager builds the memory manager: None keeps only its state file; Static reads
-// the NUMA nodes' memory from sysfs and checks reservedMemory against node allocatable.
-func newMemoryManager(cfg *config.Config) (*memorymanager.Manager, error) {
+// newMemoryManager builds the memory manager: None keeps only its state file; Static places
+// memory on the NUMA nodes of the machine's topology and checks reservedMemory against node
+// allocatable.
+func newMemoryManager(cfg *config.Config, topo *topology.Machine) (*memorymanager.Manager, error) {
 	kc := cfg.Kubelet
 	opts := memorymanager.Options{Policy: kc.MemoryManagerPolicy, StateDir: cfg.RootDir, Reserved: kc.ReservedMemory}
 	if opts.Policy == memorymanager.PolicyStatic {
-		nodes, err := memorymanager.ReadNodes("/sys", "/proc/meminfo")
-		if err != nil {
-			return nil, fmt.Errorf("memory manager: %w", err)
-		}
 		machine, err := node.ReadMachine(node.HostPaths())
 		if machine == nil || machine.MemoryBytes == 0 {
 			return nil, fmt.Errorf("memory manager: reading the machine's memory: %v", err)
 		}
 		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI)}
-		opts.Nodes = nodes
+		opts.Nodes = memorymanager.NodesOf(topo)
 		if opts.NodeReservation, err = node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard); err != nil {
 			return nil, err
 		}

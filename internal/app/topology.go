@@ -15,14 +15,18 @@ import (
 	"github.com/nodelet/nodelet/internal/nodeui"
 )
 
-// sysfsRoot is where the machine's CPU and NUMA layout is read from.
-const sysfsRoot = "/sys"
+// sysfsRoot is where the machine's CPU and NUMA layout is read from, procMeminfo the machine's
+// memory when the kernel has no NUMA nodes.
+const (
+	sysfsRoot   = "/sys"
+	procMeminfo = "/proc/meminfo"
+)
 
 // newTopology reads the machine's CPU and NUMA layout once and builds the topology manager over
 // it. The resource managers add themselves as hint providers as they are built, in upstream's
 // order: devices, CPU, memory.
 func newTopology(cfg *config.Config) (*topology.Machine, *topologymanager.Manager, error) {
-	machine, err := topology.Read(sysfsRoot)
+	machine, err := topology.Read(sysfsRoot, procMeminfo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the machine's CPU and NUMA topology: %w", err)
 	}

@@ -27,7 +27,7 @@ func TestTopologyManagerPolicyRunsPods(t *testing.T) {
 	writePod(t, dir, "web", "Always")
 	testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 
-	machine, err := topology.Read(sysfsRoot)
+	machine, err := topology.Read(sysfsRoot, procMeminfo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cm
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/cgroups/fs2"
 
+	"github.com/nodelet/nodelet/internal/hugepages"
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
@@ -34,11 +36,13 @@ type limits struct {
 	cpuQuota  int64 // µs per quotaPeriod
 	memory    int64 // bytes
 	pids      int64
+	hugePages []hugepages.Limit // written where the hugetlb controller is
 }
 
 // podLimits sizes a pod's cgroup: cpu weight from its cpu request, a cpu quota (when quotas
 // are enforced) and a memory limit only when every container is limited (one unlimited
-// container makes the pod unlimited), and the node-wide pod pids limit.
+// container makes the pod unlimited), the node-wide pod pids limit, and as upstream the huge
+// pages it requests (every other page size limited to 0).
 func podLimits(pod *v1.Pod, pidsLimit int64, cpuQuota bool) limits {
 	l := limits{cpuShares: minShares, cpuQuota: unlimited, memory: unlimited, pids: unlimited}
 	if qos.Class(pod) != v1.PodQOSBestEffort {
@@ -54,7 +58,26 @@ func podLimits(pod *v1.Pod, pidsLimit int64, cpuQuota bool) limits {
 	if pidsLimit > 0 {
 		l.pids = pidsLimit
 	}
+	l.hugePages = hugepages.Limits(podHugePages(pod))
 	return l
+}
+
+// podHugePages is what the pod requests of each huge page size.
+func podHugePages(pod *v1.Pod) v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			for _, rl := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				for name := range rl {
+					if _, ok := hugepages.CgroupSize(name); ok {
+						bytes, _ := podAmount(pod, name, requested, value)
+						out[name] = *resource.NewQuantity(bytes, resource.BinarySI)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 func milliValue(q resource.Quantity) int64 { return q.MilliValue() }
@@ -131,6 +154,9 @@ func (m *QOSCgroups) apply(path string, l limits) error {
 	}
 	if m.create[0].v2 {
 		dir := filepath.Join(m.create[0].dir, path)
+		if !m.controllerIn(dir, "hugetlb") {
+			l.hugePages = nil
+		}
 		res := l.resources(true)
 		mgr, err := fs2.NewManager(&cgroups.Cgroup{Resources: res}, dir)
 		if err == nil {
@@ -143,6 +169,9 @@ func (m *QOSCgroups) apply(path string, l limits) error {
 		for c := range h.controllers {
 			paths[c] = filepath.Join(h.dir, path)
 		}
+	}
+	if paths["hugetlb"] == "" {
+		l.hugePages = nil // no hugetlb hierarchy: nothing to limit, as upstream
 	}
 	res := l.resources(false)
 	mgr, err := fs.NewManager(&cgroups.Cgroup{Resources: res}, paths)
@@ -176,7 +205,16 @@ func (l limits) resources(v2 bool) *cgroups.Resources {
 	if l.pids != 0 {
 		r.PidsLimit = ptr.To(l.pids)
 	}
+	for _, h := range l.hugePages {
+		r.HugetlbLimit = append(r.HugetlbLimit, &cgroups.HugepageLimit{Pagesize: h.PageSize, Limit: h.Bytes})
+	}
 	return r
+}
+
+// controllerIn says whether the v2 cgroup at dir has controller.
+func (m *QOSCgroups) controllerIn(dir, controller string) bool {
+	data, err := m.fs.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	return err == nil && slices.Contains(strings.Fields(string(data)), controller)
 }
 
 // sharesToWeight maps v1 cpu.shares [2, 262144] linearly onto v2 cpu.weight [1, 10000].

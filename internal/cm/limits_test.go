@@ -1,9 +1,14 @@
 package cm
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/hugepages"
 )
 
 func TestPodLimitsCountInitContainersAndSidecars(t *testing.T) {
@@ -20,7 +25,7 @@ func TestPodLimitsCountInitContainersAndSidecars(t *testing.T) {
 	// memory: 100Mi + 50Mi later on beats 64Mi + 50Mi during init.
 	got := podLimits(pod, 0, true)
 	want := limits{cpuShares: 1126, cpuQuota: 110000, memory: 150 << 20, pids: unlimited}
-	if got != want {
+	if got.hugePages = nil; !reflect.DeepEqual(got, want) { // huge pages: TestPodLimitsHugePages
 		t.Errorf("podLimits = %+v, want %+v", got, want)
 	}
 }
@@ -29,7 +34,7 @@ func TestPodLimitsRequestsDefaultToLimits(t *testing.T) {
 	pod := newPod("p", v1.ResourceRequirements{Limits: resources("250m", "")})
 	got := podLimits(pod, 7, true)
 	want := limits{cpuShares: 256, cpuQuota: 25000, memory: unlimited, pids: 7}
-	if got != want {
+	if got.hugePages = nil; !reflect.DeepEqual(got, want) { // huge pages: TestPodLimitsHugePages
 		t.Errorf("podLimits = %+v, want %+v", got, want)
 	}
 }
@@ -40,7 +45,7 @@ func TestPodLimitsPodLevelResourcesWin(t *testing.T) {
 	pod.Status.QOSClass = v1.PodQOSBurstable
 	got := podLimits(pod, 0, true)
 	want := limits{cpuShares: 512, cpuQuota: 200000, memory: 2 << 30, pids: unlimited}
-	if got != want {
+	if got.hugePages = nil; !reflect.DeepEqual(got, want) { // huge pages: TestPodLimitsHugePages
 		t.Errorf("podLimits = %+v, want %+v", got, want)
 	}
 }
@@ -50,7 +55,7 @@ func TestPodLimitsWithoutCPUQuota(t *testing.T) {
 	pod := newPod("p", v1.ResourceRequirements{Limits: resources("250m", "64Mi")})
 	got := podLimits(pod, 0, false)
 	want := limits{cpuShares: 256, cpuQuota: unlimited, memory: 64 << 20, pids: unlimited}
-	if got != want {
+	if got.hugePages = nil; !reflect.DeepEqual(got, want) { // huge pages: TestPodLimitsHugePages
 		t.Errorf("podLimits = %+v, want %+v", got, want)
 	}
 }
@@ -61,7 +66,7 @@ func TestPodLimitsAddOverhead(t *testing.T) {
 	pod.Spec.Overhead = resources("10m", "1Mi")
 	got := podLimits(pod, 0, true)
 	want := limits{cpuShares: 112, cpuQuota: 21000, memory: 65 << 20, pids: unlimited}
-	if got != want {
+	if got.hugePages = nil; !reflect.DeepEqual(got, want) { // huge pages: TestPodLimitsHugePages
 		t.Errorf("podLimits = %+v, want %+v", got, want)
 	}
 }
@@ -82,5 +87,22 @@ func TestSharesWeightRoundTrip(t *testing.T) {
 	}
 	if sharesToWeight(minShares) != 1 || sharesToWeight(maxShares) != 10000 {
 		t.Errorf("ends: %d %d", sharesToWeight(minShares), sharesToWeight(maxShares))
+	}
+}
+
+// As upstream, the pod cgroup may hold the huge pages the pod requests, and none of the other
+// page sizes of the machine.
+func TestPodLimitsHugePages(t *testing.T) {
+	defer func(old func() []string) { hugepages.Sizes = old }(hugepages.Sizes)
+	hugepages.Sizes = func() []string { return []string{"1GB", "2MB"} }
+	huge := resources("100m", "64Mi")
+	huge["hugepages-2Mi"] = resource.MustParse("4Mi")
+	pod := newPod("p", v1.ResourceRequirements{Limits: huge}, v1.ResourceRequirements{Limits: huge})
+	if got, want := podLimits(pod, 0, true).hugePages, []hugepages.Limit{{PageSize: "1GB"}, {PageSize: "2MB", Bytes: 8 << 20}}; !slices.Equal(got, want) {
+		t.Errorf("huge page limits %v, want %v", got, want)
+	}
+	none := newPod("n", v1.ResourceRequirements{Limits: resources("100m", "64Mi")})
+	if got, want := podLimits(none, 0, true).hugePages, []hugepages.Limit{{PageSize: "1GB"}, {PageSize: "2MB"}}; !slices.Equal(got, want) {
+		t.Errorf("no huge pages asked: limits %v, want %v", got, want)
 	}
 }

@@ -111,14 +111,14 @@ func (v *validator) checkNodeAllocatable(kc *kubeletconfigv1beta1.KubeletConfigu
 	}
 }
 
-// reserved checks a systemReserved / kubeReserved map.
+// reserved checks a systemReserved / kubeReserved map: cpu, memory, ephemeral-storage and pid
+// only, as upstream (huge pages cannot be reserved: allocatable holds them all).
 func (v *validator) reserved(field string, m map[string]string) {
 	for _, name := range sortedKeys(m) {
 		known := name == string(corev1.ResourceCPU) || name == string(corev1.ResourceMemory) ||
-			name == string(corev1.ResourceEphemeralStorage) || name == "pid" ||
-			strings.HasPrefix(name, corev1.ResourceHugePagesPrefix)
+			name == string(corev1.ResourceEphemeralStorage) || name == "pid"
 		if !known {
-			v.add(field, "unknown resource %q", name)
+			v.add(field, "cannot reserve %q resource", name)
 			continue
 		}
 		q, err := resource.ParseQuantity(m[name])

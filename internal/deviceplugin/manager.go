@@ -161,16 +161,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	if srv == nil {
 		return errors.New("device plugin manager is not listening")
 	}
-	var serving sync.WaitGroup
-	serving.Go(func() {
-		if err := srv.Serve(lis); err != nil {
-			klog.ErrorS(err, "Device plugin registration server stopped", "socket", m.SocketPath())
-		}
-	})
 	klog.InfoS("Serving device plugin registrations", "socket", m.SocketPath())
+	if err := unixsock.ServeGRPC(ctx, srv, lis); err != nil {
+		klog.ErrorS(err, "Device plugin registration server stopped", "socket", m.SocketPath())
+	}
 	<-ctx.Done()
 	m.Stop()
-	serving.Wait()
 	m.streams.Wait()
 	return nil
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -12,7 +11,8 @@ import (
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/cm/topology"
 )
 
 // MachinePaths says where machine facts are read from. Tests point it at a temporary tree.
@@ -172,49 +172,21 @@ func countCPUList(list string) (int, error) {
 	return n, nil
 }
 
+// memTotal is the machine's memory in bytes, from /proc/meminfo.
 func memTotal(path string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: MemTotal: %w", path, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("%s: no MemTotal line", path)
+	total, err := topology.MemTotal(path)
+	return int64(total), err
 }
 
 // hugePages reports, per supported page size, the bytes of huge pages pre-allocated (often 0).
 func hugePages(dir string) (map[v1.ResourceName]int64, error) {
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil, nil // kernel without huge pages
-	}
-	if err != nil {
+	pools, err := topology.HugePages(dir)
+	if pools == nil {
 		return nil, err
 	}
-	out := map[v1.ResourceName]int64{}
-	for _, e := range entries {
-		// Directories are named hugepages-<size>kB.
-		sizeKB, ok := strings.CutSuffix(strings.TrimPrefix(e.Name(), "hugepages-"), "kB")
-		kb, err := strconv.ParseInt(sizeKB, 10, 64)
-		if !ok || err != nil {
-			continue
-		}
-		pages := int64(0)
-		if s, err := readTrimmed(filepath.Join(dir, e.Name(), "nr_hugepages")); err == nil {
-			pages, _ = strconv.ParseInt(s, 10, 64)
-		}
-		size := resource.NewQuantity(kb*1024, resource.BinarySI)
-		out[v1.ResourceName(v1.ResourceHugePagesPrefix+size.String())] = pages * kb * 1024
+	out := make(map[v1.ResourceName]int64, len(pools))
+	for name, size := range pools {
+		out[name] = int64(size)
 	}
 	return out, nil
 }

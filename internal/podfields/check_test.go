@@ -49,6 +49,12 @@ func TestCheckAcceptsWhatNodeletActsOn(t *testing.T) {
 	if field, _ := Check(&v1.PodSpec{}); field != "" {
 		t.Errorf("an empty spec was refused for %s", field)
 	}
+	huge := ordinary()
+	huge.Containers[0].Resources.Limits["hugepages-2Mi"] = resource.MustParse("4Mi")
+	huge.Volumes[0].EmptyDir.Medium = v1.StorageMediumHugePagesPrefix + "2Mi"
+	if field, why := Check(huge); field != "" {
+		t.Errorf("a pod with huge pages was refused for %s: %s", field, why)
+	}
 }
 
 func TestCheckNamesTheRefusedField(t *testing.T) {
@@ -97,12 +103,6 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 				Name: "debug", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}},
 			}}}
 		}, "spec.ephemeralContainers[0].resources.claims", "DRA driver"},
-		{"hugepages limit", func(s *v1.PodSpec) {
-			s.Containers[0].Resources.Limits["hugepages-2Mi"] = resource.MustParse("4Mi")
-		}, "spec.containers[0].resources.limits", "hugepages"},
-		{"hugepages emptyDir", func(s *v1.PodSpec) {
-			s.Volumes[0].EmptyDir.Medium = v1.StorageMediumHugePagesPrefix + "2Mi"
-		}, "spec.volumes[0].emptyDir.medium", "hugetlbfs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package podfields
 import (
 	"fmt"
 	"reflect"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -32,8 +31,8 @@ var actedOn = map[string]string{
 	"VolumeSource.projected": "volumes/plugins/objects.go", "VolumeSource.csi": "csi",
 	"VolumeSource.ephemeral":    "volumes/spec.go (the claim <pod>-<volume>, owned by the pod)",
 	"HostPathVolumeSource.path": "hostpath plugin", "HostPathVolumeSource.type": "hostpath plugin",
-	"EmptyDirVolumeSource.sizeLimit": "emptydir plugin, eviction",
-	"SecretVolumeSource.secretName":  "objects plugin", "SecretVolumeSource.items": "objects plugin",
+	"EmptyDirVolumeSource.sizeLimit": "emptydir plugin, eviction", "EmptyDirVolumeSource.medium": "emptydir plugin (tmpfs, hugetlbfs)",
+	"SecretVolumeSource.secretName": "objects plugin", "SecretVolumeSource.items": "objects plugin",
 	"SecretVolumeSource.defaultMode": "objects plugin", "SecretVolumeSource.optional": "objects plugin",
 	"ConfigMapVolumeSource.items": "objects plugin", "ConfigMapVolumeSource.defaultMode": "objects plugin",
 	"ConfigMapVolumeSource.optional": "objects plugin", "LocalObjectReference.name": "objects, images, csi",
@@ -75,6 +74,8 @@ var actedOn = map[string]string{
 	"EnvVarSource.configMapKeyRef": "runtime env", "EnvVarSource.secretKeyRef": "runtime env",
 	"ConfigMapKeySelector.key": "runtime env", "ConfigMapKeySelector.optional": "runtime env",
 	"SecretKeySelector.key": "runtime env", "SecretKeySelector.optional": "runtime env",
+	"ResourceRequirements.limits":         "cgroups, runtime (hugepages-*: the container's hugetlb limits)",
+	"ResourceRequirements.requests":       "admission (hugepages-* too), cgroups, qos, memory manager",
 	"ContainerResizePolicy.resourceName":  "in-place resize (part resize of issue 31)",
 	"ContainerResizePolicy.restartPolicy": "in-place resize (part resize of issue 31)",
 	"VolumeMount.name":                    "runtime mounts", "VolumeMount.readOnly": "runtime mounts", "VolumeMount.mountPath": "runtime mounts",
@@ -194,29 +195,8 @@ var refused = map[string]refusal{
 		"an invalid handler); use exec, httpGet or sleep"},
 	"SecurityContext.windowsOptions": {why: "hostProcess containers run only on Windows nodes; the other windowsOptions are ignored " +
 		"on Linux as upstream does", allowed: notHostProcess},
-	"EmptyDirVolumeSource.medium": {why: "hugepages emptyDirs are not supported by nodelet: it mounts no hugetlbfs; use medium \"\" or Memory",
-		allowed: func(v reflect.Value) bool {
-			m := v.Interface().(v1.StorageMedium)
-			return m == v1.StorageMediumDefault || m == v1.StorageMediumMemory
-		}},
-	"ResourceRequirements.limits":   hugePagesRefused, // acted on otherwise: cgroups, runtime
-	"ResourceRequirements.requests": hugePagesRefused, // acted on otherwise: admission, cgroups, qos
 	"PodSecurityContext.windowsOptions": {why: "hostProcess pods run only on Windows nodes; the other windowsOptions are ignored " +
 		"on Linux as upstream does", allowed: notHostProcess},
-}
-
-// hugePagesRefused: nodelet sets no hugetlb limits (CRI HugepageLimits, the pod cgroup) and does
-// not count hugepages at admission, so a container given some would silently get none or all.
-var hugePagesRefused = refusal{
-	why: "hugepages resources are not supported by nodelet: it sets no hugetlb limits and does not account them; remove the hugepages-* resources",
-	allowed: func(v reflect.Value) bool {
-		for name := range v.Interface().(v1.ResourceList) {
-			if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
-				return false
-			}
-		}
-		return true
-	},
 }
 
 // notHostProcess accepts windowsOptions that do not ask for a Windows host-process container.

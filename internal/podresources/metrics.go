@@ -13,21 +13,22 @@ import (
 var (
 	requestsTotal = counter("kubelet_pod_resources_endpoint_requests_total",
 		"Cumulative number of requests to the PodResource endpoint. Broken down by server api version.")
-	requestsList = counter("kubelet_pod_resources_endpoint_requests_list",
-		"Number of requests to the PodResource List endpoint. Broken down by server api version.")
-	requestsGetAllocatable = counter("kubelet_pod_resources_endpoint_requests_get_allocatable",
-		"Number of requests to the PodResource GetAllocatableResources endpoint. Broken down by server api version.")
-	errorsList = counter("kubelet_pod_resources_endpoint_errors_list",
-		"Number of requests to the PodResource List endpoint which returned error. Broken down by server api version.")
-	errorsGetAllocatable = counter("kubelet_pod_resources_endpoint_errors_get_allocatable",
-		"Number of requests to the PodResource GetAllocatableResources endpoint which returned error. Broken down by server api version.")
-	requestsGet = counter("kubelet_pod_resources_endpoint_requests_get",
-		"Number of requests to the PodResource Get endpoint. Broken down by server api version.")
-	errorsGet = counter("kubelet_pod_resources_endpoint_errors_get",
-		"Number of requests to the PodResource Get endpoint which returned error. Broken down by server api version.")
+	requestsList, errorsList                     = endpointCounters("list", "List")
+	requestsGetAllocatable, errorsGetAllocatable = endpointCounters("get_allocatable", "GetAllocatableResources")
+	requestsGet, errorsGet                       = endpointCounters("get", "Get")
 
 	registerOnce, registerGetOnce sync.Once
 )
+
+// endpointCounters are the requests and errors counters of one method of the service: suffix
+// ends their names, method names it in their help.
+func endpointCounters(suffix, method string) (requests, errors *prometheus.CounterVec) {
+	requests = counter("kubelet_pod_resources_endpoint_requests_"+suffix,
+		"Number of requests to the PodResource "+method+" endpoint. Broken down by server api version.")
+	errors = counter("kubelet_pod_resources_endpoint_errors_"+suffix,
+		"Number of requests to the PodResource "+method+" endpoint which returned error. Broken down by server api version.")
+	return requests, errors
+}
 
 func counter(name, help string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "[ALPHA] " + help}, []string{"server_api_version"})

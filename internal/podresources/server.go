@@ -129,15 +129,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("pod resources server is not listening")
 	}
 	klog.InfoS("Serving the pod resources API", "socket", s.opts.Socket, "getEnabled", s.opts.GetEnabled)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	select {
-	case err := <-served:
+	if err := unixsock.ServeGRPC(ctx, srv, lis); err != nil {
 		return fmt.Errorf("serving the pod resources API: %w", err)
-	case <-ctx.Done():
 	}
-	srv.Stop()
-	<-served
 	if err := os.Remove(s.opts.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
 		klog.ErrorS(err, "Removing the pod resources socket")
 	}

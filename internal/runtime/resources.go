@@ -122,6 +122,7 @@ func linuxResources(pod *v1.Pod, c *v1.Container, capacity downward.Capacity, qu
 	if memLimit, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		res.MemoryLimitInBytes = memLimit.Value()
 	}
+	res.HugepageLimits = hugepageLimits(c)
 	res.OomScoreAdj = oomScoreAdj(pod, c, capacity.MemoryBytes)
 	return res
 }

@@ -1,6 +1,7 @@
 // Package unixsock listens on unix sockets whose path is longer than the kernel's limit for a
 // socket address (107 bytes), as under a deep --root-dir: the socket is bound through the
-// directory's /proc/self/fd link, whose path is short, so the file still lands at path.
+// directory's /proc/self/fd link, whose path is short, so the file still lands at path. It
+// also serves a gRPC server on such a socket for as long as a context lasts.
 package unixsock
 
 import (

@@ -1,12 +1,16 @@
 package unixsock
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
 )
 
 // dial connects to the socket at path the same way Listen binds a long one.
@@ -70,5 +74,44 @@ func TestListenOnAShortPathRemovesItOnClose(t *testing.T) {
 	lis.Close()
 	if _, err := os.Lstat(path); !os.IsNotExist(err) {
 		t.Fatalf("socket left after close: %v", err)
+	}
+}
+
+func TestServeGRPCUntilTheContextEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	lis, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeGRPC(ctx, grpc.NewServer(), lis) }()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatalf("dial while serving: %v", err)
+	}
+	c.Close()
+	select {
+	case err := <-done:
+		t.Fatalf("ServeGRPC returned %v before its context ended", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ServeGRPC after the context ended: %v", err)
+	}
+	if _, err := net.Dial("unix", path); err == nil {
+		t.Error("the socket still accepts after ServeGRPC returned")
+	}
+}
+
+func TestServeGRPCReturnsAServingFailure(t *testing.T) {
+	lis, err := Listen(filepath.Join(t.TempDir(), "s.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis.Close()
+	if err := ServeGRPC(context.Background(), grpc.NewServer(), lis); err == nil {
+		t.Error("ServeGRPC on a closed listener returned nil")
 	}
 }

@@ -86,6 +86,7 @@ type fakeMounter struct{}
 
 func (fakeMounter) IsMountPoint(string) (bool, error)    { return false, nil }
 func (fakeMounter) MountTmpfs(string, int64) error       { return errors.New("no tmpfs in tests") }
+func (fakeMounter) MountHugetlbfs(string, int64) error   { return errors.New("no hugetlbfs in tests") }
 func (fakeMounter) MountsUnder(string) ([]string, error) { return nil, nil }
 func (fakeMounter) Unmount(string) error                 { return nil }
 func (fakeMounter) BindFd(*os.File, string) error        { return errors.New("no bind mounts in tests") }

@@ -103,21 +103,7 @@ func (p *testDevicePlugin) stop() {
 
 // widgetPodYAML is a pod whose one container holds one widget and sleeps.
 func widgetPodYAML(name string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - name: main
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-    resources:
-      limits:
-        %s: 1
-`, name, busybox, e2eDevice)
+	return podYAML(name, "Always", "exec sleep 3600") + fmt.Sprintf("    resources:\n      limits:\n        %s: 1\n", e2eDevice)
 }
 
 // widgetOf reads the widget the plugin gave the container, from inside it.

@@ -111,15 +111,7 @@ func TestMemoryManagerPinsGuaranteedPodToNUMANode0(t *testing.T) {
 	// NUMA node 0 holds its MemTotal less the 356Mi reserved: asking for all of it cannot fit.
 	node0 := readNodeMemTotal(t)
 	n.writeManifest("toobig.yaml", guaranteedPodYAML("toobig", fmt.Sprintf("%dKi", node0)))
-	testutil.WaitFor(t, 30*time.Second, "the too-big pod refused by the memory manager", func() (bool, string) {
-		for _, line := range strings.Split(n.log(), "\n") {
-			if strings.Contains(line, `"Pod rejected"`) && strings.Contains(line, "toobig") {
-				ok := strings.Contains(line, `reason="UnexpectedAdmissionError"`) && strings.Contains(line, "[memorymanager]")
-				return ok, line
-			}
-		}
-		return false, "no rejection logged"
-	})
+	waitMemoryManagerRefusal(t, n, "toobig")
 	if got := containers(t, "toobig", ""); len(got) != 0 {
 		t.Errorf("the refused pod has containers: %v", got)
 	}
@@ -128,6 +120,20 @@ func TestMemoryManagerPinsGuaranteedPodToNUMANode0(t *testing.T) {
 	testutil.WaitFor(t, 60*time.Second, "the pinned pod's block released", func() (bool, string) {
 		s := readMemoryState(t, n.rootDir)
 		return len(s.Entries[uid]) == 0, fmt.Sprintf("entries %+v", s.Entries)
+	})
+}
+
+// waitMemoryManagerRefusal waits for nodelet to log the pod's rejection by the memory manager.
+func waitMemoryManagerRefusal(t *testing.T, n *nodelet, pod string) {
+	t.Helper()
+	testutil.WaitFor(t, 30*time.Second, pod+" refused by the memory manager", func() (bool, string) {
+		for _, line := range strings.Split(n.log(), "\n") {
+			if strings.Contains(line, `"Pod rejected"`) && strings.Contains(line, pod) {
+				ok := strings.Contains(line, `reason="UnexpectedAdmissionError"`) && strings.Contains(line, "[memorymanager]")
+				return ok, line
+			}
+		}
+		return false, "no rejection logged"
 	})
 }
 

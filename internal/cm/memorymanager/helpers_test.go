@@ -37,7 +37,7 @@ func staticOptions(dir string, numaNodes int, memPerNode, reservedPerNode uint64
 	}
 	total := resource.NewQuantity(int64(reservedPerNode)*int64(numaNodes), resource.BinarySI)
 	return Options{
-		Policy: PolicyStatic, Nodes: NodesOf(machine, nil), Reserved: reserved,
+		Policy: PolicyStatic, Nodes: NodesOf(machine), Reserved: reserved,
 		NodeReservation: v1.ResourceList{v1.ResourceMemory: *total}, StateDir: dir,
 	}
 }

@@ -18,12 +18,11 @@ type NUMAMemory struct {
 	HugePages map[v1.ResourceName]uint64
 }
 
-// NodesOf lists the NUMA nodes of machine with their memory and the huge pages each has
-// pre-allocated (by node ID; nil when there are none).
-func NodesOf(machine *topology.Machine, hugePages map[int]map[v1.ResourceName]uint64) []NUMAMemory {
+// NodesOf lists the NUMA nodes of machine with their memory and pre-allocated huge pages.
+func NodesOf(machine *topology.Machine) []NUMAMemory {
 	nodes := make([]NUMAMemory, 0, len(machine.NUMANodes))
 	for _, n := range machine.NUMANodes {
-		nodes = append(nodes, NUMAMemory{ID: n.ID, Memory: n.MemoryBytes, HugePages: hugePages[n.ID]})
+		nodes = append(nodes, NUMAMemory{ID: n.ID, Memory: n.MemoryBytes, HugePages: n.HugePages})
 	}
 	return nodes
 }

@@ -267,7 +267,8 @@ func TestRemoveInactiveWaitsOneRound(t *testing.T) {
 func TestHugePagesComeOffMemory(t *testing.T) {
 	machine := topology.Synthetic(1, 1, 2, 1, 8*gi)
 	opts := staticOptions(t.TempDir(), 1, 8*gi, gi)
-	opts.Nodes = NodesOf(machine, map[int]map[v1.ResourceName]uint64{0: {"hugepages-2Mi": 2 * gi, "hugepages-1Gi": 0}})
+	machine.NUMANodes[0].HugePages = map[v1.ResourceName]uint64{"hugepages-2Mi": 2 * gi, "hugepages-1Gi": 0}
+	opts.Nodes = NodesOf(machine)
 	m, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

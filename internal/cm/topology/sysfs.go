@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,11 +19,12 @@ var nodeDirName = regexp.MustCompile(`^node([0-9]+)$`)
 // maxNUMANodeID is the highest NUMA node ID a Mask holds.
 const maxNUMANodeID = 63
 
-// Read reads the machine's online CPUs and its NUMA nodes from sysfs (normally "/sys"), as
-// cAdvisor does for the upstream kubelet. A CPU's core is named by its lowest online hyperthread
-// sibling, which makes core IDs unique across sockets. A kernel without NUMA support (no
-// devices/system/node) gives one node 0 holding every CPU, with its memory unknown (0).
-func Read(sysfsRoot string) (*Machine, error) {
+// Read reads the machine's online CPUs and its NUMA nodes (with their memory and huge pages)
+// from sysfs (normally "/sys"), as cAdvisor does for the upstream kubelet. A CPU's core is named
+// by its lowest online hyperthread sibling, which makes core IDs unique across sockets. A kernel
+// without NUMA support (no devices/system/node) gives one node 0 holding every CPU and the
+// machine's memory, the MemTotal of procMeminfo (normally "/proc/meminfo").
+func Read(sysfsRoot, procMeminfo string) (*Machine, error) {
 	cpuDir := filepath.Join(sysfsRoot, "devices", "system", "cpu")
 	online, err := readCPUList(filepath.Join(cpuDir, "online"))
 	if err != nil {
@@ -33,7 +33,7 @@ func Read(sysfsRoot string) (*Machine, error) {
 	if online.IsEmpty() {
 		return nil, fmt.Errorf("%s lists no online CPU", filepath.Join(cpuDir, "online"))
 	}
-	nodes, err := readNUMANodes(filepath.Join(sysfsRoot, "devices", "system", "node"), online)
+	nodes, err := readNUMANodes(filepath.Join(sysfsRoot, "devices", "system", "node"), online, procMeminfo)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +72,16 @@ func readCPU(dir string, id int, online cpuset.CPUSet) (CPU, error) {
 	return CPU{ID: id, Core: core, Socket: socket}, nil
 }
 
-// readNUMANodes reads every node directory: its CPUs (online ones only), memory and distances.
-func readNUMANodes(dir string, online cpuset.CPUSet) ([]NUMANode, error) {
+// readNUMANodes reads every node directory: its CPUs (online ones only), memory, huge pages
+// and distances.
+func readNUMANodes(dir string, online cpuset.CPUSet, procMeminfo string) ([]NUMANode, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return []NUMANode{{ID: 0, CPUs: online, Distances: map[int]int{0: 10}}}, nil
+		mem, err := MemTotal(procMeminfo)
+		if err != nil {
+			return nil, err
+		}
+		return []NUMANode{{ID: 0, CPUs: online, MemoryBytes: mem, Distances: map[int]int{0: 10}}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -118,11 +123,15 @@ func readNUMANode(dir string, id int, online cpuset.CPUSet) (NUMANode, error) {
 	if err != nil {
 		return NUMANode{}, err
 	}
-	mem, err := readNodeMemTotal(filepath.Join(dir, "meminfo"))
+	mem, err := MemTotal(filepath.Join(dir, "meminfo"))
 	if err != nil {
 		return NUMANode{}, err
 	}
-	return NUMANode{ID: id, CPUs: cpus.Intersection(online), MemoryBytes: mem}, nil
+	huge, err := HugePages(filepath.Join(dir, "hugepages"))
+	if err != nil {
+		return NUMANode{}, fmt.Errorf("NUMA node %d: %w", id, err)
+	}
+	return NUMANode{ID: id, CPUs: cpus.Intersection(online), MemoryBytes: mem, HugePages: huge}, nil
 }
 
 // readDistances reads a node's distance row, one number per node in node ID order.
@@ -144,30 +153,6 @@ func readDistances(path string, n *NUMANode, ids []int) error {
 		n.Distances[ids[i]] = d
 	}
 	return nil
-}
-
-// readNodeMemTotal reads "Node N MemTotal: X kB" from a node's meminfo.
-func readNodeMemTotal(path string) (uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 5 && fields[2] == "MemTotal:" && fields[4] == "kB" {
-			kb, err := strconv.ParseUint(fields[3], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: %w", path, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s has no MemTotal line", path)
 }
 
 func readCPUList(path string) (cpuset.CPUSet, error) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/cpuset"
 )
 
@@ -51,7 +53,30 @@ func fakeSysfs(t *testing.T, m *Machine) string {
 	}
 	write("devices/system/node/online", "0")
 	write("devices/system/node/possible", "0")
+	for _, n := range m.NUMANodes {
+		for name, bytes := range n.HugePages {
+			size := resource.MustParse(strings.TrimPrefix(string(name), v1.ResourceHugePagesPrefix))
+			dir := fmt.Sprintf("devices/system/node/node%d/hugepages/hugepages-%dkB/", n.ID, size.Value()/1024)
+			write(dir+"nr_hugepages", strconv.FormatUint(bytes/uint64(size.Value()), 10))
+		}
+	}
+	var total uint64
+	for _, n := range m.NUMANodes {
+		total += n.MemoryBytes
+	}
+	write("meminfo", fmt.Sprintf("MemTotal:       %d kB\nMemFree:        1024 kB", total/1024))
 	return root
+}
+
+// read reads the fake machine under root.
+func read(root string) (*Machine, error) {
+	return Read(root, filepath.Join(root, "meminfo"))
+}
+
+// withHugePages gives node 0 of m huge page pools: 4 pages of 2Mi, none of 1Gi.
+func withHugePages(m *Machine) *Machine {
+	m.NUMANodes[0].HugePages = map[v1.ResourceName]uint64{"hugepages-2Mi": 4 << 21, "hugepages-1Gi": 0}
+	return m
 }
 
 func TestReadSyntheticMachines(t *testing.T) {
@@ -59,11 +84,12 @@ func TestReadSyntheticMachines(t *testing.T) {
 		Synthetic(1, 1, 2, 1, 8<<30),  // this kind of VM: 2 CPUs, one node
 		Synthetic(1, 1, 4, 2, 16<<30), // hyperthreads
 		Synthetic(2, 1, 2, 2, 4<<30),  // 2 sockets, 2 NUMA nodes
+		withHugePages(Synthetic(2, 1, 2, 1, 4<<30)),
 		Synthetic(1, 3, 2, 2, 4<<30),  // 3 NUMA nodes on one socket
 		Synthetic(2, 2, 4, 2, 32<<30), // 4 NUMA nodes, 32 CPUs
 	} {
 		name := fmt.Sprintf("%d CPUs on %d NUMA nodes", len(m.CPUs), len(m.NUMANodes))
-		got, err := Read(fakeSysfs(t, m))
+		got, err := read(fakeSysfs(t, m))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -80,7 +106,7 @@ func TestReadSkipsOfflineCPUs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "devices/system/cpu/online"), []byte("1-7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(root)
+	got, err := read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,17 +124,17 @@ func TestReadSkipsOfflineCPUs(t *testing.T) {
 }
 
 func TestReadWithoutNUMA(t *testing.T) {
-	m := Synthetic(1, 1, 2, 2, 0)
+	m := Synthetic(1, 1, 2, 2, 8<<30)
 	root := fakeSysfs(t, m)
 	if err := os.RemoveAll(filepath.Join(root, "devices/system/node")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(root)
+	got, err := read(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.NUMANodes) != 1 || !got.NUMANodes[0].CPUs.Equals(m.CPUSet()) || got.NUMANodes[0].Distances[0] != 10 {
-		t.Errorf("nodes %+v, want one node 0 with every CPU", got.NUMANodes)
+	if len(got.NUMANodes) != 1 || !got.NUMANodes[0].CPUs.Equals(m.CPUSet()) || got.NUMANodes[0].Distances[0] != 10 || got.NUMANodes[0].MemoryBytes != 8<<30 {
+		t.Errorf("nodes %+v, want one node 0 with every CPU and the machine's 8Gi", got.NUMANodes)
 	}
 }
 
@@ -119,7 +145,7 @@ func TestReadMemoryOnlyNode(t *testing.T) {
 		m.CPUs[i].NUMANode = 0
 	}
 	m.NUMANodes[0].CPUs = m.CPUSet()
-	got, err := Read(fakeSysfs(t, m))
+	got, err := read(fakeSysfs(t, m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,17 +163,42 @@ func TestReadRefusesBrokenFiles(t *testing.T) {
 		"meminfo": func(root string) error {
 			return os.WriteFile(filepath.Join(root, "devices/system/node/node1/meminfo"), []byte("nothing\n"), 0o644)
 		},
+		"nr_hugepages": func(root string) error {
+			return os.WriteFile(filepath.Join(root, "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages"), []byte("many\n"), 0o644)
+		},
 		"physical_package_id": func(root string) error {
 			return os.WriteFile(filepath.Join(root, "devices/system/cpu/cpu1/topology/physical_package_id"), []byte("x\n"), 0o644)
 		},
 	}
 	for name, breakIt := range cases {
-		root := fakeSysfs(t, Synthetic(1, 2, 1, 1, 1<<30))
+		root := fakeSysfs(t, withHugePages(Synthetic(1, 2, 1, 1, 1<<30)))
 		if err := breakIt(root); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Read(root); err == nil || !strings.Contains(err.Error(), name) {
+		if _, err := read(root); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("broken %s: err %v, want one naming it", name, err)
 		}
+	}
+}
+
+func TestMemTotalOfTheMachineAndOfANode(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]uint64{
+		"MemTotal:        8048560 kB\nMemFree:         1000 kB\n":       8048560 << 10,
+		"Node 1 MemTotal:       1024 kB\nNode 1 MemFree:  8758240 kB\n": 1 << 20,
+	} {
+		path := filepath.Join(dir, "meminfo")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := MemTotal(path); err != nil || got != want {
+			t.Errorf("MemTotal of %q = %d, %v; want %d", content, got, err, want)
+		}
+	}
+}
+
+func TestHugePagesWithoutPoolsIsNil(t *testing.T) {
+	if got, err := HugePages(filepath.Join(t.TempDir(), "hugepages")); got != nil || err != nil {
+		t.Errorf("HugePages of a missing directory = %v, %v; want nil, nil", got, err)
 	}
 }

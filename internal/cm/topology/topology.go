@@ -6,6 +6,7 @@ package topology
 import (
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
 )
 
@@ -22,6 +23,9 @@ type NUMANode struct {
 	ID          int
 	CPUs        cpuset.CPUSet
 	MemoryBytes uint64
+	// HugePages are the bytes of huge pages pre-allocated on the node, by resource name
+	// ("hugepages-2Mi"); nil when the kernel has none.
+	HugePages map[v1.ResourceName]uint64
 	// Distances to every node by ID, as the kernel reports them (10 is local).
 	Distances map[int]int
 }

@@ -43,11 +43,8 @@ type HintProvider interface {
 	// pod; an error with a `Reason() string` method gives the admission reason (e.g. SMTAlignmentError),
 	// otherwise the reason is UnexpectedAdmissionError.
 	Allocate(pod *v1.Pod, c *v1.Container, affinity topology.Hint) error
-}
-
-// podRemover is a provider that can give back what it set aside for a pod: a refused pod keeps
-// nothing it was given for the containers admitted before the one that failed.
-type podRemover interface {
+	// RemovePod gives back everything set aside for the pod: it is gone, or it was refused
+	// (by this manager, or by a check admission runs after it).
 	RemovePod(uid types.UID)
 }
 
@@ -132,7 +129,7 @@ func (m *Manager) Admit(pod *v1.Pod) (ok bool, reason, message string) {
 		return true, "", ""
 	}
 	klog.V(2).InfoS("Topology manager refused the pod", "pod", klog.KObj(pod), "err", err)
-	m.release(pod.UID)
+	m.Release(pod.UID)
 	var withReason interface {
 		error
 		Reason() string
@@ -227,13 +224,13 @@ func (m *Manager) allocate(providers []HintProvider, pod *v1.Pod, c *v1.Containe
 	return nil
 }
 
-// release forgets a refused pod and has the providers that can give back what they set aside.
-func (m *Manager) release(uid types.UID) {
+// Release forgets a refused pod's placements and has every provider give back what it set
+// aside for it: the containers admitted before the one that failed, or the whole pod when a
+// check admission runs after this manager refuses it.
+func (m *Manager) Release(uid types.UID) {
 	m.RemovePod(uid)
 	for _, p := range m.snapshotProviders() {
-		if r, ok := p.(podRemover); ok {
-			r.RemovePod(uid)
-		}
+		p.RemovePod(uid)
 	}
 }
 

@@ -221,3 +221,25 @@ func TestParseOptions(t *testing.T) {
 		}
 	}
 }
+
+// A pod this manager admitted and a later admission check refused gives back what every
+// provider set aside for it.
+func TestReleaseGivesBackAnAdmittedPod(t *testing.T) {
+	cpu := &fakeProvider{container: map[string]provided{"a": {"cpu": {hint(true, 0)}}}}
+	mem := &fakeProvider{}
+	mgr := newManager(t, twoNodes(), PolicyBestEffort, ScopeContainer, cpu, mem)
+	pod := testPod(nil, "a")
+	if ok, reason, msg := mgr.Admit(pod); !ok {
+		t.Fatalf("refused: %s %s", reason, msg)
+	}
+	if len(cpu.removedPod) != 0 {
+		t.Fatalf("an admitted pod was released: %v", cpu.removedPod)
+	}
+	mgr.Release(pod.UID)
+	if !slices.Equal(cpu.removedPod, []types.UID{pod.UID}) || !slices.Equal(mem.removedPod, []types.UID{pod.UID}) {
+		t.Errorf("providers told to release %v and %v, want %s each", cpu.removedPod, mem.removedPod, pod.UID)
+	}
+	if _, kept := mgr.Affinity(pod.UID, "a"); kept {
+		t.Error("the released pod's placement is kept")
+	}
+}

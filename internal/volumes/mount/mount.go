@@ -23,6 +23,8 @@ type Mounter interface {
 	IsMountPoint(dir string) (bool, error)
 	// MountTmpfs mounts a tmpfs of at most sizeBytes (0: the kernel default) on dir.
 	MountTmpfs(dir string, sizeBytes int64) error
+	// MountHugetlbfs mounts a hugetlbfs of pageSize-byte pages on dir.
+	MountHugetlbfs(dir string, pageSize int64) error
 	// MountsUnder returns the mount points at or below dir, the deepest first.
 	MountsUnder(dir string) ([]string, error)
 	// Unmount unmounts the mount at dir.
@@ -66,6 +68,12 @@ func (Host) MountTmpfs(dir string, sizeBytes int64) error {
 		opts = "size=" + strconv.FormatInt(sizeBytes, 10)
 	}
 	return unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts)
+}
+
+// MountHugetlbfs mounts a hugetlbfs whose files are backed by huge pages of pageSize bytes
+// (the pages the pod's hugepages-<size> request sets aside), as upstream mounts one.
+func (Host) MountHugetlbfs(dir string, pageSize int64) error {
+	return unix.Mount("nodev", dir, "hugetlbfs", 0, "pagesize="+strconv.FormatInt(pageSize, 10))
 }
 
 // MountsUnder reads the mount table.

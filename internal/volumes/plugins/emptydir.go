@@ -17,7 +17,8 @@ import (
 
 const emptyDirPlugin = "kubernetes.io~empty-dir"
 
-// EmptyDir sets up emptyDir volumes in the pod's directory, on a tmpfs for medium Memory.
+// EmptyDir sets up emptyDir volumes in the pod's directory, on a tmpfs for medium Memory and
+// on a hugetlbfs for the huge pages media.
 type EmptyDir struct{ mounter mount.Mounter }
 
 func (*EmptyDir) Name() string { return emptyDirPlugin }
@@ -25,19 +26,33 @@ func (*EmptyDir) Name() string { return emptyDirPlugin }
 func (*EmptyDir) CanSetUp(s *volumes.Spec) bool { return s.Volume.EmptyDir != nil }
 
 func (e *EmptyDir) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, dir string) (volumes.Mount, error) {
-	if src := s.Volume.EmptyDir; src.Medium == v1.StorageMediumMemory {
-		var size int64
-		if src.SizeLimit != nil {
-			size = src.SizeLimit.Value()
-		}
-		if err := ensureTmpfs(e.mounter, pod, dir, size); err != nil {
-			return volumes.Mount{}, fmt.Errorf("emptyDir %q: %w", s.Volume.Name, err)
-		}
+	if err := e.mountMedium(pod, s.Volume.EmptyDir, dir); err != nil {
+		return volumes.Mount{}, fmt.Errorf("emptyDir %q: %w", s.Volume.Name, err)
 	}
 	if err := prepareEmptyDir(dir, fsGroup(pod)); err != nil {
 		return volumes.Mount{}, fmt.Errorf("emptyDir %q: %w", s.Volume.Name, err)
 	}
 	return volumes.Mount{Path: dir}, nil
+}
+
+// mountMedium mounts what the medium asks for on dir: a tmpfs of the size limit for Memory, a
+// hugetlbfs of the pod's huge page size for HugePages[-<size>], nothing for the node's disk.
+func (e *EmptyDir) mountMedium(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir string) error {
+	switch {
+	case src.Medium == v1.StorageMediumMemory:
+		var size int64
+		if src.SizeLimit != nil {
+			size = src.SizeLimit.Value()
+		}
+		return ensureTmpfs(e.mounter, pod, dir, size)
+	case isHugePagesMedium(src.Medium):
+		pageSize, err := hugePageSize(pod, src.Medium)
+		if err != nil {
+			return err
+		}
+		return ensureHugetlbfs(e.mounter, pod, dir, pageSize)
+	}
+	return nil
 }
 
 func (e *EmptyDir) TearDown(_ types.UID, dir string) error { return removeVolumeDir(e.mounter, dir) }

@@ -71,8 +71,14 @@ func removeVolumeDir(m mount.Mounter, dir string) error {
 }
 
 // ensureTmpfs creates dir and mounts a tmpfs of at most size bytes on it, unless one is
-// there already: a restart must not hide what a volume holds.
+// there already.
 func ensureTmpfs(m mount.Mounter, pod *v1.Pod, dir string, size int64) error {
+	return ensureMount(m, pod, dir, "tmpfs", func() error { return m.MountTmpfs(dir, size) })
+}
+
+// ensureMount creates dir and mounts a filesystem of type fstype on it with mountFS, unless
+// something is mounted there already: a restart must not hide what a volume holds.
+func ensureMount(m mount.Mounter, pod *v1.Pod, dir, fstype string, mountFS func() error) error {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
@@ -80,9 +86,9 @@ func ensureTmpfs(m mount.Mounter, pod *v1.Pod, dir string, size int64) error {
 	if err != nil || mounted {
 		return err
 	}
-	if err := m.MountTmpfs(dir, size); err != nil {
-		return fmt.Errorf("mount tmpfs: %w", err)
+	if err := mountFS(); err != nil {
+		return fmt.Errorf("mount %s: %w", fstype, err)
 	}
-	klog.V(2).InfoS("Mounted tmpfs for volume", "pod", klog.KObj(pod), "path", dir, "sizeBytes", size)
+	klog.V(2).InfoS("Mounted a filesystem for volume", "pod", klog.KObj(pod), "path", dir, "type", fstype)
 	return nil
 }

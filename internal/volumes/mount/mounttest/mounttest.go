@@ -15,14 +15,15 @@ import (
 
 // Fake implements mount.Mounter over a map of mount points.
 type Fake struct {
-	mu      sync.Mutex
-	mounted map[string]int64 // mount point → tmpfs size (0 for other mounts)
+	mu        sync.Mutex
+	mounted   map[string]int64 // mount point → tmpfs size (0 for other mounts)
+	pageSizes map[string]int64 // hugetlbfs mount point → page size
 }
 
 var _ mount.Mounter = (*Fake)(nil)
 
 // New returns an empty mount table.
-func New() *Fake { return &Fake{mounted: map[string]int64{}} }
+func New() *Fake { return &Fake{mounted: map[string]int64{}, pageSizes: map[string]int64{}} }
 
 func (f *Fake) IsMountPoint(dir string) (bool, error) {
 	f.mu.Lock()
@@ -36,6 +37,22 @@ func (f *Fake) MountTmpfs(dir string, size int64) error {
 	defer f.mu.Unlock()
 	f.mounted[filepath.Clean(dir)] = size
 	return nil
+}
+
+// MountHugetlbfs records a hugetlbfs mount and its page size (PageSizes).
+func (f *Fake) MountHugetlbfs(dir string, pageSize int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mounted[filepath.Clean(dir)] = 0
+	f.pageSizes[filepath.Clean(dir)] = pageSize
+	return nil
+}
+
+// PageSizes copies the hugetlbfs mounts: mount point → page size.
+func (f *Fake) PageSizes() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.pageSizes)
 }
 
 // BindFd records a mount at target; nothing is mounted, so target stays what it was.
@@ -67,6 +84,7 @@ func (f *Fake) Unmount(dir string) error {
 		return errors.New("not mounted")
 	}
 	delete(f.mounted, filepath.Clean(dir))
+	delete(f.pageSizes, filepath.Clean(dir))
 	return nil
 }
 
