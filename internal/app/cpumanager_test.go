@@ -153,7 +153,7 @@ func TestResizeBesidePinnedResources(t *testing.T) {
 	}
 	reserved := v1.ResourceList{v1.ResourceMemory: resource.MustParse("100Mi")}
 	memory, err := memorymanager.New(memorymanager.Options{
-		Policy: memorymanager.PolicyStatic, Nodes: memorymanager.NodesOf(machine, nil), StateDir: t.TempDir(),
+		Policy: memorymanager.PolicyStatic, Nodes: memorymanager.NodesOf(machine), StateDir: t.TempDir(),
 		Reserved:        []kubeletconfigv1beta1.MemoryReservation{{NumaNode: 0, Limits: reserved}},
 		NodeReservation: reserved,
 	})
