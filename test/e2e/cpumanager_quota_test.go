@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,8 +45,8 @@ featureGates: {CPUManagerPolicyBetaOptions: true, CPUManagerPolicyAlphaOptions: 
 			n := startNodelet(t, "--config="+cfg, "--address=127.0.0.1", fmt.Sprintf("--read-only-port=%d", freePort(t)),
 				fmt.Sprintf("--port=%d", freePort(t)), "--authentication-token-webhook=false",
 				"--authorization-mode=AlwaysAllow", "--cert-dir="+t.TempDir())
-			if got := sharedPool(t, n.rootDir); got != "1" {
-				t.Errorf("cpu_manager_state shared pool %q, want 1 (CPU 0 strictly reserved)", got)
+			if got, _ := readCPUState(t, n.rootDir); got.DefaultCPUSet != "1" {
+				t.Errorf("cpu_manager_state shared pool %q, want 1 (CPU 0 strictly reserved)", got.DefaultCPUSet)
 			}
 
 			n.writeManifest("pinned.yaml", cpuPod("pinned", "1"))
@@ -74,22 +73,6 @@ featureGates: {CPUManagerPolicyBetaOptions: true, CPUManagerPolicyAlphaOptions: 
 			waitCPUsAllowed(t, shared.Id, "1")
 		})
 	}
-}
-
-// sharedPool reads the shared pool (defaultCpuSet) of cpu_manager_state.
-func sharedPool(t *testing.T, rootDir string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(rootDir, "cpu_manager_state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		DefaultCPUSet string `json:"defaultCpuSet"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
-	return f.DefaultCPUSet
 }
 
 // containerQuota reads the container's CFS quota from inside it (cgroup v1 or v2), -1 for none.
