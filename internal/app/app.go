@@ -262,7 +262,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := prepareHost(cfg); err != nil {
 		return nil, err
 	}
-	if n.cm, err = cm.New(containerManagerConfig(cfg)); err != nil {
+	if n.cm, err = cm.New(n.containerManagerConfig()); err != nil {
 		return nil, err
 	}
 	if n.machine, n.topology, err = newTopology(cfg); err != nil {
@@ -341,7 +341,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		RootDir: cfg.RootDir, PodLogsDir: kc.PodLogsDir, Recorder: n.recorder, Images: imgs,
 		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
-		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota,
+		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
 	}
 	if n.cluster != nil {

@@ -29,7 +29,7 @@ func (n *agent) newCPUManager() error {
 		return err
 	}
 	m, err := cpumanager.New(cpumanager.Options{
-		Policy: kc.CPUManagerPolicy, PolicyOptions: kc.CPUManagerPolicyOptions,
+		Policy: kc.CPUManagerPolicy, PolicyOptions: kc.CPUManagerPolicyOptions, OptionGates: n.cfg.CPUManagerOptionGates,
 		ReconcilePeriod: kc.CPUManagerReconcilePeriod.Duration,
 		Machine:         n.machine, ReservedCPUs: reserved, NumReserved: count, StateDir: n.cfg.RootDir,
 		ActivePods: n.podsHoldingCPUs,
@@ -47,6 +47,28 @@ func (n *agent) newCPUManager() error {
 	n.cpus = m
 	n.topology.AddHintProvider(m)
 	return nil
+}
+
+// containerQuotaExempt is the runtime's DisableCPUQuotaWithExclusiveCPUs hook: with the gate
+// on (upstream's default), a container the CPU manager gave CPUs of its own runs without a CFS
+// quota; nil with the gate off. It asks n.cpus when a container is made, after the CPU manager
+// exists (nil outside the daemon: no container holds CPUs).
+func (n *agent) containerQuotaExempt() func(pod *v1.Pod, c *v1.Container) bool {
+	if !n.cfg.DisableCPUQuotaWithExclusiveCPUs {
+		return nil
+	}
+	return func(pod *v1.Pod, c *v1.Container) bool {
+		return n.cpus != nil && !n.cpus.ContainerCPUs(pod.UID, c.Name).IsEmpty()
+	}
+}
+
+// podQuotaExempt is the same hook for pod cgroups: a pod one of whose containers holds
+// exclusive CPUs gets no CFS quota on its cgroup, as upstream.
+func (n *agent) podQuotaExempt() func(pod *v1.Pod) bool {
+	if !n.cfg.DisableCPUQuotaWithExclusiveCPUs {
+		return nil
+	}
+	return func(pod *v1.Pod) bool { return n.cpus != nil && n.cpus.PodHasExclusiveCPUs(pod) }
 }
 
 // reservedCPUCount is how many CPUs the static policy keeps from exclusive use: the kube- and

@@ -9,9 +9,16 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
+	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cm/memorymanager"
+	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 
@@ -95,5 +102,81 @@ func TestStaticCPUManagerPinsContainers(t *testing.T) {
 	}
 	if got := cpusetOf("pinned"); got != pinned.String() {
 		t.Errorf("after the restart the Guaranteed container is on %q, want %s", got, pinned)
+	}
+}
+
+// DisableCPUQuotaWithExclusiveCPUs reaches the runtime's and the pod cgroups' hooks: on, a
+// container holding exclusive CPUs (and its pod) is exempt from the CFS quota and a shared one
+// is not; off, there is no hook (every limit enforced).
+func TestQuotaExemptionFollowsItsGate(t *testing.T) {
+	cpus, err := cpumanager.New(cpumanager.Options{
+		Policy: cpumanager.PolicyStatic, OptionGates: cpumanager.DefaultOptionGates,
+		Machine: topology.Synthetic(1, 1, 2, 1, 1<<30), NumReserved: 1, StateDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	pinned := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pinned", UID: "pinned-uid"}, Spec: v1.PodSpec{Containers: []v1.Container{
+		{Name: "c", Resources: v1.ResourceRequirements{Requests: limits, Limits: limits}},
+	}}}
+	if err := cpus.Allocate(pinned, &pinned.Spec.Containers[0], topology.Hint{}); err != nil {
+		t.Fatal(err)
+	}
+	shared := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "shared-uid"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+
+	n := &agent{cfg: &config.Config{Settings: config.Settings{DisableCPUQuotaWithExclusiveCPUs: true}}, cpus: cpus}
+	container, pod := n.containerQuotaExempt(), n.podQuotaExempt()
+	if !container(pinned, &pinned.Spec.Containers[0]) || !pod(pinned) {
+		t.Error("gate on: the pinned container or its pod keeps its quota")
+	}
+	if container(shared, &shared.Spec.Containers[0]) || pod(shared) {
+		t.Error("gate on: a shared container or its pod loses its quota")
+	}
+	n.cfg.DisableCPUQuotaWithExclusiveCPUs = false
+	if n.containerQuotaExempt() != nil || n.podQuotaExempt() != nil {
+		t.Error("gate off: a quota exemption hook is set")
+	}
+}
+
+// An in-place resize of a Guaranteed pod is refused under the static CPU policy with upstream's
+// message, which comes before the memory manager's; InPlacePodVerticalScalingExclusiveCPUs
+// lifts both refusals, and a Burstable pod is never refused.
+func TestResizeBesidePinnedResources(t *testing.T) {
+	machine := topology.Synthetic(1, 1, 2, 1, 1<<30)
+	cpus, err := cpumanager.New(cpumanager.Options{
+		Policy: cpumanager.PolicyStatic, OptionGates: cpumanager.DefaultOptionGates,
+		Machine: machine, NumReserved: 1, StateDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved := v1.ResourceList{v1.ResourceMemory: resource.MustParse("100Mi")}
+	memory, err := memorymanager.New(memorymanager.Options{
+		Policy: memorymanager.PolicyStatic, Nodes: memorymanager.NodesOf(machine), StateDir: t.TempDir(),
+		Reserved:        []kubeletconfigv1beta1.MemoryReservation{{NumaNode: 0, Limits: reserved}},
+		NodeReservation: reserved,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	guaranteed := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: limits, Limits: limits}}}}}
+	burstable := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: limits}}}}}
+
+	n := &agent{cfg: &config.Config{}, cpus: cpus, memory: memory}
+	if got, want := n.resizePinned(guaranteed), "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy"; got != want {
+		t.Errorf("static CPU and memory policies: %q, want %q", got, want)
+	}
+	if got := n.resizePinned(burstable); got != "" {
+		t.Errorf("Burstable pod refused: %q", got)
+	}
+	n.cpus = nil
+	if got, want := n.resizePinned(guaranteed), "Resize is infeasible for Guaranteed Pods alongside Memory Manager static policy"; got != want {
+		t.Errorf("static memory policy alone: %q, want %q", got, want)
+	}
+	n.cpus, n.cfg.ResizeExclusiveCPUs = cpus, true
+	if got := n.resizePinned(guaranteed); got != "" {
+		t.Errorf("InPlacePodVerticalScalingExclusiveCPUs on: still refused with %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/config"
@@ -85,10 +86,15 @@ func (n *agent) forgetMemory(forget func(types.UID)) func(types.UID) {
 }
 
 // resizePinned is upstream's refusal to resize a Guaranteed pod in place while a static
-// policy pins its resources.
+// policy pins its resources, the CPU manager's first, neither when the feature gate
+// InPlacePodVerticalScalingExclusiveCPUs is on (exclusive CPUs then stay as they are while the
+// limits change, as upstream 1.33).
 func (n *agent) resizePinned(pod *v1.Pod) string {
-	if qos.Class(pod) != v1.PodQOSGuaranteed {
+	if qos.Class(pod) != v1.PodQOSGuaranteed || n.cfg.ResizeExclusiveCPUs {
 		return ""
+	}
+	if n.cpus != nil && n.cpus.Policy() == cpumanager.PolicyStatic {
+		return "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy"
 	}
 	if n.memory != nil && n.memory.Policy() == memorymanager.PolicyStatic {
 		return "Resize is infeasible for Guaranteed Pods alongside Memory Manager static policy"

@@ -27,6 +27,8 @@ type Config struct {
 	CgroupRoot    string // "" is "/"
 	PodPidsLimit  int64  // -1 or 0: unlimited
 	CPUCFSQuota   bool
+	// ExclusiveCPUs: see Options.ExclusiveCPUs.
+	ExclusiveCPUs func(pod *v1.Pod) bool
 
 	EnforceNodeAllocatable []string
 	KubeletCgroups         string
@@ -68,6 +70,7 @@ func newPodCgroups(cfg Config) (*QOSCgroups, error) {
 	opts := Options{
 		CgroupRoot: cfg.CgroupRoot, PodPidsLimit: cfg.PodPidsLimit,
 		NodeMilliCPU: int64(goruntime.NumCPU()) * 1000, NoCPUQuota: !cfg.CPUCFSQuota,
+		ExclusiveCPUs: cfg.ExclusiveCPUs,
 	}
 	if cfg.CgroupDriver == "systemd" {
 		conn, err := ConnectSystemd(context.Background())

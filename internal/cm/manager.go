@@ -44,6 +44,10 @@ type Options struct {
 	// NoCPUQuota leaves pod cgroups without a CFS quota (cpuCFSQuota: false): CPU limits
 	// then only weigh through shares.
 	NoCPUQuota bool
+	// ExclusiveCPUs tells whether the CPU manager gave one of the pod's containers CPUs of its
+	// own: that pod's cgroup gets no CFS quota, as upstream with DisableCPUQuotaWithExclusiveCPUs.
+	// nil (that gate off, or no CPU manager) enforces every pod's CPU limit.
+	ExclusiveCPUs func(pod *v1.Pod) bool
 
 	fs      filesystem   // nil is the kernel's cgroupfs; tests substitute a fake
 	systemd systemdUnits // set for the systemd driver: cgroups are slices systemd makes
@@ -56,6 +60,7 @@ type QOSCgroups struct {
 	pidsLimit  int64
 	nodeShares int64
 	noQuota    bool
+	exclusive  func(pod *v1.Pod) bool // see Options.ExclusiveCPUs
 	fs         filesystem
 	systemd    systemdUnits // nil for the cgroupfs driver
 	create     []hierarchy  // where cgroups are made and limits written
@@ -85,7 +90,7 @@ func NewQOSCgroups(opts Options) (*QOSCgroups, error) {
 		return nil, err
 	}
 	m := &QOSCgroups{
-		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, fs: opts.fs, systemd: opts.systemd,
+		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, exclusive: opts.ExclusiveCPUs, fs: opts.fs, systemd: opts.systemd,
 		create: create, all: all, suspects: map[types.UID]bool{},
 	}
 	if opts.NodeMilliCPU > 0 {
@@ -139,7 +144,7 @@ func (m *QOSCgroups) EnsurePod(pod *v1.Pod) (string, error) {
 	if err := m.ensure(cgroup); err != nil {
 		return "", err
 	}
-	if err := m.apply(cgroup, podLimits(pod, m.pidsLimit, !m.noQuota)); err != nil {
+	if err := m.apply(cgroup, podLimits(pod, m.pidsLimit, m.enforceQuota(pod))); err != nil {
 		return "", err
 	}
 	if class == v1.PodQOSBurstable {
@@ -152,6 +157,19 @@ func (m *QOSCgroups) EnsurePod(pod *v1.Pod) (string, error) {
 		return path.Base(cgroup), nil // the runtime's systemd driver takes the slice's name
 	}
 	return cgroup, nil
+}
+
+// enforceQuota tells whether the pod's CPU limit becomes a CFS quota on its cgroup: with
+// cpuCFSQuota, unless one of its containers holds exclusive CPUs and ExclusiveCPUs says so.
+func (m *QOSCgroups) enforceQuota(pod *v1.Pod) bool {
+	if m.noQuota {
+		return false
+	}
+	if m.exclusive != nil && m.exclusive(pod) {
+		klog.V(2).InfoS("Disabled CFS quota", "pod", klog.KObj(pod))
+		return false
+	}
+	return true
 }
 
 // RemovePod removes the pod's cgroup, wherever it is, from every hierarchy. It fails (with

@@ -31,7 +31,7 @@ const unlimitedV1Memory = int64(1) << 62
 func (m *QOSCgroups) PodConfig(pod *v1.Pod) (current, desired PodConfig, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	want := podLimits(pod, m.pidsLimit, !m.noQuota)
+	want := podLimits(pod, m.pidsLimit, m.enforceQuota(pod))
 	desired = PodConfig{CPUShares: want.cpuShares, CPUQuota: want.cpuQuota, Memory: want.memory}
 	cgroup := m.podPath(pod)
 	if current.CPUShares, current.CPUQuota, err = m.readCPU(cgroup); err != nil {

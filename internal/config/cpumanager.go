@@ -11,10 +11,11 @@ import (
 )
 
 // checkCPUManager validates cpuManagerPolicy, its options and reservedSystemCPUs as upstream
-// does, and refuses the static policy's options nodelet does not implement by name.
+// does (each option only when the feature gate of its stage is on), and refuses the static
+// policy's options nodelet does not implement by name.
 func (v *validator) checkCPUManager(kc *kubeletconfigv1beta1.KubeletConfiguration) {
 	v.oneOf("cpuManagerPolicy", kc.CPUManagerPolicy, cpumanager.PolicyNone, cpumanager.PolicyStatic)
-	if err := cpumanager.CheckOptions(kc.CPUManagerPolicy, kc.CPUManagerPolicyOptions); err != nil {
+	if err := cpumanager.CheckOptions(kc.CPUManagerPolicy, kc.CPUManagerPolicyOptions, cpuManagerOptionGates(kc)); err != nil {
 		v.add("cpuManagerPolicyOptions", "%v", err)
 	}
 	if kc.CPUManagerPolicy == cpumanager.PolicyStatic && kc.CPUManagerReconcilePeriod.Duration <= 0 {

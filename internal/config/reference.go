@@ -17,7 +17,7 @@ import (
 func WriteReference(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(referenceIntro)
-	fmt.Fprintf(&b, "\nFeature gates nodelet accepts, because it already behaves as upstream does with them: %s.\n", gatesDescription())
+	fmt.Fprintf(&b, "\nFeature gates nodelet accepts (any other is refused), each in the values listed, behaving as upstream 1.33 does with them: %s.\n", gatesDescription())
 	flagsOf := fieldFlags()
 	writeFlagTable(&b, flagsOf)
 	writeFieldTables(&b, flagsOf)

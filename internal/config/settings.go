@@ -4,6 +4,8 @@ import (
 	"time"
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 )
 
 // Settings are the KubeletConfiguration's optional (pointer) fields and derived values
@@ -49,7 +51,17 @@ type Settings struct {
 	// PodResourcesGet is the KubeletPodResourcesGet feature gate (off unless featureGates turns
 	// it on): the pod-resources API's Get method.
 	PodResourcesGet bool
-	EventRecordQPS  int32
+	// CPUManagerOptionGates are CPUManagerPolicyAlphaOptions (off) and
+	// CPUManagerPolicyBetaOptions (on): which stages of cpuManagerPolicyOptions may be used.
+	CPUManagerOptionGates cpumanager.OptionGates
+	// DisableCPUQuotaWithExclusiveCPUs is that feature gate (on unless featureGates turns it
+	// off): containers given exclusive CPUs, and their pods' cgroups, get no CFS quota.
+	DisableCPUQuotaWithExclusiveCPUs bool
+	// ResizeExclusiveCPUs is the InPlacePodVerticalScalingExclusiveCPUs feature gate (off
+	// unless featureGates turns it on): Guaranteed pods may be resized in place beside the
+	// static CPU and memory manager policies.
+	ResizeExclusiveCPUs bool
+	EventRecordQPS      int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -92,11 +104,11 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	if s.ImageServiceEndpoint == "" {
 		s.ImageServiceEndpoint = kc.ContainerRuntimeEndpoint
 	}
-	s.UserNamespacesSupport = true
-	if on, set := kc.FeatureGates["UserNamespacesSupport"]; set {
-		s.UserNamespacesSupport = on
-	}
-	s.PodResourcesGet = kc.FeatureGates["KubeletPodResourcesGet"]
+	s.UserNamespacesSupport = gateOn(kc, gateUserNamespaces)
+	s.PodResourcesGet = gateOn(kc, gatePodResourcesGet)
+	s.CPUManagerOptionGates = cpuManagerOptionGates(kc)
+	s.DisableCPUQuotaWithExclusiveCPUs = gateOn(kc, gateDisableCPUQuotaExclusive)
+	s.ResizeExclusiveCPUs = gateOn(kc, gateResizeExclusiveCPUs)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

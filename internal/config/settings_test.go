@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 )
 
 // Complete's Settings carry the defaults of the pointer fields and let flags override them.
@@ -20,7 +22,7 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 		LocalStorageCapacityIsolation: true, ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 		FailSwapOn: true, OOMScoreAdj: -999,
 		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
-		UserNamespacesSupport: true,
+		UserNamespacesSupport: true, CPUManagerOptionGates: cpumanager.DefaultOptionGates, DisableCPUQuotaWithExclusiveCPUs: true,
 	}
 	if s != want {
 		t.Errorf("default settings:\n got %+v\nwant %+v", s, want)

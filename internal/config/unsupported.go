@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -61,22 +60,6 @@ var unsupportedFields = []unsupportedField{
 		}},
 }
 
-// gatesLike are the upstream feature gates whose settings nodelet already behaves like: pod and
-// container stats always come from the runtime, imageMaximumGCAge is always honoured, graceful
-// node shutdown is always there (by priority only when shutdownGracePeriodByPodPriority is set),
-// pods always get the PodReadyToStartContainers condition, UserNamespacesSupport=false
-// refuses pods that set hostUsers, as upstream with that gate off, and KubeletPodResourcesGet
-// turns the pod-resources API's Get method on or off.
-var gatesLike = map[string][]bool{
-	"PodAndContainerStatsFromCRI":            {true, false},
-	"ImageMaximumGCAge":                      {true},
-	"GracefulNodeShutdown":                   {true},
-	"GracefulNodeShutdownBasedOnPodPriority": {true, false},
-	"PodReadyToStartContainersCondition":     {true},
-	"UserNamespacesSupport":                  {true, false},
-	"KubeletPodResourcesGet":                 {true, false},
-}
-
 // checkUnsupported refuses every setting nodelet would otherwise silently ignore.
 func (v *validator) checkUnsupported(c *kubeletConfig) {
 	for _, u := range unsupportedFields {
@@ -86,20 +69,10 @@ func (v *validator) checkUnsupported(c *kubeletConfig) {
 	}
 	for _, gate := range sortedKeys(c.FeatureGates) {
 		if !slices.Contains(gatesLike[gate], c.FeatureGates[gate]) {
-			v.add(fmt.Sprintf("featureGates[%q]", gate), "is not supported by nodelet: it has no feature gates and behaves like upstream with %s; remove it", gatesDescription())
+			v.add(fmt.Sprintf("featureGates[%q]", gate), "is not supported by nodelet, which accepts only %s; remove it", gatesDescription())
 		}
 	}
 	if on, set := c.FeatureGates["GracefulNodeShutdownBasedOnPodPriority"]; set && !on && len(c.ShutdownGracePeriodByPodPriority) > 0 {
 		v.add("shutdownGracePeriodByPodPriority", "needs the feature gate GracefulNodeShutdownBasedOnPodPriority, which featureGates turns off; remove one of them")
 	}
-}
-
-func gatesDescription() string {
-	var parts []string
-	for _, gate := range sortedKeys(gatesLike) {
-		for _, on := range gatesLike[gate] {
-			parts = append(parts, fmt.Sprintf("%s=%v", gate, on))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

@@ -98,6 +98,10 @@ type Options struct {
 	SeccompDefault bool
 	// NoCPUQuota leaves CPU limits without a CFS quota (cpuCFSQuota: false).
 	NoCPUQuota bool
+	// ExclusiveCPUs tells whether the CPU manager gave the container CPUs of its own: such a
+	// container runs without a CFS quota (-1), as upstream with DisableCPUQuotaWithExclusiveCPUs.
+	// nil (that gate off, or no CPU manager) enforces every CPU limit.
+	ExclusiveCPUs func(pod *v1.Pod, c *v1.Container) bool
 	// PodCgroup makes the pod's cgroup and returns it as the sandbox's cgroup parent; nil
 	// leaves the placement to the runtime. An error fails the sandbox's creation.
 	PodCgroup func(pod *v1.Pod) (string, error)
@@ -139,11 +143,12 @@ type Manager struct {
 	actuated    ActuatedResources
 	podCgroups  PodCgroups
 	started     func(pod *v1.Pod, container, containerID string) bool
-	// runtimeHandler, seccompDefault and noCPUQuota: see Options.
+	// runtimeHandler, seccompDefault, noCPUQuota and exclusiveCPUs: see Options.
 	runtimeHandler func(pod *v1.Pod) (string, error)
 	timeline       *timeline.Recorder
 	seccompDefault bool
 	noCPUQuota     bool
+	exclusiveCPUs  func(pod *v1.Pod, c *v1.Container) bool
 	// logLinks keeps the per-container log symlinks; mounts builds containers' mounts (and
 	// writes the pods' hosts files).
 	logLinks   containeropts.LogLinks
@@ -241,7 +246,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 			},
 		},
 		podCgroup: opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
-		started: opts.Started,
+		started: opts.Started, exclusiveCPUs: opts.ExclusiveCPUs,
 		devices: opts.Devices, cpusets: opts.Cpusets, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,

@@ -50,7 +50,7 @@ func TestLinuxResourcesByQoS(t *testing.T) {
 			if got := qosClass(pod); got != tt.wantQoS {
 				t.Errorf("QoS %s, want %s", got, tt.wantQoS)
 			}
-			got := linuxResources(pod, &pod.Spec.Containers[0], capacity, true)
+			got := linuxResources(pod, &pod.Spec.Containers[0], capacity, quotaFromLimit)
 			tt.wantRes.OomScoreAdj = tt.wantOOM
 			if got.CpuShares != tt.wantRes.CpuShares || got.CpuPeriod != tt.wantRes.CpuPeriod || got.CpuQuota != tt.wantRes.CpuQuota ||
 				got.MemoryLimitInBytes != tt.wantRes.MemoryLimitInBytes || got.OomScoreAdj != tt.wantRes.OomScoreAdj {

@@ -186,19 +186,7 @@ func checkPodResourcesCPUs(t *testing.T, rootDir string) {
 // checkState reads cpu_manager_state: the shared pool and the one exclusive assignment.
 func checkState(t *testing.T, rootDir, shared, exclusive string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(rootDir, "cpu_manager_state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		PolicyName    string                       `json:"policyName"`
-		DefaultCPUSet string                       `json:"defaultCpuSet"`
-		Entries       map[string]map[string]string `json:"entries"`
-		Checksum      uint64                       `json:"checksum"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
+	f, data := readCPUState(t, rootDir)
 	var held []string
 	for _, containers := range f.Entries {
 		for _, cpus := range containers {
@@ -208,4 +196,26 @@ func checkState(t *testing.T, rootDir, shared, exclusive string) {
 	if f.PolicyName != "static" || f.DefaultCPUSet != shared || len(held) != 1 || held[0] != exclusive || f.Checksum == 0 {
 		t.Errorf("cpu_manager_state %s: want policy static, shared %s, one container on %s", data, shared, exclusive)
 	}
+}
+
+// cpuState is cpu_manager_state's JSON.
+type cpuState struct {
+	PolicyName    string                       `json:"policyName"`
+	DefaultCPUSet string                       `json:"defaultCpuSet"`
+	Entries       map[string]map[string]string `json:"entries"`
+	Checksum      uint64                       `json:"checksum"`
+}
+
+// readCPUState reads cpu_manager_state, parsed and as it is.
+func readCPUState(t *testing.T, rootDir string) (cpuState, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(rootDir, "cpu_manager_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f cpuState
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f, data
 }

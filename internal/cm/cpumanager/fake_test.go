@@ -100,7 +100,7 @@ func newManagerIn(t *testing.T, dir string, m *topology.Machine, policy string, 
 
 func managerOptions(dir string, m *topology.Machine, policy string, reserved int, options map[string]string, fake *node) Options {
 	return Options{
-		Policy: policy, PolicyOptions: options, Machine: m, NumReserved: reserved, StateDir: dir,
+		Policy: policy, PolicyOptions: options, OptionGates: DefaultOptionGates, Machine: m, NumReserved: reserved, StateDir: dir,
 		ActivePods: fake.active, PodStatus: fake.status, SetContainerCPUs: fake.setCPUs,
 	}
 }

@@ -24,6 +24,7 @@ import (
 type Options struct {
 	Policy          string            // PolicyNone or PolicyStatic (cpuManagerPolicy)
 	PolicyOptions   map[string]string // cpuManagerPolicyOptions
+	OptionGates     OptionGates       // which of those options' stages are allowed
 	ReconcilePeriod time.Duration     // cpuManagerReconcilePeriod
 	Machine         *topology.Machine
 	// ReservedCPUs are reservedSystemCPUs; when empty, NumReserved CPUs (the kube- and
@@ -62,7 +63,7 @@ type Manager struct {
 // New builds the manager and restores its state, checking it against the machine: a state of
 // another policy or one that no longer fits refuses the start, as upstream.
 func New(opts Options) (*Manager, error) {
-	popts, err := parseOptions(opts.Policy, opts.PolicyOptions)
+	popts, err := parseOptions(opts.Policy, opts.PolicyOptions, opts.OptionGates)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +176,18 @@ func (m *Manager) ContainerCPUs(podUID types.UID, container string) cpuset.CPUSe
 	defer m.mu.Unlock()
 	cpus, _ := m.state.assigned.get(string(podUID), container)
 	return cpus
+}
+
+// PodHasExclusiveCPUs tells whether any of the pod's containers holds exclusive CPUs.
+func (m *Manager) PodHasExclusiveCPUs(pod *v1.Pod) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range allContainers(pod) {
+		if cpus, _ := m.state.assigned.get(string(pod.UID), c.Name); !cpus.IsEmpty() {
+			return true
+		}
+	}
+	return false
 }
 
 // AllocatableCPUs are the CPUs that can be given exclusively (none under the none policy).

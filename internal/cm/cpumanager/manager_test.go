@@ -217,20 +217,63 @@ func TestReservedSystemCPUs(t *testing.T) {
 }
 
 func TestPolicyOptions(t *testing.T) {
+	alphaToo := OptionGates{Alpha: true, Beta: true}
 	for _, tc := range []struct {
 		policy  string
 		options map[string]string
+		gates   OptionGates
 		want    string // "" for no error
 	}{
-		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "true", OptionDistributeCPUsAcrossNUMA: "false"}, ""},
-		{PolicyStatic, map[string]string{"align-by-socket": "true"}, `CPU Manager Policy option "align-by-socket" is not supported by nodelet`},
-		{PolicyStatic, map[string]string{"made-up": "true"}, `unknown CPU Manager Policy option: "made-up"`},
-		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "yes please"}, `bad value for option "full-pcpus-only"`},
-		{PolicyNone, map[string]string{OptionFullPCPUsOnly: "true"}, "None policy: received unsupported options"},
+		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "true", OptionDistributeCPUsAcrossNUMA: "false", OptionStrictCPUReservation: "true"}, DefaultOptionGates, ""},
+		{PolicyStatic, map[string]string{"align-by-socket": "true"}, alphaToo, `CPU Manager Policy option "align-by-socket" is not supported by nodelet`},
+		{PolicyStatic, map[string]string{"prefer-align-cpus-by-uncorecache": "false"}, alphaToo, ""}, // off: nothing to implement
+		{PolicyStatic, map[string]string{"align-by-socket": "true"}, DefaultOptionGates, `CPU Manager Policy Alpha-level Options not enabled, but option "align-by-socket" provided`},
+		{PolicyStatic, map[string]string{OptionStrictCPUReservation: "true"}, OptionGates{}, `CPU Manager Policy Beta-level Options not enabled, but option "strict-cpu-reservation" provided`},
+		{PolicyStatic, map[string]string{OptionDistributeCPUsAcrossNUMA: "true"}, OptionGates{Alpha: true}, `CPU Manager Policy Beta-level Options not enabled, but option "distribute-cpus-across-numa" provided`},
+		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "true"}, OptionGates{}, ""}, // GA: no gate needed
+		{PolicyStatic, map[string]string{"made-up": "true"}, alphaToo, `unknown CPU Manager Policy option: "made-up"`},
+		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "yes please"}, DefaultOptionGates, `bad value for option "full-pcpus-only"`},
+		{PolicyNone, map[string]string{OptionFullPCPUsOnly: "true"}, DefaultOptionGates, "None policy: received unsupported options"},
 	} {
-		err := CheckOptions(tc.policy, tc.options)
+		err := CheckOptions(tc.policy, tc.options, tc.gates)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s %v: err = %v, want %q", tc.policy, tc.options, err, tc.want)
+			t.Errorf("%s %v %+v: err = %v, want %q", tc.policy, tc.options, tc.gates, err, tc.want)
 		}
+	}
+}
+
+// The gates reach New, not only CheckOptions: a beta option with the beta gate off refuses
+// the start.
+func TestNewRefusesAnOptionItsGateTurnsOff(t *testing.T) {
+	opts := managerOptions(t.TempDir(), twoCPUs, PolicyStatic, 1, map[string]string{OptionStrictCPUReservation: "true"}, newNode())
+	opts.OptionGates = OptionGates{}
+	if _, err := New(opts); err == nil || !strings.Contains(err.Error(), "Beta-level Options not enabled") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPodHasExclusiveCPUs(t *testing.T) {
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), PolicyStatic, 1, nil)
+	g := pod("g", "1", "app")
+	g.Spec.Containers = append(g.Spec.Containers, container("frac", "500m"))
+	if err := allocate(t, m, g); err != nil {
+		t.Fatal(err)
+	}
+	if !m.PodHasExclusiveCPUs(g) {
+		t.Error("a pod with a pinned container has no exclusive CPUs")
+	}
+	if !m.ContainerCPUs(g.UID, "frac").IsEmpty() {
+		t.Error("a fractional container holds exclusive CPUs")
+	}
+	frac := pod("f", "1500m", "app")
+	if err := allocate(t, m, frac); err != nil {
+		t.Fatal(err)
+	}
+	if m.PodHasExclusiveCPUs(frac) {
+		t.Error("a pod of fractional requests has exclusive CPUs")
+	}
+	none, _, _ := newManager(t, twoCPUs, PolicyNone, 0, nil)
+	if none.PodHasExclusiveCPUs(g) {
+		t.Error("the none policy reports exclusive CPUs")
 	}
 }

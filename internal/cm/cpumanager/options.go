@@ -20,28 +20,56 @@ const (
 	// OptionDistributeCPUsAcrossNUMA spreads a request that needs several NUMA nodes evenly
 	// over them instead of filling one first.
 	OptionDistributeCPUsAcrossNUMA = "distribute-cpus-across-numa"
+	// OptionStrictCPUReservation keeps the reserved CPUs out of the shared pool too, so only
+	// the system's own processes run on them.
+	OptionStrictCPUReservation = "strict-cpu-reservation"
 )
 
-// unimplementedOptions are upstream's other static policy options: refused by name, so that
-// a configuration asking for them does not run without them.
-var unimplementedOptions = []string{
-	"align-by-socket", "distribute-cpus-across-cores", "strict-cpu-reservation", "prefer-align-cpus-by-uncorecache",
+// maturity is an option's stage upstream, which decides the feature gate it needs.
+type maturity int
+
+const (
+	alpha maturity = iota + 1 // needs CPUManagerPolicyAlphaOptions
+	beta                      // needs CPUManagerPolicyBetaOptions
+	ga                        // needs no gate
+)
+
+// optionMaturity is every static policy option upstream 1.33 knows, by its stage there.
+var optionMaturity = map[string]maturity{
+	"align-by-socket":                  alpha,
+	"distribute-cpus-across-cores":     alpha,
+	"prefer-align-cpus-by-uncorecache": alpha,
+	OptionStrictCPUReservation:         beta,
+	OptionDistributeCPUsAcrossNUMA:     beta,
+	OptionFullPCPUsOnly:                ga,
 }
+
+// OptionGates are the feature gates that let options of each stage be used:
+// CPUManagerPolicyAlphaOptions and CPUManagerPolicyBetaOptions.
+type OptionGates struct {
+	Alpha bool
+	Beta  bool
+}
+
+// DefaultOptionGates are upstream 1.33's defaults: beta options allowed, alpha ones not.
+var DefaultOptionGates = OptionGates{Beta: true}
 
 // policyOptions are the parsed options of the static policy.
 type policyOptions struct {
 	fullPCPUsOnly        bool
 	distributeAcrossNUMA bool
+	strictReservation    bool
 }
 
 // CheckOptions returns an error naming the first option of options that policy does not take
-// (the none policy takes none), or whose value is not a boolean.
-func CheckOptions(policy string, options map[string]string) error {
-	_, err := parseOptions(policy, options)
+// (the none policy takes none), that gates do not allow, whose value is not a boolean, or that
+// nodelet does not implement and is turned on.
+func CheckOptions(policy string, options map[string]string, gates OptionGates) error {
+	_, err := parseOptions(policy, options, gates)
 	return err
 }
 
-func parseOptions(policy string, options map[string]string) (policyOptions, error) {
+func parseOptions(policy string, options map[string]string, gates OptionGates) (policyOptions, error) {
 	var opts policyOptions
 	if policy == PolicyNone && len(options) > 0 {
 		return opts, fmt.Errorf("None policy: received unsupported options=%v", options)
@@ -52,23 +80,45 @@ func parseOptions(policy string, options map[string]string) (policyOptions, erro
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		var field *bool
-		switch name {
-		case OptionFullPCPUsOnly:
-			field = &opts.fullPCPUsOnly
-		case OptionDistributeCPUsAcrossNUMA:
-			field = &opts.distributeAcrossNUMA
-		default:
-			if slices.Contains(unimplementedOptions, name) {
-				return opts, fmt.Errorf("CPU Manager Policy option %q is not supported by nodelet (it implements %s and %s)", name, OptionFullPCPUsOnly, OptionDistributeCPUsAcrossNUMA)
-			}
-			return opts, fmt.Errorf("unknown CPU Manager Policy option: %q", name)
+		if err := checkAvailable(name, gates); err != nil {
+			return opts, err
 		}
 		on, err := strconv.ParseBool(options[name])
 		if err != nil {
 			return opts, fmt.Errorf("bad value for option %q: %w", name, err)
 		}
-		*field = on
+		switch name {
+		case OptionFullPCPUsOnly:
+			opts.fullPCPUsOnly = on
+		case OptionDistributeCPUsAcrossNUMA:
+			opts.distributeAcrossNUMA = on
+		case OptionStrictCPUReservation:
+			opts.strictReservation = on
+		default:
+			if on { // off, the option does nothing upstream either
+				return opts, fmt.Errorf("CPU Manager Policy option %q is not supported by nodelet (it implements %s, %s and %s)",
+					name, OptionFullPCPUsOnly, OptionDistributeCPUsAcrossNUMA, OptionStrictCPUReservation)
+			}
+		}
 	}
 	return opts, nil
+}
+
+// checkAvailable refuses an option upstream does not know, or one whose stage's gate is off,
+// with upstream's messages.
+func checkAvailable(name string, gates OptionGates) error {
+	switch optionMaturity[name] {
+	case alpha:
+		if !gates.Alpha {
+			return fmt.Errorf("CPU Manager Policy Alpha-level Options not enabled, but option %q provided", name)
+		}
+	case beta:
+		if !gates.Beta {
+			return fmt.Errorf("CPU Manager Policy Beta-level Options not enabled, but option %q provided", name)
+		}
+	case ga:
+	default:
+		return fmt.Errorf("unknown CPU Manager Policy option: %q", name)
+	}
+	return nil
 }

@@ -32,8 +32,8 @@ func (e SMTAlignmentError) Error() string {
 func (e SMTAlignmentError) Reason() string { return "SMTAlignmentError" }
 
 // static is the static policy: containers of Guaranteed pods asking for whole CPUs get CPUs of
-// their own, every other container runs on the shared pool (the default set), which always
-// keeps the reserved CPUs.
+// their own, every other container runs on the shared pool (the default set), which keeps the
+// reserved CPUs unless strict-cpu-reservation takes them out of it.
 type static struct {
 	machine     layout
 	cpusPerCore int
@@ -83,9 +83,12 @@ func (p *static) take(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
 }
 
 // start checks a restored state against the machine and the reservation, or fills an empty
-// one (every CPU shared).
+// one (every CPU shared, but for the reserved ones under strict-cpu-reservation).
 func (p *static) start(s *state) error {
 	all := p.machine.cpus()
+	if p.opts.strictReservation {
+		all = all.Difference(p.reserved)
+	}
 	if s.defaultSet.IsEmpty() {
 		if len(s.assigned) != 0 {
 			return fmt.Errorf("default cpuset cannot be empty")
@@ -93,8 +96,8 @@ func (p *static) start(s *state) error {
 		s.defaultSet = all
 		return nil
 	}
-	if !p.reserved.IsSubsetOf(s.defaultSet) {
-		return fmt.Errorf("not all reserved cpus: %q are present in defaultCpuSet: %q", p.reserved.String(), s.defaultSet.String())
+	if err := p.checkReservedShared(s.defaultSet); err != nil {
+		return err
 	}
 	for pod, containers := range s.assigned {
 		for name, cpus := range containers {
@@ -105,6 +108,21 @@ func (p *static) start(s *state) error {
 	}
 	if known := s.defaultSet.Union(s.assigned.all()); !known.Equals(all) {
 		return fmt.Errorf("current set of available CPUs %q doesn't match with CPUs in state %q", all.String(), known.String())
+	}
+	return nil
+}
+
+// checkReservedShared refuses a restored shared pool that lacks a reserved CPU, or under
+// strict-cpu-reservation one that has any, as upstream.
+func (p *static) checkReservedShared(defaultSet cpuset.CPUSet) error {
+	if p.opts.strictReservation {
+		if shared := p.reserved.Intersection(defaultSet); !shared.IsEmpty() {
+			return fmt.Errorf("some of strictly reserved cpus: %q are present in defaultCpuSet: %q", shared.String(), defaultSet.String())
+		}
+		return nil
+	}
+	if !p.reserved.IsSubsetOf(defaultSet) {
+		return fmt.Errorf("not all reserved cpus: %q are present in defaultCpuSet: %q", p.reserved.String(), defaultSet.String())
 	}
 	return nil
 }
