@@ -112,12 +112,23 @@ prepare() {
 	hack/images.sh conformance push
 }
 
+# busy_runs lists the `make test`, e2e or bench runs using the control plane. A flock still
+# waiting to start one is not a run: it waits on a lock this run may hold, and waiting for
+# it would never end.
+busy_runs() {
+	local pid
+	for pid in $(pgrep -f "$BUSY_PATTERN"); do
+		[[ $(cat "/proc/$pid/comm" 2>/dev/null) != flock ]] || continue
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-100
+	done
+}
+
 # wait_quiet waits until no `make test`, e2e or bench run uses the control plane.
 wait_quiet() {
-	local said=
+	local said= runs
 	[[ ${NO_WAIT_QUIET:-} != 1 ]] || return 0
-	while pgrep -f "$BUSY_PATTERN" >/dev/null; do
-		[[ -n $said ]] || say "waiting for other runs on the control plane to finish: $(pgrep -af "$BUSY_PATTERN" | head -n 3 | cut -c1-100 | tr '\n' ';')"
+	while runs=$(busy_runs) && [[ -n $runs ]]; do
+		[[ -n $said ]] || say "waiting for other runs on the control plane to finish: $(head -n 3 <<<"$runs" | tr '\n' ';')"
 		said=1
 		sleep 30
 	done
