@@ -451,7 +451,6 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, sourcesReady)
-	n.trackDevicePods(workers, relister, sourcesReady)
 	n.startMemorySweep(workers, sourcesReady)
 	if err := n.startEviction(workers); err != nil {
 		return err
@@ -477,11 +476,13 @@ func (n *agent) buildNode(ctx context.Context) error {
 	}
 	n.wireResize(queue, workers, admit, sourcesReady)
 	loop := syncloop.New(loopCfg)
+	podsSynced := n.podsSynced(loop)
+	n.trackDevicePods(ctx, workers, relister, podsSynced)
 	if n.cluster != nil {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
 	n.startCSIRegistrar() // after the node controller: it is told of the registrar's Node patches
-	if err := n.startPodResources(); err != nil {
+	if err := n.startPodResources(podsSynced); err != nil {
 		return err
 	}
 	if n.shutdown != nil {

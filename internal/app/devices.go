@@ -39,13 +39,16 @@ func startDevicePlugins(comps *components, rootDir string, machine *topology.Mac
 }
 
 // trackDevicePods lets the device manager free the devices of pods that are neither active
-// nor running containers, once every pod source has been seen (until then, after a restart,
-// the checkpointed assignments all stand). Running pods count because the pods of a source's
-// first snapshot are admitted one by one: one not admitted yet still holds its devices.
-func (n *agent) trackDevicePods(workers *podworkers.PodWorkers, relister *pleg.PLEG, sourcesReady func() bool) {
+// nor running containers, once the loop has handled every pod source's first snapshot (until
+// then, after a restart, the checkpointed assignments all stand). Running pods count because
+// a pod's containers may outlive it. It also tells the manager which containers ran when
+// nodelet started: those keep their devices at readmission even before their plugin
+// registers again, as upstream.
+func (n *agent) trackDevicePods(ctx context.Context, workers *podworkers.PodWorkers, relister *pleg.PLEG, podsSynced func() bool) {
 	if n.devices == nil {
 		return
 	}
+	n.devices.RunningAtStart(n.runningContainers(ctx))
 	n.devices.TrackPods(func() []types.UID {
 		var uids []types.UID
 		for _, p := range n.activePods(workers) {
@@ -60,8 +63,27 @@ func (n *agent) trackDevicePods(workers *podworkers.PodWorkers, relister *pleg.P
 		return uids
 	}, func() bool {
 		_, listed := relister.RunningPods()
-		return sourcesReady() && !listed.IsZero() // the runtime's pods are known too
+		return podsSynced() && !listed.IsZero() // the runtime's pods are known too
 	})
+}
+
+// runningContainers lists the runtime's running containers by pod UID. A runtime that does
+// not answer leaves it empty (every restored assignment is then checked as on a node reboot),
+// as upstream.
+func (n *agent) runningContainers(ctx context.Context) map[types.UID][]string {
+	pods, err := n.runtime.GetPods(ctx, false)
+	if err != nil {
+		klog.ErrorS(err, "Listing the running containers for the device manager")
+	}
+	out := map[types.UID][]string{}
+	for _, p := range pods {
+		for _, c := range p.Containers {
+			if c.State == container.StateRunning {
+				out[p.UID] = append(out[p.UID], c.Name)
+			}
+		}
+	}
+	return out
 }
 
 // admissionDevices keeps a missing device plugin manager a nil interface.

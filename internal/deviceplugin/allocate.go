@@ -55,6 +55,15 @@ func (m *Manager) TrackPods(inUse func() []types.UID, sourcesReady func() bool) 
 	m.tracked = podTracker{inUse: inUse, sourcesReady: sourcesReady}
 }
 
+// RunningAtStart records the containers (pod UID → container names) the runtime was running
+// when nodelet started. Until every pod source has been handled, such a container keeps the
+// devices it holds even if their plugin has not registered again since the restart.
+func (m *Manager) RunningAtStart(running map[types.UID][]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runningAtStart = running
+}
+
 // Allocate sets devices aside for container c of pod, within affinity's NUMA nodes as far as
 // they go (a zero mask: anywhere), and has the plugins prepare them. It is the topology
 // manager's HintProvider call, made for every container in order, init containers first. A
@@ -76,12 +85,12 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topology.Hint)
 // dropped, and pods no longer active free their devices.
 func (m *Manager) beginAdmission(uid types.UID) {
 	var active []types.UID
-	m.mu.Lock()
-	tracked := m.tracked
-	m.mu.Unlock()
-	ready := tracked.sourcesReady != nil && tracked.sourcesReady()
+	ready := m.sourcesReady()
 	if ready {
-		active = tracked.inUse()
+		m.mu.Lock()
+		inUse := m.tracked.inUse
+		m.mu.Unlock()
+		active = inUse()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -161,8 +170,9 @@ func (m *Manager) allocateContainer(ctx context.Context, uid types.UID, c *v1.Co
 // allocateResource gives container n devices of resource name, unless it holds them already,
 // and calls the plugin's Allocate for them.
 func (m *Manager) allocateResource(ctx context.Context, uid types.UID, container, name string, n int, affinity topology.Mask) error {
+	settling := !m.sourcesReady()
 	m.mu.Lock()
-	cs, p, err := m.candidates(uid, container, name, n, affinity)
+	cs, p, err := m.candidates(uid, container, name, n, affinity, settling)
 	m.mu.Unlock()
 	if err != nil || cs == nil {
 		return err
@@ -196,18 +206,21 @@ func (m *Manager) allocateResource(ctx context.Context, uid types.UID, container
 }
 
 // candidates returns the devices container may be given of resource name, or nil when it holds
-// n already. Called with m.mu held.
-func (m *Manager) candidates(uid types.UID, container, name string, n int, affinity topology.Mask) (*candidates, *plugin, error) {
+// n already. settling: the pod sources have not all been handled since nodelet started. Called
+// with m.mu held.
+func (m *Manager) candidates(uid types.UID, container, name string, n int, affinity topology.Mask, settling bool) (*candidates, *plugin, error) {
 	held := m.pods[uid][container].held(name)
-	if len(held) == n {
-		return nil, nil, nil
-	}
-	if len(held) > 0 {
+	if len(held) > 0 && len(held) != n {
 		return nil, nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", uid, container, name, len(held), n)
 	}
+	if len(held) == n && settling && slices.Contains(m.runningAtStart[uid], container) {
+		// A nodelet restart: the container keeps its devices whatever their plugin has
+		// reported so far (it may not have registered again yet), as upstream.
+		return nil, nil, nil
+	}
 	r := m.resources[name]
-	if r == nil {
-		return nil, nil, fmt.Errorf("cannot allocate unregistered device %s", name)
+	if err := usable(r, name, held); err != nil || len(held) == n {
+		return nil, nil, err
 	}
 	cs := &candidates{required: n}
 	if m.admission.pod == uid {
@@ -229,6 +242,34 @@ func (m *Manager) candidates(uid types.UID, container, name string, n int, affin
 		p = r.plugin
 	}
 	return cs, p, nil
+}
+
+// sourcesReady reports whether every pod source has been handled (false until TrackPods).
+func (m *Manager) sourcesReady() bool {
+	m.mu.Lock()
+	ready := m.tracked.sourcesReady
+	m.mu.Unlock()
+	return ready != nil && ready()
+}
+
+// usable refuses devices of resource name (r: nil when never registered) when none is healthy
+// or when one the container holds is not, in upstream's order and words: these are checked
+// before the count, so a pod admitted before its plugin registered again (a node reboot) is
+// told why.
+func usable(r *pluginResource, name string, held []string) error {
+	if r == nil {
+		return fmt.Errorf("cannot allocate unregistered device %s", name)
+	}
+	healthy := r.healthy()
+	if len(healthy) == 0 {
+		return fmt.Errorf("no healthy devices present; cannot allocate unhealthy devices %s", name)
+	}
+	for _, id := range held {
+		if !healthy[id] {
+			return fmt.Errorf("previously allocated devices are no longer healthy; cannot allocate unhealthy devices %s", name)
+		}
+	}
+	return nil
 }
 
 // perNUMA files ids under their devices' NUMA nodes, as the checkpoint keeps them. Called with

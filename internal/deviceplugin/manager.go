@@ -69,9 +69,11 @@ type Manager struct {
 	pods      map[types.UID]map[string]*containerDevices // pod → container name → devices
 	admission admission                                  // the pod being admitted
 	tracked   podTracker                                 // which pods still hold devices
-	server    *grpc.Server
-	listener  net.Listener
-	streams   sync.WaitGroup // the plugins' ListAndWatch streams (follow)
+	// runningAtStart: pod UID → containers the runtime ran when nodelet started (RunningAtStart)
+	runningAtStart map[types.UID][]string
+	server         *grpc.Server
+	listener       net.Listener
+	streams        sync.WaitGroup // the plugins' ListAndWatch streams (follow)
 }
 
 // pluginResource is one extended resource and the plugin serving it. Entries are never deleted:

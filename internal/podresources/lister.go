@@ -3,6 +3,10 @@ package podresources
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	v1 "k8s.io/api/core/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
@@ -23,15 +27,33 @@ var _ podresourcesv1.PodResourcesListerServer = (*lister)(nil)
 
 // List reports every pod the node holds (terminated ones too, until they are removed, as
 // upstream v1.33) with what each of its containers was given.
-func (l *lister) List(_ context.Context, _ *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+func (l *lister) List(ctx context.Context, _ *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
 	requestsTotal.WithLabelValues(apiVersion).Inc()
 	requestsList.WithLabelValues(apiVersion).Inc()
+	if err := waitForPods(ctx, l.opts.PodsSynced); err != nil {
+		return nil, err
+	}
 	pods := l.opts.Pods.Pods()
 	out := make([]*podresourcesv1.PodResources, 0, len(pods))
 	for _, pod := range pods {
 		out = append(out, l.podResources(pod))
 	}
 	return &podresourcesv1.ListPodResourcesResponse{PodResources: out}, nil
+}
+
+// podsSyncPoll is how often a request waiting for the pods checks again.
+const podsSyncPoll = 50 * time.Millisecond
+
+// waitForPods returns once synced holds (nil: at once), or Unavailable when ctx ends first.
+func waitForPods(ctx context.Context, synced func() bool) error {
+	for synced != nil && !synced() {
+		select {
+		case <-ctx.Done():
+			return status.Error(codes.Unavailable, "the pods of the node are not known yet")
+		case <-time.After(podsSyncPoll):
+		}
+	}
+	return nil
 }
 
 // GetAllocatableResources reports what the managers can give out: the node's capacity for
@@ -54,12 +76,15 @@ func (l *lister) GetAllocatableResources(_ context.Context, _ *podresourcesv1.Al
 
 // Get reports one pod, by namespace and name, when the KubeletPodResourcesGet gate is on.
 // The error texts are upstream's: clients match them.
-func (l *lister) Get(_ context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {
+func (l *lister) Get(ctx context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {
 	requestsTotal.WithLabelValues(apiVersion).Inc()
 	requestsGet.WithLabelValues(apiVersion).Inc()
 	if !l.opts.GetEnabled {
 		errorsGet.WithLabelValues(apiVersion).Inc()
 		return nil, fmt.Errorf("PodResources API Get method disabled")
+	}
+	if err := waitForPods(ctx, l.opts.PodsSynced); err != nil {
+		return nil, err
 	}
 	pod, ok := l.opts.Pods.GetByName(req.PodNamespace, req.PodName)
 	if !ok {

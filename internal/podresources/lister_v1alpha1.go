@@ -15,8 +15,11 @@ type alphaLister struct {
 
 var _ v1alpha1.PodResourcesListerServer = (*alphaLister)(nil)
 
-func (l *alphaLister) List(_ context.Context, _ *v1alpha1.ListPodResourcesRequest) (*v1alpha1.ListPodResourcesResponse, error) {
+func (l *alphaLister) List(ctx context.Context, _ *v1alpha1.ListPodResourcesRequest) (*v1alpha1.ListPodResourcesResponse, error) {
 	requestsTotal.WithLabelValues("v1alpha1").Inc()
+	if err := waitForPods(ctx, l.opts.PodsSynced); err != nil {
+		return nil, err
+	}
 	pods := l.opts.Pods.Pods()
 	out := make([]*v1alpha1.PodResources, 0, len(pods))
 	for _, pod := range pods {

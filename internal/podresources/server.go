@@ -77,6 +77,10 @@ type Options struct {
 	CPUs    CPUs
 	Memory  Memory
 	Devices Devices
+	// PodsSynced reports whether Pods holds every pod the pod sources had when nodelet started.
+	// List and Get wait for it (within the request's deadline), so a client asking right after
+	// a restart is not told the node runs no pods. Nil: Pods is always complete.
+	PodsSynced func() bool
 	// GetEnabled is upstream's KubeletPodResourcesGet feature gate: without it Get refuses.
 	GetEnabled bool
 	// Limiter bounds the requests the whole service answers; nil: DefaultQPS with DefaultBurst.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -402,5 +403,26 @@ func assertPods(t *testing.T, got, want []*podresourcesv1.PodResources) {
 		if !sameMessage(t, got[i], want[i]) {
 			t.Errorf("pod %d:\n got %v\nwant %v", i, got[i], want[i])
 		}
+	}
+}
+
+// Right after a restart the pod manager is still being filled: List waits for it rather than
+// report no pods, while GetAllocatableResources answers at once.
+func TestListWaitsUntilThePodsAreKnown(t *testing.T) {
+	var synced atomic.Bool
+	client := startServer(t, Options{PodsSynced: synced.Load,
+		Pods: fakePods{testPod("default", "web", "uid-web", nil, "app")}})
+	if _, err := client.GetAllocatableResources(callCtx(t), &podresourcesv1.AllocatableResourcesRequest{}); err != nil {
+		t.Fatalf("GetAllocatableResources before the pods are known: %v", err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if resp, err := client.List(short, &podresourcesv1.ListPodResourcesRequest{}); status.Code(err) != codes.Unavailable && status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("List before the pods are known: %v, %v; want it to wait", resp, err)
+	}
+	time.AfterFunc(200*time.Millisecond, func() { synced.Store(true) })
+	resp, err := client.List(callCtx(t), &podresourcesv1.ListPodResourcesRequest{})
+	if err != nil || len(resp.PodResources) != 1 || resp.PodResources[0].Name != "web" {
+		t.Fatalf("List once the pods are known: %v, %v", resp, err)
 	}
 }

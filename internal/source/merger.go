@@ -21,14 +21,16 @@ type Merger struct {
 	sources map[string]*sourcePods
 	queue   []PodUpdate   // updates not yet taken by the consumer, in order
 	wake    chan struct{} // signals the delivery loop that queue grew or a source was added
+	seq     uint64        // Seq of the last update queued
 	updates chan PodUpdate
 }
 
 // sourcePods is what the merger knows about one source.
 type sourcePods struct {
 	in      chan []*v1.Pod
-	reading bool // Run reads in
-	seen    bool // delivered at least one snapshot
+	reading bool   // Run reads in
+	seen    bool   // delivered at least one snapshot
+	seenSeq uint64 // Seq of the last update queued once its first snapshot was merged
 	pods    map[types.UID]*v1.Pod
 	order   []types.UID // snapshot order, so updates list pods deterministically
 	// refused are the UIDs of the last snapshot's pods dropped as unsafe, logged once.
@@ -73,6 +75,22 @@ func (m *Merger) SeenAllSources(expected ...string) bool {
 		}
 	}
 	return true
+}
+
+// SyncedThrough returns the Seq a consumer must have handled to know the first snapshot of
+// every named source, and whether each has sent one yet.
+func (m *Merger) SyncedThrough(expected ...string) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var through uint64
+	for _, name := range expected {
+		st, ok := m.sources[name]
+		if !ok || !st.seen {
+			return 0, false
+		}
+		through = max(through, st.seenSeq)
+	}
+	return through, true
 }
 
 // Run merges snapshots and delivers updates until ctx is done; it returns once every source's
@@ -152,6 +170,7 @@ func (m *Merger) merge(source string, snapshot []*v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.sources[source]
+	first := !st.seen
 	st.seen = true
 	pods, order := m.accept(source, st, snapshot)
 
@@ -180,10 +199,14 @@ func (m *Merger) merge(source string, snapshot []*v1.Pod) {
 	queued := false
 	for _, op := range []Op{REMOVE, ADD, UPDATE, DELETE, RECONCILE} {
 		if len(groups[op]) > 0 {
-			m.queue = append(m.queue, PodUpdate{Op: op, Source: source, Pods: groups[op]})
+			m.seq++
+			m.queue = append(m.queue, PodUpdate{Op: op, Source: source, Pods: groups[op], Seq: m.seq})
 			klog.V(3).InfoS("Pod update", "op", op, "source", source, "pods", len(groups[op]))
 			queued = true
 		}
+	}
+	if first {
+		st.seenSeq = m.seq
 	}
 	if queued {
 		m.signal()

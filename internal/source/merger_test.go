@@ -237,6 +237,34 @@ func TestMergerSeenAllSources(t *testing.T) {
 	}
 }
 
+// SyncedThrough names the update after which a consumer knows every source's first snapshot:
+// an empty snapshot queues nothing and so adds nothing to wait for.
+func TestMergerSyncedThrough(t *testing.T) {
+	m := runMerger(t)
+	file, api := m.Channel(podutil.FileSource), m.Channel(podutil.APISource)
+	if _, ok := m.SyncedThrough(podutil.FileSource, podutil.APISource); ok {
+		t.Fatal("synced before any snapshot")
+	}
+	send(t, api, apiPod("a"), apiPod("b"))
+	add := expectUpdate(t, m, ADD, podutil.APISource, "a", "b")
+	if _, ok := m.SyncedThrough(podutil.FileSource, podutil.APISource); ok {
+		t.Fatal("synced before the file source sent")
+	}
+	send(t, file)
+	testutil.Eventually(t, "the file source seen", func() bool { return m.SeenAllSources(podutil.FileSource) })
+	through, ok := m.SyncedThrough(podutil.FileSource, podutil.APISource)
+	if !ok || add.Seq == 0 || through != add.Seq {
+		t.Errorf("synced through %d (%v), want the first snapshot's update %d", through, ok, add.Seq)
+	}
+	send(t, api, apiPod("a"))
+	if rm := expectUpdate(t, m, REMOVE, podutil.APISource, "b"); rm.Seq != add.Seq+1 {
+		t.Errorf("next update numbered %d, want %d", rm.Seq, add.Seq+1)
+	}
+	if again, _ := m.SyncedThrough(podutil.FileSource, podutil.APISource); again != through {
+		t.Errorf("later updates moved the first sync from %d to %d", through, again)
+	}
+}
+
 // An API pod at an unchanged resourceVersion is the same object: the merger keeps what it has
 // without comparing (a stale copy with other content changes nothing), and a new version is
 // compared as always. A file pod's version means nothing and is never trusted.

@@ -29,4 +29,6 @@ type PodUpdate struct {
 	Op     Op
 	Source string
 	Pods   []*v1.Pod
+	// Seq numbers the merged stream's updates from 1, in delivery order.
+	Seq uint64
 }

@@ -72,7 +72,8 @@ type Config struct {
 // Loop is the sync loop. Create with New, start with Run.
 type Loop struct {
 	cfg        Config
-	lastActive atomic.Int64 // unix nanos of the last iteration
+	lastActive atomic.Int64  // unix nanos of the last iteration
+	handled    atomic.Uint64 // Seq of the last pod update handled
 }
 
 // New returns a loop over cfg.
@@ -119,6 +120,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			return nil
 		case u := <-l.cfg.Updates:
 			l.handleUpdate(u)
+			l.handled.Store(u.Seq)
 		case ev := <-l.cfg.Events:
 			l.handleEvent(ev)
 		case uid := <-l.cfg.ProbeUpdates:
@@ -135,6 +137,10 @@ func (l *Loop) Run(ctx context.Context) error {
 		l.lastActive.Store(time.Now().UnixNano())
 	}
 }
+
+// Handled returns the Seq of the last pod update the loop has handled: every pod it carried is
+// in the pod manager (admitted or refused).
+func (l *Loop) Handled() uint64 { return l.handled.Load() }
 
 func (l *Loop) handleUpdate(u source.PodUpdate) {
 	klog.V(2).InfoS("Pod update", "op", u.Op.String(), "source", u.Source, "pods", klog.KObjSlice(u.Pods))

@@ -16,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 type fakeWorkers struct {
@@ -187,5 +188,20 @@ func TestContainerDeathsReachContainerGC(t *testing.T) {
 	}
 	if fmt.Sprint(died) != "[a/c1 b/c2]" {
 		t.Errorf("container GC heard of %v, want the two deaths [a/c1 b/c2]", died)
+	}
+}
+
+func TestHandledFollowsTheUpdatesTaken(t *testing.T) {
+	l, _, _ := newLoop(nil, time.Now())
+	updates := make(chan source.PodUpdate)
+	l.cfg.Updates = updates
+	testutil.Start(t, l.Run)
+	if l.Handled() != 0 {
+		t.Fatalf("handled %d before any update", l.Handled())
+	}
+	updates <- source.PodUpdate{Op: source.ADD, Pods: []*v1.Pod{mkPod("a", time.Now())}, Seq: 7}
+	testutil.Eventually(t, "update 7 handled", func() bool { return l.Handled() == 7 })
+	if _, ok := l.cfg.Pods.Get("a"); !ok {
+		t.Error("handled before its pod reached the pod manager")
 	}
 }
