@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"k8s.io/utils/cpuset"
 
@@ -44,14 +45,21 @@ func (l *lister) List(ctx context.Context, _ *podresourcesv1.ListPodResourcesReq
 // podsSyncPoll is how often a request waiting for the pods checks again.
 const podsSyncPoll = 50 * time.Millisecond
 
-// waitForPods returns once synced holds (nil: at once), or Unavailable when ctx ends first.
+// podsSyncWait bounds that wait: past it the answer holds the pods known so far, as upstream's
+// always does, so an API server that is down at start does not hang monitoring agents.
+var podsSyncWait = 10 * time.Second
+
+// waitForPods returns once synced holds (nil: at once) or podsSyncWait has passed, or
+// Unavailable when ctx ends first.
 func waitForPods(ctx context.Context, synced func() bool) error {
-	for synced != nil && !synced() {
-		select {
-		case <-ctx.Done():
-			return status.Error(codes.Unavailable, "the pods of the node are not known yet")
-		case <-time.After(podsSyncPoll):
-		}
+	if synced == nil || synced() {
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(ctx, podsSyncPoll, podsSyncWait, false, func(context.Context) (bool, error) {
+		return synced(), nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return status.Error(codes.Unavailable, "the pods of the node are not known yet")
 	}
 	return nil
 }

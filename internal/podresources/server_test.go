@@ -426,3 +426,20 @@ func TestListWaitsUntilThePodsAreKnown(t *testing.T) {
 		t.Fatalf("List once the pods are known: %v, %v", resp, err)
 	}
 }
+
+// The wait is bounded: pods that never become known (an API server down at start) get an
+// answer with the pods known so far once podsSyncWait has passed, not an endless wait.
+func TestListAnswersWithWhatItKnowsAfterTheWait(t *testing.T) {
+	defer func(was time.Duration) { podsSyncWait = was }(podsSyncWait)
+	podsSyncWait = 200 * time.Millisecond
+	client := startServer(t, Options{PodsSynced: func() bool { return false },
+		Pods: fakePods{testPod("default", "web", "uid-web", nil, "app")}})
+	start := time.Now()
+	resp, err := client.List(callCtx(t), &podresourcesv1.ListPodResourcesRequest{})
+	if err != nil || len(resp.PodResources) != 1 {
+		t.Fatalf("List after the bounded wait: %v, %v; want the known pod", resp, err)
+	}
+	if waited := time.Since(start); waited < podsSyncWait {
+		t.Errorf("List answered after %s, before the pods could be known (wait %s)", waited, podsSyncWait)
+	}
+}
