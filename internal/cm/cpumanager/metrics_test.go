@@ -1,6 +1,7 @@
 package cpumanager
 
 import (
+	"strconv"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -77,7 +78,7 @@ func checkPools(t *testing.T, when string, shared, exclusive float64, byNUMA ...
 		t.Errorf("%s: %s = %v, want %v", when, exclusiveCount, got, exclusive)
 	}
 	for id, want := range byNUMA {
-		if got := value(t, perNUMA, numa(string(rune('0'+id)))); got != want {
+		if got := value(t, perNUMA, numa(strconv.Itoa(id))); got != want {
 			t.Errorf("%s: %s{numa_node=%d} = %v, want %v", when, perNUMA, id, got, want)
 		}
 	}
