@@ -4,49 +4,14 @@ import (
 	"strconv"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/metrics/metricstest"
 )
-
-// metricValue reads one sample from nodelet's registry: the series of name whose labels
-// include want; ok is false when there is none.
-func metricValue(t *testing.T, name string, want map[string]string) (value float64, ok bool) {
-	t.Helper()
-	families, err := metrics.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m, want) {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	got := map[string]string{}
-	for _, l := range m.GetLabel() {
-		got[l.GetName()] = l.GetValue()
-	}
-	for k, v := range want {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
-}
 
 func value(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	v, ok := metricValue(t, name, labels)
+	v, ok := metricstest.Value(t, name, labels)
 	if !ok {
 		t.Fatalf("no %s%v in the registry", name, labels)
 	}
@@ -89,11 +54,11 @@ func TestMetricsAtStart(t *testing.T) {
 	// CPU 0 is reserved: the shared pool counts only CPU 1, as upstream's does.
 	checkPools(t, "at start", 1000, 0, 0)
 	for _, b := range []string{metrics.AlignedPhysicalCPU, metrics.AlignedUncoreCache} {
-		if _, ok := metricValue(t, aligned, boundary(b)); !ok {
+		if _, ok := metricstest.Value(t, aligned, boundary(b)); !ok {
 			t.Errorf("no %s{boundary=%s} at start", aligned, b)
 		}
 	}
-	if _, ok := metricValue(t, alignFailed, boundary(metrics.AlignedPhysicalCPU)); !ok {
+	if _, ok := metricstest.Value(t, alignFailed, boundary(metrics.AlignedPhysicalCPU)); !ok {
 		t.Errorf("no %s{boundary=physical_cpu} at start", alignFailed)
 	}
 }
