@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/cri/fakecri"
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/metrics/metricstest"
 )
 
 func TestOperationNamesAreTheKubelets(t *testing.T) {
@@ -53,21 +53,6 @@ func TestDialledCallsAreCountedWithTheirErrors(t *testing.T) {
 // counter reads the counter name{operation_type=op} from nodelet's registry (0 if absent).
 func counter(t *testing.T, name, op string) float64 {
 	t.Helper()
-	families, err := metrics.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "operation_type" && l.GetValue() == op {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := metricstest.Value(t, name, map[string]string{"operation_type": op})
+	return v
 }

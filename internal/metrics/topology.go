@@ -14,6 +14,7 @@ const (
 	AlignScopePod       = "pod"
 	AlignedNUMANode     = "numa_node"
 	AlignedPhysicalCPU  = "physical_cpu"
+	AlignedUncoreCache  = "uncore_cache"
 )
 
 var (
@@ -46,7 +47,8 @@ var (
 func registerResourceManagers() {
 	resourceManagersOnce.Do(func() {
 		Registry().MustRegister(topologyAdmissions, topologyAdmissionErrors, topologyAdmissionDuration,
-			alignedComputeResources, alignedComputeResourcesFailures)
+			alignedComputeResources, alignedComputeResourcesFailures,
+			cpuPinningRequests, cpuPinningErrors, cpuSharedPoolMillicores, cpuExclusiveCount, cpuAllocationPerNUMA)
 	})
 }
 

@@ -99,6 +99,7 @@ systemReserved: {cpu: 500m}
 	waitCPUsAllowed(t, shared.Id, "0")
 	checkState(t, n.rootDir, "0", "1")
 	checkPodResourcesCPUs(t, n.rootDir)
+	checkCPUMetrics(t, port, 1)
 
 	n.stop(syscall.SIGTERM)
 	n.start()
@@ -116,6 +117,7 @@ systemReserved: {cpu: 500m}
 		t.Errorf("after the restart the BestEffort container runs on %q, want 0", got)
 	}
 	checkState(t, n.rootDir, "0", "1")
+	checkCPUMetrics(t, port, 0) // restored: the pools from the state, before any new pinning
 
 	n.writeManifest("refused.yaml", cpuPod("refused", "1"))
 	var p *v1.Pod
@@ -180,6 +182,38 @@ func checkPodResourcesCPUs(t *testing.T, rootDir string) {
 	alloc, err := client.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{})
 	if err != nil || fmt.Sprint(alloc.GetCpuIds()) != "[1]" {
 		t.Errorf("pod-resources allocatable CPUs %v (%v), want [1]", alloc.GetCpuIds(), err)
+	}
+}
+
+// checkCPUMetrics reads /metrics with CPU 1 held exclusively and CPU 0 reserved: an empty
+// shared pool (upstream does not count reserved CPUs in it), one exclusive CPU, and at least
+// minRequests pinning requests.
+func checkCPUMetrics(t *testing.T, port int, minRequests float64) {
+	t.Helper()
+	text := metricsText(t, port, "/metrics")
+	sample := func(name string) float64 {
+		for _, line := range strings.Split(text, "\n") {
+			if value, ok := strings.CutPrefix(line, name+" "); ok {
+				var v float64
+				if _, err := fmt.Sscan(value, &v); err == nil {
+					return v
+				}
+			}
+		}
+		t.Errorf("/metrics lacks %s", name)
+		return -1
+	}
+	if got := sample("kubelet_cpu_manager_pinning_requests_total"); got < minRequests {
+		t.Errorf("kubelet_cpu_manager_pinning_requests_total %v, want at least %v", got, minRequests)
+	}
+	if got := sample("kubelet_cpu_manager_shared_pool_size_millicores"); got != 0 {
+		t.Errorf("kubelet_cpu_manager_shared_pool_size_millicores %v, want 0 (CPU 0 reserved, CPU 1 pinned)", got)
+	}
+	if got := sample("kubelet_cpu_manager_exclusive_cpu_allocation_count"); got != 1 {
+		t.Errorf("kubelet_cpu_manager_exclusive_cpu_allocation_count %v, want 1", got)
+	}
+	if !strings.Contains(text, `kubelet_cpu_manager_allocation_per_numa{numa_node="0"} 1`) {
+		t.Errorf("/metrics lacks kubelet_cpu_manager_allocation_per_numa{numa_node=\"0\"} 1")
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // Options configure a Manager.
@@ -90,6 +91,8 @@ func New(opts Options) (*Manager, error) {
 		if err := m.save(); err != nil {
 			return nil, err
 		}
+		metrics.InitCPUManager()
+		m.publishPools()
 	}
 	klog.InfoS("CPU manager started", "policy", opts.Policy, "defaultCPUSet", m.state.defaultSet.String())
 	return m, nil
@@ -143,6 +146,7 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topology.Hint)
 	if _, has := m.state.assigned.get(string(pod.UID), c.Name); had || !has {
 		return nil
 	}
+	m.publishPools()
 	return m.save()
 }
 
@@ -164,6 +168,7 @@ func (m *Manager) releasePod(uid string) {
 	for name := range containers {
 		m.static.release(&m.state, uid, name)
 	}
+	m.publishPools()
 	delete(m.applied, uid)
 	if err := m.save(); err != nil {
 		klog.ErrorS(err, "Failed to store CPU manager state", "podUID", uid)

@@ -127,6 +127,7 @@ func (m *Manager) removeStale(active []*v1.Pod) {
 		}
 	}
 	if changed {
+		m.publishPools()
 		if err := m.save(); err != nil {
 			klog.ErrorS(err, "Failed to store CPU manager state")
 		}

@@ -135,11 +135,12 @@ func (p *static) allocatable() cpuset.CPUSet { return p.machine.cpus().Differenc
 
 // allocate gives c its exclusive CPUs, on the NUMA nodes of affinity first (zero: anywhere).
 // A container that already has CPUs (a restart of nodelet, or a second admission) keeps them.
-func (p *static) allocate(s *state, pod *v1.Pod, c *v1.Container, affinity topology.Mask) error {
+func (p *static) allocate(s *state, pod *v1.Pod, c *v1.Container, affinity topology.Mask) (err error) {
 	n := p.guaranteedCPUs(pod, c)
 	if n == 0 {
 		return nil
 	}
+	defer func() { p.countPinning(err) }()
 	uid := string(pod.UID)
 	if cpus, ok := s.assigned.get(uid, c.Name); ok {
 		p.updateReuse(pod, c, cpus)
@@ -154,6 +155,7 @@ func (p *static) allocate(s *state, pod *v1.Pod, c *v1.Container, affinity topol
 	}
 	s.assigned.set(uid, c.Name, cpus)
 	p.updateReuse(pod, c, cpus)
+	p.countUncoreAlignment(cpus)
 	klog.V(2).InfoS("Allocated exclusive CPUs", "pod", klog.KObj(pod), "containerName", c.Name, "cpuset", cpus.String())
 	return nil
 }

@@ -3,36 +3,14 @@ package topologymanager
 import (
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/metrics/metricstest"
 )
 
 // metricValue sums a counter's (or a histogram's sample count's) series whose labels hold want.
 func metricValue(t *testing.T, name string, want map[string]string) float64 {
 	t.Helper()
-	families, err := metrics.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			if m.Histogram != nil {
-				sum += float64(m.GetHistogram().GetSampleCount())
-			} else {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	v, _ := metricstest.Value(t, name, want)
+	return v
 }
 
 func TestAdmissionMetrics(t *testing.T) {
