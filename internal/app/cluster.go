@@ -160,9 +160,9 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 	}
 	deps := node.Deps{
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,
-		Runtime: a.runtime, Images: a.images, Health: health, VolumesInUse: a.volumes.VolumesInUse,
-		RuntimeFeatures:     a.features.NodeStatus,
-		VolumesInUseChanged: a.volumes.InUseChanges(),
+		Runtime: a.runtime, Images: a.images, Health: health, RuntimeFeatures: a.features.NodeStatus,
+		VolumesInUse: a.volumes.VolumesInUse, VolumesInUseChanged: a.volumes.InUseChanges(),
+		VolumesReportedInUse: a.volumes.MarkReportedInUse,
 	}
 	if a.devices != nil {
 		deps.Devices, deps.DevicesChanged = a.devices.Resources, a.devices.Changes()

@@ -30,12 +30,7 @@ func (n *agent) newVolumes() *volumes.Manager {
 	if n.cluster != nil && n.cfg.EnableControllerAttachDetach {
 		// As upstream: the attach/detach controller's volumes are mounted only once a node
 		// status update has listed them in volumesInUse (standalone has no Node to wait for).
-		opts.InUseReported = func() []v1.UniqueVolumeName {
-			if node := n.node(); node != nil {
-				return node.Status.VolumesInUse
-			}
-			return nil
-		}
+		opts.WaitReportedInUse = true
 	}
 	n.csi = csi.NewDrivers()
 	var csiAPI csi.API

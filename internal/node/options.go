@@ -97,6 +97,9 @@ type Deps struct {
 	// VolumesInUse lists the attachable volumes set up on the node or about to be (the
 	// volume manager); nil reports none.
 	VolumesInUse func() []v1.UniqueVolumeName
+	// VolumesReportedInUse takes the volumesInUse of each status the API server accepted
+	// (the volume manager sets a volume up only once it is listed there); nil drops it.
+	VolumesReportedInUse func([]v1.UniqueVolumeName)
 	// RuntimeFeatures returns status.runtimeHandlers and status.features (nil features leave
 	// the posted ones); nil reports neither.
 	RuntimeFeatures func() ([]v1.NodeRuntimeHandler, *v1.NodeFeatures)

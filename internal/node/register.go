@@ -42,7 +42,9 @@ type Controller struct {
 	registered bool
 
 	// Owned by the Run goroutine.
-	lastReport       time.Time
+	lastReport time.Time
+	// postedVolumes is the volumesInUse the API server last returned for the Node.
+	postedVolumes    []v1.UniqueVolumeName
 	runtimeVersion   string
 	announcePressure bool // announce pressure conditions even if unchanged (restart on an existing Node)
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,8 +50,14 @@ func (c *Controller) updateStatus(ctx context.Context) {
 // ReportFrequency passed since the last report. The first attempt may read from the API
 // server's cache; retries read the latest.
 func (c *Controller) tryUpdateStatus(ctx context.Context, attempt int) error {
+	var volumes []v1.UniqueVolumeName
+	if c.deps.VolumesInUse != nil {
+		volumes = c.deps.VolumesInUse()
+	}
 	get := metav1.GetOptions{}
-	if attempt == 0 {
+	// A cached Node may predate the last update; a changed volume list is diffed against the
+	// latest one, or the patch could leave out a name the volume manager waits for.
+	if attempt == 0 && slices.Equal(volumes, c.postedVolumes) {
 		get.ResourceVersion = "0"
 	}
 	old, err := c.deps.Heartbeat.CoreV1().Nodes().Get(ctx, c.opts.NodeName, get)
@@ -60,6 +67,9 @@ func (c *Controller) tryUpdateStatus(ctx context.Context, attempt int) error {
 	now := c.deps.Clock.Now()
 	desired := old.DeepCopy()
 	c.setStatus(ctx, desired, now)
+	if c.deps.VolumesInUse != nil {
+		desired.Status.VolumesInUse = volumes // the list the read above was chosen for
+	}
 	current := old
 	if statusChanged(old.Status, desired.Status) || now.Sub(c.lastReport) >= c.opts.ReportFrequency {
 		if current, err = patchStatus(ctx, c.deps.Heartbeat, old, desired); err != nil {
@@ -74,6 +84,10 @@ func (c *Controller) tryUpdateStatus(ctx context.Context, attempt int) error {
 		c.announcePressure = false
 	}
 	c.setNode(current)
+	c.postedVolumes = current.Status.VolumesInUse
+	if c.deps.VolumesReportedInUse != nil {
+		c.deps.VolumesReportedInUse(current.Status.VolumesInUse)
+	}
 	c.recordTransitions(before, current.Status.Conditions)
 	return nil
 }

@@ -30,38 +30,68 @@ const inUseTimeout = 2 * time.Minute
 // errNotReportedInUse is upstream's reason for not mounting an attachable volume yet.
 var errNotReportedInUse = errors.New("volume has not been added to the list of VolumesInUse in the node's volume status")
 
-// inUseTracker holds the attachable volumes that are to be set up but are not yet: the node
-// lists them from the moment nodelet decides to set them up (as upstream lists its desired
-// volumes) until they are torn down.
+// errNoLongerWanted ends the wait of a volume no pod wants any more: it is not set up.
+var errNoLongerWanted = errors.New("no pod wants the volume any more")
+
+// inUseTracker holds the attachable volumes that are to be set up: the node lists them from
+// the moment nodelet decides to set them up (as upstream lists its desired volumes) until
+// they are torn down. Each is set up only once a node status update that listed it has
+// reached the API server (upstream's reportedInUse): a read of the Node could be older than
+// an update in flight that drops the name.
 type inUseTracker struct {
 	mu      sync.Mutex
 	pending map[volumeKey]v1.UniqueVolumeName
-	// reported is the node's volumesInUse as last posted to or read from the API server;
-	// nil means there is no Node to wait for (standalone) or nodelet attaches itself.
-	reported func() []v1.UniqueVolumeName
-	changed  chan struct{} // a name was added: the node status should be posted
+	// reported holds the pending volumes the last posted node status listed.
+	reported map[volumeKey]bool
+	// wait is false when there is no Node to wait for (standalone) or nodelet attaches itself.
+	wait    bool
+	changed chan struct{} // a name was added: the node status should be posted
 }
 
-func newInUseTracker(reported func() []v1.UniqueVolumeName) *inUseTracker {
-	return &inUseTracker{pending: map[volumeKey]v1.UniqueVolumeName{}, reported: reported, changed: make(chan struct{}, 1)}
+func newInUseTracker(wait bool) *inUseTracker {
+	return &inUseTracker{pending: map[volumeKey]v1.UniqueVolumeName{}, reported: map[volumeKey]bool{},
+		wait: wait, changed: make(chan struct{}, 1)}
 }
 
 // InUseChanges fires when an attachable volume is about to be set up: the node status update
 // that lists it should not wait for its period.
 func (m *Manager) InUseChanges() <-chan struct{} { return m.inUse.changed }
 
+// MarkReportedInUse takes the volumesInUse of a node status the API server has just
+// accepted: the pending volumes it lists may be set up, the others wait for the next one.
+func (m *Manager) MarkReportedInUse(names []v1.UniqueVolumeName) {
+	t := m.inUse
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, name := range t.pending {
+		t.reported[k] = slices.Contains(names, name)
+	}
+}
+
 // add records k as pending under name; a new name asks for a node status update.
 func (t *inUseTracker) add(k volumeKey, name v1.UniqueVolumeName) {
 	t.mu.Lock()
-	old := t.pending[k]
+	old, known := t.pending[k]
 	t.pending[k] = name
+	if !known || old != name {
+		t.reported[k] = false
+	}
 	t.mu.Unlock()
-	if old != name {
+	if !known || old != name {
 		select {
 		case t.changed <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// isReported says whether a posted node status listed k since it was added, and whether k
+// is still pending at all.
+func (t *inUseTracker) isReported(k volumeKey) (reported, pending bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, pending = t.pending[k]
+	return t.reported[k], pending
 }
 
 // names lists the pending names.
@@ -82,6 +112,7 @@ func (t *inUseTracker) forget(keep func(volumeKey) bool) {
 	for k := range t.pending {
 		if !keep(k) {
 			delete(t.pending, k)
+			delete(t.reported, k)
 		}
 	}
 }
@@ -98,19 +129,27 @@ func (m *Manager) awaitReportedInUse(ctx context.Context, pod *v1.Pod, k volumeK
 		return err
 	}
 	m.inUse.add(k, name)
-	if m.inUse.reported == nil || slices.Contains(m.inUse.reported(), name) {
+	if !m.inUse.wait {
+		return nil
+	}
+	if reported, _ := m.inUse.isReported(k); reported {
 		return nil
 	}
 	klog.V(3).InfoS("Waiting for the node status to list the volume in volumesInUse", "pod", klog.KObj(pod), "volume", k.name, "uniqueName", name)
 	ctx, cancel := context.WithTimeout(ctx, inUseTimeout)
 	defer cancel()
 	poll := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: time.Second, Steps: math.MaxInt32}
-	for !slices.Contains(m.inUse.reported(), name) {
+	for {
+		switch reported, pending := m.inUse.isReported(k); {
+		case reported:
+			return nil
+		case !pending:
+			return errNoLongerWanted
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w", name, errNotReportedInUse)
 		case <-m.clock.After(poll.Step()):
 		}
 	}
-	return nil
 }

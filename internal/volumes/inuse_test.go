@@ -46,10 +46,12 @@ func (a *attachablePlugin) SetUp(ctx context.Context, pod *v1.Pod, s *Spec, dir 
 	return m, err
 }
 
-// fakeNodeStatus is the Node's status.volumesInUse as the API server last took it.
+// fakeNodeStatus is the Node's status.volumesInUse as the API server last took it; post
+// tells the volume manager, as the node status loop does after each update.
 type fakeNodeStatus struct {
 	mu    sync.Mutex
 	inUse []v1.UniqueVolumeName
+	m     *Manager
 }
 
 func (f *fakeNodeStatus) get() []v1.UniqueVolumeName {
@@ -63,18 +65,20 @@ func (f *fakeNodeStatus) get() []v1.UniqueVolumeName {
 
 func (f *fakeNodeStatus) post(inUse []v1.UniqueVolumeName) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.inUse = inUse
+	f.mu.Unlock()
+	f.m.MarkReportedInUse(inUse)
 }
 
 func newAttachableEnv(t *testing.T, node *fakeNodeStatus) (*testEnv, *attachablePlugin) {
 	p := &attachablePlugin{fakePlugin: newFakePlugin(), node: node, reportedAtSetUp: map[string]bool{}}
 	e := newTestEnv(t, t.TempDir(), func(o *Options) {
 		o.Plugins = []Plugin{p}
-		if node != nil {
-			o.InUseReported = node.get
-		}
+		o.WaitReportedInUse = node != nil
 	})
+	if node != nil {
+		node.m = e.m
+	}
 	return e, p
 }
 
@@ -154,4 +158,34 @@ func TestVolumeInUseForgottenWhenNoLongerWanted(t *testing.T) {
 	node.post([]v1.UniqueVolumeName{inUseName("att")})
 	e.clock.Step(time.Second)
 	e.m.rec.ops.Wait()
+}
+
+// A Node that lists the volume from an earlier pod's use is not enough: the new pod's volume
+// is set up only once a status posted after it was listed carries it (an update in flight
+// when it was listed may drop it).
+func TestVolumeWaitsForAStatusPostedAfterItWasListed(t *testing.T) {
+	node := &fakeNodeStatus{}
+	e, p := newAttachableEnv(t, node)
+	node.post([]v1.UniqueVolumeName{inUseName("att")}) // an earlier pod's volume
+	e.m.want(t.Context(), podWith("u2", "att"))
+	e.m.rec.reconcile(t.Context())
+	testutil.Eventually(t, "the volume listed in use", func() bool { return len(e.m.VolumesInUse()) == 1 })
+
+	node.post(nil) // the update that was in flight: built before the volume was listed
+	e.clock.Step(time.Second)
+	time.Sleep(50 * time.Millisecond)
+	if n := p.setUpsOf("att"); n != 0 {
+		t.Fatalf("set up %d times while the API server's volumesInUse did not list it", n)
+	}
+	node.post(e.m.VolumesInUse())
+	testutil.Eventually(t, "the volume set up", func() bool {
+		e.clock.Step(time.Second)
+		return p.setUpsOf("att") == 1
+	})
+	e.m.rec.ops.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reportedAtSetUp["att"] {
+		t.Error("set up before the node reported it in use")
+	}
 }

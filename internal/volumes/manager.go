@@ -47,11 +47,11 @@ type Options struct {
 	Mounter mount.Mounter
 	// Clock drives back-off and timeouts (default the real clock).
 	Clock clock.Clock
-	// InUseReported returns the node's status.volumesInUse as last posted to or read from
-	// the API server: an Attachable plugin's volume is set up only once it is listed there.
-	// Nil sets them up at once (standalone, where there is no Node, or when nodelet and not
-	// the attach/detach controller attaches).
-	InUseReported func() []v1.UniqueVolumeName
+	// WaitReportedInUse sets an Attachable plugin's volume up only once a node status
+	// update listing it in volumesInUse has reached the API server (MarkReportedInUse).
+	// False sets them up at once (standalone, where there is no Node, or when nodelet and
+	// not the attach/detach controller attaches).
+	WaitReportedInUse bool
 }
 
 // Manager is the volume manager. Start it with Run.
@@ -88,7 +88,7 @@ func New(opts Options) *Manager {
 	m := &Manager{
 		rootDir: opts.RootDir, plugins: opts.Plugins, claims: opts.Claims, resizer: opts.Resizer, node: opts.Node,
 		mounter: opts.Mounter, clock: opts.Clock, mountTimeout: podAttachAndMountTimeout,
-		desired: newDesiredState(), actual: newActualState(), inUse: newInUseTracker(opts.InUseReported),
+		desired: newDesiredState(), actual: newActualState(), inUse: newInUseTracker(opts.WaitReportedInUse),
 	}
 	m.rec = &reconciler{
 		m: m, pods: opts.Pods, recorder: opts.Recorder, clock: opts.Clock, wake: make(chan struct{}, 1),

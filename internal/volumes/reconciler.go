@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -183,6 +184,10 @@ func (r *reconciler) setUp(ctx context.Context, pod *v1.Pod, k volumeKey, dv des
 	var m Mount
 	if err == nil {
 		m, err = dv.plugin.SetUp(ctx, pod, dv.spec, dir)
+	}
+	if errors.Is(err, errNoLongerWanted) {
+		r.finish(k, false)
+		return
 	}
 	if err != nil {
 		klog.ErrorS(err, "MountVolume.SetUp failed", "pod", klog.KObj(pod), "volume", k.name, "plugin", dv.plugin.Name())
