@@ -87,10 +87,13 @@ func (a *Admitter) checkAppArmor(pod *v1.Pod) (bool, string, string) {
 	return checkAppArmor(pod, hasAppArmor())
 }
 
-// checkOS refuses pods written for another operating system.
+// checkOS refuses pods written for another operating system. As upstream, the selector
+// checked is the pod's own kubernetes.io/os label (a nodeSelector on it is the scheduler
+// predicates' NodeAffinity), compared with the node's OS: nodelet always labels the node with
+// it.
 func checkOS(pod *v1.Pod) (bool, string, string) {
-	if want, ok := pod.Spec.NodeSelector[v1.LabelOSStable]; ok && want != goruntime.GOOS {
-		return false, ReasonPodOSSelectorMismatch, fmt.Sprintf("Failed to admit pod as the %s node selector %q doesn't match node OS %q", v1.LabelOSStable, want, goruntime.GOOS)
+	if want, ok := pod.Labels[v1.LabelOSStable]; ok && want != goruntime.GOOS {
+		return false, ReasonPodOSSelectorMismatch, "Failed to admit pod as the `" + v1.LabelOSStable + "` label doesn't match node label"
 	}
 	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != goruntime.GOOS {
 		return false, ReasonPodOSNotSupported, fmt.Sprintf("Failed to admit pod as the OS field doesn't match node OS: pod OS %q, node OS %q", pod.Spec.OS.Name, goruntime.GOOS)

@@ -23,8 +23,16 @@ func TestCheckOS(t *testing.T) {
 	}
 	pod.Spec.OS = &v1.PodOS{Name: "linux"}
 	pod.Spec.NodeSelector = map[string]string{v1.LabelOSStable: "windows"}
-	if ok, reason, _ := checkOS(pod); ok || reason != ReasonPodOSSelectorMismatch {
-		t.Fatalf("windows selector: ok=%v reason=%q", ok, reason)
+	if ok, _, _ := checkOS(pod); !ok {
+		t.Fatal("a nodeSelector on the OS is the scheduler predicates' to refuse, not the OS check's")
+	}
+	pod.Labels = map[string]string{v1.LabelOSStable: "windows"}
+	if ok, reason, msg := checkOS(pod); ok || reason != ReasonPodOSSelectorMismatch || !strings.Contains(msg, "`kubernetes.io/os` label") {
+		t.Fatalf("windows label: ok=%v reason=%q message=%q", ok, reason, msg)
+	}
+	pod.Labels[v1.LabelOSStable] = "linux"
+	if ok, _, _ := checkOS(pod); !ok {
+		t.Fatal("linux label refused")
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -47,7 +46,6 @@ import (
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
 	"github.com/nodelet/nodelet/internal/podsync"
-	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resize"
@@ -87,6 +85,7 @@ type agent struct {
 	images   *images.Manager
 	merger   *source.Merger
 	sources  []string
+	synced   *podsSynced // the loop has handled every source's first snapshot
 	pods     *pod.Manager
 	statuses *status.Manager
 	syncer   *podsync.Syncer
@@ -400,39 +399,6 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	return deps
 }
 
-// startSources starts the static pod directory and URL sources feeding one merger.
-func (n *agent) startSources(ctx context.Context) {
-	kc := n.cfg.Kubelet
-	n.merger = source.NewMerger()
-	if kc.StaticPodPath != "" {
-		out := n.merger.Channel(podutil.FileSource)
-		n.sources = append(n.sources, podutil.FileSource)
-		fs := source.NewFileSource(kc.StaticPodPath, n.cfg.NodeName, kc.FileCheckFrequency.Duration, out, n.recorder)
-		n.comps.start("file source", fs.Run)
-	}
-	if kc.StaticPodURL != "" {
-		out := n.merger.Channel(podutil.HTTPSource)
-		n.sources = append(n.sources, podutil.HTTPSource)
-		header := http.Header{}
-		for k, vs := range kc.StaticPodURLHeader {
-			for _, v := range vs {
-				header.Add(k, v)
-			}
-		}
-		us := source.NewURLSource(kc.StaticPodURL, header, n.cfg.NodeName, kc.HTTPCheckFrequency.Duration, out, n.recorder)
-		n.comps.start("url source", us.Run)
-	}
-	if n.cluster != nil {
-		out := n.merger.Channel(podutil.APISource)
-		n.sources = append(n.sources, podutil.APISource)
-		n.cluster.startAPI(n.comps, "api source", source.NewAPISource(n.cluster.clients.API, n.cfg.NodeName, out).Run)
-	}
-	if len(n.sources) == 0 {
-		klog.InfoS("No pod sources configured: set --pod-manifest-path (staticPodPath) or --manifest-url to run pods")
-	}
-	n.comps.start("merger", n.merger.Run)
-}
-
 // buildNode builds what the daemon adds to build's agent: the PLEG, pod workers, sync loop,
 // admission, garbage collection, eviction, node shutdown, the node in the API and the
 // listeners.
@@ -447,11 +413,11 @@ func (n *agent) buildNode(ctx context.Context) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
 	n.comps.start("pod workers", workers.Run)
-	sourcesReady := func() bool { return n.merger.SeenAllSources(n.sources...) }
-	n.podStates.wire(n, workers, relister, sourcesReady)
+	synced := n.synced.ready
+	n.podStates.wire(n, workers, relister, synced)
 	n.comps.start("volume manager", n.volumes.Run)
-	n.startGC(workers, sourcesReady)
-	n.startMemorySweep(workers, sourcesReady)
+	n.startGC(workers, synced)
+	n.startMemorySweep(workers, synced)
 	if err := n.startEviction(workers); err != nil {
 		return err
 	}
@@ -464,7 +430,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
-		SourcesReady: sourcesReady,
+		SourcesReady: synced,
 		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
 		ProbeUpdates: n.prober.Updates(), Timeline: n.timeline,
 	}
@@ -474,15 +440,15 @@ func (n *agent) buildNode(ctx context.Context) error {
 	if n.cluster != nil {
 		n.cluster.wireLoop(ctx, &loopCfg)
 	}
-	n.wireResize(queue, workers, admit, sourcesReady)
+	n.wireResize(queue, workers, admit, synced)
 	loop := syncloop.New(loopCfg)
-	podsSynced := n.podsSynced(loop)
-	n.trackDevicePods(ctx, workers, relister, podsSynced)
+	n.synced.loop.Store(loop)
+	n.trackDevicePods(ctx, workers, relister, synced)
 	if n.cluster != nil {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
 	n.startCSIRegistrar() // after the node controller: it is told of the registrar's Node patches
-	if err := n.startPodResources(podsSynced); err != nil {
+	if err := n.startPodResources(synced); err != nil {
 		return err
 	}
 	if n.shutdown != nil {
@@ -509,7 +475,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 		n.comps.start("cpu manager", n.cpus.Run)
 	}
 	n.comps.loop("pod cgroup sweep", func(ctx context.Context) {
-		n.cm.SweepPodCgroups(ctx, loopCfg.SourcesReady, func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }, runtimePodUIDs(relister.RunningPods))
+		n.cm.SweepPodCgroups(ctx, synced, func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }, runtimePodUIDs(relister.RunningPods))
 	})
 	n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, n.cri) })
 	n.startOOM()

@@ -32,11 +32,9 @@ func (n *agent) newCPUManager() error {
 		Policy: kc.CPUManagerPolicy, PolicyOptions: kc.CPUManagerPolicyOptions, OptionGates: n.cfg.CPUManagerOptionGates,
 		ReconcilePeriod: kc.CPUManagerReconcilePeriod.Duration,
 		Machine:         n.machine, ReservedCPUs: reserved, NumReserved: count, StateDir: n.cfg.RootDir,
-		ActivePods: n.podsHoldingCPUs,
-		SourcesReady: func() bool {
-			return n.merger != nil && n.merger.SeenAllSources(n.sources...)
-		},
-		PodStatus: n.statuses.Get,
+		ActivePods:   n.podsHoldingCPUs,
+		SourcesReady: func() bool { return n.synced.ready() }, // n.synced comes with the sources
+		PodStatus:    n.statuses.Get,
 		SetContainerCPUs: func(ctx context.Context, id string, cpus cpuset.CPUSet) error {
 			return n.cri.UpdateContainerResources(ctx, id, &cri.LinuxContainerResources{CpusetCpus: cpus.String()})
 		},

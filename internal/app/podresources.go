@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 
 	"github.com/nodelet/nodelet/internal/podresources"
-	"github.com/nodelet/nodelet/internal/syncloop"
 )
 
 // startPodResources serves the pod-resources API at <root-dir>/pod-resources/kubelet.sock, as
@@ -22,16 +21,6 @@ func (n *agent) startPodResources(podsSynced func() bool) error {
 	}
 	n.comps.start("pod resources", s.Run)
 	return nil
-}
-
-// podsSynced reports whether the loop has handled the first snapshot of every pod source, so
-// every pod they had is in the pod manager (admitted or refused). Upstream counts its sources
-// ready at that point too: after the loop handled their first update.
-func (n *agent) podsSynced(loop *syncloop.Loop) func() bool {
-	return func() bool {
-		through, ok := n.merger.SyncedThrough(n.sources...)
-		return ok && loop.Handled() >= through
-	}
 }
 
 // podResourcesOptions names what the API reports from: the pod manager's pods and the resource

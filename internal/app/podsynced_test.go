@@ -39,7 +39,8 @@ func (heldAdmitter) Reject(*v1.Pod, string, string) {}
 // when the merger has merely seen the snapshot: what pod-resources List and the device
 // manager wait for after a restart.
 func TestPodsSyncedOnceTheLoopHandledTheFirstSnapshots(t *testing.T) {
-	n := &agent{merger: source.NewMerger(), sources: []string{podutil.APISource}}
+	merger := source.NewMerger()
+	n := &agent{merger: merger, sources: []string{podutil.APISource}, synced: &podsSynced{merger: merger, sources: []string{podutil.APISource}}}
 	pods := pod.NewManager()
 	admitter := heldAdmitter{release: make(chan struct{})}
 	loop := syncloop.New(syncloop.Config{
@@ -50,7 +51,11 @@ func TestPodsSyncedOnceTheLoopHandledTheFirstSnapshots(t *testing.T) {
 	})
 	testutil.Start(t, n.merger.Run)
 	testutil.Start(t, loop.Run)
-	synced := n.podsSynced(loop)
+	synced := n.synced.ready
+	if synced() {
+		t.Fatal("synced before the loop was set")
+	}
+	n.synced.loop.Store(loop)
 	if synced() {
 		t.Fatal("synced before the source sent anything")
 	}
