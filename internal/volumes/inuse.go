@@ -40,17 +40,20 @@ var errNoLongerWanted = errors.New("no pod wants the volume any more")
 // an update in flight that drops the name.
 type inUseTracker struct {
 	mu      sync.Mutex
-	pending map[volumeKey]v1.UniqueVolumeName
-	// reported holds the pending volumes the last posted node status listed.
-	reported map[volumeKey]bool
+	pending map[volumeKey]inUseEntry
 	// wait is false when there is no Node to wait for (standalone) or nodelet attaches itself.
 	wait    bool
 	changed chan struct{} // a name was added: the node status should be posted
 }
 
+// inUseEntry is a pending volume's name and whether the last posted node status listed it.
+type inUseEntry struct {
+	name     v1.UniqueVolumeName
+	reported bool
+}
+
 func newInUseTracker(wait bool) *inUseTracker {
-	return &inUseTracker{pending: map[volumeKey]v1.UniqueVolumeName{}, reported: map[volumeKey]bool{},
-		wait: wait, changed: make(chan struct{}, 1)}
+	return &inUseTracker{pending: map[volumeKey]inUseEntry{}, wait: wait, changed: make(chan struct{}, 1)}
 }
 
 // InUseChanges fires when an attachable volume is about to be set up: the node status update
@@ -63,8 +66,9 @@ func (m *Manager) MarkReportedInUse(names []v1.UniqueVolumeName) {
 	t := m.inUse
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k, name := range t.pending {
-		t.reported[k] = slices.Contains(names, name)
+	for k, e := range t.pending {
+		e.reported = slices.Contains(names, e.name)
+		t.pending[k] = e
 	}
 }
 
@@ -72,12 +76,12 @@ func (m *Manager) MarkReportedInUse(names []v1.UniqueVolumeName) {
 func (t *inUseTracker) add(k volumeKey, name v1.UniqueVolumeName) {
 	t.mu.Lock()
 	old, known := t.pending[k]
-	t.pending[k] = name
-	if !known || old != name {
-		t.reported[k] = false
+	added := !known || old.name != name
+	if added {
+		t.pending[k] = inUseEntry{name: name}
 	}
 	t.mu.Unlock()
-	if !known || old != name {
+	if added {
 		select {
 		case t.changed <- struct{}{}:
 		default:
@@ -90,8 +94,8 @@ func (t *inUseTracker) add(k volumeKey, name v1.UniqueVolumeName) {
 func (t *inUseTracker) isReported(k volumeKey) (reported, pending bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, pending = t.pending[k]
-	return t.reported[k], pending
+	e, pending := t.pending[k]
+	return e.reported, pending
 }
 
 // names lists the pending names.
@@ -99,8 +103,8 @@ func (t *inUseTracker) names() []v1.UniqueVolumeName {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]v1.UniqueVolumeName, 0, len(t.pending))
-	for _, n := range t.pending {
-		out = append(out, n)
+	for _, e := range t.pending {
+		out = append(out, e.name)
 	}
 	return out
 }
@@ -112,7 +116,6 @@ func (t *inUseTracker) forget(keep func(volumeKey) bool) {
 	for k := range t.pending {
 		if !keep(k) {
 			delete(t.pending, k)
-			delete(t.reported, k)
 		}
 	}
 }
