@@ -102,18 +102,16 @@ func checkOS(pod *v1.Pod) (bool, string, string) {
 }
 
 // checkSysctls allows the safe sysctls and the unsafe ones the node allows (allowed entries
-// may end in "*"), as long as an unsafe one lives in a namespace the pod does not share with
-// the host.
+// may end in "*"), as long as each lives in a namespace the pod does not share with the host:
+// a safe sysctl in the host's network or IPC namespace would set the node's own value (and the
+// runtime refuses it only once the sandbox is being made).
 func checkSysctls(pod *v1.Pod, allowedUnsafe []string) (bool, string, string) {
 	if pod.Spec.SecurityContext == nil {
 		return true, "", ""
 	}
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
 		name := sysctl.Normalize(s.Name)
-		if safeSysctls[name] {
-			continue
-		}
-		if !matchesAny(name, allowedUnsafe) {
+		if !safeSysctls[name] && !matchesAny(name, allowedUnsafe) {
 			return false, ReasonSysctlForbidden, fmt.Sprintf("forbidden sysctl: %q not allowlisted", name)
 		}
 		if msg := sharedNamespace(pod, name); msg != "" {
@@ -132,20 +130,21 @@ func matchesAny(name string, patterns []string) bool {
 	return false
 }
 
-// sharedNamespace says why an allowed unsafe sysctl cannot be set: it is not namespaced, or
-// the pod shares that namespace with the host.
+// sharedNamespace says why a sysctl cannot be set: it is not namespaced, or the pod shares
+// that namespace (network, or IPC for kernel.shm*, kernel.msg*, kernel.sem and fs.mqueue.*)
+// with the host.
 func sharedNamespace(pod *v1.Pod, name string) string {
 	switch {
 	case strings.HasPrefix(name, "net."):
 		if pod.Spec.HostNetwork {
-			return fmt.Sprintf("sysctl %q not allowed with host net enabled", name)
+			return fmt.Sprintf("forbidden sysctl: %q cannot be set in a pod that uses the host network namespace (hostNetwork)", name)
 		}
 	case name == "kernel.sem" || strings.HasPrefix(name, "kernel.shm") || strings.HasPrefix(name, "kernel.msg") || strings.HasPrefix(name, "fs.mqueue."):
 		if pod.Spec.HostIPC {
-			return fmt.Sprintf("sysctl %q not allowed with host ipc enabled", name)
+			return fmt.Sprintf("forbidden sysctl: %q cannot be set in a pod that uses the host IPC namespace (hostIPC)", name)
 		}
 	default:
-		return fmt.Sprintf("sysctl %q is not namespaced and cannot be set per pod", name)
+		return fmt.Sprintf("forbidden sysctl: %q is not namespaced and cannot be set per pod", name)
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/podfields"
 	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/sysctl"
 )
 
 func TestCheckOS(t *testing.T) {
@@ -56,11 +57,51 @@ func TestCheckSysctls(t *testing.T) {
 		{"unsafe allowed by pattern", withSysctls(false, "kernel.msgmax"), []string{"kernel.msg*"}, true},
 		{"allowed net sysctl with host network", withSysctls(true, "net.core.somaxconn"), []string{"net.core.somaxconn"}, false},
 		{"allowed but not namespaced", withSysctls(false, "vm.swappiness"), []string{"vm.swappiness"}, false},
+		// A safe sysctl is safe only in the pod's own namespace: with the host's it would set
+		// the node's value, and runc refuses it long after admission.
+		{"safe net sysctl with host network", withSysctls(true, "net.ipv4.tcp_syncookies"), nil, false},
+		{"safe ipc sysctl with host network", withSysctls(true, "kernel.shm_rmid_forced"), nil, true},
 	}
 	for _, tc := range cases {
 		ok, reason, msg := checkSysctls(tc.pod, tc.allowed)
 		if ok != tc.ok || (!ok && reason != ReasonSysctlForbidden) {
 			t.Errorf("%s: ok=%v reason=%q msg=%q, want ok=%v", tc.name, ok, reason, msg, tc.ok)
+		}
+	}
+}
+
+// As upstream, a sysctl of a namespace the pod shares with the host is refused at admission
+// with SysctlForbidden, safe or allowed, and the message names the sysctl and the namespace.
+func TestSysctlInHostNamespaceRefused(t *testing.T) {
+	cases := []struct {
+		sysctl           string
+		hostNet, hostIPC bool
+		allowed          []string
+		want             string // "" when admitted
+	}{
+		{"net.ipv4.ip_local_port_range", true, false, nil, "host network"},
+		{"net/ipv4/tcp_keepalive_time", true, false, nil, "host network"},
+		{"net.ipv4.ip_local_port_range", false, true, nil, ""},
+		{"kernel.shm_rmid_forced", false, true, nil, "host IPC"},
+		{"kernel.msgmax", false, true, []string{"kernel.msg*"}, "host IPC"},
+		{"kernel.sem", false, true, []string{"kernel.sem"}, "host IPC"},
+		{"fs.mqueue.msg_max", false, true, []string{"fs.mqueue.*"}, "host IPC"},
+		{"kernel.shm_rmid_forced", true, false, nil, ""},
+	}
+	for _, tc := range cases {
+		pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: tc.hostNet, HostIPC: tc.hostIPC, SecurityContext: &v1.PodSecurityContext{
+			Sysctls: []v1.Sysctl{{Name: tc.sysctl, Value: "1"}},
+		}}}
+		ok, reason, msg := checkSysctls(pod, tc.allowed)
+		if tc.want == "" {
+			if !ok {
+				t.Errorf("%s (hostNetwork=%v hostIPC=%v): refused %q %q, want admitted", tc.sysctl, tc.hostNet, tc.hostIPC, reason, msg)
+			}
+			continue
+		}
+		if ok || reason != ReasonSysctlForbidden || !strings.Contains(msg, sysctl.Normalize(tc.sysctl)) || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s (hostNetwork=%v hostIPC=%v): ok=%v reason=%q message=%q; want %s naming the sysctl and %q",
+				tc.sysctl, tc.hostNet, tc.hostIPC, ok, reason, msg, ReasonSysctlForbidden, tc.want)
 		}
 	}
 }
