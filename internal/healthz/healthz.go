@@ -52,11 +52,22 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// Timeouts of the healthz server; tests shorten them.
+var (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = 90 * time.Second
+)
+
 // Serve answers /healthz on ln until ctx ends, then shuts the server down and returns.
 func Serve(ctx context.Context, ln net.Listener, checks map[string]Check) error {
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", Handler(checks))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Every timeout is set: a local client that never finishes its headers, or holds an idle
+	// keep-alive connection, must not keep a connection and a goroutine forever.
+	srv := &http.Server{
+		Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 2 * readHeaderTimeout,
+		WriteTimeout: 2 * readHeaderTimeout, IdleTimeout: idleTimeout,
+	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

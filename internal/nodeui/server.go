@@ -43,9 +43,13 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.serve(ctx, ln)
 }
 
+// readHeaderTimeout cuts off a client that never finishes its headers (slowloris); tests
+// shorten it.
+var readHeaderTimeout = 10 * time.Second
+
 func (s *Server) serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler: newHostGuard(ln.Addr(), s.names).wrap(s.handler), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 90 * time.Second,
+		Handler: newHostGuard(ln.Addr(), s.names).wrap(s.handler), ReadHeaderTimeout: readHeaderTimeout, WriteTimeout: time.Minute, IdleTimeout: 90 * time.Second,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func TestServerServesThePageAndStopsWithItsContext(t *testing.T) {
@@ -103,4 +105,21 @@ func TestServerRefusesAForeignHost(t *testing.T) {
 			t.Errorf("Host %q: %d, want %d", host, got, want)
 		}
 	}
+}
+
+// A client that never finishes its headers is cut off after readHeaderTimeout.
+func TestServerCutsOffSlowHeaders(t *testing.T) {
+	defer func(d time.Duration) { readHeaderTimeout = d }(readHeaderTimeout)
+	readHeaderTimeout = 300 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(ln.Addr().String(), testHandler(t, testNode()))
+	testutil.Start(t, func(ctx context.Context) error { return srv.serve(ctx, ln) })
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.SlowHeaders(t, conn, 5*time.Second)
 }

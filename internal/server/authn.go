@@ -150,23 +150,24 @@ func withAuthenticatedGroup(u *userInfo) *userInfo {
 }
 
 // tokenAuthenticator asks the API server about bearer tokens and remembers each answer (yes or
-// no) for ttl, keyed by a hash of the token.
+// no) for ttl (authentication.webhook.cacheTTL, upstream's 2m by default), keyed by a hash of the
+// token; refusals are cached apart so that bogus tokens never evict known identities.
 type tokenAuthenticator struct {
 	reviews tokenReviewer
 	ttl     time.Duration
-	cache   *ttlCache[*userInfo] // nil value: the token was rejected
+	cache   *answerCache[*userInfo]
 	retry   retryPolicy
 }
 
 func newTokenAuthenticator(reviews tokenReviewer, ttl time.Duration, now func() time.Time) *tokenAuthenticator {
-	return &tokenAuthenticator{reviews: reviews, ttl: ttl, cache: newTTLCache[*userInfo](now), retry: defaultRetry}
+	return &tokenAuthenticator{reviews: reviews, ttl: ttl, cache: newAnswerCache[*userInfo](now), retry: defaultRetry}
 }
 
 func (t *tokenAuthenticator) authenticate(ctx context.Context, token string) (*userInfo, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
-	if u, ok := t.cache.get(key); ok {
-		if u == nil {
+	if u, refused, ok := t.cache.get(key); ok {
+		if refused {
 			return nil, errInvalidToken
 		}
 		return u, nil
@@ -184,7 +185,7 @@ func (t *tokenAuthenticator) authenticate(ctx context.Context, token string) (*u
 		return nil, fmt.Errorf("token review: %w", err)
 	}
 	if !status.Authenticated {
-		t.cache.set(key, nil, t.ttl)
+		t.cache.refuse(key, t.ttl)
 		if status.Error != "" {
 			return nil, fmt.Errorf("%w: %s", errInvalidToken, status.Error)
 		}
@@ -197,6 +198,6 @@ func (t *tokenAuthenticator) authenticate(ctx context.Context, token string) (*u
 			u.Extra[k] = slices.Clone(v)
 		}
 	}
-	t.cache.set(key, u, t.ttl)
+	t.cache.accept(key, u, t.ttl)
 	return u, nil
 }

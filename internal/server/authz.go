@@ -122,12 +122,12 @@ type webhookAuthorizer struct {
 	reviews  accessReviewer
 	allowTTL time.Duration
 	denyTTL  time.Duration
-	cache    *ttlCache[bool]
+	cache    *answerCache[struct{}]
 	retry    retryPolicy
 }
 
 func newWebhookAuthorizer(reviews accessReviewer, allowTTL, denyTTL time.Duration, now func() time.Time) *webhookAuthorizer {
-	return &webhookAuthorizer{reviews: reviews, allowTTL: allowTTL, denyTTL: denyTTL, cache: newTTLCache[bool](now), retry: defaultRetry}
+	return &webhookAuthorizer{reviews: reviews, allowTTL: allowTTL, denyTTL: denyTTL, cache: newAnswerCache[struct{}](now), retry: defaultRetry}
 }
 
 func (w *webhookAuthorizer) authorize(ctx context.Context, a attributes) (bool, error) {
@@ -137,8 +137,8 @@ func (w *webhookAuthorizer) authorize(ctx context.Context, a attributes) (bool, 
 		return false, err
 	}
 	key := string(keyBytes)
-	if allowed, ok := w.cache.get(key); ok {
-		return allowed, nil
+	if _, denied, ok := w.cache.get(key); ok {
+		return !denied, nil
 	}
 	var status authzv1.SubjectAccessReviewStatus
 	err = w.retry.do(ctx, func(ctx context.Context) error {
@@ -153,9 +153,9 @@ func (w *webhookAuthorizer) authorize(ctx context.Context, a attributes) (bool, 
 	}
 	allowed := status.Allowed && !status.Denied
 	if allowed {
-		w.cache.set(key, true, w.allowTTL)
+		w.cache.accept(key, struct{}{}, w.allowTTL)
 	} else {
-		w.cache.set(key, false, w.denyTTL)
+		w.cache.refuse(key, w.denyTTL)
 	}
 	return allowed, nil
 }

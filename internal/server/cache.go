@@ -1,59 +1,65 @@
 package server
 
 import (
-	"sync"
 	"time"
+
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 )
 
-// maxCacheEntries bounds each answer cache; when it is full, expired entries are dropped and,
-// if that is not enough, the whole cache is cleared (answers are cheap to ask again).
-const maxCacheEntries = 10000
+// Bounds of the answer caches. Refusals are kept apart from acceptances and in fewer entries:
+// anyone who reaches the port can make up refused tokens by the million, and they must evict
+// only each other, never the identities (or allowed decisions) the node already knows.
+const (
+	maxAcceptedEntries = 10000
+	maxRefusedEntries  = 1024
+)
 
-// ttlCache remembers webhook answers for a while, each with its own lifetime.
-type ttlCache[V any] struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	entries map[string]ttlEntry[V]
+// answerCache remembers webhook answers for a while, each with its own lifetime, in two least-
+// recently-used caches with expiry: one for accepted answers (with their value), one for
+// refused ones.
+type answerCache[V any] struct {
+	accepted *utilcache.LRUExpireCache
+	refused  *utilcache.LRUExpireCache
 }
 
-type ttlEntry[V any] struct {
-	value   V
-	expires time.Time
-}
+// clockFunc lets tests drive the caches' expiry.
+type clockFunc func() time.Time
 
-func newTTLCache[V any](now func() time.Time) *ttlCache[V] {
-	return &ttlCache[V]{now: now, entries: map[string]ttlEntry[V]{}}
-}
+func (f clockFunc) Now() time.Time { return f() }
 
-// get returns the value for key while it has not expired.
-func (c *ttlCache[V]) get(key string) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || !c.now().Before(e.expires) {
-		var zero V
-		return zero, false
+func newAnswerCache[V any](now func() time.Time) *answerCache[V] {
+	return &answerCache[V]{
+		accepted: utilcache.NewLRUExpireCacheWithClock(maxAcceptedEntries, clockFunc(now)),
+		refused:  utilcache.NewLRUExpireCacheWithClock(maxRefusedEntries, clockFunc(now)),
 	}
-	return e.value, true
 }
 
-// set stores value for ttl; a ttl of zero or less stores nothing.
-func (c *ttlCache[V]) set(key string, value V, ttl time.Duration) {
-	if ttl <= 0 {
-		return
+// get returns the answer for key while it has not expired: the accepted value, or refused.
+func (c *answerCache[V]) get(key string) (value V, refused, found bool) {
+	if v, ok := c.accepted.Get(key); ok {
+		return v.(V), false, true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if len(c.entries) >= maxCacheEntries {
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
-				delete(c.entries, k)
-			}
-		}
-		if len(c.entries) >= maxCacheEntries {
-			clear(c.entries)
-		}
+	if _, ok := c.refused.Get(key); ok {
+		return value, true, true
 	}
-	c.entries[key] = ttlEntry[V]{value: value, expires: now.Add(ttl)}
+	return value, false, false
 }
+
+// accept stores an accepted answer for ttl; a ttl of zero or less stores nothing.
+func (c *answerCache[V]) accept(key string, value V, ttl time.Duration) {
+	if ttl > 0 {
+		c.refused.Remove(key)
+		c.accepted.Add(key, value, ttl)
+	}
+}
+
+// refuse stores a refusal for ttl; a ttl of zero or less stores nothing.
+func (c *answerCache[V]) refuse(key string, ttl time.Duration) {
+	if ttl > 0 {
+		c.accepted.Remove(key)
+		c.refused.Add(key, struct{}{}, ttl)
+	}
+}
+
+// len is how many answers are held, expired ones included until they are evicted.
+func (c *answerCache[V]) len() int { return len(c.accepted.Keys()) + len(c.refused.Keys()) }

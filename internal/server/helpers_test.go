@@ -228,3 +228,12 @@ func do(t *testing.T, c *http.Client, method, url, token string) response {
 	body, _ := io.ReadAll(resp.Body)
 	return response{code: resp.StatusCode, body: string(body), hdr: resp.Header}
 }
+
+func dialTCP(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}

@@ -218,15 +218,22 @@ func (s *Server) serve(ctx context.Context, secureLn, readOnlyLn net.Listener) e
 
 const shutdownTimeout = 5 * time.Second
 
+// readHeaderTimeout bounds a request's TLS handshake and headers: a client that opens
+// connections and never finishes them (slowloris) would otherwise hold each for ReadTimeout.
+// Tests shorten it.
+var readHeaderTimeout = 10 * time.Second
+
 func newHTTPServer(h http.Handler) *http.Server {
-	// Timeouts as upstream: long enough for streaming and log follow.
+	// Read and write timeouts as upstream: long enough for streaming and log follow. Headers
+	// (and the TLS handshake, which net/http bounds by the shortest timeout) must come quickly.
 	return &http.Server{
-		Handler:        h,
-		IdleTimeout:    90 * time.Second,
-		ReadTimeout:    4 * time.Hour,
-		WriteTimeout:   4 * time.Hour,
-		MaxHeaderBytes: 1 << 20,
-		ErrorLog:       log.New(serverLogWriter{}, "", 0),
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       90 * time.Second,
+		ReadTimeout:       4 * time.Hour,
+		WriteTimeout:      4 * time.Hour,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          log.New(serverLogWriter{}, "", 0),
 	}
 }
 
