@@ -136,8 +136,12 @@ func (m *Manager) SocketPath() string { return filepath.Join(m.opts.Dir, SocketN
 // and register again with the new nodelet, as with upstream) and opens the registration
 // socket, so a failure shows at start; Run serves it.
 func (m *Manager) Listen() error {
-	if err := os.MkdirAll(m.opts.Dir, 0o755); err != nil {
+	// 0750 as upstream; an older, wider directory is narrowed too.
+	if err := os.MkdirAll(m.opts.Dir, 0o750); err != nil {
 		return fmt.Errorf("creating device plugin directory: %w", err)
+	}
+	if err := os.Chmod(m.opts.Dir, 0o750); err != nil {
+		return fmt.Errorf("device plugin directory: %w", err)
 	}
 	if err := removeSockets(m.opts.Dir); err != nil {
 		return err

@@ -78,13 +78,14 @@ func Verify(path string, want, got uint64) error {
 	return nil
 }
 
-// Write stores v as JSON at path, atomically (a crash leaves the old file or the new one).
+// Write stores v as JSON at path, atomically (a crash leaves the old file or the new one) and
+// readable by its owner only, as upstream's checkpoints.
 func Write(path string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding checkpoint %s: %w", path, err)
 	}
-	return atomicfile.WriteFile(path, data, 0o644)
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 // Read decodes the JSON at path into v; found is false when there is no file.
