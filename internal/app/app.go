@@ -225,6 +225,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 			return nil, fmt.Errorf("creating %s: %w (check --root-dir)", dir, err)
 		}
 	}
+	if mode == asDaemon {
+		sweepLeftovers(cfg.RootDir)
+	}
 	n := &agent{cfg: cfg, pods: pod.NewManager(), comps: comps, events: nodeui.NewEvents(nodeui.DefaultEvents),
 		localNode: node.Local(cfg.NodeName, cfg.NodeLabels, cfg.RegisterWithTaints)}
 	if !cfg.NoPodTimeline || mode == asForeground { // a foreground run prints its pod's steps

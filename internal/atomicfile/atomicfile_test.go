@@ -51,3 +51,58 @@ func TestWriteFileFailureKeepsOldContent(t *testing.T) {
 		t.Errorf("unrelated file changed: %q", got)
 	}
 }
+
+func TestSweepTempsRemovesOnlyWriteFilesTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	temps := []string{".state.json.tmp-123", ".cpu_manager_state.tmp-9"}
+	others := []string{"state.json", ".hidden", "state.tmp-1", ".state.tmp-", ".state.tmp-12a", "kubelet-client.key.tmp", ".tmp-1", "..tmp-1"}
+	for _, n := range append(append([]string{}, temps...), others...) {
+		write(n)
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".dir.tmp-4"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, ".link.tmp-5")); err != nil {
+		t.Fatal(err)
+	}
+	// A real leftover: WriteFile's own name for its temporary.
+	tmp, err := os.CreateTemp(dir, ".real"+tempMarker+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	temps = append(temps, filepath.Base(tmp.Name()))
+
+	removed, err := SweepTemps(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != len(temps) {
+		t.Errorf("removed %q, want %q", removed, temps)
+	}
+	for _, n := range temps {
+		if _, err := os.Lstat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+			t.Errorf("%s not removed", n)
+		}
+	}
+	for _, n := range append(others, ".dir.tmp-4", ".link.tmp-5") {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s removed: %v", n, err)
+		}
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("link target removed: %v", err)
+	}
+	if _, err := SweepTemps(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("missing directory: %v", err)
+	}
+}
