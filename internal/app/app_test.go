@@ -24,6 +24,13 @@ import (
 func startNode(t *testing.T, extra ...string) (*fakecri.Fake, string) {
 	t.Helper()
 	cfg, fake, manifests := testConfig(t, extra...)
+	startNodeWith(t, cfg)
+	return fake, manifests
+}
+
+// startNodeWith runs nodelet with cfg until the test ends.
+func startNodeWith(t *testing.T, cfg *config.Config) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg) }()
@@ -33,7 +40,6 @@ func startNode(t *testing.T, extra ...string) (*fakecri.Fake, string) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return fake, manifests
 }
 
 // testConfig is a standalone node's configuration on a fake runtime and a fresh manifest dir.

@@ -47,8 +47,10 @@ type Manager struct {
 }
 
 // New returns a Manager over the node's range that re-reads the ranges recorded under
-// podsDir (RootDir/pods). A recorded file it cannot read or that conflicts is an error:
-// handing that pod another range would leave its files owned by IDs it no longer has.
+// podsDir (RootDir/pods). A recorded file it cannot read or that conflicts is logged and
+// skipped, not an error: the node (and every other pod) starts, and that pod's Mapping keeps
+// failing with the file's fault, as handing it another range would leave its files owned by
+// IDs it no longer has.
 func New(podsDir string, node Range, maxPods int) (*Manager, error) {
 	if err := node.validate(maxPods); err != nil {
 		return nil, err
@@ -74,7 +76,7 @@ func New(podsDir string, node Range, maxPods int) (*Manager, error) {
 			err = m.record(uid, r)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("user namespaces: pod %s: %w (remove %s if that pod is gone)", uid, err, m.filePath(uid))
+			klog.ErrorS(err, "Skipping the pod's user namespace file: the pod will fail to start until it is repaired or removed", "podUID", uid, "file", m.filePath(uid))
 		}
 	}
 	return m, nil
@@ -89,13 +91,13 @@ func (m *Manager) Mapping(uid types.UID) (Range, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, found, err := m.readFile(uid)
+	if err == nil && found {
+		err = m.record(uid, r)
+	}
 	if err != nil {
-		return Range{}, fmt.Errorf("user namespace: %w", err)
+		return Range{}, fmt.Errorf("user namespace: %w (remove %s to give the pod a new range)", err, m.filePath(uid))
 	}
 	if found {
-		if err := m.record(uid, r); err != nil {
-			return Range{}, fmt.Errorf("user namespace: %w", err)
-		}
 		return r, nil
 	}
 	if block, ok := m.byPod[uid]; ok {

@@ -119,9 +119,12 @@ func TestUnsafePodUIDIsRefused(t *testing.T) {
 	}
 }
 
-// A damaged or conflicting file stops the start with an error naming it: giving that pod
-// another range would leave its files owned by IDs it no longer has.
-func TestBadFilesStopTheStart(t *testing.T) {
+// A damaged or conflicting file does not stop the start (a node that never ran a hostUsers:
+// false pod must not refuse to start over one): only that pod fails, with an error naming the
+// file, and it is never given another range, which would leave its files owned by IDs it no
+// longer has. The other pods keep their ranges and new ones get free ones.
+func TestBadFilesFailOnlyTheirPod(t *testing.T) {
+	valid := `{"uidMappings":[{"hostId":131072,"containerId":0,"length":65536}],"gidMappings":[{"hostId":131072,"containerId":0,"length":65536}]}`
 	for name, content := range map[string]string{
 		"not json":      "{",
 		"two mappings":  `{"uidMappings":[{"hostId":65536,"containerId":0,"length":65536},{"hostId":131072,"containerId":0,"length":65536}],"gidMappings":[{"hostId":65536,"containerId":0,"length":65536}]}`,
@@ -129,20 +132,27 @@ func TestBadFilesStopTheStart(t *testing.T) {
 		"root unmapped": `{"uidMappings":[{"hostId":65536,"containerId":1,"length":65536}],"gidMappings":[{"hostId":65536,"containerId":1,"length":65536}]}`,
 		"host root":     `{"uidMappings":[{"hostId":0,"containerId":0,"length":65536}],"gidMappings":[{"hostId":0,"containerId":0,"length":65536}]}`,
 		"short range":   `{"uidMappings":[{"hostId":65536,"containerId":0,"length":1000}],"gidMappings":[{"hostId":65536,"containerId":0,"length":1000}]}`,
+		"already held":  valid, // pod-a, read first, holds it
 	} {
 		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "pod-a", MappingsFile), valid)
 		writeFile(t, filepath.Join(dir, "pod-x", MappingsFile), content)
-		_, err := New(dir, DefaultRange, 110)
-		if err == nil || !strings.Contains(err.Error(), "pod-x") {
-			t.Errorf("%s: err %v, want one naming the pod", name, err)
+		m, err := New(dir, DefaultRange, 110)
+		if err != nil {
+			t.Fatalf("%s: New: %v", name, err)
 		}
-	}
-	dir := t.TempDir()
-	same := `{"uidMappings":[{"hostId":131072,"containerId":0,"length":65536}],"gidMappings":[{"hostId":131072,"containerId":0,"length":65536}]}`
-	writeFile(t, filepath.Join(dir, "pod-1", MappingsFile), same)
-	writeFile(t, filepath.Join(dir, "pod-2", MappingsFile), same)
-	if _, err := New(dir, DefaultRange, 110); err == nil || !strings.Contains(err.Error(), "already held") {
-		t.Errorf("two pods with one range: %v", err)
+		if _, err := m.Mapping("pod-x"); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "pod-x", MappingsFile)) {
+			t.Errorf("%s: Mapping(pod-x) = %v, want an error naming its file", name, err)
+		}
+		if r, err := m.Mapping("pod-a"); err != nil || r.First != 131072 {
+			t.Errorf("%s: Mapping(pod-a) = %+v, %v; want its recorded range", name, r, err)
+		}
+		if r, err := m.Mapping("pod-new"); err != nil || r.First == 131072 {
+			t.Errorf("%s: Mapping(pod-new) = %+v, %v; want a free range", name, r, err)
+		}
+		if _, held := m.Allocated()["pod-x"]; held {
+			t.Errorf("%s: pod-x holds a range", name)
+		}
 	}
 }
 
