@@ -107,6 +107,16 @@ type nodelet struct {
 // waits until the runtime holds none of the test's pods.
 func startNodelet(t *testing.T, extraArgs ...string) *nodelet {
 	t.Helper()
+	n := newNodelet(t, extraArgs...)
+	n.start()
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+// newNodelet prepares a nodelet's directories and arguments without starting it, for tests
+// that plant files in its root directory first.
+func newNodelet(t *testing.T, extraArgs ...string) *nodelet {
+	t.Helper()
 	base := t.TempDir()
 	n := &nodelet{
 		t: t, manifests: filepath.Join(base, "manifests"), rootDir: filepath.Join(base, "root"),
@@ -121,8 +131,6 @@ func startNodelet(t *testing.T, extraArgs ...string) *nodelet {
 		fmt.Sprintf("--healthz-port=%d", n.healthzPort), "--file-check-frequency=5s", "-v=2",
 		"--fail-swap-on=false", // as the conformance and bench kubelets: a dev machine may have swap
 	}, extraArgs...)
-	n.start()
-	t.Cleanup(n.cleanup)
 	return n
 }
 
