@@ -26,6 +26,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodelet/nodelet/hack/kerneltunables"
 	"github.com/nodelet/nodelet/hack/procstat"
 )
 
@@ -74,6 +75,7 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(base)
+	defer kerneltunables.Save()() // both agents rewrite some at start-up
 	fmt.Printf("a pod of 2 containers whose exec probes print %d MiB each and fail every second, %v per agent\n", o.mib, o.duration)
 	var out []figures
 	for _, s := range []struct {
