@@ -76,7 +76,7 @@ bench-standalone: images build
 	$(GO) run ./hack/bench-standalone
 
 # nodelet's and the upstream kubelet's RSS and CPU under a pod whose two exec probes print
-# megabytes a second (one minute each, one after the other). Needs a runtime holding no other pods.
+# megabytes a second (one minute each, one after the other, on a containerd instance of its own).
 bench-noisyprobe: images build
 	$(GO) run ./hack/bench-noisyprobe
 

@@ -4,8 +4,10 @@
 // kubelet, one after the other on the same runtime. It prints each agent's RSS (peak and at
 // the end) and the CPU time it used meanwhile. It starts and stops both agents itself.
 //
-// The upstream kubelet removes every pod it does not know, so the bench refuses to run while
-// the runtime holds sandboxes it did not create.
+// The upstream kubelet removes every pod, pod cgroup and pod log directory it does not know,
+// so the bench runs both agents on a containerd instance of its own (hack/containerd.sh
+// INSTANCE=noisyprobe, removed at the end) with one configuration: no QoS cgroups, pod logs
+// in a directory of its own. Nothing of other work on the machine is touched.
 package main
 
 import (
@@ -32,17 +34,21 @@ import (
 
 const node = "noisybench"
 
+// instance is the bench's own containerd (hack/containerd.sh INSTANCE=...).
+const instance = "noisyprobe"
+
+var endpoint = "unix:///run/nodelet-" + instance + "/containerd/containerd.sock"
+
 type options struct {
-	nodelet, kubelet, endpoint string
-	duration                   time.Duration
-	mib                        int
+	nodelet, kubelet string
+	duration         time.Duration
+	mib              int
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.nodelet, "nodelet", "_output/bin/nodelet", "nodelet binary")
 	flag.StringVar(&o.kubelet, "kubelet", "_output/cp/bin/kubelet", "upstream kubelet binary (v1.33.4)")
-	flag.StringVar(&o.endpoint, "endpoint", "unix:///run/nodelet/containerd/containerd.sock", "CRI endpoint")
 	flag.DurationVar(&o.duration, "duration", time.Minute, "how long each agent runs the noisy pod")
 	flag.IntVar(&o.mib, "mib", 2, "MiB each probe prints per run (one run a second per container)")
 	flag.Parse()
@@ -59,17 +65,17 @@ type figures struct {
 }
 
 func run(o options) error {
-	conn, err := grpc.NewClient(o.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	stop, err := ownContainerd()
+	defer stop()
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	rt := cri.NewRuntimeServiceClient(conn)
-	if c, err := count(rt); err != nil {
-		return err
-	} else if c.foreign > 0 || c.own > 0 {
-		return fmt.Errorf("the runtime holds %d sandboxes (%d of an earlier run), and the upstream kubelet would remove them: run it on a runtime of its own, or under the e2e lock with nothing else running", c.foreign+c.own, c.own)
-	}
 	base, err := os.MkdirTemp("", "noisyprobe")
 	if err != nil {
 		return err
@@ -78,15 +84,9 @@ func run(o options) error {
 	defer kerneltunables.Save()() // both agents rewrite some at start-up
 	fmt.Printf("a pod of 2 containers whose exec probes print %d MiB each and fail every second, %v per agent\n", o.mib, o.duration)
 	var out []figures
-	for _, s := range []struct {
-		name string
-		args func(dir string) ([]string, string, error)
-	}{
-		{"nodelet", o.nodeletArgs},
-		{"upstream kubelet", o.kubeletArgs},
-	} {
+	for _, s := range []struct{ name, bin string }{{"nodelet", o.nodelet}, {"upstream kubelet", o.kubelet}} {
 		dir := filepath.Join(base, strings.ReplaceAll(s.name, " ", "-"))
-		f, err := measure(rt, o, s.name, dir, s.args)
+		f, err := measure(rt, o, s.name, s.bin, dir)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -101,13 +101,13 @@ func run(o options) error {
 
 // measure starts one agent on a manifest directory under dir, runs the noisy pod for the
 // duration while sampling the agent's RSS, then removes the pod and stops the agent.
-func measure(rt cri.RuntimeServiceClient, o options, name, dir string, args func(string) ([]string, string, error)) (figures, error) {
+func measure(rt cri.RuntimeServiceClient, o options, name, bin, dir string) (figures, error) {
 	f := figures{name: name}
 	manifests := filepath.Join(dir, "manifests")
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
 		return f, err
 	}
-	argv, bin, err := args(dir)
+	argv, err := agentArgs(dir)
 	if err != nil {
 		return f, err
 	}
@@ -162,24 +162,21 @@ func measure(rt cri.RuntimeServiceClient, o options, name, dir string, args func
 	})
 }
 
-func (o options) nodeletArgs(dir string) ([]string, string, error) {
-	return []string{
-		"--pod-manifest-path=" + filepath.Join(dir, "manifests"), "--root-dir=" + filepath.Join(dir, "root"),
-		"--container-runtime-endpoint=" + o.endpoint, "--hostname-override=" + node,
-		"--healthz-port=0", "--fail-swap-on=false",
-	}, o.nodelet, nil
-}
-
-// kubeletArgs writes a standalone KubeletConfiguration: the same runtime and manifest
-// directory, cgroupfs, no swap check, its API on loopback only, no authentication to set up.
-func (o options) kubeletArgs(dir string) ([]string, string, error) {
+// agentArgs writes the KubeletConfiguration both agents run with and returns their flags: the
+// bench's runtime and manifest directory, cgroupfs without QoS cgroups (the node's other pods'
+// cgroups are not theirs to clean up), pod logs under dir, no swap check, the API on loopback
+// only with nothing to authenticate against.
+func agentArgs(dir string) ([]string, error) {
 	no, yes := false, true
 	healthz := int32(0)
 	cfg := kubeletv1beta1.KubeletConfiguration{
 		TypeMeta:                 metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
-		ContainerRuntimeEndpoint: o.endpoint,
+		ContainerRuntimeEndpoint: endpoint,
 		StaticPodPath:            filepath.Join(dir, "manifests"),
+		PodLogsDir:               filepath.Join(dir, "pod-logs"),
 		CgroupDriver:             "cgroupfs",
+		CgroupsPerQOS:            &no,
+		EnforceNodeAllocatable:   []string{"none"},
 		FailSwapOn:               &no,
 		Address:                  "127.0.0.1",
 		Port:                     10350,
@@ -193,13 +190,41 @@ func (o options) kubeletArgs(dir string) ([]string, string, error) {
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	path := filepath.Join(dir, "kubelet-config.yaml")
+	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return []string{"--config=" + path, "--hostname-override=" + node, "--root-dir=" + filepath.Join(dir, "root")}, o.kubelet, nil
+	return []string{"--config=" + path, "--hostname-override=" + node, "--root-dir=" + filepath.Join(dir, "root")}, nil
+}
+
+// ownContainerd starts the bench's containerd instance with the sandbox image and busybox;
+// stop stops it and deletes its state (that instance's only).
+func ownContainerd() (stop func(), err error) {
+	script := func(cmd string) error {
+		c := exec.Command("hack/containerd.sh", cmd)
+		c.Env = append(os.Environ(), "INSTANCE="+instance)
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("INSTANCE=%s hack/containerd.sh %s: %v\n%s", instance, cmd, err, out)
+		}
+		return nil
+	}
+	stop = func() {
+		if err := script("clean"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	if err := script("start"); err != nil {
+		return stop, err
+	}
+	socket := strings.TrimPrefix(endpoint, "unix://")
+	for _, tar := range []string{"_output/images/pause.tar", "_output/images/busybox.tar"} {
+		if out, err := exec.Command("ctr", "--address", socket, "-n", "k8s.io", "images", "import", tar).CombinedOutput(); err != nil {
+			return stop, fmt.Errorf("importing %s: %v\n%s (run `make images` first)", tar, err, out)
+		}
+	}
+	return stop, nil
 }
 
 // noisyPod is the pod both agents run: each probe run prints a different first line and then
@@ -222,9 +247,8 @@ func noisyPod(mib int) string {
 		container("noisy-a") + container("noisy-b")
 }
 
-// census is what the runtime holds: the bench's sandboxes and running containers, and the
-// sandboxes it did not create.
-type census struct{ own, running, foreign int }
+// census is what the runtime holds of the bench's pod: sandboxes and running containers.
+type census struct{ own, running int }
 
 func count(rt cri.RuntimeServiceClient) (census, error) {
 	var c census
@@ -237,8 +261,6 @@ func count(rt cri.RuntimeServiceClient) (census, error) {
 	for _, s := range sbs.Items {
 		if strings.HasSuffix(s.Labels["io.kubernetes.pod.name"], "-"+node) {
 			c.own++
-		} else {
-			c.foreign++
 		}
 	}
 	cs, err := rt.ListContainers(ctx, &cri.ListContainersRequest{Filter: &cri.ContainerFilter{
