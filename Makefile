@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e clean-containerd
 
 # Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
 deps:
@@ -74,6 +74,11 @@ control-plane-status:
 # Standalone figures: manifest → running latency (median of 20) and RSS with 20 pods.
 bench-standalone: images build
 	$(GO) run ./hack/bench-standalone
+
+# nodelet's and the upstream kubelet's RSS and CPU under a pod whose two exec probes print
+# megabytes a second (one minute each, one after the other, on a containerd instance of its own).
+bench-noisyprobe: images build
+	$(GO) run ./hack/bench-noisyprobe
 
 # Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
 # plane, three interleaved rounds (~1 h); prints the table and writes BENCHMARKS.md. Stops the

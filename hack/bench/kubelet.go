@@ -14,13 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// kernelTunables are the sysctls both kubelets rewrite at start-up (they refuse to start with
-// protectKernelDefaults when these differ); the bench puts the machine's values back.
-var kernelTunables = []string{
-	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
-}
-
 // kubeletSubject runs the upstream kubelet binary as the bench node with a KubeletConfiguration
 // equivalent to nodelet's flags; criStats turns on PodAndContainerStatsFromCRI, the setting
 // closest to nodelet, which reads pod and container stats from the runtime rather than cAdvisor.
@@ -175,28 +168,6 @@ func (b *bench) watchForeign(ctx context.Context, readyOnly bool, onForeign func
 		if err == nil && len(foreign) > 0 {
 			onForeign(summarize(foreign))
 			return
-		}
-	}
-}
-
-// saveKernelTunables reads the sysctls the kubelets rewrite and returns a function
-// that writes them back.
-func saveKernelTunables() func() {
-	saved := map[string]string{}
-	for _, name := range kernelTunables {
-		if v, err := os.ReadFile(filepath.Join("/proc/sys", name)); err == nil {
-			saved[name] = strings.TrimSpace(string(v))
-		}
-	}
-	return func() {
-		for name, v := range saved {
-			path := filepath.Join("/proc/sys", name)
-			if cur, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(cur)) == v {
-				continue
-			}
-			if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
-				fmt.Fprintf(os.Stderr, "bench: restoring %s=%s: %v\n", strings.ReplaceAll(name, "/", "."), v, err)
-			}
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/hack/kerneltunables"
 )
 
 // subject is a kubelet under test and how to start it as the bench node.
@@ -69,7 +71,7 @@ func (b *bench) runSubject(ctx context.Context, rd *round, r int, s *subject, sc
 	if err != nil {
 		return nil, err
 	}
-	defer saveKernelTunables()() // both kubelets rewrite them at start-up
+	defer kerneltunables.Save()() // both kubelets rewrite them at start-up
 	var res *subjectResult
 	var running atomic.Pointer[process]
 	var onForeign func(string) // nodelet: only flag the run

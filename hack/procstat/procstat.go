@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // Memory is a process's resident memory in MiB: RSS is Anon (heap, stacks) plus File (pages of
@@ -37,3 +39,16 @@ func ReadMemory(pid int) Memory {
 
 // RSSMiB returns a process's resident set size in MiB, or 0 when it cannot be read.
 func RSSMiB(pid int) float64 { return ReadMemory(pid).RSS }
+
+// CPUSeconds is the CPU time pid has used (user and system), or 0 when it cannot be read.
+func CPUSeconds(pid int) float64 {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0
+	}
+	return st.CPUTime()
+}

@@ -3,6 +3,7 @@ package procstat
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 func TestRSSOfSelf(t *testing.T) {
@@ -21,5 +22,16 @@ func TestMemorySplitsIntoAnonAndFile(t *testing.T) {
 	}
 	if m.Anon+m.File > m.RSS+0.01 {
 		t.Fatalf("anon %.1f + file %.1f exceed RSS %.1f", m.Anon, m.File, m.RSS)
+	}
+}
+
+func TestCPUSecondsOfSelf(t *testing.T) {
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; { // burn a little CPU
+	}
+	if got := CPUSeconds(os.Getpid()); got <= 0 {
+		t.Fatalf("own CPU time %.2f s, want some", got)
+	}
+	if got := CPUSeconds(-1); got != 0 {
+		t.Fatalf("CPU time of a missing process = %.2f, want 0", got)
 	}
 }

@@ -522,7 +522,8 @@ func waitForRuntime(ctx context.Context, rt container.Runtime, endpoint string) 
 	return name, ver, nil
 }
 
-// newRecorder returns an event recorder that logs events and, in cluster mode, posts them.
+// newRecorder returns an event recorder that logs events and, in cluster mode, posts them;
+// messages are cut at kubeclient.MaxEventMessage.
 func (n *agent) newRecorder(ctx context.Context) record.EventRecorder {
 	b := record.NewBroadcaster()
 	n.comps.onStop(b.Shutdown)
@@ -533,7 +534,7 @@ func (n *agent) newRecorder(ctx context.Context) record.EventRecorder {
 	if n.cluster != nil {
 		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, ctx.Done()))
 	}
-	return b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
+	return kubeclient.CapMessages(b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName}))
 }
 
 // health is what the node's Ready condition reports: a shutdown under way, the runtime, the

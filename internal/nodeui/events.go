@@ -1,6 +1,7 @@
 package nodeui
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -9,6 +10,14 @@ import (
 
 // DefaultEvents is how many recent events the page keeps.
 const DefaultEvents = 200
+
+// DefaultEventBytes bounds the kept events' text: messages quote what pods print, so a count
+// alone bounds nothing. 1 MiB holds DefaultEvents events of 5 KiB each; longer ones leave room
+// for fewer.
+const DefaultEventBytes = 1 << 20
+
+// eventOverhead is what an entry costs besides its strings (times, count, slice headers).
+const eventOverhead = 128
 
 // Event is one event as the page lists it. Repeats of an event (same object, type, reason and
 // message, e.g. BackOff) are counted on one entry, as the API server does.
@@ -27,15 +36,17 @@ type Event struct {
 // Events keeps the node's most recent events in memory, bounded, whether or not they also
 // reach an API server. Feed it with an event broadcaster's StartEventWatcher(e.Add).
 type Events struct {
-	mu   sync.Mutex
-	max  int
-	list []Event // oldest first
-	now  func() time.Time
+	mu       sync.Mutex
+	max      int
+	maxBytes int
+	bytes    int     // size of list
+	list     []Event // oldest first
+	now      func() time.Time
 }
 
-// NewEvents keeps up to max events.
+// NewEvents keeps up to max events, together no larger than DefaultEventBytes.
 func NewEvents(max int) *Events {
-	return &Events{max: max, now: time.Now}
+	return &Events{max: max, maxBytes: DefaultEventBytes, now: time.Now}
 }
 
 // Add records ev; a repeat of a kept event moves it to the front with its count raised.
@@ -53,14 +64,25 @@ func (e *Events) Add(ev *v1.Event) {
 		if old.Kind == in.Kind && old.Namespace == in.Namespace && old.Name == in.Name &&
 			old.Type == in.Type && old.Reason == in.Reason && old.Message == in.Message {
 			in.FirstTime, in.Count = old.FirstTime, old.Count+1
-			e.list = append(e.list[:i], e.list[i+1:]...)
+			e.list = slices.Delete(e.list, i, i+1)
+			e.bytes -= old.size()
 			break
 		}
 	}
 	e.list = append(e.list, in)
-	if len(e.list) > e.max {
-		e.list = append(e.list[:0], e.list[len(e.list)-e.max:]...)
+	e.bytes += in.size()
+	// Drop the oldest past either bound; the newest stays even alone over the byte bound.
+	drop := 0
+	for len(e.list)-drop > 1 && (len(e.list)-drop > e.max || e.bytes > e.maxBytes) {
+		e.bytes -= e.list[drop].size()
+		drop++
 	}
+	e.list = slices.Delete(e.list, 0, drop) // zeroes the freed tail: no message kept past its entry
+}
+
+// size is roughly what ev holds in memory.
+func (ev *Event) size() int {
+	return eventOverhead + len(ev.Type) + len(ev.Reason) + len(ev.Kind) + len(ev.Namespace) + len(ev.Name) + len(ev.Message)
 }
 
 // List returns the kept events, newest first.

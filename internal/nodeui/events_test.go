@@ -2,6 +2,7 @@ package nodeui
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +49,32 @@ func TestEventWithoutTimestampIsDatedWhenSeen(t *testing.T) {
 	e.Add(ev)
 	if got := e.List(); !got[0].LastTime.Equal(now) || got[0].Count != 1 {
 		t.Errorf("event %+v, want dated %v", got[0], now)
+	}
+}
+
+// Events whose messages are large are bounded by their bytes, not only by their count: the
+// oldest go first, and the newest stays even when it alone is over the bound.
+func TestEventsAreBoundedInBytes(t *testing.T) {
+	e := NewEvents(200)
+	e.maxBytes = 64 << 10
+	at := time.Unix(1_700_000_000, 0)
+	for i := range 100 {
+		e.Add(podEvent(fmt.Sprint("p", i), "Unhealthy", fmt.Sprint(i, strings.Repeat("x", 10<<10)), at.Add(time.Duration(i)*time.Second)))
+	}
+	got := e.List()
+	total := 0
+	for _, ev := range got {
+		total += len(ev.Message)
+	}
+	if len(got) != 6 || got[0].Name != "p99" || total > 64<<10 || e.bytes > 64<<10 {
+		t.Errorf("kept %d events (newest %s) of %d message bytes, accounted %d; want the newest 6 within 64 KiB", len(got), got[0].Name, total, e.bytes)
+	}
+	e.Add(podEvent("huge", "Unhealthy", strings.Repeat("y", 1<<20), at.Add(time.Hour)))
+	if got := e.List(); len(got) != 1 || got[0].Name != "huge" {
+		t.Errorf("after an event over the bound: %d events, want only it", len(got))
+	}
+	e.Add(podEvent("small", "Started", "Started container", at.Add(2*time.Hour)))
+	if got := e.List(); len(got) != 1 || got[0].Name != "small" {
+		t.Errorf("after a small event: %d events, want the small one alone", len(got))
 	}
 }

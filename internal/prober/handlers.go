@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/handlerio"
 	"github.com/nodelet/nodelet/internal/podutil"
 )
 
@@ -112,7 +113,7 @@ func (m *Manager) execProbe(ctx context.Context, cmd []string, containerID strin
 		}
 		return outcome{}, err
 	}
-	output := string(stdout) + string(stderr)
+	output := handlerio.ExecOutput(stdout, stderr)
 	if code != 0 {
 		return outcome{res: failure, output: output}, nil
 	}

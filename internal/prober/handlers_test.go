@@ -265,3 +265,14 @@ func TestExecProbe(t *testing.T) {
 		t.Errorf("exec call %+v, want %+v (bare ID, the probe timeout)", got, want)
 	}
 }
+
+// A failing probe that prints 16 MiB (what the runtime lets a stream reach) reports the first
+// 10 KiB, as the kubelet's exec prober reads.
+func TestExecProbeOutputIsCapped(t *testing.T) {
+	f := newFixture(t)
+	f.exec.reply("noisy", execReply{output: strings.Repeat("x", 16<<20), code: 1})
+	out, err := f.m.handle(context.Background(), execProbe("noisy"), nil, "", "containerd://abc", time.Second)
+	if err != nil || out.res != failure || len(out.output) != 10<<10 {
+		t.Fatalf("got %v, %d bytes of output (%v), want a failure with 10 KiB", out.res, len(out.output), err)
+	}
+}

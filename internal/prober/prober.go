@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/handlerio"
 	"github.com/nodelet/nodelet/internal/lifecycle"
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/sidecar"
@@ -74,7 +75,7 @@ func New(deps Deps) *Manager {
 	return &Manager{
 		deps:    deps,
 		updates: make(chan types.UID, 100),
-		client:  newHTTPClient(),
+		client:  handlerio.NewClient(),
 		unit:    time.Second,
 		workers: map[workerKey]*worker{},
 		results: map[workerKey]probeResult{},

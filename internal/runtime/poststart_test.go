@@ -64,3 +64,18 @@ func TestPostStartHTTPSIsNotVerified(t *testing.T) {
 		t.Fatal("404 from the hook counted as success")
 	}
 }
+
+// A failing exec hook that prints 8 MiB reports at most 10 KiB of it, as probes do.
+func TestPostStartExecOutputIsCapped(t *testing.T) {
+	e := newTestEnv(t)
+	e.fake.SetExecHandler(func(id string, cmd []string) ([]byte, int32, error) {
+		return []byte(strings.Repeat("z", 8<<20)), 1, nil
+	})
+	c := ctr("app", "sleep", "60")
+	c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"noisy"}}}}
+	res := e.sync(newPod("noisy", c))
+	w := res.Waiting["app"]
+	if w.Reason != ReasonPostStartHookError || strings.Count(w.Message, "z") != 10<<10 {
+		t.Fatalf("waiting %s with %d bytes of the hook's output, want %s with 10 KiB", w.Reason, strings.Count(w.Message, "z"), ReasonPostStartHookError)
+	}
+}

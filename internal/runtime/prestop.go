@@ -2,12 +2,8 @@ package runtime
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/handlerio"
 )
 
 // runPreStop runs a preStop handler (exec, httpGet or sleep) within timeout. tcpSocket
@@ -37,7 +34,7 @@ func (m *Manager) runHandler(ctx context.Context, id string, spec *v1.Container,
 		}
 		if exitCode != 0 {
 			return fmt.Errorf("command %q exited with %d: %s", h.Exec.Command, exitCode,
-				strings.TrimSpace(string(stdout)+string(stderr)))
+				strings.TrimSpace(handlerio.ExecOutput(stdout, stderr)))
 		}
 		return nil
 	case h.HTTPGet != nil:
@@ -51,12 +48,6 @@ func (m *Manager) runHandler(ctx context.Context, id string, spec *v1.Container,
 	}
 	return nil
 }
-
-// handlerClient sends lifecycle httpGet requests. Like the kubelet, it does not verify the
-// certificates of https handlers: pods serve self-signed ones, and no CA would be known.
-var handlerClient = &http.Client{Transport: &http.Transport{
-	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
-}}
 
 // handlerHTTP sends the handler's GET to the pod IP (or the handler's host).
 func handlerHTTP(ctx context.Context, podIP func() (string, error), spec *v1.Container, g *v1.HTTPGetAction) error {
@@ -72,36 +63,7 @@ func handlerHTTP(ctx context.Context, podIP func() (string, error), spec *v1.Con
 	if err != nil {
 		return err
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	url := fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), path)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	for _, hdr := range g.HTTPHeaders {
-		if strings.EqualFold(hdr.Name, "Host") {
-			req.Host = hdr.Value
-			continue
-		}
-		req.Header.Add(hdr.Name, hdr.Value)
-	}
-	resp, err := handlerClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
-	}
-	return nil
+	return handlerio.HookGet(ctx, g, host, port)
 }
 
 // podIP reads the IP of the pod's ready sandbox; list results carry no IPs.
