@@ -87,6 +87,8 @@ type Handlers struct {
 	MetricsResource http.Handler // /metrics/resource
 	MetricsProbes   http.Handler // /metrics/probes
 	MetricsCadvisor http.Handler // /metrics/cadvisor
+	MetricsSLIs     http.Handler // /metrics/slis
+	Checkpoint      http.Handler // POST /checkpoint/{namespace}/{pod}/{container} (debugging handlers)
 	PodTimeline     http.Handler // GET /debug/pods/{namespace}/{name}/timeline
 	NodeUI          http.Handler // the node page: /ui and everything below it
 }
