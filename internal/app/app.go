@@ -463,6 +463,9 @@ func (n *agent) buildNode(ctx context.Context) error {
 		}
 		n.comps.start("healthz", func(ctx context.Context) error { return healthz.Serve(ctx, ln, checks) })
 	}
+	if err := n.startWatchdog(checks); err != nil {
+		return err
+	}
 	if err := n.startLogRotation(""); err != nil {
 		return err
 	}
