@@ -20,7 +20,8 @@ import (
 // of those stages; DisableCPUQuotaWithExclusiveCPUs runs containers with exclusive CPUs (and
 // their pods' cgroups) without a CFS quota; InPlacePodVerticalScalingExclusiveCPUs lets
 // Guaranteed pods be resized in place beside the static CPU and memory manager policies;
-// ContainerCheckpoint serves POST /checkpoint; SystemdWatchdog feeds a unit's WatchdogSec.
+// ContainerCheckpoint serves POST /checkpoint; SystemdWatchdog feeds a unit's WatchdogSec;
+// ReloadKubeletServerCertificateFile serves tlsCertFile/tlsPrivateKeyFile anew when they change.
 var gatesLike = map[string][]bool{
 	"PodAndContainerStatsFromCRI":            {true, false},
 	"ImageMaximumGCAge":                      {true},
@@ -35,6 +36,7 @@ var gatesLike = map[string][]bool{
 	gateResizeExclusiveCPUs:                  {true, false},
 	gateContainerCheckpoint:                  {true, false},
 	gateSystemdWatchdog:                      {true, false},
+	gateReloadServingCertFile:                {true, false},
 }
 
 // The gates nodelet acts on that need a default of their own.
@@ -47,6 +49,7 @@ const (
 	gateResizeExclusiveCPUs      = "InPlacePodVerticalScalingExclusiveCPUs"
 	gateContainerCheckpoint      = "ContainerCheckpoint"
 	gateSystemdWatchdog          = "SystemdWatchdog"
+	gateReloadServingCertFile    = "ReloadKubeletServerCertificateFile"
 )
 
 // gateDefaults are upstream 1.33's defaults of the gates nodelet acts on.
@@ -59,6 +62,7 @@ var gateDefaults = map[string]bool{
 	gateResizeExclusiveCPUs:      false,
 	gateContainerCheckpoint:      true,
 	gateSystemdWatchdog:          true,
+	gateReloadServingCertFile:    true,
 }
 
 // gateOn is the gate's value: featureGates' when it sets it, else upstream's default.

@@ -67,7 +67,10 @@ type Settings struct {
 	// SystemdWatchdog is that feature gate (on unless featureGates turns it off): pings to
 	// systemd's watchdog when the unit sets WatchdogSec.
 	SystemdWatchdog bool
-	EventRecordQPS  int32
+	// ReloadServingCertFile is the ReloadKubeletServerCertificateFile feature gate (on unless
+	// featureGates turns it off): the serving pair's files are read again when they change.
+	ReloadServingCertFile bool
+	EventRecordQPS        int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -117,6 +120,7 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.ResizeExclusiveCPUs = gateOn(kc, gateResizeExclusiveCPUs)
 	s.ContainerCheckpoint = gateOn(kc, gateContainerCheckpoint)
 	s.SystemdWatchdog = gateOn(kc, gateSystemdWatchdog)
+	s.ReloadServingCertFile = gateOn(kc, gateReloadServingCertFile)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}
