@@ -19,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/podutil"
 )
 
 // Pods finds desired pods; *pod.Manager implements it.
@@ -53,7 +54,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "pod does not exist")
 		return
 	}
-	if !inSpec(pod, ctr) {
+	if podutil.FindAnyContainer(pod, ctr) == nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("container %v does not exist", ctr))
 		return
 	}
@@ -109,26 +110,6 @@ func (h *handler) runningContainer(ctx context.Context, pod *v1.Pod, ctr string)
 		}
 	}
 	return "", fmt.Errorf("container %v not found", ctr)
-}
-
-// inSpec says whether the pod names a container ctr: app, init or ephemeral.
-func inSpec(pod *v1.Pod, ctr string) bool {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == ctr {
-			return true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == ctr {
-			return true
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == ctr {
-			return true
-		}
-	}
-	return false
 }
 
 // writeError answers as upstream's REST framework does: the status and the bare message.
