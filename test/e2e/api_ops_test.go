@@ -60,8 +60,8 @@ func opsDo(t *testing.T, method, url string) (int, string) {
 
 // containerd 1.6 cannot checkpoint: the API answers with the runtime's own error, as the
 // upstream kubelet does (it used to answer 404), and still 404 for a pod it does not run.
-// /metrics/slis reports the health checks /healthz ran, and a pod refused at admission is
-// counted under upstream's reason.
+// /metrics/slis reports the health checks /healthz ran, and a pod refused at admission (an
+// unsafe sysctl) is counted under upstream's reason.
 func TestCheckpointAPISLIsAndAdmissionSeries(t *testing.T) {
 	n, base := startOpenAPINodelet(t)
 	n.writeManifest("ckpt.yaml", podYAML("ckpt", "Always", "exec sleep 3600"))
@@ -90,10 +90,12 @@ func TestCheckpointAPISLIsAndAdmissionSeries(t *testing.T) {
 		}
 	}
 
-	n.writeManifest("greedy.yaml", podYAML("greedy", "Always", "exec sleep 3600")+"    resources:\n      requests:\n        cpu: \"1000\"\n")
-	testutil.WaitFor(t, 60*time.Second, "kubelet_admission_rejections_total{reason=\"OutOfcpu\"}", func() (bool, string) {
+	unsafe := strings.Replace(podYAML("unsafe", "Always", "exec sleep 3600"), "spec:\n",
+		"spec:\n  securityContext:\n    sysctls:\n    - name: kernel.msgmax\n      value: \"65536\"\n", 1)
+	n.writeManifest("unsafe.yaml", unsafe)
+	testutil.WaitFor(t, 60*time.Second, "kubelet_admission_rejections_total{reason=\"SysctlForbidden\"}", func() (bool, string) {
 		_, body := opsDo(t, "GET", base+"/metrics")
-		return strings.Contains(body, `kubelet_admission_rejections_total{reason="OutOfcpu"} 1`), ""
+		return strings.Contains(body, `kubelet_admission_rejections_total{reason="SysctlForbidden"} 1`), ""
 	})
 }
 
