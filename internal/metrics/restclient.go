@@ -20,23 +20,11 @@ var (
 )
 
 var (
-	restRequestLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "rest_client_request_duration_seconds", Help: alpha("Request latency in seconds. Broken down by verb, and host."),
-		Buckets: restLatencyBuckets,
-	}, []string{"verb", "host"})
-	restRequestSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "rest_client_request_size_bytes", Help: alpha("Request size in bytes. Broken down by verb and host."),
-		Buckets: restSizeBuckets,
-	}, []string{"verb", "host"})
-	restResponseSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "rest_client_response_size_bytes", Help: alpha("Response size in bytes. Broken down by verb and host."),
-		Buckets: restSizeBuckets,
-	}, []string{"verb", "host"})
-	restRateLimiterLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "rest_client_rate_limiter_duration_seconds", Help: alpha("Client side rate limiter latency in seconds. Broken down by verb, and host."),
-		Buckets: restLatencyBuckets,
-	}, []string{"verb", "host"})
-	restRequestResult = prometheus.NewCounterVec(prometheus.CounterOpts{
+	restRequestLatency     = verbHostHistogram("rest_client_request_duration_seconds", "Request latency in seconds. Broken down by verb, and host.", restLatencyBuckets)
+	restRequestSize        = verbHostHistogram("rest_client_request_size_bytes", "Request size in bytes. Broken down by verb and host.", restSizeBuckets)
+	restResponseSize       = verbHostHistogram("rest_client_response_size_bytes", "Response size in bytes. Broken down by verb and host.", restSizeBuckets)
+	restRateLimiterLatency = verbHostHistogram("rest_client_rate_limiter_duration_seconds", "Client side rate limiter latency in seconds. Broken down by verb, and host.", restLatencyBuckets)
+	restRequestResult      = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rest_client_requests_total", Help: alpha("Number of HTTP requests, partitioned by status code, method, and host."),
 	}, []string{"code", "method", "host"})
 	restRequestRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -47,6 +35,11 @@ var (
 		Help: alpha("Gauge of the shortest TTL (time-to-live) of the client certificate(s) managed by the auth exec plugin. The value is in seconds until certificate expiry (negative if already expired). If auth exec plugins are unused or manage no TLS certificates, the value will be +INF."),
 	}, execCertExpiry.ttl)
 )
+
+// verbHostHistogram is a client-go histogram labelled by verb and host.
+func verbHostHistogram(name, help string, buckets []float64) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: alpha(help), Buckets: buckets}, []string{"verb", "host"})
+}
 
 var registerClientOnce sync.Once
 
