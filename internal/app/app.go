@@ -150,7 +150,9 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		comps.release()
 		return err
 	}
-	daemon.NotifyReady()
+	if !cfg.RunOnce { // as upstream, which returns before telling systemd in run-once mode
+		daemon.NotifyReady()
+	}
 	// Whatever ends main (a failure, ctx, or run-once finishing its pods) stops every component.
 	return comps.Run(ctx, main)
 }
