@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podfields"
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/sidecar"
@@ -219,6 +220,7 @@ func Requests(pod *v1.Pod) v1.ResourceList {
 // Reject records the refusal as the pod's final status, phase Failed with the reason, and
 // posts it as a Warning event.
 func (a *Admitter) Reject(pod *v1.Pod, reason, message string) {
+	metrics.AdmissionRejected(reason)
 	if a.Recorder != nil {
 		a.Recorder.Event(pod, v1.EventTypeWarning, reason, message)
 	}

@@ -150,7 +150,9 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		comps.release()
 		return err
 	}
-	daemon.NotifyReady()
+	if !cfg.RunOnce { // as upstream, which returns before telling systemd in run-once mode
+		daemon.NotifyReady()
+	}
 	// Whatever ends main (a failure, ctx, or run-once finishing its pods) stops every component.
 	return comps.Run(ctx, main)
 }
@@ -465,6 +467,9 @@ func (n *agent) buildNode(ctx context.Context) error {
 			return err
 		}
 		n.comps.start("healthz", func(ctx context.Context) error { return healthz.Serve(ctx, ln, checks) })
+	}
+	if err := n.startWatchdog(checks); err != nil {
+		return err
 	}
 	if err := n.startLogRotation(""); err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/nodelet/nodelet/internal/certificates"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/pod"
@@ -49,6 +50,7 @@ type cluster struct {
 }
 
 func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comps *components) (*cluster, error) {
+	metrics.RegisterClientMetrics() // before the first client: client-go takes one registration
 	restCfg, identity, err := certificates.NewClientIdentity(certificates.ClientOptions{
 		NodeName: cfg.NodeName, Kubeconfig: cfg.Kubeconfig, BootstrapKubeconfig: cfg.BootstrapKubeconfig,
 		Store: certificates.Store{Dir: cfg.CertDir, Prefix: "kubelet-client"}, Rotate: cfg.Kubelet.RotateCertificates,
@@ -76,6 +78,7 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 	comps.onStop(c.deletes.Wait)
 	if identity != nil {
 		comps.start("client certificate", identity.Run)
+		metrics.WatchCertificate(metrics.CertClient, identity.Current)
 		if cfg.BootstrapKubeconfig != "" {
 			c.ready = identity.Ready()
 		}

@@ -12,7 +12,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/certificates"
+	"github.com/nodelet/nodelet/internal/checkpoint"
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/kubeclient"
@@ -20,6 +22,7 @@ import (
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/runpod"
+	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/server"
 	"github.com/nodelet/nodelet/internal/stats"
 	"github.com/nodelet/nodelet/internal/streaming"
@@ -41,7 +44,8 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 		Address: kc.Address, Port: kc.Port, ReadOnlyPort: kc.ReadOnlyPort,
 		TLSCertFile: kc.TLSCertFile, TLSKeyFile: kc.TLSPrivateKeyFile, TLSMinVersion: kc.TLSMinVersion,
 		TLSCipherSuites: kc.TLSCipherSuites, CertDir: n.cfg.CertDir, NodeName: n.cfg.NodeName,
-		HostIPs: parseIPs(node.HostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
+		ReloadCertificateFiles: n.cfg.ReloadServingCertFile,
+		HostIPs:                parseIPs(node.HostIPs(n.cfg.NodeIP)), Hostnames: []string{n.cfg.NodeName},
 		Authentication: kc.Authentication, Authorization: kc.Authorization,
 		StreamingVerbFromMethod: n.cfg.StreamingVerbFromMethod,
 		EnableDebuggingHandlers: n.cfg.EnableDebuggingHandlers,
@@ -64,6 +68,7 @@ func (n *agent) startServer(ctx context.Context, checks map[string]healthz.Check
 	handlers.StatsSummary, handlers.Metrics = extra.StatsSummary, extra.Metrics
 	handlers.MetricsResource, handlers.MetricsProbes, handlers.MetricsCadvisor = extra.MetricsResource, extra.MetricsProbes, extra.MetricsCadvisor
 	handlers.NodeUI = extra.NodeUI
+	handlers.MetricsSLIs = metrics.SLIHandler()
 	srv, err := server.New(opts, handlers)
 	if err != nil {
 		klog.ErrorS(err, "Kubelet API server not started (healthz on its own port still runs)")
@@ -121,7 +126,16 @@ func (n *agent) handlers() server.Handlers {
 	}
 	sh := streaming.New(streaming.Deps{Pods: n.pods, PodStatus: rt.GetPodStatus, Runtime: n.cri})
 	h.Exec, h.Attach, h.PortForward, h.Run = sh.Exec, sh.Attach, sh.PortForward, sh.Run
+	if n.cfg.ContainerCheckpoint {
+		h.Checkpoint = checkpoint.Handler(n.pods, checkpointRuntime{rt, n.cri}, filepath.Join(n.cfg.RootDir, "checkpoints"))
+	}
 	return h
+}
+
+// checkpointRuntime is the runtime's pods and its CRI checkpoint call.
+type checkpointRuntime struct {
+	*runtime.Manager
+	*cri.Client
 }
 
 // startLogRotation rotates the logs of containers by containerLogMaxSize /
@@ -199,5 +213,6 @@ func (n *agent) servingCertificates(ips []net.IP, hostnames []string) (*certific
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
 	n.cluster.startAPI(n.comps, "serving certificate", serving.Run)
+	metrics.WatchCertificate(metrics.CertServing, serving.Current)
 	return serving, nil
 }

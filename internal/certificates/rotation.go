@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // Retries of a failed request: 2 s doubling to 32 s, then every 32 s, as upstream.
@@ -208,6 +209,7 @@ func (m *Manager) renewUntilDone(ctx context.Context) error {
 		case fatal:
 			return false, fmt.Errorf("TLS bootstrap: %w (approve a new request: restart nodelet, which makes one with a new key)", err)
 		}
+		metrics.CertRenewFailed(m.kind)
 		klog.ErrorS(err, "Requesting a certificate failed; will retry", "certificate", m.kind)
 		return false, nil
 	}
@@ -252,6 +254,9 @@ func (m *Manager) renew(ctx context.Context) (fatal bool, err error) {
 		klog.InfoS("TLS bootstrap done", "subject", cert.Leaf.Subject.String(), "expires", cert.Leaf.NotAfter, "path", m.store.CurrentPath())
 		m.boot.pointKubeconfigAt(m.store.CurrentPath())
 	} else {
+		if cur != nil {
+			metrics.CertRotated(m.kind, cur.Leaf.NotBefore)
+		}
 		klog.InfoS("Certificate rotated", "certificate", m.kind, "expires", cert.Leaf.NotAfter, "path", m.store.CurrentPath())
 	}
 	return false, nil

@@ -19,7 +19,9 @@ import (
 // CPUManagerPolicyAlphaOptions and CPUManagerPolicyBetaOptions allow the CPU manager's options
 // of those stages; DisableCPUQuotaWithExclusiveCPUs runs containers with exclusive CPUs (and
 // their pods' cgroups) without a CFS quota; InPlacePodVerticalScalingExclusiveCPUs lets
-// Guaranteed pods be resized in place beside the static CPU and memory manager policies.
+// Guaranteed pods be resized in place beside the static CPU and memory manager policies;
+// ContainerCheckpoint serves POST /checkpoint; SystemdWatchdog feeds a unit's WatchdogSec;
+// ReloadKubeletServerCertificateFile serves tlsCertFile/tlsPrivateKeyFile anew when they change.
 var gatesLike = map[string][]bool{
 	"PodAndContainerStatsFromCRI":            {true, false},
 	"ImageMaximumGCAge":                      {true},
@@ -32,6 +34,9 @@ var gatesLike = map[string][]bool{
 	gateCPUManagerBetaOptions:                {true, false},
 	gateDisableCPUQuotaExclusive:             {true, false},
 	gateResizeExclusiveCPUs:                  {true, false},
+	gateContainerCheckpoint:                  {true, false},
+	gateSystemdWatchdog:                      {true, false},
+	gateReloadServingCertFile:                {true, false},
 }
 
 // The gates nodelet acts on that need a default of their own.
@@ -42,6 +47,9 @@ const (
 	gateCPUManagerBetaOptions    = "CPUManagerPolicyBetaOptions"
 	gateDisableCPUQuotaExclusive = "DisableCPUQuotaWithExclusiveCPUs"
 	gateResizeExclusiveCPUs      = "InPlacePodVerticalScalingExclusiveCPUs"
+	gateContainerCheckpoint      = "ContainerCheckpoint"
+	gateSystemdWatchdog          = "SystemdWatchdog"
+	gateReloadServingCertFile    = "ReloadKubeletServerCertificateFile"
 )
 
 // gateDefaults are upstream 1.33's defaults of the gates nodelet acts on.
@@ -52,6 +60,9 @@ var gateDefaults = map[string]bool{
 	gateCPUManagerBetaOptions:    true,
 	gateDisableCPUQuotaExclusive: true,
 	gateResizeExclusiveCPUs:      false,
+	gateContainerCheckpoint:      true,
+	gateSystemdWatchdog:          true,
+	gateReloadServingCertFile:    true,
 }
 
 // gateOn is the gate's value: featureGates' when it sets it, else upstream's default.

@@ -61,7 +61,16 @@ type Settings struct {
 	// unless featureGates turns it on): Guaranteed pods may be resized in place beside the
 	// static CPU and memory manager policies.
 	ResizeExclusiveCPUs bool
-	EventRecordQPS      int32
+	// ContainerCheckpoint is that feature gate (on unless featureGates turns it off): the
+	// kubelet API's POST /checkpoint.
+	ContainerCheckpoint bool
+	// SystemdWatchdog is that feature gate (on unless featureGates turns it off): pings to
+	// systemd's watchdog when the unit sets WatchdogSec.
+	SystemdWatchdog bool
+	// ReloadServingCertFile is the ReloadKubeletServerCertificateFile feature gate (on unless
+	// featureGates turns it off): the serving pair's files are read again when they change.
+	ReloadServingCertFile bool
+	EventRecordQPS        int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -109,6 +118,9 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.CPUManagerOptionGates = cpuManagerOptionGates(kc)
 	s.DisableCPUQuotaWithExclusiveCPUs = gateOn(kc, gateDisableCPUQuotaExclusive)
 	s.ResizeExclusiveCPUs = gateOn(kc, gateResizeExclusiveCPUs)
+	s.ContainerCheckpoint = gateOn(kc, gateContainerCheckpoint)
+	s.SystemdWatchdog = gateOn(kc, gateSystemdWatchdog)
+	s.ReloadServingCertFile = gateOn(kc, gateReloadServingCertFile)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

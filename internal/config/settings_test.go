@@ -23,6 +23,7 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 		FailSwapOn: true, OOMScoreAdj: -999,
 		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
 		UserNamespacesSupport: true, CPUManagerOptionGates: cpumanager.DefaultOptionGates, DisableCPUQuotaWithExclusiveCPUs: true,
+		ContainerCheckpoint: true, SystemdWatchdog: true, ReloadServingCertFile: true,
 	}
 	if s != want {
 		t.Errorf("default settings:\n got %+v\nwant %+v", s, want)
@@ -67,5 +68,19 @@ func TestPodResourcesGetFollowsItsGate(t *testing.T) {
 	c.FeatureGates = map[string]bool{"KubeletPodResourcesDynamicResources": true}
 	if err := Validate(c); err == nil || !strings.Contains(err.Error(), `featureGates["KubeletPodResourcesDynamicResources"]`) {
 		t.Errorf("KubeletPodResourcesDynamicResources: %v, want it refused by name", err)
+	}
+}
+
+// The gates behind the checkpoint API, the systemd watchdog and the serving certificate
+// reload are on by default, as upstream 1.33, and can be turned off.
+func TestAPIOpsGatesCanBeTurnedOff(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "kubelet.yaml")
+	yaml := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  ContainerCheckpoint: false\n  SystemdWatchdog: false\n  ReloadKubeletServerCertificateFile: false\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustComplete(t, "--config", file).Settings
+	if s.ContainerCheckpoint || s.SystemdWatchdog || s.ReloadServingCertFile {
+		t.Errorf("gates set false still on: %+v", s)
 	}
 }

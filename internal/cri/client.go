@@ -213,3 +213,22 @@ func (c *Client) UpdateContainerResources(ctx context.Context, id string, r *run
 	_, err := c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: r})
 	return err
 }
+
+// CheckpointContainer asks the runtime to checkpoint a container into req.Location. As
+// upstream's CRI client, a requested timeout (seconds) longer than the request timeout is the
+// call's deadline; a shorter one is raised to it.
+func (c *Client) CheckpointContainer(ctx context.Context, req *runtimeapi.CheckpointContainerRequest) error {
+	if req.Timeout < 0 {
+		return errors.New("CheckpointContainer requires the timeout value to be > 0")
+	}
+	deadline := c.timeout
+	if requested := time.Duration(req.Timeout) * time.Second; requested > deadline {
+		deadline = requested
+	} else {
+		req.Timeout = int64(c.timeout / time.Second)
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	_, err := c.rt.CheckpointContainer(ctx, req)
+	return err
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // Check is one named health condition.
@@ -27,7 +29,9 @@ func Handler(checks map[string]Check) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var failed []string
 		for _, n := range names {
-			if err := checks[n](); err != nil {
+			err := checks[n]()
+			metrics.ObserveHealthcheck(n, metrics.HealthzType, err == nil)
+			if err != nil {
 				failed = append(failed, fmt.Sprintf("[-]%s failed: %v", n, err))
 			}
 		}

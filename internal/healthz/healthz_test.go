@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 func TestHandler(t *testing.T) {
@@ -24,5 +26,15 @@ func TestHandler(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "syncloop failed: stalled") {
 		t.Fatalf("stalled: got %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+func TestHandlerRecordsSLIs(t *testing.T) {
+	h := Handler(map[string]Check{"syncloop": func() error { return errors.New("stalled") }})
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/healthz", nil))
+	rec := httptest.NewRecorder()
+	metrics.SLIHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/slis", nil))
+	if want := `kubernetes_healthcheck{name="syncloop",type="healthz"} 0`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("no %s in /metrics/slis:\n%s", want, rec.Body)
 	}
 }

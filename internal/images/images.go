@@ -181,8 +181,10 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 		return "", reason, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
 	}
 	m.backoff.Reset(backoffKey)
+	size := m.imageSize(ctx, imageRef)
+	metrics.ImagePulled(size, pulled)
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
-		image, pulled.Round(time.Millisecond), total.Round(time.Millisecond), m.imageSize(ctx, imageRef))
+		image, pulled.Round(time.Millisecond), total.Round(time.Millisecond), size)
 	return imageRef, "", "", nil
 }
 

@@ -36,7 +36,7 @@ var pathBuckets = map[string]bool{
 	"": true, "pods": true, "runningpods": true, "stats": true, "spec": true, "logs": true, "containerLogs": true,
 	"healthz": true, "configz": true, "debug": true, "exec": true, "attach": true, "portForward": true, "run": true,
 	"checkpoint": true, "cri": true, "metrics": true, "metrics/cadvisor": true, "metrics/probes": true,
-	"metrics/resource": true,
+	"metrics/resource": true, "metrics/slis": true,
 }
 
 var methodBuckets = map[string]bool{

@@ -118,6 +118,9 @@ func register() {
 			runtimeOps, runtimeOpsDuration, runtimeOpsErrors,
 			httpRequests, httpRequestsDuration, httpInflight,
 			runtimeCounter, claimVolumeStats,
+			imagePullDuration, admissionRejections,
+			clientRenewErrors, servingRenewErrors, servingRotationAge, clientTTL, servingTTL,
+			restRequestLatency, restRequestSize, restResponseSize, restRateLimiterLatency, restRequestResult, restRequestRetries, restExecCertTTL,
 		)
 	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // healthHandler serves /healthz as upstream's API server-style health endpoint: "ok", or 500
@@ -53,7 +54,9 @@ func healthHandler(checks map[string]healthz.Check) http.Handler {
 				fmt.Fprintf(&report, "[+]%s excluded: ok\n", n)
 				continue
 			}
-			if err := all[n](); err != nil {
+			err := all[n]()
+			metrics.ObserveHealthcheck(n, metrics.HealthzType, err == nil)
+			if err != nil {
 				klog.V(2).InfoS("Health check failed", "check", n, "err", err)
 				fmt.Fprintf(&report, "[-]%s failed: reason withheld\n", n)
 				failed = true

@@ -182,7 +182,11 @@ func start(t *testing.T, opts Options, h Handlers) (*Server, *running) {
 		r.readOnlyURL = "http://" + roLn.Addr().String()
 	}
 	r.servingCAs = x509.NewCertPool()
-	for _, c := range s.tls.Certificates[0].Certificate {
+	served := s.tls.Certificates
+	if s.files != nil {
+		served = []tls.Certificate{*s.files.pair}
+	}
+	for _, c := range served[0].Certificate {
 		cert, _ := x509.ParseCertificate(c)
 		r.servingCAs.AddCert(cert)
 	}

@@ -34,6 +34,7 @@ func (s *Server) secureMux(h Handlers) *http.ServeMux {
 		mount(mux, h.PortForward, verb+"/portForward/{namespace}/{pod}", verb+"/portForward/{namespace}/{pod}/{uid}")
 	}
 	mount(mux, h.Run, "POST /run/{namespace}/{pod}/{container}", "POST /run/{namespace}/{pod}/{uid}/{container}")
+	mount(mux, h.Checkpoint, "POST /checkpoint/{namespace}/{pod}/{container}")
 	if s.opts.RunningPods != nil {
 		list := func(r *http.Request) ([]*v1.Pod, error) { return s.opts.RunningPods(r.Context()) }
 		mount(mux, podListHandler(list), "GET /runningpods", "GET /runningpods/{$}")
@@ -84,6 +85,7 @@ func (s *Server) commonRoutes(mux *http.ServeMux, h Handlers) {
 	mount(mux, h.MetricsResource, "/metrics/resource")
 	mount(mux, h.MetricsProbes, "/metrics/probes")
 	mount(mux, h.MetricsCadvisor, "/metrics/cadvisor")
+	mount(mux, h.MetricsSLIs, "/metrics/slis")
 }
 
 // mount registers handler under each pattern; a nil handler is not served.

@@ -38,6 +38,9 @@ type Options struct {
 	TLSMinVersion   string   // kc.TLSMinVersion ("" = VersionTLS12)
 	TLSCipherSuites []string // kc.TLSCipherSuites (Go names; empty = Go's defaults)
 	CertDir         string   // --cert-dir: where kubelet.crt/kubelet.key are kept when no pair is given
+	// ReloadCertificateFiles serves the pair's files anew when they change (upstream's
+	// ReloadKubeletServerCertificateFile gate); off, they are read once at start.
+	ReloadCertificateFiles bool
 	// ServingCertificate, when set, supplies the served pair at each handshake (serverTLSBootstrap:
 	// issued through a CSR and rotated); nil until one is issued fails the handshake.
 	ServingCertificate func() *tls.Certificate
@@ -87,6 +90,8 @@ type Handlers struct {
 	MetricsResource http.Handler // /metrics/resource
 	MetricsProbes   http.Handler // /metrics/probes
 	MetricsCadvisor http.Handler // /metrics/cadvisor
+	MetricsSLIs     http.Handler // /metrics/slis
+	Checkpoint      http.Handler // POST /checkpoint/{namespace}/{pod}/{container} (debugging handlers)
 	PodTimeline     http.Handler // GET /debug/pods/{namespace}/{name}/timeline
 	NodeUI          http.Handler // the node page: /ui and everything below it
 }
@@ -97,6 +102,7 @@ type Server struct {
 	authn    *authenticator
 	authz    authorizer
 	tls      *tls.Config
+	files    *servingPair // the served pair's files, reloaded while serving; nil otherwise
 	secure   http.Handler
 	readOnly http.Handler // nil: no read-only port
 }
@@ -139,11 +145,11 @@ func New(opts Options, h Handlers) (*Server, error) {
 		return nil, fmt.Errorf("unknown authorization mode %q", opts.Authorization.Mode)
 	}
 
-	cfg, err := servingTLSConfig(&opts, clientCAs)
+	cfg, files, err := servingTLSConfig(&opts, clientCAs)
 	if err != nil {
 		return nil, err
 	}
-	s.tls = cfg
+	s.tls, s.files = cfg, files
 	s.secure = withAccessLog("secure", s.withAuth(s.secureMux(h)))
 	if opts.ReadOnlyPort > 0 {
 		s.readOnly = withAccessLog("read-only", readOnly(s.readOnlyMux(h)))
@@ -191,6 +197,13 @@ func (s *Server) serve(ctx context.Context, secureLn, readOnlyLn net.Listener) e
 		go func() {
 			defer wg.Done()
 			ca.run(ctx)
+		}()
+	}
+	if s.files != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.files.run(ctx)
 		}()
 	}
 	wg.Add(1)

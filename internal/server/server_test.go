@@ -214,6 +214,7 @@ func TestHandlersGetPathValues(t *testing.T) {
 		ContainerLogs: record("logs"), Exec: record("exec"), Attach: record("attach"), PortForward: record("pf"),
 		Run: record("run"), NodeLogs: record("nodelogs"), StatsSummary: record("stats"), Metrics: record("metrics"),
 		MetricsResource: record("resource"), MetricsProbes: record("probes"), MetricsCadvisor: record("cadvisor"),
+		MetricsSLIs: record("slis"), Checkpoint: record("checkpoint"),
 	}
 	_, srv := start(t, alwaysAllowOptions(t), h)
 	c := srv.client()
@@ -231,6 +232,8 @@ func TestHandlersGetPathValues(t *testing.T) {
 		{"GET", "/metrics/resource", "resource GET ns= pod= uid= ctr="},
 		{"GET", "/metrics/probes", "probes GET ns= pod= uid= ctr="},
 		{"GET", "/metrics/cadvisor", "cadvisor GET ns= pod= uid= ctr="},
+		{"GET", "/metrics/slis", "slis GET ns= pod= uid= ctr="},
+		{"POST", "/checkpoint/ns1/p1/c1", "checkpoint POST ns=ns1 pod=p1 uid= ctr=c1"},
 	}
 	for _, r := range requests {
 		mu.Lock()
@@ -243,7 +246,7 @@ func TestHandlersGetPathValues(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-	for _, r := range []struct{ method, path string }{{"GET", "/run/ns/p/c"}, {"POST", "/containerLogs/ns/p/c"}, {"DELETE", "/exec/ns/p/c"}} {
+	for _, r := range []struct{ method, path string }{{"GET", "/checkpoint/ns/p/c"}, {"GET", "/run/ns/p/c"}, {"POST", "/containerLogs/ns/p/c"}, {"DELETE", "/exec/ns/p/c"}} {
 		if got := do(t, c, r.method, srv.secureURL+r.path, ""); got.code != http.StatusMethodNotAllowed {
 			t.Errorf("%s %s: got %d, want 405", r.method, r.path, got.code)
 		}

@@ -25,11 +25,12 @@ const (
 // CSR-issued one (serverTLSBootstrap) or the self-signed one, TLS 1.2 unless told otherwise,
 // and a request (not a demand) for a client certificate when a client CA is configured; the
 // authenticator verifies it.
-func servingTLSConfig(opts *Options, clientCAs *clientCA) (*tls.Config, error) {
+func servingTLSConfig(opts *Options, clientCAs *clientCA) (*tls.Config, *servingPair, error) {
 	cfg, err := baseTLSConfig(opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var files *servingPair
 	if current := opts.ServingCertificate; current != nil {
 		cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if c := current(); c != nil {
@@ -38,16 +39,24 @@ func servingTLSConfig(opts *Options, clientCAs *clientCA) (*tls.Config, error) {
 			return nil, errors.New("no serving certificate issued yet: approve the node's kubernetes.io/kubelet-serving CertificateSigningRequest")
 		}
 	} else {
-		pair, err := servedPair(opts)
+		certFile, keyFile, err := servedFiles(opts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		cfg.Certificates = []tls.Certificate{pair}
+		if files, err = newServingPair(certFile, keyFile); err != nil {
+			return nil, nil, err
+		}
+		if opts.ReloadCertificateFiles {
+			cfg.GetCertificate = files.get
+		} else {
+			cfg.Certificates = []tls.Certificate{*files.pair}
+			files = nil
+		}
 	}
 	if clientCAs != nil {
 		clientCAs.advertise(cfg) // last: each handshake clones cfg as it is now
 	}
-	return cfg, nil
+	return cfg, files, nil
 }
 
 // baseTLSConfig holds the protocol settings: TLS 1.2 unless told otherwise, the cipher suites.
@@ -63,20 +72,12 @@ func baseTLSConfig(opts *Options) (*tls.Config, error) {
 	return &tls.Config{MinVersion: minVersion, CipherSuites: suites}, nil
 }
 
-// servedPair is the configured pair or the self-signed one.
-func servedPair(opts *Options) (tls.Certificate, error) {
-	certFile, keyFile := opts.TLSCertFile, opts.TLSKeyFile
-	if certFile == "" && keyFile == "" {
-		var err error
-		if certFile, keyFile, err = ensureSelfSignedCert(opts); err != nil {
-			return tls.Certificate{}, err
-		}
+// servedFiles are the configured pair's files or the self-signed one's.
+func servedFiles(opts *Options) (string, string, error) {
+	if opts.TLSCertFile == "" && opts.TLSKeyFile == "" {
+		return ensureSelfSignedCert(opts)
 	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("loading serving certificate %s / key %s: %w", certFile, keyFile, err)
-	}
-	return pair, nil
+	return opts.TLSCertFile, opts.TLSKeyFile, nil
 }
 
 // ensureSelfSignedCert returns the self-signed pair in the cert directory, creating it the

@@ -16,7 +16,7 @@ import (
 // handshake; before the first is issued the handshake fails saying what to approve.
 func TestServingCertificateFollowsTheManager(t *testing.T) {
 	var current *tls.Certificate
-	cfg, err := servingTLSConfig(&Options{ServingCertificate: func() *tls.Certificate { return current }}, nil)
+	cfg, _, err := servingTLSConfig(&Options{ServingCertificate: func() *tls.Certificate { return current }}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
