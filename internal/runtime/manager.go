@@ -31,7 +31,7 @@ import (
 
 // ImageService is what SyncPod needs from the image manager (*images.Manager).
 type ImageService interface {
-	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error)
+	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret, sb images.Sandbox) (imageRef, waitReason, msg string, err error)
 	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
 	ForgetPod(uid types.UID)
 	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
@@ -117,6 +117,12 @@ type Options struct {
 	Actuated ActuatedResources
 	// PodCgroups resizes pod cgroups in place; nil when nodelet makes none.
 	PodCgroups PodCgroups
+	// Memory shapes containers' memory beyond their limit: the OOM group and swap, as
+	// upstream; the zero value sends neither.
+	Memory MemorySettings
+	// PullRuntimeHandler names the sandbox's runtime handler in PullImage's image spec
+	// (upstream's RuntimeClassInImageCriAPI feature gate, off by default).
+	PullRuntimeHandler bool
 	// Started is the prober's startup result for a running container instance (runtime ID):
 	// a sidecar with a startupProbe lets the next init container start only once it passed.
 	// nil counts every running container as started.
@@ -161,6 +167,9 @@ type Manager struct {
 	features  *runtimefeatures.Store
 	idRanges  PodIDRanges
 	usernsOff bool
+
+	memory      MemorySettings
+	pullHandler bool
 
 	capacityOnce sync.Once
 	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
@@ -250,6 +259,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		devices: opts.Devices, cpusets: opts.Cpusets, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
+		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler,
 	}
 }
 
