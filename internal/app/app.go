@@ -119,6 +119,8 @@ type agent struct {
 
 	// memory pins Guaranteed pods' memory to NUMA nodes; nil in a foreground run.
 	memory *memorymanager.Manager
+	// hostMemory shapes containers' memory beyond their limits: OOM group, swap.
+	hostMemory runtime.MemorySettings
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -254,11 +256,19 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	n.cri = criClient
 	comps.onStop(func() { _ = criClient.Close() })
+	if cfg.CgroupDriverFromCRI {
+		if err := cgroupDriverFromCRI(ctx, criClient, kc); err != nil {
+			return nil, err
+		}
+	}
 	imgs, err := n.newImages()
 	if err != nil {
 		return nil, err
 	}
 	if err := prepareHost(cfg); err != nil {
+		return nil, err
+	}
+	if n.hostMemory, err = memorySettings(cfg); err != nil {
 		return nil, err
 	}
 	if n.cm, err = cm.New(n.containerManagerConfig()); err != nil {
@@ -342,6 +352,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
+		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API

@@ -19,7 +19,10 @@ import (
 // CPUManagerPolicyAlphaOptions and CPUManagerPolicyBetaOptions allow the CPU manager's options
 // of those stages; DisableCPUQuotaWithExclusiveCPUs runs containers with exclusive CPUs (and
 // their pods' cgroups) without a CFS quota; InPlacePodVerticalScalingExclusiveCPUs lets
-// Guaranteed pods be resized in place beside the static CPU and memory manager policies.
+// Guaranteed pods be resized in place beside the static CPU and memory manager policies;
+// NodeSwap=false keeps every container off swap and refuses memorySwap.swapBehavior;
+// KubeletCgroupDriverFromCRI takes the cgroup driver the runtime reports over cgroupDriver;
+// RuntimeClassInImageCriAPI names the pod's runtime handler in its image pulls.
 var gatesLike = map[string][]bool{
 	"PodAndContainerStatsFromCRI":            {true, false},
 	"ImageMaximumGCAge":                      {true},
@@ -42,6 +45,9 @@ const (
 	gateCPUManagerBetaOptions    = "CPUManagerPolicyBetaOptions"
 	gateDisableCPUQuotaExclusive = "DisableCPUQuotaWithExclusiveCPUs"
 	gateResizeExclusiveCPUs      = "InPlacePodVerticalScalingExclusiveCPUs"
+	gateNodeSwap                 = "NodeSwap"
+	gateCgroupDriverFromCRI      = "KubeletCgroupDriverFromCRI"
+	gateRuntimeClassInImage      = "RuntimeClassInImageCriAPI"
 )
 
 // gateDefaults are upstream 1.33's defaults of the gates nodelet acts on.
@@ -52,6 +58,9 @@ var gateDefaults = map[string]bool{
 	gateCPUManagerBetaOptions:    true,
 	gateDisableCPUQuotaExclusive: true,
 	gateResizeExclusiveCPUs:      false,
+	gateNodeSwap:                 true,
+	gateCgroupDriverFromCRI:      true,
+	gateRuntimeClassInImage:      false,
 }
 
 // gateOn is the gate's value: featureGates' when it sets it, else upstream's default.

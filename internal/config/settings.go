@@ -61,7 +61,16 @@ type Settings struct {
 	// unless featureGates turns it on): Guaranteed pods may be resized in place beside the
 	// static CPU and memory manager policies.
 	ResizeExclusiveCPUs bool
-	EventRecordQPS      int32
+	// NodeSwap is that feature gate (on unless featureGates turns it off): LimitedSwap may
+	// let containers swap.
+	NodeSwap bool
+	// CgroupDriverFromCRI is the KubeletCgroupDriverFromCRI feature gate (on unless
+	// featureGates turns it off): the runtime's RuntimeConfig names the cgroup driver.
+	CgroupDriverFromCRI bool
+	// PullRuntimeHandler is the RuntimeClassInImageCriAPI feature gate (off unless
+	// featureGates turns it on): image pulls name the pod's runtime handler.
+	PullRuntimeHandler bool
+	EventRecordQPS     int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -109,6 +118,9 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.CPUManagerOptionGates = cpuManagerOptionGates(kc)
 	s.DisableCPUQuotaWithExclusiveCPUs = gateOn(kc, gateDisableCPUQuotaExclusive)
 	s.ResizeExclusiveCPUs = gateOn(kc, gateResizeExclusiveCPUs)
+	s.NodeSwap = gateOn(kc, gateNodeSwap)
+	s.CgroupDriverFromCRI = gateOn(kc, gateCgroupDriverFromCRI)
+	s.PullRuntimeHandler = gateOn(kc, gateRuntimeClassInImage)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

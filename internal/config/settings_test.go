@@ -22,7 +22,7 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 		LocalStorageCapacityIsolation: true, ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 		FailSwapOn: true, OOMScoreAdj: -999,
 		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
-		UserNamespacesSupport: true, CPUManagerOptionGates: cpumanager.DefaultOptionGates, DisableCPUQuotaWithExclusiveCPUs: true,
+		UserNamespacesSupport: true, CPUManagerOptionGates: cpumanager.DefaultOptionGates, DisableCPUQuotaWithExclusiveCPUs: true, NodeSwap: true, CgroupDriverFromCRI: true,
 	}
 	if s != want {
 		t.Errorf("default settings:\n got %+v\nwant %+v", s, want)

@@ -165,7 +165,6 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		{"cpuCFSQuotaPeriod", func(c *kc) { c.CPUCFSQuotaPeriod = ptr.To(dur(50 * time.Millisecond)) }},
 		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
 		{`featureGates["ImageMaximumGCAge"]`, func(c *kc) { c.FeatureGates = map[string]bool{"ImageMaximumGCAge": false} }},
-		{"singleProcessOOMKill", func(c *kc) { c.SingleProcessOOMKill = ptr.To(true) }},
 		{"logging.options", func(c *kc) { c.Logging.Options.Text.SplitStream = true }},
 		{"logging.options", func(c *kc) { c.Logging.Options.JSON.InfoBufferSize.Set("64Ki") }},
 	}
