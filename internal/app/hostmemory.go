@@ -7,10 +7,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
@@ -76,4 +80,38 @@ func memInfo(path string) (memTotal, swapTotal int64, err error) {
 		}
 	}
 	return memTotal, swapTotal, nil
+}
+
+// allocatableMemory is the node's allocatable memory in bytes, which bounds memory-backed
+// emptyDirs: the registered Node's, else (standalone, or not registered yet) what upstream's
+// initial node would say: the machine's memory less pre-allocated huge pages, kube and system
+// reserved and the hard eviction threshold. 0 when it cannot be read.
+func (n *agent) allocatableMemory() func() int64 {
+	kc := n.cfg.Kubelet
+	local := sync.OnceValue(func() int64 {
+		machine, _ := node.ReadMachine(node.HostPaths())
+		if machine == nil || machine.MemoryBytes == 0 {
+			return 0
+		}
+		mem := machine.MemoryBytes
+		for _, bytes := range machine.HugePages {
+			mem -= bytes
+		}
+		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI)}
+		reserved, err := node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard)
+		if err != nil {
+			return 0 // validation refused such settings already
+		}
+		r := reserved[v1.ResourceMemory]
+		return max(0, mem-r.Value())
+	})
+	api := n.cluster.allocatable()
+	return func() int64 {
+		if api != nil {
+			if q, ok := api()[v1.ResourceMemory]; ok && q.Value() > 0 {
+				return q.Value()
+			}
+		}
+		return local()
+	}
 }

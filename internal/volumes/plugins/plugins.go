@@ -36,6 +36,10 @@ type Deps struct {
 	NodeName, NodeIP string
 	// Capacity is what an unset limit reads as in downwardAPI volumes (default the machine's).
 	Capacity func() downward.Capacity
+	// AllocatableMemory is the node's allocatable memory in bytes, which bounds a
+	// memory-backed emptyDir's tmpfs as upstream; nil or 0 leaves it to the pod's limit and
+	// sizeLimit (else the kernel's default, half the RAM).
+	AllocatableMemory func() int64
 }
 
 // All returns every plugin, in the order the volume manager tries them.
@@ -48,7 +52,7 @@ func All(d Deps) []volumes.Plugin {
 	}
 	tokens := tokens.NewCache(d.Tokens)
 	return []volumes.Plugin{
-		&EmptyDir{mounter: d.Mounter},
+		&EmptyDir{mounter: d.Mounter, allocatableMemory: d.AllocatableMemory},
 		HostPath{},
 		Local{},
 		newObjectPlugin(configMapPlugin, d, tokens),
