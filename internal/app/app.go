@@ -63,6 +63,7 @@ import (
 	"github.com/nodelet/nodelet/internal/userns"
 	"github.com/nodelet/nodelet/internal/version"
 	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
 // Crash-loop back-off bounds, as upstream: 10s doubling to 5 minutes.
@@ -353,6 +354,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
 		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
+		SELinux: mount.SELinuxEnabled(mount.HostMountInfo, "/proc/self/attr/current"),
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API

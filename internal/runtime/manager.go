@@ -120,6 +120,8 @@ type Options struct {
 	// Memory shapes containers' memory beyond their limit: the OOM group and swap, as
 	// upstream; the zero value sends neither.
 	Memory MemorySettings
+	// SELinux: the host runs SELinux; mounts then ask the runtime to relabel, as upstream.
+	SELinux bool
 	// PullRuntimeHandler names the sandbox's runtime handler in PullImage's image spec
 	// (upstream's RuntimeClassInImageCriAPI feature gate, off by default).
 	PullRuntimeHandler bool
@@ -249,7 +251,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		logLinks:    containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
 		serviceEnv:  opts.ServiceEnv,
 		mounts: containeropts.Mounts{
-			Volumes: opts.Volumes, PodsDir: filepath.Join(opts.RootDir, "pods"),
+			Volumes: opts.Volumes, PodsDir: filepath.Join(opts.RootDir, "pods"), SELinux: opts.SELinux,
 			EtcHosts: containeropts.EtcHosts{
 				PodsDir: filepath.Join(opts.RootDir, "pods"), NodeHostsFile: containeropts.EtcHostsPath, ClusterDomain: dns.ClusterDomain(),
 			},

@@ -96,3 +96,25 @@ func TestSandboxAndContainersGetSELinuxOptions(t *testing.T) {
 		}
 	}
 }
+
+// On an SELinux host upstream asks the runtime to relabel the volumes that say so, /etc/hosts
+// and the termination message file; elsewhere (these hosts) nothing.
+func TestMountsAskForRelabellingOnSELinuxHosts(t *testing.T) {
+	for _, selinux := range []bool{false, true} {
+		c := ctr("a", "sleep", "1")
+		c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		pod := newPod("relabel", c)
+		pod.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		e := newTestEnv(t, func(o *Options) { o.SELinux = selinux })
+		e.sync(pod)
+		mounts := e.running("a").Config.Mounts
+		if len(mounts) != 3 {
+			t.Fatalf("want the volume, /etc/hosts and the termination file, got %v", mounts)
+		}
+		for _, m := range mounts {
+			if m.SelinuxRelabel != selinux {
+				t.Errorf("SELinux host %v: mount %s relabel %v", selinux, m.ContainerPath, m.SelinuxRelabel)
+			}
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
@@ -22,7 +21,8 @@ const emptyDirPlugin = "kubernetes.io~empty-dir"
 // on a hugetlbfs for the huge pages media.
 type EmptyDir struct {
 	mounter           mount.Mounter
-	allocatableMemory func() int64 // nil: unknown
+	allocatableMemory func() int64                         // nil: unknown
+	podMemoryLimit    func(*v1.Pod) (bytes int64, ok bool) // nil: no pod is limited
 }
 
 func (*EmptyDir) Name() string { return emptyDirPlugin }
@@ -36,7 +36,7 @@ func (e *EmptyDir) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 	if err := prepareEmptyDir(dir, fsGroup(pod)); err != nil {
 		return volumes.Mount{}, fmt.Errorf("emptyDir %q: %w", s.Volume.Name, err)
 	}
-	return volumes.Mount{Path: dir}, nil
+	return volumes.Mount{Path: dir, SELinuxRelabel: true}, nil
 }
 
 // mountMedium mounts what the medium asks for on dir: a tmpfs of the size limit for Memory, a
@@ -64,8 +64,10 @@ func (e *EmptyDir) tmpfsSize(pod *v1.Pod, src *v1.EmptyDirVolumeSource) int64 {
 		size = e.allocatableMemory()
 	}
 	within := func(v int64) bool { return v > 0 && (size <= 0 || v <= size) }
-	if limit, ok := cm.PodMemoryLimit(pod); ok && within(limit) {
-		size = limit
+	if e.podMemoryLimit != nil {
+		if limit, ok := e.podMemoryLimit(pod); ok && within(limit) {
+			size = limit
+		}
 	}
 	if src.SizeLimit != nil && within(src.SizeLimit.Value()) {
 		size = src.SizeLimit.Value()

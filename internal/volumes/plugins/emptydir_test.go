@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/volumes"
 )
 
@@ -94,7 +95,10 @@ func TestMemoryEmptyDirGetsTmpfsOnce(t *testing.T) {
 // pod's memory limit (overhead included, only when every container has one) when smaller, or
 // sizeLimit when smaller still.
 func TestMemoryEmptyDirSizedAsUpstream(t *testing.T) {
-	e := newEnv(t, func(d *Deps, _ *volumes.Options) { d.AllocatableMemory = func() int64 { return 1 << 30 } })
+	e := newEnv(t, func(d *Deps, _ *volumes.Options) {
+		d.AllocatableMemory = func() int64 { return 1 << 30 }
+		d.PodMemoryLimit = cm.PodMemoryLimit
+	})
 	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 	limited := func(c *v1.Container, mem string) {
 		c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: *q(mem)}
@@ -139,5 +143,27 @@ func TestMemoryEmptyDirSizedAsUpstream(t *testing.T) {
 				t.Errorf("tmpfs size %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// The volumes upstream relabels on an SELinux host: the ones it manages whose files carry
+// labels (emptyDir, configMap, secret, downwardAPI, projected), never a hostPath.
+func TestPluginsSayWhichVolumesAreRelabelled(t *testing.T) {
+	e := newEnv(t)
+	e.objs.AddConfigMap("default", "cm", map[string]string{"k": "v"})
+	hostDir := t.TempDir()
+	pod := mounting("relabel",
+		v1.Volume{Name: "empty", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}},
+		v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir}}},
+	)
+	for name, want := range map[string]bool{"empty": true, "cm": true, "host": false} {
+		mnt, err := e.setUp(pod, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mnt.SELinuxRelabel != want {
+			t.Errorf("%s: SELinuxRelabel %v, want %v", name, mnt.SELinuxRelabel, want)
+		}
 	}
 }
