@@ -29,6 +29,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"runtimeRequestTimeout", "must be > 0", func(c *kc) { c.RuntimeRequestTimeout = dur(0) }},
 		{"nodeLeaseDurationSeconds", "must be > 0, got 0", func(c *kc) { c.NodeLeaseDurationSeconds = 0 }},
 		{"port", "between 0 and 65535, got 65536", func(c *kc) { c.Port = 65536 }},
+		{"memorySwap.swapBehavior", "cannot be set when NodeSwap feature flag is disabled", func(c *kc) {
+			c.FeatureGates = map[string]bool{"NodeSwap": false}
+			c.MemorySwap.SwapBehavior = "LimitedSwap"
+		}},
 		{"readOnlyPort", "got -1", func(c *kc) { c.ReadOnlyPort = -1 }},
 		{"healthzPort", "got 70000", func(c *kc) { c.HealthzPort = ptr.To[int32](70000) }},
 		{"healthzBindAddress", `must be an IP address, got "localhost"`, func(c *kc) { c.HealthzBindAddress = "localhost" }},
