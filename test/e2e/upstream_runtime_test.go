@@ -12,29 +12,15 @@ import (
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// upstreamSettingsPod: a Guaranteed pod (200m, 64Mi) with a memory-backed emptyDir without
+// upstreamSettingsPod: a Guaranteed pod (100m, 64Mi) with a memory-backed emptyDir without
 // sizeLimit.
 func upstreamSettingsPod(name string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  restartPolicy: Always
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-    resources:
-      limits: {cpu: 200m, memory: 64Mi}
-    volumeMounts:
+	return guaranteedPodYAML(name, "64Mi") + `    volumeMounts:
     - {name: mem, mountPath: /mem}
   volumes:
   - name: mem
     emptyDir: {medium: Memory}
-`, name, busybox)
+`
 }
 
 // TestRuntimeSettingsAsUpstream checks on the real containerd (1.6, cgroup v1 with the memsw
@@ -93,8 +79,8 @@ func TestRuntimeSettingsAsUpstream(t *testing.T) {
 		a := info.RuntimeSpec.Annotations
 		for key, want := range map[string]string{
 			"io.kubernetes.cri.sandbox-cpu-period": "100000",
-			"io.kubernetes.cri.sandbox-cpu-quota":  "20000",
-			"io.kubernetes.cri.sandbox-cpu-shares": "204",
+			"io.kubernetes.cri.sandbox-cpu-quota":  "10000",
+			"io.kubernetes.cri.sandbox-cpu-shares": "102",
 			"io.kubernetes.cri.sandbox-memory":     fmt.Sprint(64 << 20),
 		} {
 			if a[key] != want {
