@@ -5,11 +5,14 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // upstreamSettingsPod: a Guaranteed pod (100m, 64Mi) with a memory-backed emptyDir without
@@ -94,5 +97,12 @@ func TestRuntimeSettingsAsUpstream(t *testing.T) {
 		if !strings.Contains(n.log(), said) {
 			t.Errorf("nodelet's log does not say %q (RuntimeConfig not asked)", said)
 		}
+	})
+
+	// The emptyDir's tmpfs goes with the pod, before the test's directory is removed.
+	n.removeManifest("upstreamrt.yaml")
+	testutil.WaitFor(t, 90*time.Second, "the emptyDir's tmpfs unmounted", func() (bool, string) {
+		data, err := os.ReadFile("/proc/self/mountinfo")
+		return err == nil && !strings.Contains(string(data), n.rootDir), "still mounted under " + n.rootDir
 	})
 }
