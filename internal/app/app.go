@@ -63,6 +63,7 @@ import (
 	"github.com/nodelet/nodelet/internal/userns"
 	"github.com/nodelet/nodelet/internal/version"
 	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
 // Crash-loop back-off bounds, as upstream: 10s doubling to 5 minutes.
@@ -119,6 +120,8 @@ type agent struct {
 
 	// memory pins Guaranteed pods' memory to NUMA nodes; nil in a foreground run.
 	memory *memorymanager.Manager
+	// hostMemory shapes containers' memory beyond their limits: OOM group, swap.
+	hostMemory runtime.MemorySettings
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -259,11 +262,19 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	n.cri = criClient
 	comps.onStop(func() { _ = criClient.Close() })
+	if cfg.CgroupDriverFromCRI {
+		if err := cgroupDriverFromCRI(ctx, criClient, kc); err != nil {
+			return nil, err
+		}
+	}
 	imgs, err := n.newImages()
 	if err != nil {
 		return nil, err
 	}
 	if err := prepareHost(cfg); err != nil {
+		return nil, err
+	}
+	if n.hostMemory, err = memorySettings(cfg); err != nil {
 		return nil, err
 	}
 	if n.cm, err = cm.New(n.containerManagerConfig()); err != nil {
@@ -347,6 +358,8 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
+		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
+		SELinux: mount.SELinuxEnabled(mount.HostMountInfo, "/proc/self/attr/current"),
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API

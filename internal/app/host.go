@@ -18,8 +18,8 @@ import (
 
 // hostFiles are the kernel files prepareHost reads and writes; unit tests point them at copies.
 var hostFiles = struct {
-	procSys, swaps, oomScoreAdj, cgroupRoot string
-}{"/proc/sys", "/proc/swaps", "/proc/self/oom_score_adj", "/sys/fs/cgroup"}
+	procSys, swaps, oomScoreAdj, cgroupRoot, selfCgroup, meminfo string
+}{"/proc/sys", "/proc/swaps", "/proc/self/oom_score_adj", "/sys/fs/cgroup", "/proc/self/cgroup", "/proc/meminfo"}
 
 // prepareHost checks and sets up the machine and this process as the upstream kubelet does
 // before its managers start: kernel tunables, swap, cgroup version, OOM score, open files.
@@ -39,6 +39,10 @@ func prepareHost(cfg *config.Config) error {
 	}
 	if cfg.FailCgroupV1 && !cgroupV2(hostFiles.cgroupRoot) {
 		return errors.New("the host uses cgroup v1, which failCgroupV1 refuses: boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or set failCgroupV1: false")
+	}
+	if kc.SingleProcessOOMKill != nil && !*kc.SingleProcessOOMKill && !cgroupV2(hostFiles.cgroupRoot) {
+		// As upstream: on v1 the kernel has no OOM group to turn on.
+		return errors.New("invalid configuration: singleProcessOOMKill must not be explicitly set to false when using cgroup v1")
 	}
 	score := cfg.OOMScoreAdj
 	if err := os.WriteFile(hostFiles.oomScoreAdj, []byte(strconv.Itoa(int(score))), 0o644); err != nil {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/node"
@@ -21,7 +22,8 @@ import (
 // and starts it.
 func (n *agent) newVolumes() *volumes.Manager {
 	n.podStates = &podStates{}
-	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: node.PrimaryHostIP(n.cfg.NodeIP)}
+	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: node.PrimaryHostIP(n.cfg.NodeIP), AllocatableMemory: n.allocatableMemory(),
+		PodMemoryLimit: cm.PodMemoryLimit}
 	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates, Node: n.node, Recorder: n.recorder}
 	if n.objects != nil {
 		deps.Objects, deps.Tokens = n.objects, n.objects

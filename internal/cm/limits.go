@@ -52,7 +52,7 @@ func podLimits(pod *v1.Pod, pidsLimit int64, cpuQuota bool) limits {
 	if milli, ok := podAmount(pod, v1.ResourceCPU, limited, milliValue); ok && cpuQuota {
 		l.cpuQuota = max(minQuota, milli*quotaPeriod/1000)
 	}
-	if bytes, ok := podAmount(pod, v1.ResourceMemory, limited, value); ok {
+	if bytes, ok := PodMemoryLimit(pod); ok {
 		l.memory = bytes
 	}
 	if pidsLimit > 0 {
@@ -60,6 +60,12 @@ func podLimits(pod *v1.Pod, pidsLimit int64, cpuQuota bool) limits {
 	}
 	l.hugePages = hugepages.Limits(podHugePages(pod))
 	return l
+}
+
+// PodMemoryLimit is the memory limit of the pod's cgroup, its overhead included; ok is false
+// when some container has no memory limit (then the pod has none).
+func PodMemoryLimit(pod *v1.Pod) (bytes int64, ok bool) {
+	return podAmount(pod, v1.ResourceMemory, limited, value)
 }
 
 // podHugePages is what the pod requests of each huge page size.

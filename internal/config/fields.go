@@ -57,6 +57,8 @@ var actedOn = map[string]string{
 	"kernelMemcgNotification": "eviction (the memory cgroups from cm; refused without cgroup v1 pod cgroups)",
 	"topologyManagerPolicy":   "cm/topologymanager", "topologyManagerScope": "cm/topologymanager",
 	"topologyManagerPolicyOptions": "cm/topologymanager (unknown options refused)",
+	"memorySwap.swapBehavior":      "runtime (containers' swap limit; LimitedSwap on cgroup v2 only, as upstream)",
+	"singleProcessOOMKill":         "runtime (memory.oom.group on cgroup v2; refused as false on v1, as upstream)",
 }
 
 // inertUpstream: upstream itself does nothing with these without an alpha gate (refused here)

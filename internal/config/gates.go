@@ -22,6 +22,9 @@ import (
 // Guaranteed pods be resized in place beside the static CPU and memory manager policies;
 // ContainerCheckpoint serves POST /checkpoint; SystemdWatchdog feeds a unit's WatchdogSec;
 // ReloadKubeletServerCertificateFile serves tlsCertFile/tlsPrivateKeyFile anew when they change.
+// NodeSwap=false keeps every container off swap and refuses memorySwap.swapBehavior;
+// KubeletCgroupDriverFromCRI takes the cgroup driver the runtime reports over cgroupDriver;
+// RuntimeClassInImageCriAPI names the pod's runtime handler in its image pulls.
 var gatesLike = map[string][]bool{
 	"PodAndContainerStatsFromCRI":            {true, false},
 	"ImageMaximumGCAge":                      {true},
@@ -50,6 +53,9 @@ const (
 	gateContainerCheckpoint      = "ContainerCheckpoint"
 	gateSystemdWatchdog          = "SystemdWatchdog"
 	gateReloadServingCertFile    = "ReloadKubeletServerCertificateFile"
+	gateNodeSwap                 = "NodeSwap"
+	gateCgroupDriverFromCRI      = "KubeletCgroupDriverFromCRI"
+	gateRuntimeClassInImage      = "RuntimeClassInImageCriAPI"
 )
 
 // gateDefaults are upstream 1.33's defaults of the gates nodelet acts on.
@@ -63,6 +69,9 @@ var gateDefaults = map[string]bool{
 	gateContainerCheckpoint:      true,
 	gateSystemdWatchdog:          true,
 	gateReloadServingCertFile:    true,
+	gateNodeSwap:                 true,
+	gateCgroupDriverFromCRI:      true,
+	gateRuntimeClassInImage:      false,
 }
 
 // gateOn is the gate's value: featureGates' when it sets it, else upstream's default.

@@ -70,7 +70,16 @@ type Settings struct {
 	// ReloadServingCertFile is the ReloadKubeletServerCertificateFile feature gate (on unless
 	// featureGates turns it off): the serving pair's files are read again when they change.
 	ReloadServingCertFile bool
-	EventRecordQPS        int32
+	// NodeSwap is that feature gate (on unless featureGates turns it off): LimitedSwap may
+	// let containers swap.
+	NodeSwap bool
+	// CgroupDriverFromCRI is the KubeletCgroupDriverFromCRI feature gate (on unless
+	// featureGates turns it off): the runtime's RuntimeConfig names the cgroup driver.
+	CgroupDriverFromCRI bool
+	// PullRuntimeHandler is the RuntimeClassInImageCriAPI feature gate (off unless
+	// featureGates turns it on): image pulls name the pod's runtime handler.
+	PullRuntimeHandler bool
+	EventRecordQPS     int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -121,6 +130,9 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.ContainerCheckpoint = gateOn(kc, gateContainerCheckpoint)
 	s.SystemdWatchdog = gateOn(kc, gateSystemdWatchdog)
 	s.ReloadServingCertFile = gateOn(kc, gateReloadServingCertFile)
+	s.NodeSwap = gateOn(kc, gateNodeSwap)
+	s.CgroupDriverFromCRI = gateOn(kc, gateCgroupDriverFromCRI)
+	s.PullRuntimeHandler = gateOn(kc, gateRuntimeClassInImage)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

@@ -23,7 +23,7 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 		FailSwapOn: true, OOMScoreAdj: -999,
 		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
 		UserNamespacesSupport: true, CPUManagerOptionGates: cpumanager.DefaultOptionGates, DisableCPUQuotaWithExclusiveCPUs: true,
-		ContainerCheckpoint: true, SystemdWatchdog: true, ReloadServingCertFile: true,
+		ContainerCheckpoint: true, SystemdWatchdog: true, ReloadServingCertFile: true, NodeSwap: true, CgroupDriverFromCRI: true,
 	}
 	if s != want {
 		t.Errorf("default settings:\n got %+v\nwant %+v", s, want)

@@ -35,10 +35,6 @@ var unsupportedFields = []unsupportedField{
 		}},
 	{"containerLogMaxWorkers", "rotates that many containers' logs at once", "1",
 		func(c *kubeletConfig) bool { return ptr.Deref(c.ContainerLogMaxWorkers, 0) == 1 }},
-	{"memorySwap.swapBehavior", "lets Burstable pods use swap (LimitedSwap)", `empty or "NoSwap"`,
-		func(c *kubeletConfig) bool {
-			return c.MemorySwap.SwapBehavior == "" || c.MemorySwap.SwapBehavior == "NoSwap"
-		}},
 	{"crashLoopBackOff.maxContainerRestartPeriod", "caps the crash-loop back-off there (nodelet: always 5m)", "unset",
 		func(c *kubeletConfig) bool { return c.CrashLoopBackOff.MaxContainerRestartPeriod == nil }},
 	{"userNamespaces.idsPerPod", "gives each user-namespaced pod that many IDs", "unset",
@@ -47,8 +43,6 @@ var unsupportedFields = []unsupportedField{
 		func(c *kubeletConfig) bool { return c.ImagePullCredentialsVerificationPolicy == "" }},
 	{"preloadedImagesVerificationAllowlist", "lists images exempt from credential checks", "empty",
 		func(c *kubeletConfig) bool { return len(c.PreloadedImagesVerificationAllowlist) == 0 }},
-	{"singleProcessOOMKill", "chooses whether an OOM kills one process or the container's whole cgroup", "unset",
-		func(c *kubeletConfig) bool { return c.SingleProcessOOMKill == nil }},
 	{"showHiddenMetricsForVersion", "serves metrics deprecated in that version", "empty",
 		func(c *kubeletConfig) bool { return c.ShowHiddenMetricsForVersion == "" }},
 	{"tracing", "exports OpenTelemetry traces", "unset",

@@ -366,6 +366,9 @@ func (v *validator) checkMisc(kc *kubeletconfigv1beta1.KubeletConfiguration) {
 	}
 	if kc.MemorySwap.SwapBehavior != "" {
 		v.oneOf("memorySwap.swapBehavior", kc.MemorySwap.SwapBehavior, "NoSwap", "LimitedSwap")
+		if !gateOn(kc, gateNodeSwap) {
+			v.add("memorySwap.swapBehavior", "cannot be set when NodeSwap feature flag is disabled")
+		}
 	}
 	v.oneOf("configMapAndSecretChangeDetectionStrategy", string(kc.ConfigMapAndSecretChangeDetectionStrategy),
 		string(kubeletconfigv1beta1.GetChangeDetectionStrategy),

@@ -29,6 +29,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"runtimeRequestTimeout", "must be > 0", func(c *kc) { c.RuntimeRequestTimeout = dur(0) }},
 		{"nodeLeaseDurationSeconds", "must be > 0, got 0", func(c *kc) { c.NodeLeaseDurationSeconds = 0 }},
 		{"port", "between 0 and 65535, got 65536", func(c *kc) { c.Port = 65536 }},
+		{"memorySwap.swapBehavior", "cannot be set when NodeSwap feature flag is disabled", func(c *kc) {
+			c.FeatureGates = map[string]bool{"NodeSwap": false}
+			c.MemorySwap.SwapBehavior = "LimitedSwap"
+		}},
 		{"readOnlyPort", "got -1", func(c *kc) { c.ReadOnlyPort = -1 }},
 		{"healthzPort", "got 70000", func(c *kc) { c.HealthzPort = ptr.To[int32](70000) }},
 		{"healthzBindAddress", `must be an IP address, got "localhost"`, func(c *kc) { c.HealthzBindAddress = "localhost" }},
@@ -165,7 +169,6 @@ func TestValidateRefusesSettingsNodeletWouldIgnore(t *testing.T) {
 		{"cpuCFSQuotaPeriod", func(c *kc) { c.CPUCFSQuotaPeriod = ptr.To(dur(50 * time.Millisecond)) }},
 		{`featureGates["MemoryQoS"]`, func(c *kc) { c.FeatureGates = map[string]bool{"MemoryQoS": true} }},
 		{`featureGates["ImageMaximumGCAge"]`, func(c *kc) { c.FeatureGates = map[string]bool{"ImageMaximumGCAge": false} }},
-		{"singleProcessOOMKill", func(c *kc) { c.SingleProcessOOMKill = ptr.To(true) }},
 		{"logging.options", func(c *kc) { c.Logging.Options.Text.SplitStream = true }},
 		{"logging.options", func(c *kc) { c.Logging.Options.JSON.InfoBufferSize.Set("64Ki") }},
 	}

@@ -32,6 +32,9 @@ type Mounts struct {
 	// PodsDir is RootDir/pods, where each container instance's termination message file is
 	// made.
 	PodsDir string
+	// SELinux: the host runs SELinux, so mounts ask the runtime to relabel what upstream
+	// relabels (its volumes that say so, /etc/hosts, the termination message file).
+	SELinux bool
 }
 
 // Volumes is what container mounts need of the volume manager, which sets a pod's volumes up
@@ -46,6 +49,10 @@ type Volumes interface {
 	SubPath(pod *v1.Pod, container string, index int, name, subPath string) (path string, readOnly bool, err error)
 	// DevicePath returns the block device of pod's volume name (volumeMode Block).
 	DevicePath(pod *v1.Pod, name string) (string, error)
+	// SELinuxRelabel tells whether the runtime should relabel pod's volume name on an
+	// SELinux host (emptyDir, configMap, secret, downwardAPI, projected, writable local and
+	// labelled CSI volumes; never hostPath).
+	SELinuxRelabel(pod *v1.Pod, name string) bool
 }
 
 // VolumeDevices are the block volumes the container maps (volumeDevices), as CRI devices.
@@ -103,6 +110,7 @@ func (o Mounts) ContainerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, v
 			Readonly:          vm.ReadOnly || readOnly,
 			Propagation:       propagation(vm.MountPropagation),
 			RecursiveReadOnly: rro,
+			SelinuxRelabel:    o.SELinux && o.Volumes.SELinuxRelabel(pod, vm.Name),
 		})
 		mountsEtcHosts = mountsEtcHosts || vm.MountPath == EtcHostsPath
 	}
@@ -111,14 +119,14 @@ func (o Mounts) ContainerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, v
 		if err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: EtcHostsPath, HostPath: hostsFile})
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: EtcHostsPath, HostPath: hostsFile, SelinuxRelabel: o.SELinux})
 	}
 	if termPath := TerminationMessagePath(c); termPath != "" {
 		hostFile, err := o.newTerminationMessageFile(pod, c)
 		if err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: termPath, HostPath: hostFile})
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: termPath, HostPath: hostFile, SelinuxRelabel: o.SELinux})
 	}
 	return mounts, nil
 }

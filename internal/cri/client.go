@@ -102,6 +102,14 @@ func (c *Client) Status(ctx context.Context) (*runtimeapi.StatusResponse, error)
 	return c.rt.Status(ctx, &runtimeapi.StatusRequest{})
 }
 
+// RuntimeConfig is the runtime's own configuration (its cgroup driver); runtimes older than
+// the call answer Unimplemented.
+func (c *Client) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
+	ctx, cancel := c.short(ctx)
+	defer cancel()
+	return c.rt.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
+}
+
 func (c *Client) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	ctx, cancel := c.long(ctx)
 	defer cancel()

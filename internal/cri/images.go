@@ -21,11 +21,12 @@ func (c *Client) ImageStatus(ctx context.Context, image string) (*runtimeapi.Ima
 	return resp.Image, nil
 }
 
-// PullImage pulls image with auth (nil: anonymously) and returns its reference.
-func (c *Client) PullImage(ctx context.Context, image string, auth *runtimeapi.AuthConfig) (string, error) {
+// PullImage pulls the image spec names with auth (nil: anonymously) for the sandbox config
+// (nil: none) and returns its reference.
+func (c *Client) PullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
 	ctx, cancel := c.long(ctx)
 	defer cancel()
-	resp, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth})
+	resp, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, Auth: auth, SandboxConfig: sandbox})
 	if err != nil {
 		return "", err
 	}

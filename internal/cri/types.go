@@ -23,6 +23,10 @@ type (
 
 	AuthConfig = runtimeapi.AuthConfig
 	Image      = runtimeapi.Image
+	ImageSpec  = runtimeapi.ImageSpec
+
+	// PodSandboxConfig goes with an image pull, as upstream sends it.
+	PodSandboxConfig = runtimeapi.PodSandboxConfig
 
 	Device = runtimeapi.Device
 	Mount  = runtimeapi.Mount

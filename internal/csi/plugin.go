@@ -111,7 +111,7 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 			if err != nil {
 				inUse = src.inUseName() // keep it listed: the controller then leaves it attached
 			}
-			return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: inUse}, nil
+			return volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, InUse: inUse, SELinuxRelabel: relabels(src, target)}, nil
 		}
 		republish = true
 	}
@@ -154,11 +154,17 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 		return volumes.Mount{}, err
 	}
 	klog.V(2).InfoS("Published CSI volume", "pod", klog.KObj(pod), "driver", src.driver, "volumeHandle", src.handle, "target", target)
-	mnt := volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block}
+	mnt := volumes.Mount{Path: target, ReadOnly: src.readOnly, Block: src.block, SELinuxRelabel: relabels(src, target)}
 	if needsAttaching(src, drv) {
 		mnt.InUse = src.inUseName()
 	}
 	return mnt, nil
+}
+
+// relabels tells whether the runtime should relabel the published volume on an SELinux host:
+// as upstream, when it is writable (managed) and its filesystem carries labels.
+func relabels(src source, target string) bool {
+	return !src.readOnly && !src.block && mount.SELinuxSupported(mount.HostMountInfo, target)
 }
 
 // InUseName names a volume the attach/detach controller attaches (a persistent volume whose

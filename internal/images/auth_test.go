@@ -90,14 +90,14 @@ func TestPullTriesCredentialsNotAnonymous(t *testing.T) {
 	mgr, _ := NewManager(Options{CRI: cri.New(nil, client, 0)})
 	secret := v1.Secret{Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(
 		`{"auths":{"registry.example.com":{"username":"a","password":"p"},"registry.example.com/team":{"username":"b","password":"p"}}}`)}}
-	if _, _, _, err := mgr.pull(context.Background(), "registry.example.com/team/app:1", []v1.Secret{secret}); err == nil {
+	if _, _, _, err := mgr.pull(context.Background(), &cri.ImageSpec{Image: "registry.example.com/team/app:1"}, []v1.Secret{secret}, nil); err == nil {
 		t.Fatal("pull succeeded")
 	}
 	if len(client.auths) != 2 || client.auths[0].GetUsername() != "b" || client.auths[1].GetUsername() != "a" {
 		t.Errorf("pulls with %v, want b then a and no anonymous attempt", client.auths)
 	}
 	client.auths = nil
-	_, _, _, _ = mgr.pull(context.Background(), "other.example.com/app:1", []v1.Secret{secret})
+	_, _, _, _ = mgr.pull(context.Background(), &cri.ImageSpec{Image: "other.example.com/app:1"}, []v1.Secret{secret}, nil)
 	if len(client.auths) != 1 || client.auths[0] != nil {
 		t.Errorf("unmatched image pulled with %v, want one anonymous pull", client.auths)
 	}

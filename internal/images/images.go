@@ -133,7 +133,8 @@ func (s semaphore) Unlock() { <-s }
 // image reference (ID) to create the container from. On failure it returns the waiting reason
 // (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName) and a message for the
 // container status, and an error wrapping the matching Err* value.
-func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error) {
+// sb is the sandbox the image is pulled for, handed to the runtime with the pull.
+func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret, sb Sandbox) (imageRef, waitReason, msg string, err error) {
 	ref := kubecontainer.ContainerRef(pod, container)
 	image := container.Image
 	if image == "" || strings.ContainsAny(image, " \t\n") {
@@ -170,7 +171,7 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 	m.lastPullErr.Delete(backoffKey)
 	m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulling", "Pulling image %q", image)
 	metrics.ImagePullStarted(pod.UID)
-	imageRef, pulled, total, err := m.pull(ctx, image, pullSecrets)
+	imageRef, pulled, total, err := m.pull(ctx, pullSpec(pod, image, sb), pullSecrets, sb.Config)
 	metrics.ImagePullFinished(pod.UID)
 	if err != nil {
 		m.backoff.Next(backoffKey, m.backoff.Clock.Now())
@@ -258,7 +259,8 @@ func (m *Manager) imageStatus(ctx context.Context, image string) (*cri.Image, er
 
 // pull pulls image, trying each matching credential and then anonymously. It returns the image
 // reference, the time the pull took and the time including waiting for the pull lock.
-func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secret) (string, time.Duration, time.Duration, error) {
+func (m *Manager) pull(ctx context.Context, spec *cri.ImageSpec, pullSecrets []v1.Secret, sandbox *cri.PodSandboxConfig) (string, time.Duration, time.Duration, error) {
+	image := spec.Image
 	if m.pullLimiter != nil && !m.pullLimiter.TryAccept() {
 		return "", 0, 0, errors.New("pull QPS exceeded")
 	}
@@ -274,7 +276,7 @@ func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secre
 	}
 	var errs []error
 	for _, auth := range auths {
-		ref, err := m.pullOnce(ctx, image, auth)
+		ref, err := m.pullOnce(ctx, spec, auth, sandbox)
 		if err == nil {
 			return ref, time.Since(started), time.Since(queued), nil
 		}
@@ -286,8 +288,9 @@ func (m *Manager) pull(ctx context.Context, image string, pullSecrets []v1.Secre
 	return "", 0, 0, errors.Join(errs...)
 }
 
-func (m *Manager) pullOnce(ctx context.Context, image string, auth *cri.AuthConfig) (string, error) {
-	ref, err := m.cri.PullImage(ctx, image, auth)
+func (m *Manager) pullOnce(ctx context.Context, spec *cri.ImageSpec, auth *cri.AuthConfig, sandbox *cri.PodSandboxConfig) (string, error) {
+	image := spec.Image
+	ref, err := m.cri.PullImage(ctx, spec, auth, sandbox)
 	if err != nil {
 		// As upstream's CRI client: an Unknown code says nothing, so the runtime's own text is
 		// the error (and a RegistryUnavailable / SignatureValidationFailed prefix stays first).
@@ -338,4 +341,23 @@ func (m *Manager) nodeKeyring(ctx context.Context, image string) keyring {
 		}
 	}
 	return keys
+}
+
+// Sandbox is the pod sandbox an image is pulled for: its config goes with the pull as
+// upstream sends it, and a non-empty RuntimeHandler names the runtime handler in the image
+// spec (runtimes with a snapshotter per handler pull into the right one). The zero value
+// sends neither.
+type Sandbox struct {
+	Config         *cri.PodSandboxConfig
+	RuntimeHandler string
+}
+
+// pullSpec is the image spec of a pull for pod: the image, the pod's annotations (which
+// runtimes may act on, as upstream passes them) and the sandbox's runtime handler.
+func pullSpec(pod *v1.Pod, image string, sb Sandbox) *cri.ImageSpec {
+	annotations := make(map[string]string, len(pod.Annotations))
+	for k, v := range pod.Annotations {
+		annotations[k] = v
+	}
+	return &cri.ImageSpec{Image: image, Annotations: annotations, RuntimeHandler: sb.RuntimeHandler}
 }

@@ -109,7 +109,7 @@ func TestEnsureImagePolicies(t *testing.T) {
 				e.fake.AddImage(img)
 			}
 			pod, c := testPod(img, tt.policy)
-			ref, reason, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil)
+			ref, reason, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -151,7 +151,7 @@ func TestPullFailureBacksOff(t *testing.T) {
 	pod, c := testPod(img, v1.PullIfNotPresent)
 	ctx := context.Background()
 
-	_, reason, msg, err := e.mgr.EnsureImage(ctx, pod, c, nil)
+	_, reason, msg, err := e.mgr.EnsureImage(ctx, pod, c, nil, Sandbox{})
 	if !errors.Is(err, ErrImagePull) || reason != ReasonErrImagePull || msg != "registry unreachable" {
 		t.Fatalf("first failure: reason %q msg %q err %v; want the runtime's error as the message", reason, msg, err)
 	}
@@ -160,7 +160,7 @@ func TestPullFailureBacksOff(t *testing.T) {
 	}
 
 	e.clock.Step(5 * time.Second)
-	_, reason, msg, err = e.mgr.EnsureImage(ctx, pod, c, nil)
+	_, reason, msg, err = e.mgr.EnsureImage(ctx, pod, c, nil, Sandbox{})
 	if !errors.Is(err, ErrImagePullBackOff) || reason != ReasonImagePullBackOff || msg != `Back-off pulling image "`+img+`": ErrImagePull: registry unreachable` {
 		t.Fatalf("during back-off: reason %q msg %q err %v", reason, msg, err)
 	}
@@ -172,17 +172,17 @@ func TestPullFailureBacksOff(t *testing.T) {
 	}
 
 	e.clock.Step(6 * time.Second) // 11s after the failure: the 10s back-off is over
-	if _, reason, _, _ = e.mgr.EnsureImage(ctx, pod, c, nil); reason != ReasonErrImagePull {
+	if _, reason, _, _ = e.mgr.EnsureImage(ctx, pod, c, nil, Sandbox{}); reason != ReasonErrImagePull {
 		t.Fatalf("after back-off: reason %q, want a new pull that fails", reason)
 	}
 	e.clock.Step(11 * time.Second) // back-off doubled to 20s
-	if _, reason, _, _ = e.mgr.EnsureImage(ctx, pod, c, nil); reason != ReasonImagePullBackOff {
+	if _, reason, _, _ = e.mgr.EnsureImage(ctx, pod, c, nil, Sandbox{}); reason != ReasonImagePullBackOff {
 		t.Fatalf("11s into a 20s back-off: reason %q", reason)
 	}
 
 	e.fake.SetPullError(img, nil)
 	e.clock.Step(10 * time.Second)
-	ref, reason, _, err := e.mgr.EnsureImage(ctx, pod, c, nil)
+	ref, reason, _, err := e.mgr.EnsureImage(ctx, pod, c, nil, Sandbox{})
 	if err != nil || reason != "" || ref != fakecri.ImageID(img) {
 		t.Fatalf("after recovery: ref %q reason %q err %v", ref, reason, err)
 	}
@@ -196,13 +196,13 @@ func TestPullFailureNamedByTheRuntime(t *testing.T) {
 	e := newEnv(t)
 	e.fake.SetPullError(img, errors.New("SignatureValidationFailed: no signature from a trusted key"))
 	pod, c := testPod(img, v1.PullIfNotPresent)
-	_, reason, msg, err := e.mgr.EnsureImage(context.Background(), pod, c, nil)
+	_, reason, msg, err := e.mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{})
 	want := "image pull failed for " + img + " because the signature validation failed: no signature from a trusted key"
 	if !errors.Is(err, ErrImagePull) || reason != ReasonSignatureValidationFailed || msg != want {
 		t.Fatalf("reason %q msg %q err %v; want %s %q", reason, msg, err, ReasonSignatureValidationFailed, want)
 	}
 	e.clock.Step(time.Second)
-	if _, _, msg, _ = e.mgr.EnsureImage(context.Background(), pod, c, nil); !strings.HasSuffix(msg, ": SignatureValidationFailed: "+want) {
+	if _, _, msg, _ = e.mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{}); !strings.HasSuffix(msg, ": SignatureValidationFailed: "+want) {
 		t.Fatalf("back-off message %q does not repeat the failure", msg)
 	}
 	if reason, msg := pullFailure(img, errors.New("RegistryUnavailable")); reason != ReasonRegistryUnavailable ||
@@ -214,7 +214,7 @@ func TestPullFailureNamedByTheRuntime(t *testing.T) {
 func TestInvalidImageName(t *testing.T) {
 	e := newEnv(t)
 	pod, c := testPod("", v1.PullIfNotPresent)
-	if _, reason, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil); !errors.Is(err, ErrInvalidImageName) || reason != ReasonInvalidImageName {
+	if _, reason, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{}); !errors.Is(err, ErrInvalidImageName) || reason != ReasonInvalidImageName {
 		t.Fatalf("reason %q err %v", reason, err)
 	}
 }
@@ -254,10 +254,10 @@ func TestPullQPSExceededFailsThePull(t *testing.T) {
 	e := newEnv(t)
 	mgr, _ := NewManager(Options{CRI: cri.New(nil, e.client, 0), PullQPS: 0.001, PullBurst: 1})
 	pod, c := testPod("a.local/x:1", v1.PullAlways)
-	if _, _, _, err := mgr.EnsureImage(context.Background(), pod, c, nil); err != nil {
+	if _, _, _, err := mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{}); err != nil {
 		t.Fatalf("first pull within the burst: %v", err)
 	}
-	_, reason, msg, err := mgr.EnsureImage(context.Background(), pod, c, nil)
+	_, reason, msg, err := mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{})
 	if !errors.Is(err, ErrImagePull) || reason != ReasonErrImagePull || !strings.Contains(msg, "pull QPS exceeded") {
 		t.Fatalf("second pull over the limit: reason %q msg %q err %v", reason, msg, err)
 	}
@@ -276,7 +276,7 @@ func concurrentPulls(t *testing.T, opts Options) int32 {
 		go func() {
 			defer wg.Done()
 			pod, c := testPod(img, v1.PullIfNotPresent)
-			if _, _, _, err := mgr.EnsureImage(context.Background(), pod, c, nil); err != nil {
+			if _, _, _, err := mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -316,7 +316,7 @@ func TestContainerRefFieldPath(t *testing.T) {
 func TestPulledEventCarriesTheImageSize(t *testing.T) {
 	e := newEnv(t)
 	pod, c := testPod("a.local/sized:1", v1.PullIfNotPresent)
-	if _, _, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil); err != nil {
+	if _, _, _, err := e.mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ev := range e.events() {
@@ -339,7 +339,7 @@ func TestForgetPodDropsItsPullBackOff(t *testing.T) {
 	kept, _ := testPod(img, v1.PullIfNotPresent)
 	kept.UID = "uid-2"
 	for _, pod := range []*v1.Pod{gone, kept} {
-		if _, reason, _, _ := e.mgr.EnsureImage(context.Background(), pod, c, nil); reason != ReasonErrImagePull {
+		if _, reason, _, _ := e.mgr.EnsureImage(context.Background(), pod, c, nil, Sandbox{}); reason != ReasonErrImagePull {
 			t.Fatalf("pod %s: reason %q, want a failed pull", pod.UID, reason)
 		}
 	}

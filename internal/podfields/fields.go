@@ -140,8 +140,10 @@ var inert = map[string]string{
 	"Toleration.tolerationSeconds":                                 "the taint eviction controller acts on it, not the node",
 	"EphemeralVolumeSource.volumeClaimTemplate":                    "the ephemeral volume controller makes the claim from it; the node uses the claim",
 	"ObjectFieldSelector.apiVersion":                               "the API server defaults and checks it; v1 is the only version",
-	"PodSecurityContext.seLinuxChangePolicy": "only changes how volumes are labelled on SELinux hosts (mount option instead of " +
-		"recursive relabelling, for ReadWriteOncePod volumes); nodelet always lets the runtime relabel, upstream's fallback",
+	"PodSecurityContext.seLinuxChangePolicy": "only chooses how volumes are labelled on SELinux hosts: MountOption lets upstream mount " +
+		"a ReadWriteOncePod volume of a CSI driver with seLinuxMount with -o context instead of relabelling it; nodelet never mounts " +
+		"with a context and always has the runtime relabel recursively (CRI Mount.selinux_relabel), upstream's Recursive policy and " +
+		"its fallback for every other volume: same labels, only slower on large volumes",
 }
 
 // migratedTo: upstream hands this in-tree volume source to a CSI driver (CSI migration).

@@ -77,7 +77,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       linuxResources(pod, c, env.Capacity, m.cpuQuotaOf(pod, c)),
+			Resources:       m.containerResources(pod, c),
 			SecurityContext: sc,
 		},
 	}

@@ -63,7 +63,7 @@ func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		}
 	}
 
-	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, &c, m.pullSecrets(pod))
+	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, &c, m.pullSecrets(pod), m.pullSandbox(pod, sb.config))
 	if err != nil {
 		res.Waiting[c.Name] = container.WaitingReason{Reason: reason, Message: msg}
 		res.SetErr(err)

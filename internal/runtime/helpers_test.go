@@ -170,6 +170,9 @@ func (f fakeVolumes) HostPath(pod *v1.Pod, name string) (string, bool, error) {
 	return "", false, fmt.Errorf("volume mount %q: no such volume", name)
 }
 
+// SELinuxRelabel answers as for an emptyDir: relabelled.
+func (f fakeVolumes) SELinuxRelabel(*v1.Pod, string) bool { return true }
+
 // SubPath stands for the subPath's mount: the path says what the volume manager was asked.
 func (f fakeVolumes) SubPath(pod *v1.Pod, container string, index int, name, subPath string) (string, bool, error) {
 	if _, _, err := f.HostPath(pod, name); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/cri"
+	"github.com/nodelet/nodelet/internal/images"
 )
 
 func TestContainerLogAndRunningContainerLogs(t *testing.T) {
@@ -92,6 +93,6 @@ func (logsTestImages) ImageUser(context.Context, string) (*int64, string, error)
 	return nil, "", nil
 }
 
-func (logsTestImages) EnsureImage(context.Context, *v1.Pod, *v1.Container, []v1.Secret) (string, string, string, error) {
+func (logsTestImages) EnsureImage(context.Context, *v1.Pod, *v1.Container, []v1.Secret, images.Sandbox) (string, string, string, error) {
 	return "", "", "", nil
 }

@@ -31,7 +31,7 @@ import (
 
 // ImageService is what SyncPod needs from the image manager (*images.Manager).
 type ImageService interface {
-	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret) (imageRef, waitReason, msg string, err error)
+	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret, sb images.Sandbox) (imageRef, waitReason, msg string, err error)
 	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
 	ForgetPod(uid types.UID)
 	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
@@ -117,6 +117,14 @@ type Options struct {
 	Actuated ActuatedResources
 	// PodCgroups resizes pod cgroups in place; nil when nodelet makes none.
 	PodCgroups PodCgroups
+	// Memory shapes containers' memory beyond their limit: the OOM group and swap, as
+	// upstream; the zero value sends neither.
+	Memory MemorySettings
+	// SELinux: the host runs SELinux; mounts then ask the runtime to relabel, as upstream.
+	SELinux bool
+	// PullRuntimeHandler names the sandbox's runtime handler in PullImage's image spec
+	// (upstream's RuntimeClassInImageCriAPI feature gate, off by default).
+	PullRuntimeHandler bool
 	// Started is the prober's startup result for a running container instance (runtime ID):
 	// a sidecar with a startupProbe lets the next init container start only once it passed.
 	// nil counts every running container as started.
@@ -161,6 +169,9 @@ type Manager struct {
 	features  *runtimefeatures.Store
 	idRanges  PodIDRanges
 	usernsOff bool
+
+	memory      MemorySettings
+	pullHandler bool
 
 	capacityOnce sync.Once
 	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
@@ -240,7 +251,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		logLinks:    containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
 		serviceEnv:  opts.ServiceEnv,
 		mounts: containeropts.Mounts{
-			Volumes: opts.Volumes, PodsDir: filepath.Join(opts.RootDir, "pods"),
+			Volumes: opts.Volumes, PodsDir: filepath.Join(opts.RootDir, "pods"), SELinux: opts.SELinux,
 			EtcHosts: containeropts.EtcHosts{
 				PodsDir: filepath.Join(opts.RootDir, "pods"), NodeHostsFile: containeropts.EtcHostsPath, ClusterDomain: dns.ClusterDomain(),
 			},
@@ -250,6 +261,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		devices: opts.Devices, cpusets: opts.Cpusets, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
+		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler,
 	}
 }
 

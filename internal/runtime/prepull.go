@@ -6,8 +6,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -41,14 +43,27 @@ func (m *Manager) PullImages(ctx context.Context, pod *v1.Pod, status *container
 	if status == nil {
 		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
-	for _, s := range computeActions(pod, status, m.startedFor(pod)).start {
+	acts := computeActions(pod, status, m.startedFor(pod))
+	attempt := acts.attempt
+	if !acts.createSandbox && acts.sandbox != nil {
+		attempt = acts.sandbox.Attempt
+	}
+	var cfg *runtimeapi.PodSandboxConfig
+	for _, s := range acts.start {
 		if s.backoff {
 			continue
 		}
 		if _, held := m.prepulled.Get(prepullKey(pod, s.spec)); held {
 			continue
 		}
-		outcome := m.ensureImage(ctx, pod, s.spec)
+		if cfg == nil {
+			// Without the pod cgroup: it is made when the sandbox runs, not ahead of it.
+			var err error
+			if cfg, err = m.buildSandboxConfig(pod, attempt, false); err != nil {
+				return // the start reports it
+			}
+		}
+		outcome := m.ensureImage(ctx, pod, s.spec, cfg)
 		if ctx.Err() != nil {
 			return // the pod went away or nodelet stops: a later start pulls afresh
 		}
@@ -72,20 +87,32 @@ func (m *Manager) pullBesideSandbox(ctx context.Context, pod *v1.Pod, status *co
 
 // image is the outcome for the container's image: the one PullImages got for this start,
 // else that of ensuring it now.
-func (m *Manager) image(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
+func (m *Manager) image(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo) imageOutcome {
 	key := prepullKey(pod, c)
 	if outcome, ok := m.prepulled.Get(key); ok {
 		m.prepulled.Remove(key)
 		return outcome.(imageOutcome)
 	}
-	return m.ensureImage(ctx, pod, c)
+	return m.ensureImage(ctx, pod, c, sb.config)
 }
 
 // ensureImage makes the image present as the container's pull policy says, on pod's timeline.
-func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container) imageOutcome {
+// The pull carries the sandbox's config, as upstream's does.
+func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) imageOutcome {
 	done := m.begin(pod, timeline.ImagePulled, c.Name, "ImageStatus/PullImage", c.Image)
 	var o imageOutcome
-	o.ref, o.reason, o.msg, o.err = m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod))
+	o.ref, o.reason, o.msg, o.err = m.images.EnsureImage(ctx, pod, c, m.pullSecrets(pod), m.pullSandbox(pod, sandbox))
 	done("", o.err)
 	return o
+}
+
+// pullSandbox is the sandbox an image is pulled for: its config, and its runtime handler
+// when PullRuntimeHandler says to name it (RuntimeClassInImageCriAPI).
+func (m *Manager) pullSandbox(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) images.Sandbox {
+	sb := images.Sandbox{Config: cfg}
+	if m.pullHandler && m.runtimeHandler != nil {
+		// An unknown RuntimeClass fails the sandbox, which reports it; the pull goes without.
+		sb.RuntimeHandler, _ = m.runtimeHandler(pod)
+	}
+	return sb
 }

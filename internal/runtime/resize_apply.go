@@ -126,7 +126,7 @@ func (m *Manager) updateContainers(ctx context.Context, pod *v1.Pod, updates []*
 		next := withResource(u.actuated, u.spec.Resources, name)
 		c := *u.spec
 		c.Resources = next
-		res := linuxResources(pod, &c, m.nodeCapacity(), m.cpuQuotaOf(pod, &c))
+		res := m.containerResources(pod, &c)
 		if err := m.cri.UpdateContainerResources(ctx, u.id, res); err != nil {
 			return fmt.Errorf("update %s of container %s: %w", name, c.Name, err)
 		}

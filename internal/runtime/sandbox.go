@@ -17,8 +17,14 @@ import (
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
-// sandboxConfig builds the CRI config of pod's sandbox for attempt.
+// sandboxConfig builds the CRI config of pod's sandbox for attempt, making the pod's cgroup.
 func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	return m.buildSandboxConfig(pod, attempt, true)
+}
+
+// buildSandboxConfig builds the sandbox's config; withCgroup makes the pod's cgroup and names
+// it as the cgroup parent.
+func (m *Manager) buildSandboxConfig(pod *v1.Pod, attempt uint32, withCgroup bool) (*runtimeapi.PodSandboxConfig, error) {
 	dnsCfg, err := m.dns.PodDNSConfig(pod)
 	if err != nil {
 		return nil, err
@@ -35,10 +41,11 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		hostname = ""
 	}
 	linux := sandboxLinuxConfig(pod, m.seccomp())
+	m.setSandboxResources(pod, linux)
 	if err := m.sandboxUserAndGroups(pod, linux.SecurityContext); err != nil {
 		return nil, err
 	}
-	if m.podCgroup != nil {
+	if m.podCgroup != nil && withCgroup {
 		if linux.CgroupParent, err = m.podCgroup(pod); err != nil {
 			return nil, fmt.Errorf("pod cgroup: %w", err)
 		}
@@ -132,6 +139,9 @@ func sandboxLinuxConfig(pod *v1.Pod, seccomp containeropts.Seccomp) *runtimeapi.
 		return cfg
 	}
 	sc.Seccomp = seccomp.Profile(psc.SeccompProfile)
+	if se := psc.SELinuxOptions; se != nil {
+		sc.SelinuxOptions = &runtimeapi.SELinuxOption{User: se.User, Role: se.Role, Type: se.Type, Level: se.Level}
+	}
 	if psc.RunAsUser != nil {
 		sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
 	}

@@ -153,7 +153,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		backoff.Next(key, finished)
 	}
 
-	img := m.image(ctx, pod, c)
+	img := m.image(ctx, pod, c, sb)
 	if img.err != nil {
 		// As upstream: the image manager's own events, then one naming the waiting reason.
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Error: %s", img.reason)

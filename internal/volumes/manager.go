@@ -125,6 +125,13 @@ func (m *Manager) HostPath(pod *v1.Pod, name string) (string, bool, error) {
 	return mnt.Path, mnt.ReadOnly, err
 }
 
+// SELinuxRelabel tells whether the runtime should relabel pod's volume name for its
+// containers on an SELinux host (what its plugin said at set-up).
+func (m *Manager) SELinuxRelabel(pod *v1.Pod, name string) bool {
+	mnt, ok := m.actual.mount(volumeKey{pod.UID, name})
+	return ok && mnt.SELinuxRelabel
+}
+
 // filesystem returns pod's volume name, set up, of volumeMode Filesystem.
 func (m *Manager) filesystem(pod *v1.Pod, name string) (Mount, error) {
 	mnt, ok := m.actual.mount(volumeKey{pod.UID, name})

@@ -28,6 +28,9 @@ type Mount struct {
 	// Block: Path is a block device (a PersistentVolume of volumeMode Block), handed to
 	// containers through volumeDevices, never mounted.
 	Block bool
+	// SELinuxRelabel: the runtime should relabel it for the pod on an SELinux host, as
+	// upstream asks for volumes it manages whose files can carry labels.
+	SELinuxRelabel bool
 	// InUse names the volume in the node's volumesInUse while it is set up (upstream's
 	// unique volume name), for volumes the attach/detach controller attaches; empty for
 	// the others.

@@ -83,6 +83,9 @@ type Fake struct {
 
 	// reported holds the handlers and features Status reports (SetFeatures).
 	reported *runtimeapi.StatusResponse
+	// cgroupDriver is what RuntimeConfig reports; nil answers Unimplemented.
+	cgroupDriver *runtimeapi.CgroupDriver
+	pulls        []*runtimeapi.PullImageRequest
 }
 
 // New returns an empty fake that is not served; most tests want Start.

@@ -100,6 +100,7 @@ func (f *Fake) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*
 	name := req.GetImage().GetImage()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.pulls = append(f.pulls, req)
 	if err := f.pullErrors[name]; err != nil {
 		return nil, err
 	}
@@ -107,6 +108,13 @@ func (f *Fake) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*
 		return nil, status.Error(codes.InvalidArgument, "image name is empty")
 	}
 	return &runtimeapi.PullImageResponse{ImageRef: f.addImageLocked(name).Id}, nil
+}
+
+// Pulls returns every PullImage request received, in order.
+func (f *Fake) Pulls() []*runtimeapi.PullImageRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*runtimeapi.PullImageRequest(nil), f.pulls...)
 }
 
 // RemoveImage deletes an image; a missing one is not an error.

@@ -39,6 +39,24 @@ func (f *Fake) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.S
 	return resp, nil
 }
 
+// SetCgroupDriver makes RuntimeConfig report driver; until then it answers Unimplemented, as
+// containerd before 1.7 does.
+func (f *Fake) SetCgroupDriver(driver runtimeapi.CgroupDriver) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cgroupDriver = &driver
+}
+
+// RuntimeConfig reports the cgroup driver SetCgroupDriver set.
+func (f *Fake) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cgroupDriver == nil {
+		return nil, status.Error(codes.Unimplemented, "unknown method RuntimeConfig for service runtime.v1.RuntimeService")
+	}
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: *f.cgroupDriver}}, nil
+}
+
 // RunPodSandbox creates a ready sandbox; non-host-network sandboxes get a 10.85.0.x IP.
 func (f *Fake) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()

@@ -19,7 +19,11 @@ const emptyDirPlugin = "kubernetes.io~empty-dir"
 
 // EmptyDir sets up emptyDir volumes in the pod's directory, on a tmpfs for medium Memory and
 // on a hugetlbfs for the huge pages media.
-type EmptyDir struct{ mounter mount.Mounter }
+type EmptyDir struct {
+	mounter           mount.Mounter
+	allocatableMemory func() int64                         // nil: unknown
+	podMemoryLimit    func(*v1.Pod) (bytes int64, ok bool) // nil: no pod is limited
+}
 
 func (*EmptyDir) Name() string { return emptyDirPlugin }
 
@@ -32,7 +36,7 @@ func (e *EmptyDir) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 	if err := prepareEmptyDir(dir, fsGroup(pod)); err != nil {
 		return volumes.Mount{}, fmt.Errorf("emptyDir %q: %w", s.Volume.Name, err)
 	}
-	return volumes.Mount{Path: dir}, nil
+	return volumes.Mount{Path: dir, SELinuxRelabel: true}, nil
 }
 
 // mountMedium mounts what the medium asks for on dir: a tmpfs of the size limit for Memory, a
@@ -40,11 +44,7 @@ func (e *EmptyDir) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 func (e *EmptyDir) mountMedium(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir string) error {
 	switch {
 	case src.Medium == v1.StorageMediumMemory:
-		var size int64
-		if src.SizeLimit != nil {
-			size = src.SizeLimit.Value()
-		}
-		return ensureTmpfs(e.mounter, pod, dir, size)
+		return ensureTmpfs(e.mounter, pod, dir, e.tmpfsSize(pod, src))
 	case isHugePagesMedium(src.Medium):
 		pageSize, err := hugePageSize(pod, src.Medium)
 		if err != nil {
@@ -53,6 +53,26 @@ func (e *EmptyDir) mountMedium(pod *v1.Pod, src *v1.EmptyDirVolumeSource, dir st
 		return ensureHugetlbfs(e.mounter, pod, dir, pageSize)
 	}
 	return nil
+}
+
+// tmpfsSize is the size of a memory-backed emptyDir's tmpfs, as upstream sizes it: the node's
+// allocatable memory, or the pod's memory limit when that is smaller, or sizeLimit when that
+// is smaller still. 0 (nothing known) leaves the kernel's default.
+func (e *EmptyDir) tmpfsSize(pod *v1.Pod, src *v1.EmptyDirVolumeSource) int64 {
+	var size int64
+	if e.allocatableMemory != nil {
+		size = e.allocatableMemory()
+	}
+	within := func(v int64) bool { return v > 0 && (size <= 0 || v <= size) }
+	if e.podMemoryLimit != nil {
+		if limit, ok := e.podMemoryLimit(pod); ok && within(limit) {
+			size = limit
+		}
+	}
+	if src.SizeLimit != nil && within(src.SizeLimit.Value()) {
+		size = src.SizeLimit.Value()
+	}
+	return size
 }
 
 func (e *EmptyDir) TearDown(_ types.UID, dir string) error { return removeVolumeDir(e.mounter, dir) }

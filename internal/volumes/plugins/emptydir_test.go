@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/cm"
+	"github.com/nodelet/nodelet/internal/volumes"
 )
 
 func gidOf(t *testing.T, path string) (uint32, os.FileMode) {
@@ -84,5 +88,82 @@ func TestMemoryEmptyDirGetsTmpfsOnce(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) || len(e.mounter.Snapshot()) != 0 {
 		t.Errorf("after TearDown: %v, mounts %v", err, e.mounter.Snapshot())
+	}
+}
+
+// As upstream: a memory-backed emptyDir's tmpfs is the node's allocatable memory, or the
+// pod's memory limit (overhead included, only when every container has one) when smaller, or
+// sizeLimit when smaller still.
+func TestMemoryEmptyDirSizedAsUpstream(t *testing.T) {
+	e := newEnv(t, func(d *Deps, _ *volumes.Options) {
+		d.AllocatableMemory = func() int64 { return 1 << 30 }
+		d.PodMemoryLimit = cm.PodMemoryLimit
+	})
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	limited := func(c *v1.Container, mem string) {
+		c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: *q(mem)}
+	}
+	tests := []struct {
+		name      string
+		sizeLimit *resource.Quantity
+		shape     func(*v1.Pod)
+		want      int64
+	}{
+		{name: "no limits: the node's allocatable", want: 1 << 30},
+		{name: "the pod's limit", shape: func(p *v1.Pod) { limited(&p.Spec.Containers[0], "128Mi") }, want: 128 << 20},
+		{name: "the pod's limit with its overhead", want: 160 << 20, shape: func(p *v1.Pod) {
+			limited(&p.Spec.Containers[0], "128Mi")
+			p.Spec.Overhead = v1.ResourceList{v1.ResourceMemory: *q("32Mi")}
+		}},
+		{name: "one container unlimited: the pod is not limited", want: 1 << 30, shape: func(p *v1.Pod) {
+			limited(&p.Spec.Containers[0], "128Mi")
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "other"})
+		}},
+		{name: "init container's peak", want: 512 << 20, shape: func(p *v1.Pod) {
+			limited(&p.Spec.Containers[0], "128Mi")
+			p.Spec.InitContainers = []v1.Container{{Name: "init"}}
+			limited(&p.Spec.InitContainers[0], "512Mi")
+		}},
+		{name: "a limit above allocatable", shape: func(p *v1.Pod) { limited(&p.Spec.Containers[0], "2Gi") }, want: 1 << 30},
+		{name: "sizeLimit below the pod's limit", sizeLimit: q("64Mi"), shape: func(p *v1.Pod) { limited(&p.Spec.Containers[0], "128Mi") }, want: 64 << 20},
+		{name: "sizeLimit above the pod's limit", sizeLimit: q("256Mi"), shape: func(p *v1.Pod) { limited(&p.Spec.Containers[0], "128Mi") }, want: 128 << 20},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := mounting(fmt.Sprintf("size%d", i), v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{
+				EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: tt.sizeLimit}}})
+			if tt.shape != nil {
+				tt.shape(pod)
+			}
+			if _, err := e.setUp(pod, "mem"); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(e.root, "pods", string(pod.UID), "volumes", emptyDirPlugin, "mem")
+			if got := e.mounter.Snapshot()[dir]; got != tt.want {
+				t.Errorf("tmpfs size %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// The volumes upstream relabels on an SELinux host: the ones it manages whose files carry
+// labels (emptyDir, configMap, secret, downwardAPI, projected), never a hostPath.
+func TestPluginsSayWhichVolumesAreRelabelled(t *testing.T) {
+	e := newEnv(t)
+	e.objs.AddConfigMap("default", "cm", map[string]string{"k": "v"})
+	hostDir := t.TempDir()
+	pod := mounting("relabel",
+		v1.Volume{Name: "empty", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}},
+		v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir}}},
+	)
+	for name, want := range map[string]bool{"empty": true, "cm": true, "host": false} {
+		mnt, err := e.setUp(pod, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mnt.SELinuxRelabel != want {
+			t.Errorf("%s: SELinuxRelabel %v, want %v", name, mnt.SELinuxRelabel, want)
+		}
 	}
 }

@@ -106,7 +106,8 @@ func (Local) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, _ string) (v
 			return volumes.Mount{}, fmt.Errorf("PV %s: applying fsGroup %d: %w", s.PV.Name, *group, err)
 		}
 	}
-	return volumes.Mount{Path: path, ReadOnly: s.ReadOnly}, nil
+	// As upstream's local plugin: relabelled unless read-only (then it does not manage it).
+	return volumes.Mount{Path: path, ReadOnly: s.ReadOnly, SELinuxRelabel: !s.ReadOnly}, nil
 }
 
 func (Local) TearDown(types.UID, string) error { return nil }

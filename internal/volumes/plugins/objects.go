@@ -93,7 +93,7 @@ func (p *objectPlugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, 
 	if changed {
 		klog.V(3).InfoS("Wrote volume", "pod", klog.KObj(pod), "volume", s.Volume.Name, "files", len(files))
 	}
-	return volumes.Mount{Path: dir, ReadOnly: true}, nil
+	return volumes.Mount{Path: dir, ReadOnly: true, SELinuxRelabel: true}, nil
 }
 
 func (p *objectPlugin) TearDown(uid types.UID, dir string) error {

@@ -36,6 +36,13 @@ type Deps struct {
 	NodeName, NodeIP string
 	// Capacity is what an unset limit reads as in downwardAPI volumes (default the machine's).
 	Capacity func() downward.Capacity
+	// AllocatableMemory is the node's allocatable memory in bytes, which bounds a
+	// memory-backed emptyDir's tmpfs as upstream; nil or 0 leaves it to the pod's limit and
+	// sizeLimit (else the kernel's default, half the RAM).
+	AllocatableMemory func() int64
+	// PodMemoryLimit is the memory limit of the pod's cgroup (cm.PodMemoryLimit), which
+	// bounds its memory-backed emptyDirs too; nil counts no pod as limited.
+	PodMemoryLimit func(*v1.Pod) (bytes int64, ok bool)
 }
 
 // All returns every plugin, in the order the volume manager tries them.
@@ -48,7 +55,7 @@ func All(d Deps) []volumes.Plugin {
 	}
 	tokens := tokens.NewCache(d.Tokens)
 	return []volumes.Plugin{
-		&EmptyDir{mounter: d.Mounter},
+		&EmptyDir{mounter: d.Mounter, allocatableMemory: d.AllocatableMemory, podMemoryLimit: d.PodMemoryLimit},
 		HostPath{},
 		Local{},
 		newObjectPlugin(configMapPlugin, d, tokens),

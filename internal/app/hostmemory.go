@@ -1,0 +1,117 @@
+package app
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/runtime"
+)
+
+// memorySettings are the host facts and settings the runtime shapes containers' memory by
+// beyond their limits, read as upstream reads them: the cgroup version, whether the host can
+// limit swap, and the machine's memory and swap.
+func memorySettings(cfg *config.Config) (runtime.MemorySettings, error) {
+	kc := cfg.Kubelet
+	s := runtime.MemorySettings{CgroupV2: cgroupV2(hostFiles.cgroupRoot), SwapBehavior: kc.MemorySwap.SwapBehavior}
+	// On v1 an OOM always kills one process; on v2 the whole container unless told otherwise.
+	s.OOMGroup = s.CgroupV2 && !ptr.Deref(kc.SingleProcessOOMKill, false)
+	if !cfg.NodeSwap {
+		s.SwapBehavior = runtime.NoSwap
+	}
+	s.SwapController = fileExists(swapControllerFile(s.CgroupV2))
+	var err error
+	if s.MemoryCapacity, s.SwapCapacity, err = memInfo(hostFiles.meminfo); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// swapControllerFile is the file whose presence says the host can limit swap: v1's memsw
+// limit at the root memory cgroup, or v2's memory.swap.max in nodelet's own cgroup (the root
+// has none).
+func swapControllerFile(v2 bool) string {
+	if !v2 {
+		return filepath.Join(hostFiles.cgroupRoot, "memory", "memory.memsw.limit_in_bytes")
+	}
+	data, err := os.ReadFile(hostFiles.selfCgroup)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			return filepath.Join(hostFiles.cgroupRoot, rest, "memory.swap.max")
+		}
+	}
+	return ""
+}
+
+// memInfo reads MemTotal and SwapTotal, in bytes.
+func memInfo(path string) (memTotal, swapTotal int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the machine's memory: %w", err)
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "MemTotal:":
+			memTotal = kb * 1024
+		case "SwapTotal:":
+			swapTotal = kb * 1024
+		}
+	}
+	return memTotal, swapTotal, nil
+}
+
+// allocatableMemory is the node's allocatable memory in bytes, which bounds memory-backed
+// emptyDirs: the registered Node's, else (standalone, or not registered yet) what upstream's
+// initial node would say: the machine's memory less pre-allocated huge pages, kube and system
+// reserved and the hard eviction threshold. 0 when it cannot be read.
+func (n *agent) allocatableMemory() func() int64 {
+	kc := n.cfg.Kubelet
+	local := sync.OnceValue(func() int64 {
+		machine, _ := node.ReadMachine(node.HostPaths())
+		if machine == nil || machine.MemoryBytes == 0 {
+			return 0
+		}
+		mem := machine.MemoryBytes
+		for _, bytes := range machine.HugePages {
+			mem -= bytes
+		}
+		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI)}
+		reserved, err := node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard)
+		if err != nil {
+			return 0 // validation refused such settings already
+		}
+		r := reserved[v1.ResourceMemory]
+		return max(0, mem-r.Value())
+	})
+	api := n.cluster.allocatable()
+	return func() int64 {
+		if api != nil {
+			if q, ok := api()[v1.ResourceMemory]; ok && q.Value() > 0 {
+				return q.Value()
+			}
+		}
+		return local()
+	}
+}
