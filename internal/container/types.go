@@ -142,6 +142,11 @@ type RunningPod struct {
 	Containers []*ContainerStatus
 }
 
+// OnNode says whether the pod belongs to node name: labelled for it, or not labelled at all,
+// as what another kubelet (the upstream one, before a handover) left: that kubelet counted
+// every pod of the runtime as its own, and so does nodelet after it.
+func (p *RunningPod) OnNode(name string) bool { return p.Node == "" || p.Node == name }
+
 // SyncResult reports what one SyncPod did and when the pod wants to be looked at again.
 type SyncResult struct {
 	// Err is the first error met; the pod is retried on the next sync.
