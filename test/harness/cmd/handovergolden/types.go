@@ -16,10 +16,10 @@ const corePkg = "k8s.io/kubernetes/pkg/apis/core"
 // imports are the packages other than core that the internal Pod type refers to; any other
 // stops the generator, as the mirror could not print like the original.
 var imports = map[string]string{
-	"k8s.io/apimachinery/pkg/apis/meta/v1":    "metav1",
-	"k8s.io/apimachinery/pkg/api/resource":    "resource",
-	"k8s.io/apimachinery/pkg/types":           "types",
-	"k8s.io/apimachinery/pkg/util/intstr":     "intstr",
+	"k8s.io/apimachinery/pkg/apis/meta/v1": "metav1",
+	"k8s.io/apimachinery/pkg/api/resource": "resource",
+	"k8s.io/apimachinery/pkg/types":        "types",
+	"k8s.io/apimachinery/pkg/util/intstr":  "intstr",
 }
 
 // writeTypes writes a declaration for every core type reachable from core.Pod, with the
