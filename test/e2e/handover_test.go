@@ -235,6 +235,7 @@ type upstreamKubelet struct {
 	logPath       string
 	healthzPort   int
 	cmd           *exec.Cmd
+	extraArgs     []string
 	pluginsBefore map[string]bool
 	savedTunables map[string]string
 }
@@ -297,7 +298,8 @@ func (k *upstreamKubelet) start() {
 		k.t.Fatal(err)
 	}
 	defer logf.Close()
-	k.cmd = exec.Command(k.bin, "--config="+k.config, "--root-dir="+k.rootDir, "--hostname-override="+nodeName, "-v=2")
+	k.cmd = exec.Command(k.bin, append([]string{"--config=" + k.config, "--root-dir=" + k.rootDir,
+		"--hostname-override=" + nodeName, "-v=2"}, k.extraArgs...)...)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	if err := k.cmd.Start(); err != nil {
 		k.t.Fatal(err)
