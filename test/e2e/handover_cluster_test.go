@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -26,20 +23,8 @@ import (
 func TestHandoverAPIPodWithUpstreamKubelet(t *testing.T) {
 	admin := adminClient(t)
 	kubeconfig := nodeKubeconfig(t)
-	base := t.TempDir()
-	manifests, rootDir := filepath.Join(base, "manifests"), filepath.Join(base, "root")
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(rootDir, syscall.MNT_DETACH) })
-	n := &nodelet{t: t, manifests: manifests, rootDir: rootDir, logPath: filepath.Join(base, "nodelet.log"), healthzPort: freePort(t)}
-	n.args = []string{
-		"--pod-manifest-path=" + manifests, "--root-dir=" + rootDir, "--container-runtime-endpoint=" + endpoint,
-		"--hostname-override=" + nodeName, fmt.Sprintf("--healthz-port=%d", n.healthzPort), "-v=2",
-		"--fail-swap-on=false", "--cgroup-driver=cgroupfs", "--kubeconfig=" + kubeconfig, "--client-ca-file=" + clusterCA,
-	}
+	n, k := handoverPair(t, "--kubeconfig="+kubeconfig, "--client-ca-file="+clusterCA)
 	c := &cluster{nodelet: n, admin: admin, ns: "e2e-" + rand.String(6)}
-	k := newUpstreamKubelet(t, base, manifests, rootDir)
 	k.extraArgs = []string{"--kubeconfig=" + kubeconfig}
 	t.Cleanup(n.cleanup)
 	t.Cleanup(c.cleanup) // deletes the namespace and has nodelet remove its pods

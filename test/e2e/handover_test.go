@@ -76,24 +76,10 @@ spec:
 // (no new instance, same IDs), the emptyDir keeps its content, and a container that crashes
 // after the handover counts its restarts on from the upstream kubelet's count.
 func TestHandoverWithUpstreamKubeletRestartsNothing(t *testing.T) {
-	base := t.TempDir()
-	manifests, rootDir := filepath.Join(base, "manifests"), filepath.Join(base, "root")
-	if err := os.MkdirAll(manifests, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The upstream kubelet bind-mounts its root directory onto itself (to make it shared):
-	// undone last, once no kubelet runs.
-	t.Cleanup(func() { _ = syscall.Unmount(rootDir, syscall.MNT_DETACH) })
-	n := &nodelet{t: t, manifests: manifests, rootDir: rootDir, logPath: filepath.Join(base, "nodelet.log"), healthzPort: freePort(t)}
-	n.args = []string{
-		"--pod-manifest-path=" + manifests, "--root-dir=" + rootDir, "--container-runtime-endpoint=" + endpoint,
-		"--hostname-override=" + nodeName, fmt.Sprintf("--healthz-port=%d", n.healthzPort),
-		"--file-check-frequency=5s", "-v=2", "--fail-swap-on=false", "--cgroup-driver=cgroupfs",
-	}
+	n, k := handoverPair(t, "--file-check-frequency=5s")
 	if left := len(sandboxes(t, "hand-init")) + len(sandboxes(t, "hand-two")); left > 0 {
 		t.Fatalf("%d sandboxes of an earlier run are left on the runtime", left)
 	}
-	k := newUpstreamKubelet(t, base, manifests, rootDir)
 	// Whatever happens, the upstream kubelet stops first; then nodelet removes the pods.
 	t.Cleanup(n.cleanup)
 	t.Cleanup(k.stop)
@@ -141,6 +127,26 @@ func TestHandoverWithUpstreamKubeletRestartsNothing(t *testing.T) {
 		return c.Metadata.Attempt == 2 && c.Annotations["io.kubernetes.container.restartCount"] == "2",
 			fmt.Sprintf("attempt %d, restartCount annotation %q", c.Metadata.Attempt, c.Annotations["io.kubernetes.container.restartCount"])
 	})
+}
+
+// handoverPair makes (without starting them) a nodelet and an upstream kubelet sharing one
+// root directory and one manifest directory, nodelet with extraArgs.
+func handoverPair(t *testing.T, extraArgs ...string) (*nodelet, *upstreamKubelet) {
+	base := t.TempDir()
+	manifests, rootDir := filepath.Join(base, "manifests"), filepath.Join(base, "root")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The upstream kubelet bind-mounts its root directory onto itself (to make it shared):
+	// undone last, once no kubelet runs.
+	t.Cleanup(func() { _ = syscall.Unmount(rootDir, syscall.MNT_DETACH) })
+	n := &nodelet{t: t, manifests: manifests, rootDir: rootDir, logPath: filepath.Join(base, "nodelet.log"), healthzPort: freePort(t)}
+	n.args = append([]string{
+		"--pod-manifest-path=" + manifests, "--root-dir=" + rootDir, "--container-runtime-endpoint=" + endpoint,
+		"--hostname-override=" + nodeName, fmt.Sprintf("--healthz-port=%d", n.healthzPort),
+		"-v=2", "--fail-swap-on=false", "--cgroup-driver=cgroupfs",
+	}, extraArgs...)
+	return n, newUpstreamKubelet(t, base, manifests, rootDir)
 }
 
 // snapshot is every sandbox and container of the test's pods, by ID, with its state.
