@@ -13,24 +13,47 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Labels and annotations nodelet puts on sandboxes and containers. They use the same keys as
-// the upstream kubelet so runtime tools (crictl) and adoption of existing containers work.
+// Labels and annotations nodelet puts on sandboxes and containers: the upstream kubelet's own
+// keys with its meaning, so that either one adopts what the other left running on a node
+// handed over (and runtime tools such as crictl show them).
 const (
 	LabelPodName       = "io.kubernetes.pod.name"
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelContainerName = "io.kubernetes.name"
+	LabelContainerName = "io.kubernetes.container.name"
 	LabelManagedBy     = "io.kubernetes.managed-by" // sandbox-only marker isn't needed; kept for tools
 	// LabelNode names the node a sandbox was created for, so several nodelets (tests, benchmarks)
 	// can share one runtime and each cleans up only its own pods.
-	LabelNode            = "io.nodelet.node"
-	AnnotationHash       = "io.kubernetes.hash"
-	AnnotationRestarts   = "io.kubernetes.restartCount"
-	AnnotationTermPath   = "io.kubernetes.terminationMessagePath"
-	AnnotationTermPolicy = "io.kubernetes.terminationMessagePolicy"
-	AnnotationGrace      = "io.kubernetes.pod.terminationGracePeriod"
-	AnnotationPreStop    = "io.kubernetes.preStopHandler"
+	LabelNode = "io.nodelet.node"
+	// AnnotationHash is kubehash.ContainerHash of the spec, in hexadecimal.
+	AnnotationHash          = "io.kubernetes.container.hash"
+	AnnotationRestarts      = "io.kubernetes.container.restartCount"
+	AnnotationTermPath      = "io.kubernetes.container.terminationMessagePath"
+	AnnotationTermPolicy    = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationPreStop       = "io.kubernetes.container.preStopHandler" // JSON of the v1.LifecycleHandler
+	AnnotationPorts         = "io.kubernetes.container.ports"          // JSON of the []v1.ContainerPort
+	AnnotationGrace         = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationDeletionGrace = "io.kubernetes.pod.deletionGracePeriod"
 )
+
+// The keys nodelet wrote before it wrote upstream's, still read so that containers an older
+// nodelet started are adopted, not restarted. A legacy hash is nodelet's old hash of the spec.
+const (
+	LegacyLabelContainerName = "io.kubernetes.name"
+	LegacyAnnotationHash     = "io.kubernetes.hash"
+	LegacyAnnotationRestarts = "io.kubernetes.restartCount"
+	LegacyAnnotationTermPath = "io.kubernetes.terminationMessagePath"
+	LegacyAnnotationPolicy   = "io.kubernetes.terminationMessagePolicy"
+	LegacyAnnotationPreStop  = "io.kubernetes.preStopHandler"
+)
+
+// Value returns key's value in m, or the legacy key's when only that one is there.
+func Value(m map[string]string, key, legacy string) string {
+	if v, ok := m[key]; ok {
+		return v
+	}
+	return m[legacy]
+}
 
 // AnnotationImage records the image as the pod spec names it; the runtime may report the
 // resolved reference instead. (Added by the runtime helper.)
@@ -75,6 +98,7 @@ type ContainerStatus struct {
 	Image        string // image as the pod spec names it
 	ImageRef     string // resolved image ID / digest
 	Hash         uint64 // hash of the v1.Container spec it was created from
+	LegacyHash   bool   // Hash is an older nodelet's, not kubehash.ContainerHash
 	RestartCount int
 	User         *ContainerUser // as the runtime reports it; nil when it does not
 	// Resources are the cpu and memory settings the runtime reports in effect; nil when it
@@ -117,6 +141,11 @@ type RunningPod struct {
 	Sandboxes  []*SandboxStatus
 	Containers []*ContainerStatus
 }
+
+// OnNode says whether the pod belongs to node name: labelled for it, or not labelled at all,
+// as what another kubelet (the upstream one, before a handover) left: that kubelet counted
+// every pod of the runtime as its own, and so does nodelet after it.
+func (p *RunningPod) OnNode(name string) bool { return p.Node == "" || p.Node == name }
 
 // SyncResult reports what one SyncPod did and when the pod wants to be looked at again.
 type SyncResult struct {

@@ -216,7 +216,7 @@ type pass struct {
 func (p *pass) ourPods() []*container.RunningPod {
 	var out []*container.RunningPod
 	for _, rp := range p.pods {
-		if rp.Node == p.g.opts.NodeName {
+		if rp.OnNode(p.g.opts.NodeName) {
 			out = append(out, rp)
 		}
 	}

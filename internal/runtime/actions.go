@@ -148,7 +148,7 @@ func computeActions(pod *v1.Pod, status *container.PodStatus, started startedFun
 			next.backoff = prev != nil && prev.State != container.StateRunning
 			a.start = append(a.start, next)
 		case st.State == container.StateRunning:
-			if !hashMatches(st.Hash, c) {
+			if !hashMatches(st, c) {
 				a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 				a.start = append(a.start, next)
 				continue

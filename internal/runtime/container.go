@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/containeropts"
+	"github.com/nodelet/nodelet/internal/kubehash"
 	"github.com/nodelet/nodelet/internal/objects"
 )
 
@@ -106,22 +107,33 @@ func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
 	return labels
 }
 
-// containerAnnotations carry what status and kill need later without the pod spec: the spec
-// hash, restart count, termination message settings, grace period and preStop handler.
+// containerAnnotations carry what status and kill need later without the pod spec, as the
+// upstream kubelet writes them: the spec hash, restart count, termination message settings,
+// grace periods, preStop handler and ports.
 func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[string]string, error) {
 	policy := c.TerminationMessagePolicy
 	if policy == "" {
 		policy = v1.TerminationMessageReadFile
 	}
 	a := map[string]string{
-		container.AnnotationHash:       strconv.FormatUint(containerHash(c), 16),
+		container.AnnotationHash:       kubehash.FormatHash(kubehash.ContainerHash(c)),
 		container.AnnotationRestarts:   strconv.Itoa(restartCount),
 		container.AnnotationTermPath:   containeropts.TerminationMessagePath(c),
 		container.AnnotationTermPolicy: string(policy),
 		container.AnnotationImage:      c.Image,
 	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		a[container.AnnotationDeletionGrace] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
+	}
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		a[container.AnnotationGrace] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+	}
+	if len(c.Ports) > 0 {
+		data, err := json.Marshal(c.Ports)
+		if err != nil {
+			return nil, fmt.Errorf("encode ports: %w", err)
+		}
+		a[container.AnnotationPorts] = string(data)
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		data, err := json.Marshal(c.Lifecycle.PreStop)

@@ -73,7 +73,7 @@ func keepSidecar(c *v1.Container, status *container.PodStatus, inSandbox map[str
 		a.start = append(a.start, newStart(c, status, false))
 		return false
 	case st.State == container.StateRunning:
-		if !hashMatches(st.Hash, c) {
+		if !hashMatches(st, c) {
 			a.kill = append(a.kill, containerKill{st, fmt.Sprintf("Init container %s definition changed", c.Name)})
 			a.start = append(a.start, newStart(c, status, false))
 			return false

@@ -98,7 +98,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, running *conta
 			return fmt.Errorf("container %s status: %w", c.ID, err)
 		}
 		if st != nil && spec == nil {
-			preStop = decodePreStop(st.Annotations[container.AnnotationPreStop])
+			preStop = decodePreStop(container.Value(st.Annotations, container.AnnotationPreStop, container.LegacyAnnotationPreStop))
 		}
 		if st != nil && gracePeriod < 0 {
 			gracePeriod = annotatedGrace(pod, st.Annotations)
@@ -135,13 +135,15 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, running *conta
 }
 
 // annotatedGrace is the pod's grace period from its spec or, for an orphan, the container's
-// annotation; -1 when neither says.
+// annotations (the deletion's grace period first, as upstream); -1 when none says.
 func annotatedGrace(pod *v1.Pod, annotations map[string]string) int64 {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
-	if g, err := strconv.ParseInt(annotations[container.AnnotationGrace], 10, 64); err == nil {
-		return g
+	for _, key := range []string{container.AnnotationDeletionGrace, container.AnnotationGrace} {
+		if g, err := strconv.ParseInt(annotations[key], 10, 64); err == nil {
+			return g
+		}
 	}
 	return -1
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/kubehash"
 	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
 )
@@ -111,7 +112,7 @@ func TestRealBusyboxPodLifecycle(t *testing.T) {
 		t.Fatalf("pod IPs = %v, want a 10.85.x.x address", status.IPs)
 	}
 	c := status.FindContainer("main")
-	if c.Image != main.Image || c.ImageRef == "" || c.Hash != containerHash(&pod.Spec.Containers[0]) || c.RestartCount != 0 {
+	if c.Image != main.Image || c.ImageRef == "" || c.Hash != kubehash.ContainerHash(&pod.Spec.Containers[0]) || c.RestartCount != 0 {
 		t.Errorf("container status %+v", c)
 	}
 	t.Logf("pod IP %s, container %s", status.IPs[0], c.ID)

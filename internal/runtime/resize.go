@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/kubehash"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
@@ -39,18 +40,22 @@ type PodCgroups interface {
 	PodMemoryUsage(pod *v1.Pod) (int64, error)
 }
 
-// containerHash identifies what a container was created from, resources aside: they change
-// in place (in-place resize), so a resize must not make the container look replaced.
-func containerHash(c *v1.Container) uint64 {
+// hashMatches says whether running container st was created from c. Its hash is upstream's
+// (kubehash.ContainerHash: name and image, so an in-place resize or any other change the API
+// allows keeps it), whoever made it; a container an older nodelet made carries that
+// nodelet's hash instead: of the spec without resources or, older still, of the whole spec.
+func hashMatches(st *container.ContainerStatus, c *v1.Container) bool {
+	if st.LegacyHash {
+		return st.Hash == legacyHash(c) || st.Hash == hashJSON(c)
+	}
+	return st.Hash == kubehash.ContainerHash(c)
+}
+
+// legacyHash is the hash nodelet wrote before it wrote upstream's: the spec without resources.
+func legacyHash(c *v1.Container) uint64 {
 	spec := *c
 	spec.Resources = v1.ResourceRequirements{}
 	return hashJSON(&spec)
-}
-
-// hashMatches says whether a running container with hash was created from c. Containers
-// made before resources were left out of the hash carry the hash of the whole spec.
-func hashMatches(hash uint64, c *v1.Container) bool {
-	return hash == containerHash(c) || hash == hashJSON(c)
 }
 
 func hashJSON(c *v1.Container) uint64 {

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/kubehash"
 )
 
 // fakeActuated is an in-memory ActuatedResources.
@@ -243,16 +246,24 @@ func TestResizeUpdateFailureIsReportedAndRetried(t *testing.T) {
 func TestContainerHashLeavesResourcesOut(t *testing.T) {
 	a := sized(ctr("a", "sleep"), limits("500m", ""))
 	b := sized(ctr("a", "sleep"), limits("2", "1Gi"))
-	if containerHash(&a) != containerHash(&b) {
+	upstream := &container.ContainerStatus{Hash: kubehash.ContainerHash(&a)}
+	if !hashMatches(upstream, &b) {
 		t.Error("resources changed the hash")
 	}
 	c := a
 	c.Image = "other"
-	if containerHash(&a) == containerHash(&c) {
+	if hashMatches(upstream, &c) {
 		t.Error("the image did not change the hash")
 	}
-	if !hashMatches(hashJSON(&a), &a) {
+	// Containers an older nodelet made carry its hashes: without resources, or of the whole spec.
+	if !hashMatches(&container.ContainerStatus{Hash: legacyHash(&a), LegacyHash: true}, &b) {
+		t.Error("a container made with the old hash without resources is not recognised")
+	}
+	if !hashMatches(&container.ContainerStatus{Hash: hashJSON(&a), LegacyHash: true}, &a) {
 		t.Error("a container made with the whole-spec hash is not recognised")
+	}
+	if hashMatches(&container.ContainerStatus{Hash: legacyHash(&a), LegacyHash: true}, &c) {
+		t.Error("an old hash matched a changed image")
 	}
 }
 

@@ -151,11 +151,11 @@ func (m *Manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 		ExitCode:   st.ExitCode,
 		Reason:     st.Reason,
 		Message:    st.Message,
-		Image:      specImage(st.Annotations, st.GetImage().GetImage()),
+		Image:      specImage(st.Annotations, st.GetImage()),
 		ImageRef:   st.ImageRef,
 		User:       containerUser(st),
 	}
-	cs.Hash, cs.RestartCount = hashAndRestarts(st.Annotations)
+	cs.Hash, cs.LegacyHash, cs.RestartCount = hashAndRestarts(st.Annotations)
 	cs.Resources = resizeFromCRI(st.Resources)
 	if cs.State == container.StateExited {
 		if msg := m.terminationMessage(st, cs.ExitCode); msg != "" {
@@ -172,31 +172,43 @@ func containerFromCRIListItem(c *runtimeapi.Container) *container.ContainerStatu
 		SandboxID: c.PodSandboxId,
 		State:     stateFromCRI(c.State),
 		CreatedAt: fromUnixNano(c.CreatedAt),
-		Image:     specImage(c.Annotations, c.GetImage().GetImage()),
+		Image:     specImage(c.Annotations, c.GetImage()),
 		ImageRef:  c.ImageRef,
 	}
-	cs.Hash, cs.RestartCount = hashAndRestarts(c.Annotations)
+	cs.Hash, cs.LegacyHash, cs.RestartCount = hashAndRestarts(c.Annotations)
 	return cs
 }
 
 func containerName(labels map[string]string, md *runtimeapi.ContainerMetadata) string {
-	if n := labels[container.LabelContainerName]; n != "" {
+	if n := container.Value(labels, container.LabelContainerName, container.LegacyLabelContainerName); n != "" {
 		return n
 	}
 	return md.GetName()
 }
 
-func specImage(annotations map[string]string, runtimeImage string) string {
-	if img := annotations[container.AnnotationImage]; img != "" {
-		return img
+// specImage is the image as the pod spec names it: nodelet's own record, else what the
+// runtime kept of the kubelet's request (the upstream kubelet asks for the resolved image and
+// names the spec's in user_specified_image), else the runtime's image.
+func specImage(annotations map[string]string, img *runtimeapi.ImageSpec) string {
+	if name := annotations[container.AnnotationImage]; name != "" {
+		return name
 	}
-	return runtimeImage
+	if name := img.GetUserSpecifiedImage(); name != "" {
+		return name
+	}
+	return img.GetImage()
 }
 
-func hashAndRestarts(annotations map[string]string) (uint64, int) {
-	hash, _ := strconv.ParseUint(annotations[container.AnnotationHash], 16, 64)
-	restarts, _ := strconv.Atoi(annotations[container.AnnotationRestarts])
-	return hash, restarts
+// hashAndRestarts reads the spec hash and restart count, from upstream's annotations or, on
+// a container an older nodelet made, from its own (legacy says which hash it is).
+func hashAndRestarts(annotations map[string]string) (hash uint64, legacy bool, restarts int) {
+	value, ok := annotations[container.AnnotationHash]
+	if !ok {
+		value, legacy = annotations[container.LegacyAnnotationHash], true
+	}
+	hash, _ = strconv.ParseUint(value, 16, 64)
+	restarts, _ = strconv.Atoi(container.Value(annotations, container.AnnotationRestarts, container.LegacyAnnotationRestarts))
+	return hash, legacy, restarts
 }
 
 func stateFromCRI(s runtimeapi.ContainerState) container.ContainerState {

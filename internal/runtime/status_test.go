@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/kubehash"
 )
 
 func TestGetPodStatusSortsAndCountsRestarts(t *testing.T) {
@@ -51,7 +52,7 @@ func TestGetPodStatusSortsAndCountsRestarts(t *testing.T) {
 		}
 	}
 	cur := st.FindContainer("app")
-	if cur != apps[0] || cur.Hash != containerHash(&pod.Spec.Containers[0]) || cur.Image != testImage ||
+	if cur != apps[0] || cur.Hash != kubehash.ContainerHash(&pod.Spec.Containers[0]) || cur.Image != testImage ||
 		cur.ImageRef == "" || cur.SandboxID != st.Sandboxes[0].ID || cur.StartedAt.IsZero() {
 		t.Errorf("current app status %+v", cur)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/kubehash"
 )
 
 func TestFirstSyncCreatesSandboxAndContainer(t *testing.T) {
@@ -71,7 +72,7 @@ func TestFirstSyncCreatesSandboxAndContainer(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Labels, wantCLabels) {
 		t.Errorf("container labels %v", cfg.Labels)
 	}
-	if cfg.Annotations[container.AnnotationHash] != strconv.FormatUint(containerHash(&pod.Spec.Containers[0]), 16) ||
+	if cfg.Annotations[container.AnnotationHash] != kubehash.FormatHash(kubehash.ContainerHash(&pod.Spec.Containers[0])) ||
 		cfg.Annotations[container.AnnotationRestarts] != "0" || cfg.Annotations[container.AnnotationTermPath] != "/dev/termination-log" ||
 		cfg.Annotations[container.AnnotationTermPolicy] != "File" {
 		t.Errorf("container annotations %v", cfg.Annotations)
@@ -363,14 +364,22 @@ func TestImagePullErrors(t *testing.T) {
 	}
 }
 
+// As upstream, the hash covers the container's name and image, the fields the API lets
+// change that need a new container: a new image replaces it, anything else keeps it.
 func TestChangedSpecRestartsContainer(t *testing.T) {
 	e := newTestEnv(t)
+	const newImage = "nodelet.local/busybox:other"
+	e.fake.AddImage(newImage)
 	pod := newPod("web", ctr("app", "sleep", "1d"))
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](7)
 	e.sync(pod)
 	old := e.running("app")
 
-	pod.Spec.Containers[0].Command = []string{"sleep", "2d"}
+	pod.Spec.Containers[0].Args = []string{"ignored"}
+	if res := e.sync(pod); res.Err != nil || e.running("app").ID != old.ID {
+		t.Fatalf("a change of args restarted the container (err %v)", res.Err)
+	}
+	pod.Spec.Containers[0].Image = newImage
 	if res := e.sync(pod); res.Err != nil {
 		t.Fatal(res.Err)
 	}
@@ -378,8 +387,8 @@ func TestChangedSpecRestartsContainer(t *testing.T) {
 	if stopped.StopTimeout != 7 {
 		t.Errorf("old container stop timeout %d, want 7", stopped.StopTimeout)
 	}
-	if c := e.running("app"); !reflect.DeepEqual(c.Config.Command, []string{"sleep", "2d"}) || c.Config.Metadata.Attempt != 1 {
-		t.Errorf("new container %v attempt %d", c.Config.Command, c.Config.Metadata.Attempt)
+	if c := e.running("app"); c.Config.Image.UserSpecifiedImage != newImage || c.Config.Metadata.Attempt != 1 {
+		t.Errorf("new container %v attempt %d", c.Config.Image, c.Config.Metadata.Attempt)
 	}
 	if evs := e.events(); !hasEvent(evs, "Normal Killing Container app definition changed, will be restarted") {
 		t.Errorf("events %q", evs)

@@ -29,7 +29,7 @@ const (
 // terminationMessagePath, or under FallbackToLogsOnError with an empty file and a failure,
 // the tail of its log.
 func (m *Manager) terminationMessage(st *runtimeapi.ContainerStatus, exitCode int32) string {
-	termPath := st.Annotations[container.AnnotationTermPath]
+	termPath := container.Value(st.Annotations, container.AnnotationTermPath, container.LegacyAnnotationTermPath)
 	msg := ""
 	for _, mnt := range st.Mounts {
 		// As upstream, the first mount at the path: a volume's when the container mounts one
@@ -43,7 +43,7 @@ func (m *Manager) terminationMessage(st *runtimeapi.ContainerStatus, exitCode in
 		}
 	}
 	if msg == "" && exitCode != 0 &&
-		st.Annotations[container.AnnotationTermPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) && st.LogPath != "" {
+		container.Value(st.Annotations, container.AnnotationTermPolicy, container.LegacyAnnotationPolicy) == string(v1.TerminationMessageFallbackToLogsOnError) && st.LogPath != "" {
 		msg = logTail(st.LogPath)
 	}
 	return msg

@@ -39,9 +39,6 @@ func SetPodDefaults(pod *v1.Pod) {
 	if spec.EnableServiceLinks == nil {
 		spec.EnableServiceLinks = ptr.To(true)
 	}
-	if spec.Priority == nil {
-		spec.Priority = ptr.To(int32(0))
-	}
 	for i := range spec.InitContainers {
 		setContainerDefaults(&spec.InitContainers[i], spec.HostNetwork)
 	}
@@ -51,6 +48,7 @@ func SetPodDefaults(pod *v1.Pod) {
 	for i := range spec.Volumes {
 		setVolumeDefaults(&spec.Volumes[i].VolumeSource)
 	}
+	roundUpResources(pod)
 }
 
 func setContainerDefaults(c *v1.Container, hostNetwork bool) {
@@ -106,16 +104,16 @@ func defaultPullPolicy(image string) v1.PullPolicy {
 	return v1.PullIfNotPresent
 }
 
-// setRequestsFromLimits makes a limit without a request also the request.
+// setRequestsFromLimits makes a limit without a request also the request. Any limits, even
+// none, make the requests non-nil, as upstream's defaulting does.
 func setRequestsFromLimits(r *v1.ResourceRequirements) {
+	if r.Limits != nil && r.Requests == nil {
+		r.Requests = v1.ResourceList{}
+	}
 	for name, limit := range r.Limits {
-		if _, ok := r.Requests[name]; ok {
-			continue
+		if _, ok := r.Requests[name]; !ok {
+			r.Requests[name] = limit.DeepCopy()
 		}
-		if r.Requests == nil {
-			r.Requests = v1.ResourceList{}
-		}
-		r.Requests[name] = limit.DeepCopy()
 	}
 }
 
@@ -140,6 +138,7 @@ func setHTTPGetDefaults(h *v1.HTTPGetAction) {
 }
 
 func setVolumeDefaults(vs *v1.VolumeSource) {
+	setPluginVolumeDefaults(vs)
 	switch {
 	case vs.HostPath != nil && vs.HostPath.Type == nil:
 		vs.HostPath.Type = ptr.To(v1.HostPathUnset)

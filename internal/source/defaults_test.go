@@ -33,9 +33,10 @@ func TestSetPodDefaults(t *testing.T) {
 		t.Errorf("pod defaults: restart %q dns %q scheduler %q securityContext %v",
 			spec.RestartPolicy, spec.DNSPolicy, spec.SchedulerName, spec.SecurityContext)
 	}
-	if *spec.TerminationGracePeriodSeconds != 30 || !*spec.EnableServiceLinks || *spec.Priority != 0 {
-		t.Errorf("grace %d serviceLinks %v priority %d",
-			*spec.TerminationGracePeriodSeconds, *spec.EnableServiceLinks, *spec.Priority)
+	// Priority is the API server's admission's to set, not a default: static pods keep none.
+	if *spec.TerminationGracePeriodSeconds != 30 || !*spec.EnableServiceLinks || spec.Priority != nil {
+		t.Errorf("grace %d serviceLinks %v priority %v",
+			*spec.TerminationGracePeriodSeconds, *spec.EnableServiceLinks, spec.Priority)
 	}
 	init, c := spec.InitContainers[0], spec.Containers[0]
 	if init.ImagePullPolicy != v1.PullAlways || init.TerminationMessagePath != "/dev/termination-log" ||

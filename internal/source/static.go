@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodelet/nodelet/internal/kubehash"
 	"github.com/nodelet/nodelet/internal/podutil"
 )
 
@@ -192,14 +192,15 @@ func (s *staticPods) build(pod *v1.Pod, location string) (*v1.Pod, error) {
 	if pod.Name == "" {
 		return nil, invalidErr(field.Required(field.NewPath("metadata", "name"), ""))
 	}
+	// The API defaults come first: upstream's UID hashes the pod as decoded, defaults and all.
+	SetPodDefaults(pod)
 	if pod.UID == "" {
-		uid, err := manifestUID(s.nodeName, location, pod)
+		uid, err := kubehash.StaticPodUID(pod, s.nodeName, location, s.source == podutil.FileSource)
 		if err != nil {
 			return nil, decodeErr("hash manifest: %v", err)
 		}
 		pod.UID = uid
 	}
-	SetPodDefaults(pod)
 	pod.Name = pod.Name + "-" + strings.ToLower(s.nodeName)
 	if pod.Namespace == "" {
 		pod.Namespace = metav1.NamespaceDefault
@@ -240,19 +241,6 @@ func (s *staticPods) forgetOthers(pods []*v1.Pod) {
 			delete(s.seen, uid)
 		}
 	}
-}
-
-// manifestUID derives a stable UID from the node, where the manifest came from
-// and its decoded content, so restarts keep the UID and any edit changes it.
-func manifestUID(nodeName, location string, pod *v1.Pod) (types.UID, error) {
-	content, err := json.Marshal(pod)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "node:%s\x00source:%s\x00", nodeName, location)
-	h.Write(content)
-	return types.UID(hex.EncodeToString(h.Sum(nil))[:32]), nil
 }
 
 // tolerateNoExecute lets static pods survive NoExecute taints: nothing could

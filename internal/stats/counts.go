@@ -11,7 +11,7 @@ import (
 func CountRuntime(pods []*container.RunningPod, nodeName string) metrics.RuntimeCounts {
 	counts := metrics.RuntimeCounts{Containers: map[string]int{}}
 	for _, p := range pods {
-		if p.Node != "" && p.Node != nodeName {
+		if !p.OnNode(nodeName) {
 			continue
 		}
 		for _, s := range p.Sandboxes {

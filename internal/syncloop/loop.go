@@ -281,7 +281,7 @@ func (l *Loop) housekeep() {
 	known := l.cfg.Workers.Known()
 	running, listedAt := l.cfg.RunningPods()
 	for _, rp := range running {
-		if rp.Node != l.cfg.NodeName {
+		if !rp.OnNode(l.cfg.NodeName) {
 			continue // another node's pod on a shared runtime
 		}
 		if _, ok := l.cfg.Pods.Get(rp.UID); ok {

@@ -351,3 +351,16 @@ func (f *Fake) newID(prefix string) string {
 func notFound(kind, id string) error {
 	return status.Errorf(codes.NotFound, "%s %q not found", kind, id)
 }
+
+// RelabelContainer replaces a container's labels and annotations, as if another kubelet (the
+// upstream one, or an older nodelet) had created it with its own.
+func (f *Fake) RelabelContainer(id string, labels, annotations map[string]string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok {
+		return fmt.Errorf("container %q not found", id)
+	}
+	c.Config.Labels, c.Config.Annotations = labels, annotations
+	return nil
+}
