@@ -1,7 +1,7 @@
 // Command kubeletref writes what nodelet's configuration is checked against: every feature gate
 // the upstream kubelet v1.33 knows (its default, stage and whether it is locked) as a Go table
-// for internal/config, and every upstream kubelet flag (with its deprecation notice) as a Go
-// table for internal/config's tests. It registers the gates and flags exactly as the kubelet
+// for internal/config, and every upstream kubelet flag (its default and deprecation notice) as
+// a Go table internal/config takes cAdvisor's defaults from and its tests compare flags with. It registers the gates and flags exactly as the kubelet
 // binary does, by importing its command package. Run it through hack/genkubeletref.sh.
 //
 //	hack/genkubeletref.sh (go run ./cmd/kubeletref -gates ../../internal/config/zz_generated_gates.go \
