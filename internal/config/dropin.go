@@ -73,11 +73,7 @@ func loadDropIn(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var obj map[string]any
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(jsonData, &obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
+	return jsonObject(jsonData)
 }
 
 func toObject(kc *kubeletconfigv1beta1.KubeletConfiguration) (map[string]any, error) {
@@ -85,6 +81,11 @@ func toObject(kc *kubeletconfigv1beta1.KubeletConfiguration) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
+	return jsonObject(data)
+}
+
+// jsonObject decodes a JSON object keeping integers exact (not float64).
+func jsonObject(data []byte) (map[string]any, error) {
 	var obj map[string]any
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &obj); err != nil {
 		return nil, err
