@@ -160,6 +160,7 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved, EvictionHard: kc.EvictionHard,
 		RootDir: c.cfg.RootDir, MaxImages: c.cfg.NodeStatusMaxImages,
 		ProviderID: kc.ProviderID, ControllerAttachDetach: c.cfg.EnableControllerAttachDetach,
+		ExternalCloudProvider: c.cfg.ExternalCloudProvider, Unschedulable: c.cfg.RegisterUnschedulable,
 	}
 	deps := node.Deps{
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,

@@ -1,8 +1,8 @@
 // Package config turns nodelet's command line and KubeletConfiguration file
 // into one validated configuration.
 //
-// Precedence, lowest first: built-in defaults, the --config file, flags given
-// on the command line.
+// Precedence, lowest first: built-in defaults, the --config file, the drop-ins of
+// --config-dir, flags given on the command line.
 package config
 
 import (
@@ -26,7 +26,14 @@ type Config struct {
 	// Kubelet is the file's configuration with defaults and command-line flags applied.
 	Kubelet    *kubeletconfigv1beta1.KubeletConfiguration
 	ConfigFile string
+	// ConfigDir (--config-dir) holds drop-ins merged over ConfigFile.
+	ConfigDir  string
 	Kubeconfig string
+	// ExternalCloudProvider (--cloud-provider=external): the Node is registered with the
+	// uninitialized taint and its addresses are left to the cloud controller manager.
+	ExternalCloudProvider bool
+	// RegisterUnschedulable (--register-schedulable=false) registers the Node unschedulable.
+	RegisterUnschedulable bool
 	// BootstrapKubeconfig requests the client certificate when Kubeconfig has none usable.
 	BootstrapKubeconfig string
 	// LockFile is held exclusively while running; ExitOnLockContention stops nodelet when
@@ -85,14 +92,26 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		kc = loaded
 	}
 	SetDefaults(kc)
+	if f.ConfigDir != "" {
+		merged, err := MergeDropIns(kc, f.ConfigDir)
+		if err != nil {
+			return nil, err
+		}
+		kc = merged
+	}
 	for _, o := range f.overrides {
 		if fs.Changed(o.flag) {
 			o.apply(kc)
 		}
 	}
+	if fs.Changed("feature-gates") {
+		mergeFlagGates(kc, f.featureGates)
+	}
+	warnGates(kc.FeatureGates)
 	// A partial --eviction-hard may need the missing defaults merged in.
 	setEvictionDefaults(kc)
 	f.applyLogging(fs, kc)
+	logIgnoredCloudConfig(fs, f)
 	if fs.Changed("pod-infra-container-image") {
 		klog.InfoS("Flag --pod-infra-container-image only keeps that image from image garbage collection; the container runtime's configuration chooses the sandbox image",
 			"image", f.PodInfraContainerImage)
@@ -103,11 +122,14 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 		return nil, err
 	}
 	cfg := &Config{
-		Kubelet:             kc,
-		ConfigFile:          f.ConfigFile,
-		Kubeconfig:          f.Kubeconfig,
-		BootstrapKubeconfig: f.BootstrapKubeconfig,
-		LockFile:            f.LockFile, ExitOnLockContention: f.ExitOnLockContention,
+		Kubelet:               kc,
+		ConfigFile:            f.ConfigFile,
+		ConfigDir:             f.ConfigDir,
+		ExternalCloudProvider: f.CloudProvider == CloudProviderExternal,
+		RegisterUnschedulable: !f.deprecated.registerSchedulable,
+		Kubeconfig:            f.Kubeconfig,
+		BootstrapKubeconfig:   f.BootstrapKubeconfig,
+		LockFile:              f.LockFile, ExitOnLockContention: f.ExitOnLockContention,
 		CredentialProviderConfig: f.CredentialProviderConfig, CredentialProviderBinDir: f.CredentialProviderBinDir,
 		RootDir:            f.RootDir,
 		HostnameOverride:   f.HostnameOverride,
@@ -130,6 +152,8 @@ func (f *Flags) Complete(fs *pflag.FlagSet) (*Config, error) {
 	}
 	v := &validator{}
 	v.oneOf("--streaming-authorization-verb", f.StreamingAuthorizationVerb, StreamingVerbCreate, StreamingVerbHTTPMethod)
+	v.cloudProvider(f.CloudProvider)
+	v.deprecatedFlags(fs, f)
 	if err := errors.Join(Validate(kc), validateFlagsOnly(cfg), v.err()); err != nil {
 		return nil, err
 	}

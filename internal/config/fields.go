@@ -53,7 +53,7 @@ var actedOn = map[string]string{
 	"reservedMemory":      "cm/memorymanager (Static; unused under None, as upstream)",
 	"cpuManagerPolicy":    "cm/cpumanager", "cpuManagerPolicyOptions": "cm/cpumanager (full-pcpus-only, distribute-cpus-across-numa, strict-cpu-reservation, by their feature gates; the others refused when true)",
 	"cpuManagerReconcilePeriod": "cm/cpumanager reconcile loop", "reservedSystemCPUs": "cm/cpumanager, node allocatable",
-	"featureGates":            "refused except the gates nodelet accepts (gates.go): those it behaves like, and those it acts on",
+	"featureGates":            "every upstream 1.33 gate at its default; at the other value only the gates nodelet acts on (gates.go); unknown and locked gates refused as upstream",
 	"kernelMemcgNotification": "eviction (the memory cgroups from cm; refused without cgroup v1 pod cgroups)",
 	"topologyManagerPolicy":   "cm/topologymanager", "topologyManagerScope": "cm/topologymanager",
 	"topologyManagerPolicyOptions": "cm/topologymanager (unknown options refused)",

@@ -38,6 +38,13 @@ type Flags struct {
 	AllowInsecureAnonymousAPI  bool
 	StreamingAuthorizationVerb string
 
+	// ConfigDir is --config-dir; CloudProvider is --cloud-provider.
+	ConfigDir     string
+	CloudProvider string
+
+	featureGates map[string]bool // --feature-gates, merged over featureGates
+	deprecated   deprecatedFlags
+
 	values    *kubeletConfig
 	overrides []override
 	logFlags  *goflag.FlagSet
@@ -90,6 +97,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	addTopologyFlags(fs, f)
 	addEvictionFlags(fs, f)
 	addContainerGCFlags(fs, f)
+	addUpstreamFlags(fs, f)
 	f.logFlags = addLogFlags(fs)
 	return f
 }

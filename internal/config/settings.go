@@ -76,7 +76,7 @@ type Settings struct {
 	// CgroupDriverFromCRI is the KubeletCgroupDriverFromCRI feature gate (on unless
 	// featureGates turns it off): the runtime's RuntimeConfig names the cgroup driver.
 	CgroupDriverFromCRI bool
-	// PullRuntimeHandler is the RuntimeClassInImageCriAPI feature gate (off unless
+	// PullRuntimeHandler is the RuntimeClassInImageCriApi feature gate (off unless
 	// featureGates turns it on): image pulls name the pod's runtime handler.
 	PullRuntimeHandler bool
 	EventRecordQPS     int32

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-	"slices"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -61,11 +59,7 @@ func (v *validator) checkUnsupported(c *kubeletConfig) {
 			v.add(u.field, "is not supported by nodelet (the upstream kubelet %s); only %s is accepted", u.upstream, u.accepted)
 		}
 	}
-	for _, gate := range sortedKeys(c.FeatureGates) {
-		if !slices.Contains(gatesLike[gate], c.FeatureGates[gate]) {
-			v.add(fmt.Sprintf("featureGates[%q]", gate), "is not supported by nodelet, which accepts only %s; remove it", gatesDescription())
-		}
-	}
+	v.checkFeatureGates(c.FeatureGates)
 	if on, set := c.FeatureGates["GracefulNodeShutdownBasedOnPodPriority"]; set && !on && len(c.ShutdownGracePeriodByPodPriority) > 0 {
 		v.add("shutdownGracePeriodByPodPriority", "needs the feature gate GracefulNodeShutdownBasedOnPodPriority, which featureGates turns off; remove one of them")
 	}

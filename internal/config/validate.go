@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 )
@@ -138,9 +139,9 @@ func (v *validator) checkServer(kc *kubeletconfigv1beta1.KubeletConfiguration) {
 			v.oneOf("tlsMinVersion", kc.TLSMinVersion, sortedKeys(tlsVersions)...)
 		}
 	}
-	known := knownCipherSuites()
 	for i, name := range kc.TLSCipherSuites {
-		if !known[name] {
+		// upstream's names: Go's, and the legacy CHACHA20 names without _SHA256.
+		if _, err := cliflag.TLSCipherSuites([]string{name}); err != nil {
 			v.add(fmt.Sprintf("tlsCipherSuites[%d]", i), "unknown cipher suite %q", name)
 		}
 	}
@@ -157,14 +158,6 @@ var tlsVersions = map[string]uint16{
 	"VersionTLS11": tls.VersionTLS11,
 	"VersionTLS12": tls.VersionTLS12,
 	"VersionTLS13": tls.VersionTLS13,
-}
-
-func knownCipherSuites() map[string]bool {
-	known := map[string]bool{}
-	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		known[s.Name] = true
-	}
-	return known
 }
 
 func (v *validator) checkImages(kc *kubeletconfigv1beta1.KubeletConfiguration) {

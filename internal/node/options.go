@@ -64,6 +64,11 @@ type Options struct {
 	// ControllerAttachDetach (enableControllerAttachDetach) leaves volume attach/detach to the
 	// controller manager, which the Node's annotation tells it.
 	ControllerAttachDetach bool
+	// ExternalCloudProvider (--cloud-provider=external) registers the Node with the
+	// uninitialized taint and leaves its addresses to the cloud controller manager (cloud.go).
+	ExternalCloudProvider bool
+	// Unschedulable (--register-schedulable=false) registers the Node with spec.unschedulable.
+	Unschedulable bool
 }
 
 // RuntimeVersioner reports the container runtime's name and version ("containerd", "1.6.20").

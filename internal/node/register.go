@@ -206,10 +206,20 @@ func (c *Controller) initialNode(ctx context.Context) *v1.Node {
 	maps.Copy(labels, c.opts.Labels)
 	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: c.opts.NodeName, Labels: labels},
-		Spec:       v1.NodeSpec{Taints: append([]v1.Taint(nil), c.opts.Taints...), ProviderID: c.opts.ProviderID},
+		Spec: v1.NodeSpec{Taints: append([]v1.Taint(nil), c.opts.Taints...), ProviderID: c.opts.ProviderID,
+			Unschedulable: c.opts.Unschedulable},
 	}
 	if c.opts.ControllerAttachDetach {
 		n.Annotations = map[string]string{AnnotationControllerAttachDetach: "true"}
+	}
+	if c.opts.ExternalCloudProvider {
+		n.Spec.Taints = append(n.Spec.Taints, cloudTaint())
+		if ip := c.opts.providedNodeIP(); ip != "" {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Annotations[AnnotationProvidedNodeIP] = ip
+		}
 	}
 	c.setStatus(ctx, n, c.deps.Clock.Now())
 	return n
@@ -256,7 +266,8 @@ func Local(nodeName string, labels map[string]string, taints []v1.Taint) *v1.Nod
 const AnnotationControllerAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 // reconcileMeta patches an existing Node whose owned labels differ, and adds or removes the
-// attach/detach annotation to match enableControllerAttachDetach.
+// attach/detach annotation to match enableControllerAttachDetach and the provided node IP
+// annotation to match --node-ip with an external cloud provider.
 func (c *Controller) reconcileMeta(ctx context.Context, existing *v1.Node) (*v1.Node, error) {
 	labels := map[string]string{}
 	for k, v := range c.ownedLabels() {
@@ -268,12 +279,8 @@ func (c *Controller) reconcileMeta(ctx context.Context, existing *v1.Node) (*v1.
 	if len(labels) > 0 {
 		meta["labels"] = labels
 	}
-	_, annotated := existing.Annotations[AnnotationControllerAttachDetach]
-	switch {
-	case c.opts.ControllerAttachDetach && existing.Annotations[AnnotationControllerAttachDetach] != "true":
-		meta["annotations"] = map[string]any{AnnotationControllerAttachDetach: "true"}
-	case !c.opts.ControllerAttachDetach && annotated:
-		meta["annotations"] = map[string]any{AnnotationControllerAttachDetach: nil}
+	if annotations := c.annotationChanges(existing); len(annotations) > 0 {
+		meta["annotations"] = annotations
 	}
 	if len(meta) == 0 {
 		return existing, nil
@@ -284,9 +291,35 @@ func (c *Controller) reconcileMeta(ctx context.Context, existing *v1.Node) (*v1.
 	}
 	patched, err := c.deps.Client.CoreV1().Nodes().Patch(ctx, c.opts.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("updating labels %v and the attach/detach annotation of the existing node: %w", slices.Sorted(maps.Keys(labels)), err)
+		return nil, fmt.Errorf("updating labels %v and the annotations of the existing node: %w", slices.Sorted(maps.Keys(labels)), err)
 	}
 	return patched, nil
+}
+
+// annotationChanges are the merge-patch entries that bring the node's own annotations (the
+// attach/detach one, and the provided node IP with an external cloud provider) in line.
+func (c *Controller) annotationChanges(existing *v1.Node) map[string]any {
+	changes := map[string]any{}
+	want := func(key, value string) {
+		current, set := existing.Annotations[key]
+		switch {
+		case value != "" && current != value:
+			changes[key] = value
+		case value == "" && set:
+			changes[key] = nil
+		}
+	}
+	attachDetach := ""
+	if c.opts.ControllerAttachDetach {
+		attachDetach = "true"
+	}
+	want(AnnotationControllerAttachDetach, attachDetach)
+	providedIP := ""
+	if c.opts.ExternalCloudProvider {
+		providedIP = c.opts.providedNodeIP()
+	}
+	want(AnnotationProvidedNodeIP, providedIP)
+	return changes
 }
 
 // registrationHint tells the operator what to check for a registration error.

@@ -95,12 +95,7 @@ func (c *Controller) tryUpdateStatus(ctx context.Context, attempt int) error {
 // setStatus fills in everything the node reports about itself.
 func (c *Controller) setStatus(ctx context.Context, n *v1.Node, now time.Time) {
 	c.setResources(n)
-	addrs, err := addresses(c.opts.NodeIPs, c.opts.Hostname, c.primaryIP)
-	if err != nil {
-		klog.ErrorS(err, "Unable to work out the node's addresses", "node", c.opts.NodeName)
-	} else {
-		n.Status.Addresses = addrs
-	}
+	c.setAddresses(n)
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = c.opts.Port
 	c.setNodeInfo(ctx, &n.Status.NodeInfo)
 	c.setImages(ctx, n)
@@ -115,6 +110,22 @@ func (c *Controller) setStatus(ctx context.Context, n *v1.Node, now time.Time) {
 		}
 	}
 	c.setConditions(n, now)
+}
+
+// setAddresses sets the node's addresses, unless the cloud controller manager owns them.
+func (c *Controller) setAddresses(n *v1.Node) {
+	if keep, addrs := c.cloudAddresses(n); keep {
+		if addrs != nil {
+			n.Status.Addresses = addrs
+		}
+		return
+	}
+	addrs, err := addresses(c.opts.NodeIPs, c.opts.Hostname, c.primaryIP)
+	if err != nil {
+		klog.ErrorS(err, "Unable to work out the node's addresses", "node", c.opts.NodeName)
+		return
+	}
+	n.Status.Addresses = addrs
 }
 
 // setResources sets capacity and allocatable. If the root filesystem cannot be measured, the

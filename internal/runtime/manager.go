@@ -123,7 +123,7 @@ type Options struct {
 	// SELinux: the host runs SELinux; mounts then ask the runtime to relabel, as upstream.
 	SELinux bool
 	// PullRuntimeHandler names the sandbox's runtime handler in PullImage's image spec
-	// (upstream's RuntimeClassInImageCriAPI feature gate, off by default).
+	// (upstream's RuntimeClassInImageCriApi feature gate, off by default).
 	PullRuntimeHandler bool
 	// Started is the prober's startup result for a running container instance (runtime ID):
 	// a sidecar with a startupProbe lets the next init container start only once it passed.

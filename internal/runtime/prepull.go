@@ -107,7 +107,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 }
 
 // pullSandbox is the sandbox an image is pulled for: its config, and its runtime handler
-// when PullRuntimeHandler says to name it (RuntimeClassInImageCriAPI).
+// when PullRuntimeHandler says to name it (RuntimeClassInImageCriApi).
 func (m *Manager) pullSandbox(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) images.Sandbox {
 	sb := images.Sandbox{Config: cfg}
 	if m.pullHandler && m.runtimeHandler != nil {

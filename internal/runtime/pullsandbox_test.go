@@ -9,7 +9,7 @@ import (
 
 // As upstream, PullImage carries the pod's sandbox config (the attempt the sandbox runs
 // with, its resources) and the pod's annotations in the image spec; the runtime handler only
-// with RuntimeClassInImageCriAPI.
+// with RuntimeClassInImageCriApi.
 func TestPullImageCarriesTheSandboxConfig(t *testing.T) {
 	for _, gate := range []bool{false, true} {
 		e := newTestEnv(t, func(o *Options) {
@@ -38,7 +38,7 @@ func TestPullImageCarriesTheSandboxConfig(t *testing.T) {
 			want = "kata"
 		}
 		if got := p.GetImage().GetRuntimeHandler(); got != want {
-			t.Errorf("RuntimeClassInImageCriAPI=%v: image spec runtime handler %q, want %q", gate, got, want)
+			t.Errorf("RuntimeClassInImageCriApi=%v: image spec runtime handler %q, want %q", gate, got, want)
 		}
 		sb := p.GetSandboxConfig()
 		run := e.fake.Sandboxes()[0].Config

@@ -12,6 +12,7 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 )
 
@@ -187,17 +188,7 @@ func cipherSuites(names []string) ([]uint16, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	byName := map[string]uint16{}
-	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
-		byName[s.Name] = s.ID
-	}
-	ids := make([]uint16, 0, len(names))
-	for _, n := range names {
-		id, ok := byName[n]
-		if !ok {
-			return nil, fmt.Errorf("unknown TLS cipher suite %q", n)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
+	// upstream's names: Go's, plus the legacy CHACHA20 names without _SHA256 that configurations
+	// written for the kubelet still use.
+	return cliflag.TLSCipherSuites(names)
 }
