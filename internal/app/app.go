@@ -489,6 +489,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	}
 	page := n.newNodePage(checks)
 	api := n.observability()
+	n.comps.start("volume stats", n.summaryProvider().RunVolumeMeter) // summaries read its figures
 	api.NodeUI = page.handler
 	n.startNodePage(page, n.startServer(ctx, checks, api))
 	n.comps.start("pleg", relister.Run)

@@ -54,3 +54,32 @@ func TestRedactedNil(t *testing.T) {
 		t.Fatalf("no headers became %v", got.StaticPodURLHeader)
 	}
 }
+
+func TestRedactedMasksStaticPodURLCredentials(t *testing.T) {
+	kc := &kubeletconfigv1beta1.KubeletConfiguration{
+		StaticPodURL: "https://user:s3cr3t@manifests.example:8443/pods.yaml?X-Amz-Signature=sig-value&X-Amz-Expires=300",
+	}
+	got := Redacted(kc).StaticPodURL
+	want := "https://<masked>@manifests.example:8443/pods.yaml?X-Amz-Expires=<masked>&X-Amz-Signature=<masked>"
+	if got != want {
+		t.Errorf("redacted staticPodURL = %q, want %q", got, want)
+	}
+	if !strings.Contains(kc.StaticPodURL, "s3cr3t") {
+		t.Errorf("Redacted modified its input: %q", kc.StaticPodURL)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"":                                 "",
+		"http://example.com/pods":          "http://example.com/pods",
+		"http://token@example.com/p#frag":  "http://<masked>@example.com/p",
+		"http://example.com/p?a=1&a=2&b=3": "http://example.com/p?a=<masked>&a=<masked>&b=<masked>",
+		"http://example.com/p?%zz":         "http://example.com/p?<masked>",
+		"http://[::1/p":                    "<masked>",
+	} {
+		if got := RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -285,7 +285,7 @@ func (v *validator) checkPodSources(kc *kubeletconfigv1beta1.KubeletConfiguratio
 	if kc.StaticPodURL != "" {
 		u, err := url.Parse(kc.StaticPodURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.add("staticPodURL", "must be an http or https URL, got %q", kc.StaticPodURL)
+			v.add("staticPodURL", "must be an http or https URL, got %q", RedactURL(kc.StaticPodURL))
 		}
 	}
 	for _, name := range sortedKeys(kc.StaticPodURLHeader) {

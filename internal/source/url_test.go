@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,4 +145,56 @@ func TestURLSourceRun(t *testing.T) {
 	receiveNames(t, out, "web-node1")
 	fake.set(http.StatusOK, podList)
 	receiveNames(t, out, "a-node1", "b-node1")
+}
+
+func TestURLNameKeepsSchemeHostAndPath(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://user:pass@example.com:8443/a/b.yaml?sig=abc&exp=1#frag": "https://example.com:8443/a/b.yaml",
+		"http://token@10.0.0.1/pods":                                     "http://10.0.0.1/pods",
+		"http://example.com/pods":                                        "http://example.com/pods",
+		"http://example.com/a%2Fb?x=1":                                   "http://example.com/a%2Fb",
+		"http://[::1]:80/%zz":                                            "<unparsable URL>",
+	} {
+		if got := URLName(raw); got != want {
+			t.Errorf("URLName(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// A URL's userinfo and query (a signed URL's signature) are in no event or error nodelet
+// makes about the source: a bad manifest, a failed status, a failed connection.
+func TestURLSourceShowsNoURLCredentials(t *testing.T) {
+	fake := &fakeServer{status: http.StatusOK, body: "kind: ["}
+	srv := httptest.NewServer(fake)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	raw := "http://unit-user:unit-password@" + host + "/pods?X-Amz-Signature=unit-signature"
+	rec := record.NewFakeRecorder(10)
+	src := NewURLSource(raw, nil, testNode, time.Hour, make(chan []*v1.Pod, 10), rec)
+	secretFree := func(what, text string) {
+		t.Helper()
+		for _, s := range []string{"unit-user", "unit-password", "unit-signature"} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s shows %q: %s", what, s, text)
+			}
+		}
+	}
+	ctx := context.Background()
+	src.sync(ctx)
+	ev := <-rec.Events
+	if want := "Could not decode static pod manifest http://" + host + "/pods:"; !strings.Contains(ev, want) {
+		t.Errorf("event %q does not name the URL as %q", ev, want)
+	}
+	secretFree("event", ev)
+	fake.set(http.StatusForbidden, "")
+	_, err := src.fetch(ctx)
+	if err == nil {
+		t.Fatal("403 fetched")
+	}
+	secretFree("status error", err.Error())
+	srv.Close()
+	_, err = src.fetch(ctx)
+	if err == nil || !strings.Contains(err.Error(), "http://"+host+"/pods") {
+		t.Fatalf("connection error %v does not name the URL", err)
+	}
+	secretFree("connection error", err.Error())
 }

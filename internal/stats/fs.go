@@ -1,10 +1,10 @@
 package stats
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -67,8 +67,8 @@ type usage struct {
 }
 
 // diskUsage measures dir as `du -x` would: allocated blocks, each hard-linked file once, not
-// crossing into other filesystems. A missing dir is empty.
-func diskUsage(dir string) (usage, error) {
+// crossing into other filesystems. A missing dir is empty. The walk stops when ctx ends.
+func diskUsage(ctx context.Context, dir string) (usage, error) {
 	root, err := os.Lstat(dir)
 	if os.IsNotExist(err) {
 		return usage{}, nil
@@ -80,6 +80,9 @@ func diskUsage(dir string) (usage, error) {
 	seen := map[uint64]bool{}
 	var u usage
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			if os.IsNotExist(err) {
 				return nil // removed while walking
@@ -106,54 +109,4 @@ func diskUsage(dir string) (usage, error) {
 		return nil
 	})
 	return u, err
-}
-
-// duCache keeps recent diskUsage results so that large volumes are not walked on every
-// request (upstream measures volumes in the background about once a minute).
-type duCache struct {
-	maxAge time.Duration
-	now    func() time.Time
-
-	mu      sync.Mutex
-	entries map[string]duEntry
-}
-
-type duEntry struct {
-	u  usage
-	at time.Time
-}
-
-func newDUCache(maxAge time.Duration, now func() time.Time) *duCache {
-	return &duCache{maxAge: maxAge, now: now, entries: map[string]duEntry{}}
-}
-
-// get returns dir's usage, measuring it when the cached figure is older than maxAge.
-func (c *duCache) get(dir string) (usage, error) {
-	now := c.now()
-	c.mu.Lock()
-	e, ok := c.entries[dir]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.maxAge {
-		return e.u, nil
-	}
-	u, err := diskUsage(dir)
-	if err != nil {
-		return usage{}, err
-	}
-	c.mu.Lock()
-	c.entries[dir] = duEntry{u: u, at: now}
-	c.mu.Unlock()
-	return u, nil
-}
-
-// prune forgets directories not measured within keep.
-func (c *duCache) prune(keep time.Duration) {
-	cutoff := c.now().Add(-keep)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for dir, e := range c.entries {
-		if e.at.Before(cutoff) {
-			delete(c.entries, dir)
-		}
-	}
 }

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,7 +82,7 @@ func TestDiskUsageCountsBlocksAndHardLinksOnce(t *testing.T) {
 	if err := os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "sub", "a-link")); err != nil {
 		t.Fatal(err)
 	}
-	u, err := diskUsage(dir)
+	u, err := diskUsage(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,22 +90,7 @@ func TestDiskUsageCountsBlocksAndHardLinksOnce(t *testing.T) {
 	if u.inodes != 4 || u.bytes < 10000 {
 		t.Fatalf("usage = %+v, want 4 inodes and at least 10000 bytes", u)
 	}
-	if u, err := diskUsage(filepath.Join(dir, "missing")); err != nil || u != (usage{}) {
+	if u, err := diskUsage(context.Background(), filepath.Join(dir, "missing")); err != nil || u != (usage{}) {
 		t.Fatalf("missing dir: %+v, %v", u, err)
-	}
-}
-
-func TestDUCacheReusesRecentFigures(t *testing.T) {
-	dir := t.TempDir()
-	now := time.Unix(1000, 0)
-	c := newDUCache(time.Minute, func() time.Time { return now })
-	first, _ := c.get(dir)
-	writeFiles(t, dir, map[string]string{"big": string(make([]byte, 100000))})
-	if again, _ := c.get(dir); again != first {
-		t.Fatalf("within maxAge the cached figure should be reused: %+v vs %+v", again, first)
-	}
-	now = now.Add(time.Minute)
-	if later, _ := c.get(dir); later.bytes <= first.bytes {
-		t.Fatalf("after maxAge the directory should be measured again: %+v", later)
 	}
 }

@@ -47,7 +47,7 @@ func (p *Provider) podStats(ctx context.Context, crStats map[string]*cri.Contain
 		}
 		for _, c := range runningContainers(rs) {
 			if cs, ok := crStats[c.ID]; ok {
-				ps.Containers = append(ps.Containers, p.containerStats(pod, c, cs, fsys, now))
+				ps.Containers = append(ps.Containers, p.containerStats(ctx, pod, c, cs, fsys, now))
 			}
 		}
 		ps.CPU, ps.Memory = sumCPU(ps.Containers), sumMemory(ps.Containers, podMemoryLimit(pod))
@@ -89,7 +89,7 @@ func runningContainers(rs *container.PodStatus) []*container.ContainerStatus {
 	return out
 }
 
-func (p *Provider) containerStats(pod *v1.Pod, c *container.ContainerStatus, cs *cri.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
+func (p *Provider) containerStats(ctx context.Context, pod *v1.Pod, c *container.ContainerStatus, cs *cri.ContainerStats, fsys *filesystems, now time.Time) statsapi.ContainerStats {
 	out := statsapi.ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.CreatedAt)}
 	if cpu := cs.GetCpu(); cpu != nil && cpu.GetUsageCoreNanoSeconds() != nil {
 		at := time.Unix(0, cpu.GetTimestamp())
@@ -103,7 +103,7 @@ func (p *Provider) containerStats(pod *v1.Pod, c *container.ContainerStatus, cs 
 	}
 	if fsys != nil {
 		out.Rootfs = fsys.writableLayer(cs.GetWritableLayer(), now)
-		out.Logs = p.logStats(pod, c.Name, fsys, now)
+		out.Logs = p.logStats(ctx, pod, c.Name, fsys, now)
 	}
 	return out
 }
@@ -233,9 +233,11 @@ func (p *Provider) podNetwork(ctx context.Context, sandboxID string, live map[st
 }
 
 // logStats measures a container's log directory (every instance's log files).
-func (p *Provider) logStats(pod *v1.Pod, container string, fsys *filesystems, now time.Time) *statsapi.FsStats {
+// Only nodelet and the runtime write there, and rotation bounds the files, so this walk is
+// short; upstream measures logs on each request too.
+func (p *Provider) logStats(ctx context.Context, pod *v1.Pod, container string, fsys *filesystems, now time.Time) *statsapi.FsStats {
 	dir := filepath.Join(p.d.PodLogsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container)
-	u, err := diskUsage(dir)
+	u, err := diskUsage(ctx, dir)
 	if err != nil {
 		klog.V(4).InfoS("Cannot measure a container's logs", "path", dir, "err", err)
 		return nil
@@ -243,9 +245,10 @@ func (p *Provider) logStats(pod *v1.Pod, container string, fsys *filesystems, no
 	return fsys.logs.partStats(now, u.bytes, u.inodes)
 }
 
-// volumeStats measures the pod's emptyDir volumes by walking them, and asks d.Volumes for
-// those it cannot walk (CSI volumes, through their driver); a claim's volume carries its
-// PVCRef, which kubelet_volume_stats_* are labelled by.
+// volumeStats reports the figures the volume meter last found for the pod's emptyDir volumes
+// (none before its first walk), and asks d.Volumes for those it cannot walk (CSI volumes,
+// through their driver); a claim's volume carries its PVCRef, which kubelet_volume_stats_*
+// are labelled by.
 func (p *Provider) volumeStats(ctx context.Context, pod *v1.Pod, now time.Time) []statsapi.VolumeStats {
 	var out []statsapi.VolumeStats
 	for _, vol := range pod.Spec.Volumes {
@@ -255,14 +258,12 @@ func (p *Provider) volumeStats(ctx context.Context, pod *v1.Pod, now time.Time) 
 			}
 			continue
 		}
-		dir := filepath.Join(p.d.RootDir, "pods", string(pod.UID), "volumes", emptyDirPlugin, vol.Name)
-		u, err := p.volumes.get(dir)
-		if err != nil {
-			klog.V(4).InfoS("Cannot measure a volume", "path", dir, "err", err)
+		m, ok := p.volumes.get(pod.UID, vol.Name)
+		if !ok {
 			continue
 		}
-		fs, _ := statFS(dir)
-		out = append(out, statsapi.VolumeStats{Name: vol.Name, FsStats: *fs.partStats(now, u.bytes, u.inodes)})
+		fs, _ := statFS(filepath.Join(p.d.RootDir, "pods", string(pod.UID), "volumes", emptyDirPlugin, vol.Name))
+		out = append(out, statsapi.VolumeStats{Name: vol.Name, FsStats: *fs.partStats(m.at, m.bytes, m.inodes)})
 	}
 	return out
 }

@@ -22,9 +22,9 @@ import (
 )
 
 const (
-	// defaultVolumeStatsAge is how long a volume's measured size is reused (upstream's
+	// defaultVolumeStatsPeriod is how often each pod's volumes are measured (upstream's
 	// volumeStatsAggPeriod default).
-	defaultVolumeStatsAge = time.Minute
+	defaultVolumeStatsPeriod = time.Minute
 	// cpuRateWindow is the shortest window usageNanoCores is computed over.
 	cpuRateWindow = time.Second
 	// forgetAfter drops cached samples of containers and sandboxes not seen for this long.
@@ -47,8 +47,9 @@ type Deps struct {
 	PodLogsDir string
 	// Host says where /proc and the cgroup hierarchy are; zero means the real ones.
 	Host HostPaths
-	// VolumeStatsAge is how long a measured volume size is reused (default 1m).
-	VolumeStatsAge time.Duration
+	// VolumeStatsPeriod is how often each pod's emptyDirs are walked (default 1m), by
+	// RunVolumeMeter.
+	VolumeStatsPeriod time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Volumes measures the volumes the provider cannot walk (CSI volumes); nil reports
@@ -69,7 +70,7 @@ type VolumeStatter interface {
 type Provider struct {
 	d       Deps
 	rates   *cpuRates
-	volumes *duCache
+	volumes *volumeMeter
 
 	mu        sync.Mutex
 	pids      map[string]int // sandbox ID → infra pid
@@ -85,18 +86,23 @@ func NewSummaryProvider(d Deps) *Provider {
 	if d.PodLogsDir == "" {
 		d.PodLogsDir = "/var/log/pods"
 	}
-	if d.VolumeStatsAge == 0 {
-		d.VolumeStatsAge = defaultVolumeStatsAge
+	if d.VolumeStatsPeriod == 0 {
+		d.VolumeStatsPeriod = defaultVolumeStatsPeriod
 	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	d.Host = d.Host.withDefaults()
 	return &Provider{
-		d: d, rates: newCPURates(cpuRateWindow), volumes: newDUCache(d.VolumeStatsAge, d.Now),
+		d: d, rates: newCPURates(cpuRateWindow), volumes: newVolumeMeter(d.RootDir, d.VolumeStatsPeriod, d.Pods),
 		pids: map[string]int{},
 	}
 }
+
+// RunVolumeMeter measures the pods' emptyDir volumes in the background until ctx ends (see
+// volumeMeter); summaries report the figures it last found. It returns once every walk has
+// stopped.
+func (p *Provider) RunVolumeMeter(ctx context.Context) error { return p.volumes.Run(ctx) }
 
 // Summary returns every figure: node, runtime filesystems, pods with containers, network,
 // volumes and ephemeral storage.
@@ -218,5 +224,4 @@ func (p *Provider) pruneCaches(now time.Time) {
 	p.lastPrune = now
 	p.mu.Unlock()
 	p.rates.prune(now.Add(-forgetAfter))
-	p.volumes.prune(forgetAfter)
 }

@@ -162,11 +162,12 @@ func TestRealSummary(t *testing.T) {
 	cache := v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
 	pod := e.start("summary",
 		"echo started; dd if=/dev/zero of=/cache/blob bs=1k count=64 2>/dev/null; i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 3600", cache)
-	// Volume sizes are cached for a minute, so the first Summary must not measure the
-	// emptyDir before dd has finished writing the blob.
+	// Volumes are measured once a minute in the background: measure the emptyDir once dd has
+	// finished writing the blob.
 	blob := filepath.Join(e.rootDir, "pods", string(pod.UID), "volumes", emptyDirPlugin, "cache", "blob")
 	waitForSize(t, blob, 64<<10)
 	p := e.provider()
+	measureVolumes(p)
 	ctx := context.Background()
 	if _, err := p.Summary(ctx); err != nil {
 		t.Fatal(err)

@@ -76,6 +76,7 @@ func newSummaryEnv(t *testing.T) *summaryEnv {
 		},
 		Now: func() time.Time { return e.now },
 	})
+	measureVolumes(e.p)
 	return e
 }
 

@@ -27,7 +27,7 @@ func (s *stuckMounter) Unmount(dir string) error {
 func withMounter(m *stuckMounter) func(*Options) { return func(o *Options) { o.Mounter = m } }
 
 // A subPath is mounted on a path of the pod's directory per container and mount index, made
-// world-writable when missing; one that leads out of the volume through a planted symlink is
+// with the volume's mode when missing; one that leads out of the volume through a planted symlink is
 // refused with a message naming the volume mount, the container and the subPath, and
 // nothing of the host's.
 func TestSubPathMountsInsideTheVolume(t *testing.T) {
@@ -39,6 +39,9 @@ func TestSubPathMountsInsideTheVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	vol := e.volumeDir("u1", "data")
+	if err := os.Chmod(vol, 0o750); err != nil {
+		t.Fatal(err)
+	}
 	path, ro, err := e.m.SubPath(pod, "app", 2, "data", "logs/app")
 	if err != nil || ro {
 		t.Fatalf("SubPath = %q %v %v", path, ro, err)
@@ -49,8 +52,8 @@ func TestSubPathMountsInsideTheVolume(t *testing.T) {
 	if ok, _ := mounter.IsMountPoint(path); !ok {
 		t.Errorf("%s is not mounted", path)
 	}
-	if st, err := os.Stat(filepath.Join(vol, "logs/app")); err != nil || st.Mode().Perm() != 0o777 {
-		t.Errorf("subPath directory: %v, want a world-writable directory", err)
+	if st, err := os.Stat(filepath.Join(vol, "logs/app")); err != nil || st.Mode().Perm() != 0o750 {
+		t.Errorf("subPath directory: %v %v, want the volume's 0750", st.Mode(), err)
 	}
 
 	hostDir := t.TempDir()

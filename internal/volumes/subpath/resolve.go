@@ -25,15 +25,13 @@ var ErrOutside = errors.New("it leads out of the volume")
 // maxSymlinks is the kernel's limit of links in one resolution (MAXSYMLINKS).
 const maxSymlinks = 40
 
-// DirMode is the mode of the directories Open makes: a volume's users may be anyone.
-const DirMode = 0o777
-
 // Open resolves path inside the directory root and returns an O_PATH descriptor of what it
 // names. Each component is opened from the one before without following symlinks; a link's
 // target is resolved the same way, a relative one from the link's directory, an absolute one
 // from root when it names a path inside root. A ".." above root, or an absolute target
 // elsewhere, is ErrOutside, as a link loop is ELOOP. With mkdir, missing directories are made
-// (DirMode, whatever the umask) inside root the same way.
+// inside root the same way, with root's permission bits whatever the umask, as upstream
+// makes them: a subPath under a 0750 host directory must not open a world-writable hole in it.
 func Open(root, path string, mkdir bool) (*os.File, error) {
 	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -44,7 +42,12 @@ func Open(root, path string, mkdir bool) (*os.File, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("locate the volume: %w", err)
 	}
-	w := &walker{root: components(real), dirs: []int{fd}, mkdir: mkdir}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat the volume: %w", err)
+	}
+	w := &walker{root: components(real), dirs: []int{fd}, mkdir: mkdir, dirMode: st.Mode & 0o777}
 	defer w.closeAll()
 	if err := w.walk(path); err != nil {
 		return nil, err
@@ -66,6 +69,8 @@ type walker struct {
 	dirs  []int
 	links int
 	mkdir bool
+	// dirMode is the permission bits of the directories the walk makes: root's.
+	dirMode uint32
 }
 
 func (w *walker) closeAll() {
@@ -128,7 +133,7 @@ func (w *walker) openAt(name string) (int, error) {
 		if err != unix.ENOENT || !w.mkdir {
 			return fd, err
 		}
-		err = unix.Mkdirat(dir, name, DirMode)
+		err = unix.Mkdirat(dir, name, w.dirMode)
 		if err == unix.EEXIST {
 			continue // made meanwhile by someone else: look at what it is
 		}
@@ -141,7 +146,7 @@ func (w *walker) openAt(name string) (int, error) {
 		if err != nil {
 			return -1, err
 		}
-		if err := unix.Fchmod(fd, DirMode); err != nil {
+		if err := unix.Fchmod(fd, w.dirMode); err != nil {
 			unix.Close(fd)
 			return -1, err
 		}

@@ -2,6 +2,7 @@ package subpath
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,21 +127,27 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-// Directories made for a subPath are world-writable whatever the umask, each of them, and a
-// read-only walk makes none.
-func TestOpenMakesWorldWritableDirectories(t *testing.T) {
+// Directories made for a subPath take the volume root's permission bits whatever the umask,
+// each of them (an emptyDir's 0777 as a host directory's 0750), and a read-only walk makes none.
+func TestOpenMakesDirectoriesWithTheRootsMode(t *testing.T) {
 	root, _ := volume(t)
 	old := unix.Umask(0o077)
 	defer unix.Umask(old)
-	f, err := Open(root, "a/b", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	for _, d := range []string{"a", "a/b"} {
-		st, err := os.Stat(filepath.Join(root, d))
-		if err != nil || st.Mode().Perm() != DirMode {
-			t.Errorf("%s: %v %v, want mode %o", d, st.Mode(), err, DirMode)
+	for _, mode := range []os.FileMode{0o750, 0o777, 0o700} {
+		if err := os.Chmod(root, mode); err != nil {
+			t.Fatal(err)
+		}
+		top := fmt.Sprintf("m%o", mode)
+		f, err := Open(root, top+"/b", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		for _, d := range []string{top, top + "/b"} {
+			st, err := os.Stat(filepath.Join(root, d))
+			if err != nil || st.Mode().Perm() != mode {
+				t.Errorf("%s: %v %v, want mode %o", d, st.Mode(), err, mode)
+			}
 		}
 	}
 	if _, err := Open(root, "c", false); !errors.Is(err, unix.ENOENT) {
