@@ -76,9 +76,10 @@ bench-standalone: images build
 	$(GO) run ./hack/bench-standalone
 
 # nodelet's and the upstream kubelet's RSS and CPU under a pod whose two exec probes print
-# megabytes a second (one minute each, one after the other, on a containerd instance of its own).
-bench-noisyprobe: images build
-	$(GO) run ./hack/bench-noisyprobe
+# megabytes a second (one minute each, one after the other, on a containerd instance of its own);
+# writes BENCHMARKS-noisyprobe.md. The upstream kubelet is built with the control plane.
+bench-noisyprobe: images build control-plane
+	$(GO) run ./hack/bench-noisyprobe -out BENCHMARKS-noisyprobe.md
 
 # Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
 # plane, three interleaved rounds (~1 h); prints the table and writes BENCHMARKS.md. Stops the

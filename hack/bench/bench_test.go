@@ -171,17 +171,6 @@ func TestTimelineSummaryFindsTheTail(t *testing.T) {
 	}
 }
 
-// A test binary carries no VCS stamp: the bench refuses to measure such a binary.
-func TestCheckStampRefusesUnstampedBinary(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkStamp(exe, true); err == nil || !strings.Contains(err.Error(), "no VCS stamp") {
-		t.Fatalf("got %v, want a refusal naming the missing stamp", err)
-	}
-}
-
 // The meter finds CPU this process burns under "the bench", and the machine's busy time
 // covers it.
 func TestCPUMeterCountsWhatAProcessBurns(t *testing.T) {

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/nodelet/nodelet/hack/buildstamp"
 )
 
 const (
@@ -124,7 +126,7 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	if err := checkStamp(o.nodeletBin, o.allowDirty || o.smoke); err != nil {
+	if err := buildstamp.Check(o.nodeletBin, o.allowDirty || o.smoke); err != nil {
 		return err
 	}
 	switch {
@@ -151,7 +153,7 @@ func run(ctx context.Context, o options) error {
 	if err := b.preparePulls(ctx); err != nil {
 		return err
 	}
-	b.loadStart = loadAvg()
+	b.loadStart = buildstamp.LoadAvg()
 	res := &results{plan: p, smoke: o.smoke, date: time.Now()}
 	if err := b.runRounds(ctx, res); err != nil {
 		return err

@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
-	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/hack/buildstamp"
 )
 
 // results is everything one invocation measured.
@@ -44,7 +44,7 @@ type environment struct {
 
 func (b *bench) environment(ctx context.Context) environment {
 	e := environment{cpus: runtime.NumCPU(), memory: memTotal(), kernel: readTrim("/proc/sys/kernel/osrelease"),
-		nodelet: binaryRevision(b.o.nodeletBin), kubelet: "not run", loadStart: b.loadStart, loadEnd: loadAvg()}
+		nodelet: buildstamp.Revision(b.o.nodeletBin), kubelet: "not run", loadStart: b.loadStart, loadEnd: buildstamp.LoadAvg()}
 	if v, err := b.rt.Version(ctx, &cri.VersionRequest{}); err == nil {
 		e.containerd = v.RuntimeName + " " + v.RuntimeVersion
 	}
@@ -58,75 +58,6 @@ func (b *bench) environment(ctx context.Context) environment {
 	return e
 }
 
-// binaryRevision is the VCS revision Go stamped into the binary ("+dirty" if modified), or,
-// when it was built with -buildvcs=false, the checkout's HEAD.
-func binaryRevision(path string) string {
-	info, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return "unknown"
-	}
-	rev, dirty := "", ""
-	for _, s := range info.Settings {
-		switch {
-		case s.Key == "vcs.revision" && len(s.Value) >= 12:
-			rev = s.Value[:12]
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "+dirty"
-		}
-	}
-	if rev == "" {
-		return gitHead() + " (HEAD of the checkout; the binary carries no VCS stamp)"
-	}
-	return rev + dirty
-}
-
-// checkStamp refuses a binary that does not say which commit it is, or one built from a
-// modified tree, unless allowDirty: a published figure must name what it measured.
-func checkStamp(path string, allowDirty bool) error {
-	rev := binaryRevision(path)
-	switch {
-	case strings.Contains(rev, "no VCS stamp") || rev == "unknown":
-		return fmt.Errorf("%s carries no VCS stamp: build it with `make build` (go build -buildvcs=true) in a git checkout", path)
-	case strings.HasSuffix(rev, "+dirty") && !allowDirty:
-		return fmt.Errorf("%s was built from a modified tree (%s): commit first, or pass -allow-dirty for a development run", path, rev)
-	}
-	return nil
-}
-
-// gitHead reads .git/HEAD and the ref it names, without running git.
-func gitHead() string {
-	head := readTrim(".git/HEAD")
-	ref, isRef := strings.CutPrefix(head, "ref: ")
-	if !isRef {
-		return short(head)
-	}
-	if id := readTrim(filepath.Join(".git", ref)); id != "" {
-		return short(id)
-	}
-	for _, line := range strings.Split(readTrim(".git/packed-refs"), "\n") {
-		if id, name, ok := strings.Cut(line, " "); ok && name == ref {
-			return short(id)
-		}
-	}
-	return "unknown"
-}
-
-func short(id string) string {
-	if len(id) < 12 {
-		return "unknown"
-	}
-	return id[:12]
-}
-
-// loadAvg is the 1, 5 and 15 minute load average: other work on the machine skews the figures.
-func loadAvg() string {
-	f := strings.Fields(readTrim("/proc/loadavg"))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 func memTotal() string {
 	for _, line := range strings.Split(readTrim("/proc/meminfo"), "\n") {
 		var kb float64
@@ -135,11 +66,6 @@ func memTotal() string {
 		}
 	}
 	return "unknown"
-}
-
-func readTrim(path string) string {
-	b, _ := os.ReadFile(path)
-	return strings.TrimSpace(string(b))
 }
 
 // render writes the whole BENCHMARKS.md.
@@ -235,4 +161,9 @@ func renderConditions(w writer, r *results) {
 	if flagged > 0 {
 		w("**%d subject runs were flagged**: their figures may include other work's cost.", flagged)
 	}
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
 }

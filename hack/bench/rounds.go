@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nodelet/nodelet/hack/buildstamp"
 )
 
 // round is one pass over every subject.
@@ -143,7 +145,7 @@ func (b *bench) waitQuiet(ctx context.Context, subject string) condition {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		c.idlePct = machineIdle(ctx, quietSample)
-		c.load = loadAvg()
+		c.load = buildstamp.LoadAvg()
 		if c.idlePct >= b.p.minIdlePct || time.Now().After(deadline) || ctx.Err() != nil {
 			progress(subject, "machine before the run: idle %.0f%% of %d CPUs, load %s", c.idlePct, cpuCount(), c.load)
 			return c
