@@ -134,13 +134,24 @@ wait_quiet() {
 	done
 }
 
+# running_kubelets lists the nodelets and kubelets running. A flock whose command line names
+# one has not started it: it waits on a lock this run may hold.
+running_kubelets() {
+	local pid
+	for pid in $(pgrep -f "$KUBELETS_PATTERN"); do
+		[[ $(cat "/proc/$pid/comm" 2>/dev/null) != flock ]] || continue
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-100
+	done
+}
+
 # wait_no_kubelets: the suite's node must be the only one, and the upstream kubelet removes
 # every pod it does not know, so no other nodelet or kubelet may run (10 min, then give up).
 wait_no_kubelets() {
-	local i
+	local i runs
 	for ((i = 0; i < 20; i++)); do
-		pgrep -f "$KUBELETS_PATTERN" >/dev/null || return 0
-		((i)) || say "waiting for these to stop (make cluster-stop / demo-stop): $(pgrep -af "$KUBELETS_PATTERN" | cut -c1-100 | tr '\n' ';')"
+		runs=$(running_kubelets)
+		[[ -n $runs ]] || return 0
+		((i)) || say "waiting for these to stop (make cluster-stop / demo-stop): $(tr '\n' ';' <<<"$runs")"
 		sleep 30
 	done
 	echo "conformance: another nodelet or kubelet still runs; stop it first" >&2
