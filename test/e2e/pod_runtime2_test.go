@@ -95,8 +95,8 @@ func TestRuntimeGatedPodFieldsOnContainerd2(t *testing.T) {
 		t.Errorf("userns pod's IDs start at %d, want a multiple of 65536", first)
 	}
 
-	out := execResult(t, c.mainContainer("rro"), "touch", "/data/sub/probe")
-	if !strings.Contains(out, "Read-only file system") {
+	resp := execSync(t, c.mainContainer("rro"), "touch", "/data/sub/probe")
+	if out := string(resp.Stdout) + string(resp.Stderr); resp.ExitCode == 0 || !strings.Contains(out, "Read-only file system") {
 		t.Errorf("a write under the recursively read-only volume's submount gave %q, want EROFS", out)
 	}
 	if p, _ := c.getPod("rro"); len(p.Status.ContainerStatuses) != 1 || len(p.Status.ContainerStatuses[0].VolumeMounts) != 1 ||
@@ -137,8 +137,8 @@ func (c *cluster) mainContainer(pod string) string {
 	return ""
 }
 
-// execResult runs cmd in the container and returns its output and errors, whatever its exit.
-func execResult(t *testing.T, id string, cmd ...string) string {
+// execSync runs cmd in the container (by CRI ID), whatever its exit.
+func execSync(t *testing.T, id string, cmd ...string) *cri.ExecSyncResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -146,7 +146,7 @@ func execResult(t *testing.T, id string, cmd ...string) string {
 	if err != nil {
 		t.Fatalf("exec %v: %v", cmd, err)
 	}
-	return string(resp.Stdout) + string(resp.Stderr)
+	return resp
 }
 
 // statusLine is the value of the /proc/<pid>/status line that starts with key.
