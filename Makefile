@@ -18,7 +18,7 @@ containerd: deps
 	hack/containerd.sh restart-if-stale
 
 # The second runtime: containerd 2 and runc 1.3 built from test/runtime2 (cached by a stamp of
-# its modules under _output/runtime2/bin; ~3 min cold on 2 cores), started as a separate
+# its modules under _output/runtime2/bin; 71 s cold on 2 quiet cores, ~2 min under load), started as a separate
 # instance (socket /run/nodelet-containerd2/containerd/containerd.sock) beside the 1.6 one,
 # with the test images imported. `hack/containerd2.sh stop|status|clean` manage it.
 containerd2: images
@@ -187,7 +187,7 @@ e2e: test-deps push-images build tools registries control-plane
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 # The e2e tests that cover what the runtime brings, and a few of the basics, on containerd 2
-# (not part of `make test` yet). Like `make e2e`, it must run alone: nodelet sweeps pod cgroups
+# (not part of `make test` yet; ~95 s). Like `make e2e`, it must run alone: nodelet sweeps pod cgroups
 # it does not know, whichever containerd runs them.
 E2E_CONTAINERD2_TESTS := TestRuntimeGatedPodFieldsOnContainerd2|TestPodWithRefusedFieldFailsBesideARunningPod|TestSecSmallCorruptUserNamespaceFileDoesNotStopTheNode|TestStaticPodRunsWithNetworkAndLogs|TestRestartedNodeletAdoptsRunningPods|TestSeccompDefaultAndNoCPUQuota|TestRuntimeClassPicksTheHandler|TestConfigMapAndSecretReachTheContainer
 e2e-containerd2: containerd2 build control-plane
