@@ -14,8 +14,19 @@
 # suffixed with -name; same CNI network) for tests that must not touch the shared one's
 # images, e.g. image garbage collection: socket /run/nodelet-name/containerd/containerd.sock.
 # Its clean removes only that instance's directories.
+#
+# RUNTIME=2 (hack/containerd2.sh) runs containerd 2 and runc 1.3 instead, built from
+# test/runtime2 into _output/runtime2/bin (hack/lib/runtime2.sh), as the instance
+# "containerd2" unless INSTANCE names another: socket /run/nodelet-containerd2/containerd/containerd.sock.
+#   RUNTIME=2 hack/containerd.sh build    build the binaries only (cached by a stamp)
+#   RUNTIME=2 hack/containerd.sh images   import the test images (_output/images/*.tar)
 set -euo pipefail
 
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUNTIME=${RUNTIME:-1}
+if [[ $RUNTIME == 2 ]]; then
+	INSTANCE=${INSTANCE:-containerd2}
+fi
 SUFFIX=${INSTANCE:+-$INSTANCE}
 CONFIG_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG_FILE=$CONFIG_DIR/config.toml
@@ -32,10 +43,25 @@ LOG_FILE=$LOG_DIR/containerd$SUFFIX.log
 PID_FILE=$RUN_DIR/containerd.pid
 START_TIMEOUT=${START_TIMEOUT:-30}
 
+HOSTS_DIR=$CONFIG_DIR/certs.d # RUNTIME=2's registry config_path
+
 # containerd looks up runc and containerd-shim-runc-v2 on PATH.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+if [[ $RUNTIME == 2 ]]; then
+	# shellcheck source=hack/lib/runtime2.sh
+	source "$REPO_ROOT/hack/lib/runtime2.sh"
+	# First, so that neither the host's 1.6 shim nor its runc is used.
+	export PATH=$RUNTIME2_BIN:$PATH
+elif [[ $RUNTIME != 1 ]]; then
+	echo "containerd.sh: RUNTIME=$RUNTIME: want 1 (the host's containerd) or 2 (containerd 2 from test/runtime2)" >&2
+	exit 2
+fi
 
 render_config() {
+	if [[ $RUNTIME == 2 ]]; then
+		render_config_v4
+		return
+	fi
 	# Snapshotters whose backing filesystem/tooling is absent only add noise to
 	# the log, so they are disabled. restrict_oom_score_adj is required: this
 	# host lacks CAP_SYS_RESOURCE, so lowering oom_score_adj (as the sandbox
@@ -153,6 +179,9 @@ write_config() {
 	mv "$CONFIG_FILE.tmp" "$CONFIG_FILE"
 	render_cni >"$CNI_CONF_FILE.tmp"
 	mv "$CNI_CONF_FILE.tmp" "$CNI_CONF_FILE"
+	if [[ $RUNTIME == 2 ]]; then
+		render_hosts_dir "$HOSTS_DIR"
+	fi
 }
 
 # config_stale reports whether the running containerd was started on another config than the
@@ -197,6 +226,9 @@ start() {
 	if pid=$(running_pid); then
 		echo "==> containerd pid $pid exists but does not answer; stopping it first"
 		stop
+	fi
+	if [[ $RUNTIME == 2 ]]; then
+		runtime2_build
 	fi
 	echo "==> writing $CONFIG_FILE and $CNI_CONF_FILE"
 	write_config
@@ -330,8 +362,26 @@ restart_if_stale() {
 	start
 }
 
+# import_images imports each test image tar (hack/images.sh builds them for the main
+# instance) that changed since this instance last imported it.
+import_images() {
+	local tar stamp_dir=$ROOT_DIR/image-stamps stamp
+	mkdir -p "$stamp_dir"
+	for tar in "$REPO_ROOT"/_output/images/*.tar; do
+		stamp=$(stat -c '%s %Y' "$tar")
+		if [[ -f $stamp_dir/${tar##*/} && $(<"$stamp_dir/${tar##*/}") == "$stamp" ]]; then
+			continue
+		fi
+		echo "==> importing ${tar##*/}"
+		ctr --address "$SOCKET" --namespace k8s.io images import "$tar" | sed 's/^/    /'
+		echo "$stamp" >"$stamp_dir/${tar##*/}"
+	done
+}
+
 case ${1:-} in
 start) start ;;
+build) runtime2_build ;;
+images) import_images ;;
 restart-if-stale) restart_if_stale ;;
 stop) stop ;;
 status) status ;;
@@ -341,7 +391,7 @@ config)
 	cat "$CONFIG_FILE"
 	;;
 *)
-	echo "usage: $0 start|restart-if-stale|stop|status|config|clean" >&2
+	echo "usage: $0 start|restart-if-stale|stop|status|config|clean|build|images" >&2
 	exit 2
 	;;
 esac

@@ -170,11 +170,9 @@ func specMems(t *testing.T, id string) string {
 // execOut runs cmd in the container (by CRI ID) and returns its output.
 func execOut(t *testing.T, id string, cmd ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: 5})
-	if err != nil || resp.ExitCode != 0 {
-		t.Fatalf("exec %v: %v %+v", cmd, err, resp)
+	resp := execSync(t, id, cmd...)
+	if resp.ExitCode != 0 {
+		t.Fatalf("exec %v: %+v", cmd, resp)
 	}
 	return string(resp.Stdout)
 }

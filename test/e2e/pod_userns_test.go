@@ -24,7 +24,12 @@ import (
 //     sandbox is run with the host's IDs;
 //   - recursiveReadOnly Enabled waits in CreateContainerConfigError with upstream's message;
 //   - supplementalGroupsPolicy Strict is rejected at admission with upstream's reason.
+//
+// Skipped on a runtime that has any of them (TestRuntimeGatedPodFieldsOnContainerd2).
 func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
+	if f := readRuntimeFeatures(t); f.any() {
+		t.Skipf("the runtime at %s reports %+v", endpoint, f)
+	}
 	c := joinCluster(t)
 	c.waitReady(t)
 	ctx := context.Background()
