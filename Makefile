@@ -147,7 +147,7 @@ conformance-smoke:
 # plane, the benchmark driver's smoke run, then the conformance smoke specs. The steps run in
 # order, so the conformance script need not wait for other runs to go quiet.
 test: export NO_WAIT_QUIET=1
-test: unit real e2e bench-smoke conformance-smoke
+test: unit real e2e e2e-containerd2 bench-smoke conformance-smoke
 
 # Unit tests: every package except the end-to-end suite, after the dependency and doc-link
 # checks; the real tests (`make real`) are only compiled and vetted here.
@@ -188,7 +188,7 @@ e2e: test-deps push-images build tools registries control-plane
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 # The e2e tests that cover what the runtime brings, and a few of the basics, on containerd 2
-# (not part of `make test` yet; ~95 s). Like `make e2e`, it must run alone: nodelet sweeps pod cgroups
+# (part of `make test`; ~95 s). Like `make e2e`, it must run alone: nodelet sweeps pod cgroups
 # it does not know, whichever containerd runs them.
 E2E_CONTAINERD2_TESTS := TestRuntimeGatedPodFieldsOnContainerd2|TestPodWithRefusedFieldFailsBesideARunningPod|TestSecSmallCorruptUserNamespaceFileDoesNotStopTheNode|TestStaticPodRunsWithNetworkAndLogs|TestRestartedNodeletAdoptsRunningPods|TestSeccompDefaultAndNoCPUQuota|TestRuntimeClassPicksTheHandler|TestConfigMapAndSecretReachTheContainer
 e2e-containerd2: containerd2 build control-plane
