@@ -12,12 +12,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +42,9 @@ const node = "noisybench"
 
 // instance is the bench's own containerd (hack/containerd.sh INSTANCE=...).
 const instance = "noisyprobe"
+
+// agentPort is the kubelet API port both agents serve on loopback.
+const agentPort = 10350
 
 var endpoint = "unix:///run/nodelet-" + instance + "/containerd/containerd.sock"
 
@@ -70,6 +77,9 @@ func main() {
 type figures struct {
 	name                 string
 	idle, peak, end, cpu float64
+	// failedProbes is what the agent's own prober_probe_total says it ran and saw fail: proof
+	// that it probed all along.
+	failedProbes float64
 }
 
 func run(o options) error {
@@ -134,10 +144,12 @@ func report(o options, out []figures, loadStart, loadEnd string) string {
 	w("- RSS idle: 5 s after start, before the pod; peak: the highest of the one-a-second samples while the")
 	w("  pod runs; CPU: the agent's user+system seconds over that time")
 	w("")
-	w("| agent | RSS idle | RSS peak | RSS end | CPU |")
-	w("|---|---|---|---|---|")
+	w("- failed probes: the agent's own `prober_probe_total{result=\"failed\"}` at the end (two a second are due)")
+	w("")
+	w("| agent | RSS idle | RSS peak | RSS end | CPU | failed probes |")
+	w("|---|---|---|---|---|---|")
 	for _, f := range out {
-		w("| %s | %.1f MiB | %.1f MiB | %.1f MiB | %.1f s |", f.name, f.idle, f.peak, f.end, f.cpu)
+		w("| %s | %.1f MiB | %.1f MiB | %.1f MiB | %.1f s | %.0f |", f.name, f.idle, f.peak, f.end, f.cpu, f.failedProbes)
 	}
 	return sb.String()
 }
@@ -203,7 +215,10 @@ func measure(rt cri.RuntimeServiceClient, o options, name, bin, dir string) (fig
 	}
 	f.end = procstat.RSSMiB(pid)
 	f.cpu = procstat.CPUSeconds(pid) - cpu0
-	fmt.Printf("    RSS peak %.1f MiB, end %.1f MiB, CPU %.1f s\n", f.peak, f.end, f.cpu)
+	if f.failedProbes, err = failedProbes(); err != nil {
+		return f, err
+	}
+	fmt.Printf("    RSS peak %.1f MiB, end %.1f MiB, CPU %.1f s, %.0f failed probes\n", f.peak, f.end, f.cpu, f.failedProbes)
 
 	if err := os.Remove(manifest); err != nil {
 		return f, err
@@ -231,7 +246,7 @@ func agentArgs(dir string) ([]string, error) {
 		EnforceNodeAllocatable:   []string{"none"},
 		FailSwapOn:               &no,
 		Address:                  "127.0.0.1",
-		Port:                     10350,
+		Port:                     agentPort,
 		ReadOnlyPort:             0,
 		HealthzPort:              &healthz,
 		Authentication: kubeletv1beta1.KubeletAuthentication{
@@ -342,4 +357,34 @@ func waitFor(timeout time.Duration, what string, cond func() (bool, error)) erro
 			return fmt.Errorf("no %s after %v", what, timeout)
 		}
 	}
+}
+
+// failedProbes sums the agent's prober_probe_total series with result="failed", read from its
+// kubelet API on loopback (a self-signed certificate, anonymous and AlwaysAllow: see agentArgs).
+func failedProbes() (float64, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // loopback, the agent's own self-signed pair
+	}}
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics/probes", agentPort))
+	if err != nil {
+		return 0, fmt.Errorf("reading the probe metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "prober_probe_total{") || !strings.Contains(line, `result="failed"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("prober_probe_total line %q: %w", line, err)
+		}
+		sum += v
+	}
+	return sum, nil
 }
