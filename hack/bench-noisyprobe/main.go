@@ -214,6 +214,7 @@ func measure(rt cri.RuntimeServiceClient, o options, name, bin, dir string) (fig
 		f.peak = max(f.peak, procstat.RSSMiB(pid))
 	}
 	f.end = procstat.RSSMiB(pid)
+	f.peak = max(f.peak, f.end)
 	f.cpu = procstat.CPUSeconds(pid) - cpu0
 	if f.failedProbes, err = failedProbes(); err != nil {
 		return f, err
