@@ -13,9 +13,20 @@ import (
 // Revision is the VCS revision Go stamped into the binary ("+dirty" if modified), or,
 // when it was built with -buildvcs=false, the checkout's HEAD.
 func Revision(path string) string {
+	if _, err := buildinfo.ReadFile(path); err != nil {
+		return "unknown"
+	}
+	if rev := Stamped(path); rev != "" {
+		return rev
+	}
+	return gitHead() + " (HEAD of the checkout; the binary carries no VCS stamp)"
+}
+
+// Stamped is the revision Go stamped into a binary ("+dirty" if modified), "" without a stamp.
+func Stamped(path string) string {
 	info, err := buildinfo.ReadFile(path)
 	if err != nil {
-		return "unknown"
+		return ""
 	}
 	rev, dirty := "", ""
 	for _, s := range info.Settings {
@@ -27,7 +38,7 @@ func Revision(path string) string {
 		}
 	}
 	if rev == "" {
-		return gitHead() + " (HEAD of the checkout; the binary carries no VCS stamp)"
+		return ""
 	}
 	return rev + dirty
 }

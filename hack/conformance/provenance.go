@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/sha256"
-	"debug/buildinfo"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nodelet/nodelet/hack/buildstamp"
 )
 
 // provenance is what one column of the table came from, written by hack/conformance.sh
@@ -88,7 +89,7 @@ func recordStart(path string, p provenance, socket string) error {
 	p.BinarySHA = fileSHA(p.Binary)
 	if p.Version == "" {
 		p.Version = "no VCS stamp in the binary"
-		if rev := vcsRevision(p.Binary); rev != "" {
+		if rev := buildstamp.Stamped(p.Binary); rev != "" {
 			p.Version = "commit " + rev
 		}
 	}
@@ -164,27 +165,6 @@ func relativeTo(dir, path string) string {
 		return path
 	}
 	return filepath.Join(dir, path)
-}
-
-// vcsRevision is the revision Go stamped into a binary ("" without a stamp).
-func vcsRevision(path string) string {
-	info, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	rev, dirty := "", ""
-	for _, s := range info.Settings {
-		switch {
-		case s.Key == "vcs.revision" && len(s.Value) >= 12:
-			rev = s.Value[:12]
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = "+dirty"
-		}
-	}
-	if rev == "" {
-		return ""
-	}
-	return rev + dirty
 }
 
 func fileSHA(path string) string {
