@@ -2,9 +2,10 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd2 containerd2 clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd
 
-# Install containerd, runc, CNI plugins, busybox-static, iproute2, iptables.
+# Install Debian's containerd 1.6 and runc (the compatibility lane), CNI plugins, busybox-static,
+# iproute2, iptables.
 deps:
 	hack/install-deps.sh
 
@@ -12,17 +13,18 @@ deps:
 test-deps:
 	hack/install-deps.sh --test
 
-# Start the project-owned containerd (socket /run/nodelet/containerd/containerd.sock), or
-# restart a running one whose configuration changed (its containers keep running).
+# Start the project's containerd: containerd 2.4.2 and runc 1.3.7 built from their pinned
+# modules in test/runtime2 (cached by a stamp under _output/runtime2/bin; ~2.5 min cold on 2
+# cores), socket /run/nodelet/containerd/containerd.sock; or restart a running one whose
+# configuration changed (its containers keep running).
 containerd: deps
 	hack/containerd.sh restart-if-stale
 
-# The second runtime: containerd 2 and runc 1.3 built from test/runtime2 (cached by a stamp of
-# its modules under _output/runtime2/bin; 71 s cold on 2 quiet cores, ~2 min under load), started as a separate
-# instance (socket /run/nodelet-containerd2/containerd/containerd.sock) beside the 1.6 one,
-# with the test images imported. `hack/containerd2.sh stop|status|clean` manage it.
-containerd2: images
-	hack/containerd2.sh up
+# The compatibility lane's runtime: Debian's containerd 1.6 and runc as a separate instance
+# (socket /run/nodelet-containerd16/containerd/containerd.sock) beside containerd 2, with the
+# test images imported. `hack/containerd16.sh stop|status|clean` manage it.
+containerd16: images
+	hack/containerd16.sh up
 
 # Build the test images from source and import them into containerd.
 images: containerd
@@ -143,11 +145,18 @@ conformance-smoke:
 	hack/cluster.sh stop
 	hack/conformance.sh smoke
 
-# Everything CI runs: unit tests, end-to-end tests against the real containerd and control
-# plane, the benchmark driver's smoke run, then the conformance smoke specs. The steps run in
-# order, so the conformance script need not wait for other runs to go quiet.
+# The same smoke specs on the compatibility lane's containerd 1.6.
+conformance-smoke-containerd16: containerd16
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	CONTAINERD_INSTANCE=containerd16 hack/conformance.sh smoke
+
+# Everything CI runs: unit tests, end-to-end tests against the real containerd 2 and control
+# plane, the compatibility subset of them and the conformance smoke on containerd 1.6, the
+# benchmark driver's smoke run, then the conformance smoke specs. The steps run in order, so the
+# conformance script need not wait for other runs to go quiet.
 test: export NO_WAIT_QUIET=1
-test: unit real e2e e2e-containerd2 bench-smoke conformance-smoke
+test: unit real e2e e2e-containerd16 bench-smoke conformance-smoke conformance-smoke-containerd16
 
 # Unit tests: every package except the end-to-end suite, after the dependency and doc-link
 # checks; the real tests (`make real`) are only compiled and vetted here.
@@ -187,15 +196,15 @@ e2e: test-deps push-images build tools registries control-plane
 	hack/cluster.sh stop
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
-# The e2e tests that cover what the runtime brings, and a few of the basics, on containerd 2
-# (part of `make test`; ~95 s). Like `make e2e`, it must run alone: nodelet sweeps pod cgroups
-# it does not know, whichever containerd runs them.
-E2E_CONTAINERD2_TESTS := TestRuntimeGatedPodFieldsOnContainerd2|TestPodWithRefusedFieldFailsBesideARunningPod|TestSecSmallCorruptUserNamespaceFileDoesNotStopTheNode|TestStaticPodRunsWithNetworkAndLogs|TestRestartedNodeletAdoptsRunningPods|TestSeccompDefaultAndNoCPUQuota|TestRuntimeClassPicksTheHandler|TestConfigMapAndSecretReachTheContainer
-e2e-containerd2: containerd2 build control-plane
+# The compatibility lane: the basics of the e2e tests, and the refusals of what containerd 1.6
+# cannot do, on Debian's containerd 1.6 (part of `make test`). Like `make e2e`, it must run
+# alone: nodelet sweeps pod cgroups it does not know, whichever containerd runs them.
+E2E_CONTAINERD16_TESTS := TestRuntimeGatedPodFieldsOnContainerd16|TestPodWithRefusedFieldFailsBesideARunningPod|TestSecSmallCorruptUserNamespaceFileDoesNotStopTheNode|TestStaticPodRunsWithNetworkAndLogs|TestRestartedNodeletAdoptsRunningPods|TestSeccompDefaultAndNoCPUQuota|TestRuntimeClassPicksTheHandler|TestConfigMapAndSecretReachTheContainer
+e2e-containerd16: containerd16 build control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
-	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet NODELET_CRI_ENDPOINT=unix:///run/nodelet-containerd2/containerd/containerd.sock \
-		$(GO) test -tags e2e -count=1 -timeout 20m -v -run '^($(E2E_CONTAINERD2_TESTS))$$' ./test/e2e/
+	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet NODELET_CRI_ENDPOINT=unix:///run/nodelet-containerd16/containerd/containerd.sock \
+		$(GO) test -tags e2e -count=1 -timeout 20m -v -run '^($(E2E_CONTAINERD16_TESTS))$$' ./test/e2e/
 
 # Kill all project containers, stop containerd and delete
 # /var/lib/nodelet/containerd and /run/nodelet (nothing else).

@@ -15,18 +15,17 @@
 # images, e.g. image garbage collection: socket /run/nodelet-name/containerd/containerd.sock.
 # Its clean removes only that instance's directories.
 #
-# RUNTIME=2 (hack/containerd2.sh) runs containerd 2 and runc 1.3 instead, built from
-# test/runtime2 into _output/runtime2/bin (hack/lib/runtime2.sh), as the instance
-# "containerd2" unless INSTANCE names another: socket /run/nodelet-containerd2/containerd/containerd.sock.
-#   RUNTIME=2 hack/containerd.sh build    build the binaries only (cached by a stamp)
-#   RUNTIME=2 hack/containerd.sh images   import the test images (_output/images/*.tar)
+# The runtime is containerd 2 and runc 1.3 (RUNTIME=2, the default), built from the pinned
+# modules in test/runtime2 into _output/runtime2/bin (hack/lib/runtime2.sh) when `start` finds
+# them missing or outdated. RUNTIME=1 runs Debian's containerd 1.6 and runc instead: the
+# compatibility lane, as the instance "containerd16" (hack/containerd16.sh), socket
+# /run/nodelet-containerd16/containerd/containerd.sock.
+#   hack/containerd.sh build    build the containerd 2 binaries only (cached by a stamp)
+#   hack/containerd.sh images   import the test images (_output/images/*.tar) into this instance
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RUNTIME=${RUNTIME:-1}
-if [[ $RUNTIME == 2 ]]; then
-	INSTANCE=${INSTANCE:-containerd2}
-fi
+RUNTIME=${RUNTIME:-2}
 SUFFIX=${INSTANCE:+-$INSTANCE}
 CONFIG_DIR=/etc/nodelet/containerd$SUFFIX
 CONFIG_FILE=$CONFIG_DIR/config.toml
@@ -43,7 +42,7 @@ LOG_FILE=$LOG_DIR/containerd$SUFFIX.log
 PID_FILE=$RUN_DIR/containerd.pid
 START_TIMEOUT=${START_TIMEOUT:-30}
 
-HOSTS_DIR=$CONFIG_DIR/certs.d # RUNTIME=2's registry config_path
+HOSTS_DIR=$CONFIG_DIR/certs.d # containerd 2's registry config_path
 
 # containerd looks up runc and containerd-shim-runc-v2 on PATH.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
@@ -53,7 +52,7 @@ if [[ $RUNTIME == 2 ]]; then
 	# First, so that neither the host's 1.6 shim nor its runc is used.
 	export PATH=$RUNTIME2_BIN:$PATH
 elif [[ $RUNTIME != 1 ]]; then
-	echo "containerd.sh: RUNTIME=$RUNTIME: want 1 (the host's containerd) or 2 (containerd 2 from test/runtime2)" >&2
+	echo "containerd.sh: RUNTIME=$RUNTIME: want 2 (containerd 2 from test/runtime2, the default) or 1 (Debian's containerd 1.6)" >&2
 	exit 2
 fi
 
@@ -362,8 +361,8 @@ restart_if_stale() {
 	start
 }
 
-# import_images imports each test image tar (hack/images.sh builds them for the main
-# instance) that changed since this instance last imported it.
+# import_images imports each test image tar (hack/images.sh builds them and imports them into
+# the main instance) that changed since this instance last imported it.
 import_images() {
 	local tar stamp_dir=$ROOT_DIR/image-stamps stamp
 	mkdir -p "$stamp_dir"

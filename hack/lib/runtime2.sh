@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# runtime2.sh: the second runtime, containerd 2 and runc 1.3 built from the test-only modules
+# runtime2.sh: the project's runtime, containerd 2 and runc 1.3 built from the pinned modules
 # test/runtime2/containerd and test/runtime2/runc into $RUNTIME2_BIN, and its config (version 4).
-# Sourced by hack/containerd.sh when RUNTIME=2, which sets REPO_ROOT and the instance's paths.
+# Sourced by hack/containerd.sh when RUNTIME=2 (its default), which sets REPO_ROOT and the
+# instance's paths.
 
 RUNTIME2_BIN=$REPO_ROOT/_output/runtime2/bin
 RUNTIME2_SRC=$REPO_ROOT/test/runtime2
@@ -69,7 +70,7 @@ runtime2_seccomp_deps() {
 }
 
 # render_hosts_dir writes the registry hosts directory (config_path) holding what the 1.6
-# instance's registry.mirrors and registry.configs say, which containerd 2 no longer reads.
+# config's registry.mirrors and registry.configs say, which containerd 2 no longer reads.
 render_hosts_dir() {
 	local dir=$1 host
 	for host in registry.k8s.io nodelet.local; do
