@@ -27,6 +27,8 @@
 #      PROCS (parallel ginkgo processes, default 5),
 #      FOCUS (ginkgo focus regex; for the serial and resources selections it replaces their list; a FOCUS run
 #      writes $OUT/CONFORMANCE.md and keeps no column in hack/conformance/results), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
+#      CONTAINERD_INSTANCE (the project containerd instance both kubelets use: empty for containerd 2,
+#      the default, or containerd16 for the compatibility lane's containerd 1.6, hack/containerd16.sh),
 #      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
 #      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
 # Nothing comes from the network: hack/images.sh conformance push imports every image the
@@ -46,8 +48,10 @@ PROCS=${PROCS:-5}
 SUBJECTS=${SUBJECTS:-nodelet kubelet}
 CP_BIN=$REPO_ROOT/_output/cp/bin
 CP_DIR=/var/lib/nodelet-cp
-ENDPOINT=unix:///run/nodelet/containerd/containerd.sock
-SOCKET=/run/nodelet/containerd/containerd.sock
+CONTAINERD_INSTANCE=${CONTAINERD_INSTANCE:-}
+CONTAINERD_RUN_DIR=/run/nodelet${CONTAINERD_INSTANCE:+-$CONTAINERD_INSTANCE}
+SOCKET=$CONTAINERD_RUN_DIR/containerd/containerd.sock
+ENDPOINT=unix://$SOCKET
 NODE=$(hostname | tr '[:upper:]' '[:lower:]')
 LOCK=/run/nodelet-cp.lock
 TIMEOUT=${TIMEOUT:-2h}
@@ -110,6 +114,12 @@ prepare() {
 	make --no-print-directory registries # the project and private registries, regtool
 	hack/containerd.sh restart-if-stale # the registry mirror is part of its config
 	hack/images.sh conformance push
+	if [[ $CONTAINERD_INSTANCE == containerd16 ]]; then
+		hack/containerd16.sh up # imports what hack/images.sh built
+	elif [[ -n $CONTAINERD_INSTANCE ]]; then
+		echo "conformance: CONTAINERD_INSTANCE=$CONTAINERD_INSTANCE: want empty (containerd 2) or containerd16" >&2
+		exit 2
+	fi
 }
 
 # busy_runs lists the `make test`, e2e or bench runs using the control plane. A flock still
@@ -434,7 +444,7 @@ ginkgo_run() {
 		--start-services=false --stop-services=false --prepull-images=false \
 		--host "https://127.0.0.1:6443" --bearer-token "$token" --node-name "$NODE" \
 		--container-runtime-endpoint "$ENDPOINT" --container-runtime-process-name containerd \
-		--container-runtime-pid-file /run/nodelet/containerd/containerd.pid \
+		--container-runtime-pid-file "$CONTAINERD_RUN_DIR/containerd.pid" \
 		--dns-domain cluster.local --report-dir "$dir" --dump-logs-on-failure=false \
 		>>"$dir/e2e.log" 2>&1) || true
 }
@@ -637,7 +647,7 @@ locked_main() {
 	start_private_registry || echo "conformance: going on without it; the private-registry spec meets an unreachable host instead" >&2
 	if [[ $MODE == smoke ]]; then
 		# Its own directory: a later full run must not take the smoke report for a column.
-		RUN_DIR=$OUT/smoke
+		RUN_DIR=$OUT/smoke${CONTAINERD_INSTANCE:+-$CONTAINERD_INSTANCE}
 		run_subject nodelet 1
 		"$REPORTER" -smoke -nodelet "$RUN_DIR/nodelet/report.json"
 		return

@@ -46,7 +46,7 @@ func (b *bench) environment(ctx context.Context) environment {
 	e := environment{cpus: runtime.NumCPU(), memory: memTotal(), kernel: readTrim("/proc/sys/kernel/osrelease"),
 		nodelet: buildstamp.Revision(b.o.nodeletBin), kubelet: "not run", loadStart: b.loadStart, loadEnd: buildstamp.LoadAvg()}
 	if v, err := b.rt.Version(ctx, &cri.VersionRequest{}); err == nil {
-		e.containerd = v.RuntimeName + " " + v.RuntimeVersion
+		e.containerd = v.RuntimeName + " " + v.RuntimeVersion + " + " + buildstamp.Runc(strings.TrimPrefix(b.o.endpoint, "unix://"))
 	}
 	if b.p.upstream {
 		out, _ := exec.Command(b.o.kubeletBin, "--version").Output()
@@ -87,7 +87,7 @@ func render(r *results) string {
 	w("| | |\n|---|---|")
 	w("| machine | %d CPUs, %s memory, Linux %s |", r.env.cpus, r.env.memory, r.env.kernel)
 	w("| load average (1/5/15 min) | %s at the start, %s at the end |", r.env.loadStart, r.env.loadEnd)
-	w("| runtime | %s + runc (project containerd) |", r.env.containerd)
+	w("| runtime | %s (project containerd) |", r.env.containerd)
 	w("| nodelet | commit %s |", r.env.nodelet)
 	w("| upstream kubelet | %s |", r.env.kubelet)
 	w("| control plane | %s (local: etcd + kube-apiserver, scheduler, controller-manager) |\n", r.env.controlPlane)

@@ -6,6 +6,7 @@ import (
 	"debug/buildinfo"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -93,4 +94,29 @@ func LoadAvg() string {
 func readTrim(path string) string {
 	b, _ := os.ReadFile(path)
 	return strings.TrimSpace(string(b))
+}
+
+// Runc is the version of the runc the project containerd serving socket runs ("runc 1.3.7"):
+// the one beside its binary (containerd 2 from _output/runtime2/bin), else the first on PATH
+// (Debian's, for the 1.6 instance). The pid file sits two levels above the socket, as
+// hack/containerd.sh lays them out.
+func Runc(socket string) string {
+	runc := "runc"
+	pid := readTrim(filepath.Join(filepath.Dir(filepath.Dir(socket)), "containerd.pid"))
+	if exe, err := os.Readlink("/proc/" + pid + "/exe"); err == nil && pid != "" {
+		if beside := filepath.Join(filepath.Dir(exe), "runc"); fileExists(beside) {
+			runc = beside
+		}
+	}
+	out, err := exec.Command(runc, "--version").Output()
+	if err != nil {
+		return "runc (version unknown)"
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return "runc " + strings.TrimPrefix(strings.TrimSpace(first), "runc version ")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -62,7 +62,7 @@ func listImages(socket string) (map[string]string, error) {
 	return parseImages(string(out)), nil
 }
 
-// runtimeVersion is containerd's server version as ctr reports it.
+// runtimeVersion is containerd's server version as ctr reports it, and its runc's.
 func runtimeVersion(socket string) string {
 	out, err := exec.Command("ctr", "--address", socket, "version").Output()
 	if err != nil {
@@ -71,7 +71,7 @@ func runtimeVersion(socket string) string {
 	_, server, _ := strings.Cut(string(out), "Server:")
 	for _, line := range strings.Split(server, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Version:"); ok {
-			return "containerd " + strings.TrimSpace(v)
+			return "containerd " + strings.TrimSpace(v) + " + " + buildstamp.Runc(socket)
 		}
 	}
 	return "unknown"
