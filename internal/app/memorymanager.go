@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
@@ -93,7 +93,7 @@ func (n *agent) resizePinned(pod *v1.Pod) string {
 	if qos.Class(pod) != v1.PodQOSGuaranteed || n.cfg.ResizeExclusiveCPUs {
 		return ""
 	}
-	if n.cpus != nil && n.cpus.Policy() == cpumanager.PolicyStatic {
+	if n.cpus != nil && n.cpus.Policy() == cmpolicy.CPUStatic {
 		return "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy"
 	}
 	if n.memory != nil && n.memory.Policy() == memorymanager.PolicyStatic {
