@@ -41,15 +41,9 @@ type ImageService interface {
 
 // Options configure the runtime manager.
 type Options struct {
-	// CRI is the runtime's client; nil dials Endpoint (and ImageEndpoint) with RequestTimeout.
+	// CRI is the runtime's client, the connection nodelet shares among its components
+	// (required; its owner closes it).
 	CRI *cri.Client
-	// Endpoint is the CRI socket, e.g. "unix:///run/nodelet/containerd/containerd.sock".
-	Endpoint string
-	// ImageEndpoint is the CRI image service socket (imageServiceEndpoint); empty means
-	// Endpoint. Image listing, removal and the image filesystem go there.
-	ImageEndpoint string
-	// RequestTimeout bounds CRI calls that do work (default 2m); list/status calls use 10s.
-	RequestTimeout time.Duration
 	// RootDir holds per-pod state under RootDir/pods/<uid> (default /var/lib/kubelet).
 	RootDir string
 	// PodLogsDir holds container logs, RootDir-independent (default /var/log/pods).
@@ -144,7 +138,6 @@ type Manager struct {
 	nodeName    string
 	nodeIP      string
 	objects     objects.Getter
-	ownsCRI     bool // NewManager dialled cri: Close closes it
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
 	cpusets     func(pod *v1.Pod, c *v1.Container) (cpus, mems string)
 	podCgroup   func(pod *v1.Pod) (string, error)
@@ -196,19 +189,12 @@ func (m *Manager) seccomp() containeropts.Seccomp {
 	return containeropts.Seccomp{RootDir: m.rootDir, RuntimeDefault: m.seccompDefault}
 }
 
-// NewManager returns a Manager over opts.CRI, or over a connection it dials to opts.Endpoint.
-// Close closes a connection it dialled.
+// NewManager returns a Manager over opts.CRI.
 func NewManager(opts Options) (*Manager, error) {
-	if opts.CRI != nil {
-		return newManager(opts.CRI, opts), nil
+	if opts.CRI == nil {
+		return nil, errors.New("runtime: a CRI client is required")
 	}
-	client, err := cri.Connect(opts.Endpoint, opts.ImageEndpoint, opts.RequestTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
-	}
-	m := newManager(client, opts)
-	m.ownsCRI = true
-	return m, nil
+	return newManager(opts.CRI, opts), nil
 }
 
 func newManager(client *cri.Client, opts Options) *Manager {
@@ -263,14 +249,6 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
 		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler,
 	}
-}
-
-// Close closes the connection NewManager dialled, if it dialled one.
-func (m *Manager) Close() error {
-	if !m.ownsCRI {
-		return nil
-	}
-	return m.cri.Close()
 }
 
 // Status returns an error unless the runtime reports RuntimeReady and NetworkReady.
