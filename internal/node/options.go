@@ -55,7 +55,8 @@ type Options struct {
 	KubeReserved   map[string]string
 	SystemReserved map[string]string
 	EvictionHard   map[string]string
-	// RootDir is the kubelet root directory; its filesystem is the node's ephemeral storage.
+	// RootDir is the kubelet root directory (required, the configuration's); its filesystem is
+	// the node's ephemeral storage.
 	RootDir string
 	// MaxImages caps the images in the status (nodeStatusMaxImages): -1 no cap, 0 none.
 	MaxImages int32
@@ -136,9 +137,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaseDurationSeconds <= 0 {
 		o.LeaseDurationSeconds = DefaultLeaseDurationSeconds
-	}
-	if o.RootDir == "" {
-		o.RootDir = "/var/lib/kubelet"
 	}
 	return o
 }

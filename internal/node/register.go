@@ -53,8 +53,8 @@ type Controller struct {
 // do not parse; machine facts that cannot be read are logged and left empty.
 func New(opts Options, deps Deps) (*Controller, error) {
 	opts, deps = opts.withDefaults(), deps.withDefaults()
-	if opts.NodeName == "" {
-		return nil, errors.New("node: NodeName is required")
+	if opts.NodeName == "" || opts.RootDir == "" {
+		return nil, errors.New("node: NodeName and RootDir are required")
 	}
 	if deps.Client == nil {
 		return nil, errors.New("node: an API client is required")

@@ -44,9 +44,10 @@ type Options struct {
 	// CRI is the runtime's client, the connection nodelet shares among its components
 	// (required; its owner closes it).
 	CRI *cri.Client
-	// RootDir holds per-pod state under RootDir/pods/<uid> (default /var/lib/kubelet).
+	// RootDir holds per-pod state under RootDir/pods/<uid> (required: the configuration's
+	// root directory).
 	RootDir string
-	// PodLogsDir holds container logs, RootDir-independent (default /var/log/pods).
+	// PodLogsDir holds container logs, RootDir-independent (required: podLogsDir).
 	PodLogsDir string
 	// ServiceEnv returns the Service environment variables of pod's containers; nil (standalone)
 	// gives none.
@@ -61,7 +62,8 @@ type Options struct {
 	Images ImageService
 	// PullSecrets returns the pod's image pull secrets; nil means none.
 	PullSecrets func(pod *v1.Pod) []v1.Secret
-	// ResolvConf is the host resolver config used by dnsPolicy Default (default /etc/resolv.conf).
+	// ResolvConf is the host resolver config used by dnsPolicy Default (resolvConf); empty
+	// gives such pods none.
 	ResolvConf string
 	// ClusterDNS and ClusterDomain configure dnsPolicy ClusterFirst; without ClusterDNS such
 	// pods fall back to the host resolver config.
@@ -191,19 +193,13 @@ func (m *Manager) seccomp() containeropts.Seccomp {
 
 // NewManager returns a Manager over opts.CRI.
 func NewManager(opts Options) (*Manager, error) {
-	if opts.CRI == nil {
-		return nil, errors.New("runtime: a CRI client is required")
+	if opts.CRI == nil || opts.RootDir == "" || opts.PodLogsDir == "" {
+		return nil, errors.New("runtime: a CRI client, RootDir and PodLogsDir are required")
 	}
 	return newManager(opts.CRI, opts), nil
 }
 
 func newManager(client *cri.Client, opts Options) *Manager {
-	if opts.RootDir == "" {
-		opts.RootDir = "/var/lib/kubelet"
-	}
-	if opts.PodLogsDir == "" {
-		opts.PodLogsDir = "/var/log/pods"
-	}
 	if opts.ContainerLogsDir == "" {
 		opts.ContainerLogsDir = container.DefaultContainerLogsDir
 	}
