@@ -97,6 +97,7 @@ type agent struct {
 	resizer  *resize.Resizer       // in-place resize decisions over the allocation checkpoint
 	comps    *components           // every long-running part, joined when nodelet stops
 
+	host     *node.Machine            // the machine's facts (capacity, IDs), read once at start
 	machine  *topology.Machine        // the CPUs and NUMA nodes, read once at start
 	topology *topologymanager.Manager // aligns the resource managers on NUMA nodes at admission
 	cpus     *cpumanager.Manager      // exclusive CPUs and the shared pool; nil outside the daemon
@@ -274,7 +275,8 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := prepareHost(cfg); err != nil {
 		return nil, err
 	}
-	if n.hostMemory, err = memorySettings(cfg); err != nil {
+	n.host = readHost()
+	if n.hostMemory, err = memorySettings(cfg, n.host); err != nil {
 		return nil, err
 	}
 	if n.cm, err = cm.New(n.containerManagerConfig()); err != nil {
@@ -289,7 +291,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		if err := n.newCPUManager(); err != nil {
 			return nil, err
 		}
-		if n.memory, err = newMemoryManager(cfg, n.machine); err != nil {
+		if n.memory, err = newMemoryManager(cfg, n.host, n.machine); err != nil {
 			return nil, err
 		}
 		n.topology.AddHintProvider(n.memory)

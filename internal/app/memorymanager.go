@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,16 +29,16 @@ const memorySweepPeriod = 10 * time.Second
 // newMemoryManager builds the memory manager: None keeps only its state file; Static places
 // memory on the NUMA nodes of the machine's topology and checks reservedMemory against node
 // allocatable.
-func newMemoryManager(cfg *config.Config, topo *topology.Machine) (*memorymanager.Manager, error) {
+func newMemoryManager(cfg *config.Config, host *node.Machine, topo *topology.Machine) (*memorymanager.Manager, error) {
 	kc := cfg.Kubelet
 	opts := memorymanager.Options{Policy: kc.MemoryManagerPolicy, StateDir: cfg.RootDir, Reserved: kc.ReservedMemory}
 	if opts.Policy == memorymanager.PolicyStatic {
-		machine, err := node.ReadMachine(node.HostPaths())
-		if machine == nil || machine.MemoryBytes == 0 {
-			return nil, fmt.Errorf("memory manager: reading the machine's memory: %v", err)
+		if host == nil || host.MemoryBytes == 0 {
+			return nil, errors.New("memory manager: the machine's memory could not be read")
 		}
-		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI)}
+		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(host.MemoryBytes, resource.BinarySI)}
 		opts.Nodes = memorymanager.NodesOf(topo)
+		var err error
 		if opts.NodeReservation, err = node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard); err != nil {
 			return nil, err
 		}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/node"
 )
 
 // cgroupSweepPeriod spaces the searches for cgroups of pods that are gone for good.
@@ -37,6 +39,9 @@ type Config struct {
 	SystemReserved         map[string]string
 	KubeReservedCgroup     string
 	SystemReservedCgroup   string
+	// Machine is the machine's capacity, read once at start; node allocatable is enforced
+	// against it.
+	Machine *node.Machine
 }
 
 // ContainerManager is what the rest of nodelet asks of the node's cgroups.

@@ -115,9 +115,9 @@ type Deps struct {
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()
-	// Machine is read from the host when nil.
+	// Machine is the machine's facts, read once at start (ReadMachine); required.
 	Machine *Machine
-	// Paths locate machine facts and the root filesystem; HostPaths() when zero.
+	// Paths locate the root filesystem; HostPaths() when zero.
 	Paths MachinePaths
 	Clock clock.WithTicker
 }

@@ -68,16 +68,13 @@ func newController(opts Options, deps Deps) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	machine := deps.Machine
-	if machine == nil {
-		if machine, err = ReadMachine(deps.Paths); err != nil {
-			klog.ErrorS(err, "Some machine facts are missing from the node status")
-		}
+	if deps.Machine == nil {
+		return nil, errors.New("node: the machine's facts (Deps.Machine) are required")
 	}
 	return &Controller{
 		opts:      opts,
 		deps:      deps,
-		machine:   machine,
+		machine:   deps.Machine,
 		reserved:  reserved,
 		primaryIP: primaryHostIP,
 		ref:       nodeRef(opts.NodeName),
