@@ -96,7 +96,7 @@ func (p *objectPlugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, 
 	return volumes.Mount{Path: dir, ReadOnly: true, SELinuxRelabel: true}, nil
 }
 
-func (p *objectPlugin) TearDown(uid types.UID, dir string) error {
+func (p *objectPlugin) TearDown(_ context.Context, uid types.UID, dir string) error {
 	if p.name == projectedPlugin {
 		p.tokens.Forget(uid)
 	}
