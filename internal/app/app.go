@@ -279,7 +279,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if n.hostMemory, err = memorySettings(cfg, n.host); err != nil {
 		return nil, err
 	}
-	if n.cm, err = cm.New(n.containerManagerConfig()); err != nil {
+	if n.cm, err = cm.New(ctx, n.containerManagerConfig()); err != nil {
 		return nil, err
 	}
 	if n.machine, n.topology, err = newTopology(cfg); err != nil {
@@ -553,7 +553,7 @@ func (n *agent) newRecorder(ctx context.Context) record.EventRecorder {
 		b.StartEventWatcher(n.events.Add)
 	}
 	if n.cluster != nil {
-		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, ctx.Done()))
+		b.StartRecordingToSink(kubeclient.NewEventSink(ctx, n.cluster.clients.Events, n.cluster.ready))
 	}
 	return kubeclient.CapMessages(b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName}))
 }

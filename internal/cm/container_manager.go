@@ -53,8 +53,8 @@ type ContainerManager struct {
 
 // New makes the QoS cgroups when nodelet owns the pod cgroups (cgroupsPerQOS), places the processes and enforces node allocatable. Any failure should
 // stop nodelet: a node told to protect its reservations must not run pods unprotected.
-func New(cfg Config) (*ContainerManager, error) {
-	pods, err := newPodCgroups(cfg)
+func New(ctx context.Context, cfg Config) (*ContainerManager, error) {
+	pods, err := newPodCgroups(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func New(cfg Config) (*ContainerManager, error) {
 // newPodCgroups makes the QoS cgroups and returns their manager when nodelet owns the pod
 // cgroups (cgroupsPerQOS), as cgroupfs directories or, with cgroupDriver systemd, as slices
 // systemd makes. nil means pods get no cgroup parent and the runtime places them.
-func newPodCgroups(cfg Config) (*QOSCgroups, error) {
+func newPodCgroups(ctx context.Context, cfg Config) (*QOSCgroups, error) {
 	if !cfg.CgroupsPerQOS {
 		return nil, nil
 	}
@@ -78,11 +78,11 @@ func newPodCgroups(cfg Config) (*QOSCgroups, error) {
 		ExclusiveCPUs: cfg.ExclusiveCPUs,
 	}
 	if cfg.CgroupDriver == "systemd" {
-		conn, err := ConnectSystemd(context.Background())
+		conn, err := ConnectSystemd(ctx)
 		if err != nil {
 			return nil, err
 		}
-		opts.systemd = conn
+		opts.systemd, opts.systemdCtx = conn, ctx
 	}
 	m, err := NewQOSCgroups(opts)
 	if err == nil {
