@@ -359,9 +359,9 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
-		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
+		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport, Capacity: n.capacity(),
 		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
-		SELinux: mount.SELinuxEnabled(mount.HostMountInfo, "/proc/self/attr/current"),
+		SELinux: mount.SELinuxEnabled(mount.Mountinfo, "/proc/self/attr/current"),
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API

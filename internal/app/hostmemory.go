@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
@@ -25,6 +27,12 @@ func readHost() *node.Machine {
 		klog.ErrorS(err, "Some machine facts are missing from the node status")
 	}
 	return machine
+}
+
+// capacity is the machine's CPUs and memory as the downward API and oom_score_adj weigh them:
+// the CPUs this process may run on and MemTotal.
+func (n *agent) capacity() downward.Capacity {
+	return downward.Capacity{MilliCPU: int64(goruntime.NumCPU()) * 1000, MemoryBytes: n.host.MemoryBytes}
 }
 
 // memorySettings are the host facts and settings the runtime shapes containers' memory by

@@ -164,7 +164,7 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 // relabels tells whether the runtime should relabel the published volume on an SELinux host:
 // as upstream, when it is writable (managed) and its filesystem carries labels.
 func relabels(src source, target string) bool {
-	return !src.readOnly && !src.block && mount.SELinuxSupported(mount.HostMountInfo, target)
+	return !src.readOnly && !src.block && mount.SELinuxSupported(mount.Mountinfo, target)
 }
 
 // InUseName names a volume the attach/detach controller attaches (a persistent volume whose

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
 // DefaultPeriod is how often a pass runs (the kubelet's container GC period).
@@ -112,7 +113,7 @@ func New(opts Options) (*ContainerGC, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Mountinfo == "" {
-		opts.Mountinfo = "/proc/self/mountinfo"
+		opts.Mountinfo = mount.Mountinfo
 	}
 	return &ContainerGC{opts: opts, died: make(chan death, diedQueueLen), alwaysReady: opts.SourcesReady == nil}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/downward"
 )
 
 const testImage = "nodelet.local/busybox:1.36"
@@ -59,6 +60,7 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	}
 	opts := Options{
 		CRI: client, RootDir: e.rootDir, PodLogsDir: e.logsDir, Recorder: e.recorder,
+		Capacity:         downward.Capacity{MilliCPU: 4000, MemoryBytes: 8 << 30},
 		ContainerLogsDir: filepath.Join(dir, "containers"),
 		ResolvConf:       resolv, NodeName: "node-1", NodeIP: "192.168.1.10",
 		Volumes: fakeVolumes{root: e.rootDir},

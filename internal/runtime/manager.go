@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -69,6 +68,9 @@ type Options struct {
 	// pods fall back to the host resolver config.
 	ClusterDNS    []string
 	ClusterDomain string
+	// Capacity is the machine's CPUs and memory, read once at start: what an unset limit
+	// reads as (resourceFieldRef) and what memory requests weigh against (oom_score_adj).
+	Capacity downward.Capacity
 	// NodeName and NodeIP fill spec.nodeName and status.hostIP env references.
 	NodeName string
 	NodeIP   string
@@ -168,8 +170,7 @@ type Manager struct {
 	memory      MemorySettings
 	pullHandler bool
 
-	capacityOnce sync.Once
-	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
+	capacity downward.Capacity // for oom_score_adj and resourceFieldRef defaults
 }
 
 // step records one step of pod that began at start and ends now.
@@ -228,6 +229,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		podLogsDir:  opts.PodLogsDir,
 		dns:         dns,
 		nodeName:    opts.NodeName,
+		capacity:    opts.Capacity,
 		nodeIP:      opts.NodeIP,
 		objects:     opts.Objects,
 		logLinks:    containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
