@@ -125,12 +125,8 @@ func runForeground(ctx context.Context, cfg *config.Config, manifest []byte, fil
 	}
 	defer release()
 	quietLogs(cfg)
-	logsDir := cfg.Kubelet.PodLogsDir
-	if logsDir == "" {
-		logsDir = "/var/log/pods"
-	}
 	fmt.Fprintf(stderr, "running pod %s/%s in the foreground (uid %s); ^C stops and removes it\n", pod.Namespace, pod.Name, pod.UID)
-	f := &podrun.Foreground{Pod: pod, PodLogsDir: logsDir, Logs: stdout, Events: stderr}
+	f := &podrun.Foreground{Pod: pod, PodLogsDir: cfg.Kubelet.PodLogsDir, Logs: stdout, Events: stderr}
 	var res podrun.Result
 	err = runPod(ctx, cfg, pod, func(ctx context.Context, p podrun.Pod) error {
 		var err error
@@ -182,12 +178,8 @@ func handOff(ctx context.Context, cfg *config.Config, manifest []byte, o runOpti
 		return fmt.Errorf("no nodelet daemon runs here (%s): start nodelet with --pod-manifest-path %s, or use --wait to run the pod in this process", d.Looked(), kc.StaticPodPath)
 	}
 	api, noAPI := podrun.LocalAPI(kc, cfg.CertDir, cfg.Kubeconfig == "")
-	logsDir := kc.PodLogsDir
-	if logsDir == "" {
-		logsDir = "/var/log/pods"
-	}
 	h := &podrun.HandOff{
-		Manifest: manifest, From: o.file, Dir: kc.StaticPodPath, NodeName: cfg.NodeName, PodLogsDir: logsDir,
+		Manifest: manifest, From: o.file, Dir: kc.StaticPodPath, NodeName: cfg.NodeName, PodLogsDir: kc.PodLogsDir,
 		API: api, NoAPI: noAPI, Wait: o.timeout, Out: stdout,
 	}
 	return h.Run(ctx)

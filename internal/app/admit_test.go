@@ -14,6 +14,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/status"
 )
 
@@ -29,7 +30,7 @@ func staticManagers(t *testing.T) (*cpumanager.Manager, *memorymanager.Manager, 
 	t.Helper()
 	machine := topology.Synthetic(1, 1, 4, 1, 4<<30)
 	dir := t.TempDir()
-	cpus, err := cpumanager.New(cpumanager.Options{Policy: cpumanager.PolicyStatic, Machine: machine, NumReserved: 1, StateDir: dir})
+	cpus, err := cpumanager.New(cpumanager.Options{Policy: cmpolicy.CPUStatic, Machine: machine, NumReserved: 1, StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,7 @@ type agent struct {
 	resizer  *resize.Resizer       // in-place resize decisions over the allocation checkpoint
 	comps    *components           // every long-running part, joined when nodelet stops
 
+	host     *node.Machine            // the machine's facts (capacity, IDs), read once at start
 	machine  *topology.Machine        // the CPUs and NUMA nodes, read once at start
 	topology *topologymanager.Manager // aligns the resource managers on NUMA nodes at admission
 	cpus     *cpumanager.Manager      // exclusive CPUs and the shared pool; nil outside the daemon
@@ -274,10 +275,11 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := prepareHost(cfg); err != nil {
 		return nil, err
 	}
-	if n.hostMemory, err = memorySettings(cfg); err != nil {
+	n.host = readHost()
+	if n.hostMemory, err = memorySettings(cfg, n.host); err != nil {
 		return nil, err
 	}
-	if n.cm, err = cm.New(n.containerManagerConfig()); err != nil {
+	if n.cm, err = cm.New(ctx, n.containerManagerConfig()); err != nil {
 		return nil, err
 	}
 	if n.machine, n.topology, err = newTopology(cfg); err != nil {
@@ -289,7 +291,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		if err := n.newCPUManager(); err != nil {
 			return nil, err
 		}
-		if n.memory, err = newMemoryManager(cfg, n.machine); err != nil {
+		if n.memory, err = newMemoryManager(cfg, n.host, n.machine); err != nil {
 			return nil, err
 		}
 		n.topology.AddHintProvider(n.memory)
@@ -357,9 +359,9 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
-		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
+		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport, Capacity: n.capacity(),
 		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
-		SELinux: mount.SELinuxEnabled(mount.HostMountInfo, "/proc/self/attr/current"),
+		SELinux: mount.SELinuxEnabled(mount.Mountinfo, "/proc/self/attr/current"),
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API
@@ -551,7 +553,7 @@ func (n *agent) newRecorder(ctx context.Context) record.EventRecorder {
 		b.StartEventWatcher(n.events.Add)
 	}
 	if n.cluster != nil {
-		b.StartRecordingToSink(kubeclient.NewEventSinkAfter(n.cluster.clients.Events, n.cluster.ready, ctx.Done()))
+		b.StartRecordingToSink(kubeclient.NewEventSink(ctx, n.cluster.clients.Events, n.cluster.ready))
 	}
 	return kubeclient.CapMessages(b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet", Host: n.cfg.NodeName}))
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/nodelet/nodelet/internal/cadvisor"
-	"github.com/nodelet/nodelet/internal/node"
 )
 
 // cadvisorHandler serves /metrics/cadvisor from the cgroups. Without nodelet's pod cgroups
@@ -17,8 +16,8 @@ func (n *agent) cadvisorHandler() http.Handler {
 	} else {
 		src.Pods = nil
 	}
-	if m, _ := node.ReadMachine(node.HostPaths()); m != nil { // else machine_memory_bytes is left out
-		src.MachineMemory = m.MemoryBytes
+	if n.host != nil { // else machine_memory_bytes is left out
+		src.MachineMemory = n.host.MemoryBytes
 	}
 	return cadvisor.NewHandler(src)
 }

@@ -166,7 +166,7 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,
 		Runtime: a.runtime, Images: a.images, Health: health, RuntimeFeatures: a.features.NodeStatus,
 		VolumesInUse: a.volumes.VolumesInUse, VolumesInUseChanged: a.volumes.InUseChanges(),
-		VolumesReportedInUse: a.volumes.MarkReportedInUse,
+		VolumesReportedInUse: a.volumes.MarkReportedInUse, Machine: a.host,
 	}
 	if a.devices != nil {
 		deps.Devices, deps.DevicesChanged = a.devices.Resources, a.devices.Changes()

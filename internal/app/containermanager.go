@@ -19,6 +19,7 @@ func (n *agent) containerManagerConfig() cm.Config {
 		EnforceNodeAllocatable: kc.EnforceNodeAllocatable, KubeletCgroups: kc.KubeletCgroups, SystemCgroups: kc.SystemCgroups,
 		KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved,
 		KubeReservedCgroup: kc.KubeReservedCgroup, SystemReservedCgroup: kc.SystemReservedCgroup,
+		Machine: n.host,
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
@@ -110,7 +111,7 @@ func TestStaticCPUManagerPinsContainers(t *testing.T) {
 // is not; off, there is no hook (every limit enforced).
 func TestQuotaExemptionFollowsItsGate(t *testing.T) {
 	cpus, err := cpumanager.New(cpumanager.Options{
-		Policy: cpumanager.PolicyStatic, OptionGates: cpumanager.DefaultOptionGates,
+		Policy: cmpolicy.CPUStatic, OptionGates: cmpolicy.DefaultCPUOptionGates,
 		Machine: topology.Synthetic(1, 1, 2, 1, 1<<30), NumReserved: 1, StateDir: t.TempDir(),
 	})
 	if err != nil {
@@ -145,7 +146,7 @@ func TestQuotaExemptionFollowsItsGate(t *testing.T) {
 func TestResizeBesidePinnedResources(t *testing.T) {
 	machine := topology.Synthetic(1, 1, 2, 1, 1<<30)
 	cpus, err := cpumanager.New(cpumanager.Options{
-		Policy: cpumanager.PolicyStatic, OptionGates: cpumanager.DefaultOptionGates,
+		Policy: cmpolicy.CPUStatic, OptionGates: cmpolicy.DefaultCPUOptionGates,
 		Machine: machine, NumReserved: 1, StateDir: t.TempDir(),
 	})
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 
 // hostFiles are the kernel files prepareHost reads and writes; unit tests point them at copies.
 var hostFiles = struct {
-	procSys, swaps, oomScoreAdj, cgroupRoot, selfCgroup, meminfo string
-}{"/proc/sys", "/proc/swaps", "/proc/self/oom_score_adj", "/sys/fs/cgroup", "/proc/self/cgroup", "/proc/meminfo"}
+	procSys, swaps, oomScoreAdj, cgroupRoot, selfCgroup string
+}{"/proc/sys", "/proc/swaps", "/proc/self/oom_score_adj", "/sys/fs/cgroup", "/proc/self/cgroup"}
 
 // prepareHost checks and sets up the machine and this process as the upstream kubelet does
 // before its managers start: kernel tunables, swap, cgroup version, OOM score, open files.

@@ -1,27 +1,44 @@
 package app
 
 import (
-	"bufio"
-	"fmt"
+	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
+	goruntime "runtime"
 	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
+// readHost reads the machine's facts, once for every component: those that cannot be read are
+// logged and left empty.
+func readHost() *node.Machine {
+	machine, err := node.ReadMachine(node.HostPaths())
+	if err != nil {
+		klog.ErrorS(err, "Some machine facts are missing from the node status")
+	}
+	return machine
+}
+
+// capacity is the machine's CPUs and memory as the downward API and oom_score_adj weigh them:
+// the CPUs this process may run on and MemTotal.
+func (n *agent) capacity() downward.Capacity {
+	return downward.Capacity{MilliCPU: int64(goruntime.NumCPU()) * 1000, MemoryBytes: n.host.MemoryBytes}
+}
+
 // memorySettings are the host facts and settings the runtime shapes containers' memory by
 // beyond their limits, read as upstream reads them: the cgroup version, whether the host can
-// limit swap, and the machine's memory and swap.
-func memorySettings(cfg *config.Config) (runtime.MemorySettings, error) {
+// limit swap, and the machine's memory and swap (of host, read at start).
+func memorySettings(cfg *config.Config, host *node.Machine) (runtime.MemorySettings, error) {
 	kc := cfg.Kubelet
 	s := runtime.MemorySettings{CgroupV2: cgroupV2(hostFiles.cgroupRoot), SwapBehavior: kc.MemorySwap.SwapBehavior}
 	// On v1 an OOM always kills one process; on v2 the whole container unless told otherwise.
@@ -30,10 +47,10 @@ func memorySettings(cfg *config.Config) (runtime.MemorySettings, error) {
 		s.SwapBehavior = runtime.NoSwap
 	}
 	s.SwapController = fileExists(swapControllerFile(s.CgroupV2))
-	var err error
-	if s.MemoryCapacity, s.SwapCapacity, err = memInfo(hostFiles.meminfo); err != nil {
-		return s, err
+	if host == nil || host.MemoryBytes == 0 {
+		return s, errors.New("reading the machine's memory: /proc/meminfo gave no MemTotal")
 	}
+	s.MemoryCapacity, s.SwapCapacity = host.MemoryBytes, host.SwapBytes
 	return s, nil
 }
 
@@ -56,32 +73,6 @@ func swapControllerFile(v2 bool) string {
 	return ""
 }
 
-// memInfo reads MemTotal and SwapTotal, in bytes.
-func memInfo(path string) (memTotal, swapTotal int64, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading the machine's memory: %w", err)
-	}
-	defer f.Close()
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		kb, err := strconv.ParseInt(fields[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch fields[0] {
-		case "MemTotal:":
-			memTotal = kb * 1024
-		case "SwapTotal:":
-			swapTotal = kb * 1024
-		}
-	}
-	return memTotal, swapTotal, nil
-}
-
 // allocatableMemory is the node's allocatable memory in bytes, which bounds memory-backed
 // emptyDirs: the registered Node's, else (standalone, or not registered yet) what upstream's
 // initial node would say: the machine's memory less pre-allocated huge pages, kube and system
@@ -89,7 +80,7 @@ func memInfo(path string) (memTotal, swapTotal int64, err error) {
 func (n *agent) allocatableMemory() func() int64 {
 	kc := n.cfg.Kubelet
 	local := sync.OnceValue(func() int64 {
-		machine, _ := node.ReadMachine(node.HostPaths())
+		machine := n.host
 		if machine == nil || machine.MemoryBytes == 0 {
 			return 0
 		}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
@@ -19,8 +20,6 @@ func memoryHost(t *testing.T, v2, swapController bool) {
 	dir := t.TempDir()
 	hostFiles.cgroupRoot = filepath.Join(dir, "cgroup")
 	hostFiles.selfCgroup = filepath.Join(dir, "self-cgroup")
-	hostFiles.meminfo = filepath.Join(dir, "meminfo")
-	mustWrite(hostFiles.meminfo, "MemTotal:        8000000 kB\nMemFree:  1 kB\nSwapTotal:       2000000 kB\n")
 	if v2 {
 		mustWrite(filepath.Join(hostFiles.cgroupRoot, "cgroup.controllers"), "cpu memory")
 		mustWrite(hostFiles.selfCgroup, "0::/system.slice/kubelet.service\n")
@@ -65,7 +64,7 @@ func TestMemorySettingsReadTheHostAsUpstream(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(cfg)
 			}
-			got, err := memorySettings(cfg)
+			got, err := memorySettings(cfg, &node.Machine{MemoryBytes: 8000000 * 1024, SwapBytes: 2000000 * 1024})
 			if err != nil {
 				t.Fatal(err)
 			}

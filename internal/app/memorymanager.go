@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
@@ -30,16 +29,16 @@ const memorySweepPeriod = 10 * time.Second
 // newMemoryManager builds the memory manager: None keeps only its state file; Static places
 // memory on the NUMA nodes of the machine's topology and checks reservedMemory against node
 // allocatable.
-func newMemoryManager(cfg *config.Config, topo *topology.Machine) (*memorymanager.Manager, error) {
+func newMemoryManager(cfg *config.Config, host *node.Machine, topo *topology.Machine) (*memorymanager.Manager, error) {
 	kc := cfg.Kubelet
 	opts := memorymanager.Options{Policy: kc.MemoryManagerPolicy, StateDir: cfg.RootDir, Reserved: kc.ReservedMemory}
 	if opts.Policy == memorymanager.PolicyStatic {
-		machine, err := node.ReadMachine(node.HostPaths())
-		if machine == nil || machine.MemoryBytes == 0 {
-			return nil, fmt.Errorf("memory manager: reading the machine's memory: %v", err)
+		if host == nil || host.MemoryBytes == 0 {
+			return nil, errors.New("memory manager: the machine's memory could not be read")
 		}
-		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI)}
+		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(host.MemoryBytes, resource.BinarySI)}
 		opts.Nodes = memorymanager.NodesOf(topo)
+		var err error
 		if opts.NodeReservation, err = node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard); err != nil {
 			return nil, err
 		}
@@ -93,7 +92,7 @@ func (n *agent) resizePinned(pod *v1.Pod) string {
 	if qos.Class(pod) != v1.PodQOSGuaranteed || n.cfg.ResizeExclusiveCPUs {
 		return ""
 	}
-	if n.cpus != nil && n.cpus.Policy() == cpumanager.PolicyStatic {
+	if n.cpus != nil && n.cpus.Policy() == cmpolicy.CPUStatic {
 		return "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy"
 	}
 	if n.memory != nil && n.memory.Policy() == memorymanager.PolicyStatic {

@@ -68,7 +68,7 @@ func (n *agent) pageNode(checks map[string]healthz.Check) func(context.Context) 
 		return func(context.Context) *v1.Node { return n.node() }
 	}
 	kc := n.cfg.Kubelet
-	deps := node.Deps{Runtime: n.runtime, Health: checksHealth(checks)}
+	deps := node.Deps{Runtime: n.runtime, Health: checksHealth(checks), Machine: n.host}
 	if n.eviction != nil {
 		deps.Pressure = n.eviction.Pressure
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -12,21 +13,16 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/nodeui"
-)
-
-// sysfsRoot is where the machine's CPU and NUMA layout is read from, procMeminfo the machine's
-// memory when the kernel has no NUMA nodes.
-const (
-	sysfsRoot   = "/sys"
-	procMeminfo = "/proc/meminfo"
 )
 
 // newTopology reads the machine's CPU and NUMA layout once and builds the topology manager over
 // it. The resource managers add themselves as hint providers as they are built, in upstream's
 // order: devices, CPU, memory.
 func newTopology(cfg *config.Config) (*topology.Machine, *topologymanager.Manager, error) {
-	machine, err := topology.Read(sysfsRoot, procMeminfo)
+	host := node.HostPaths() // the machine's memory is read from meminfo when the kernel has no NUMA nodes
+	machine, err := topology.Read(host.Sys, filepath.Join(host.Proc, "meminfo"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the machine's CPU and NUMA topology: %w", err)
 	}

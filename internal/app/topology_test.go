@@ -27,7 +27,7 @@ func TestTopologyManagerPolicyRunsPods(t *testing.T) {
 	writePod(t, dir, "web", "Always")
 	testutil.Eventually(t, "web running", func() bool { return running(fake, "web") != nil })
 
-	machine, err := topology.Read(sysfsRoot, procMeminfo)
+	machine, err := topology.Read("/sys", "/proc/meminfo") // what nodelet read
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,6 +96,7 @@ func (c *collector) layers(hasContainers bool) map[string]stats.Layer {
 	if !hasContainers || c.src.Layers == nil {
 		return nil
 	}
+	// A Prometheus collector is given no context: the scrape gets a deadline of its own.
 	ctx, cancel := context.WithTimeout(context.Background(), layersTimeout)
 	defer cancel()
 	layers, err := c.src.Layers(ctx)

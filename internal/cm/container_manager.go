@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/node"
 )
 
 // cgroupSweepPeriod spaces the searches for cgroups of pods that are gone for good.
@@ -37,6 +39,9 @@ type Config struct {
 	SystemReserved         map[string]string
 	KubeReservedCgroup     string
 	SystemReservedCgroup   string
+	// Machine is the machine's capacity, read once at start; node allocatable is enforced
+	// against it.
+	Machine *node.Machine
 }
 
 // ContainerManager is what the rest of nodelet asks of the node's cgroups.
@@ -48,8 +53,8 @@ type ContainerManager struct {
 
 // New makes the QoS cgroups when nodelet owns the pod cgroups (cgroupsPerQOS), places the processes and enforces node allocatable. Any failure should
 // stop nodelet: a node told to protect its reservations must not run pods unprotected.
-func New(cfg Config) (*ContainerManager, error) {
-	pods, err := newPodCgroups(cfg)
+func New(ctx context.Context, cfg Config) (*ContainerManager, error) {
+	pods, err := newPodCgroups(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +68,7 @@ func New(cfg Config) (*ContainerManager, error) {
 // newPodCgroups makes the QoS cgroups and returns their manager when nodelet owns the pod
 // cgroups (cgroupsPerQOS), as cgroupfs directories or, with cgroupDriver systemd, as slices
 // systemd makes. nil means pods get no cgroup parent and the runtime places them.
-func newPodCgroups(cfg Config) (*QOSCgroups, error) {
+func newPodCgroups(ctx context.Context, cfg Config) (*QOSCgroups, error) {
 	if !cfg.CgroupsPerQOS {
 		return nil, nil
 	}
@@ -73,11 +78,11 @@ func newPodCgroups(cfg Config) (*QOSCgroups, error) {
 		ExclusiveCPUs: cfg.ExclusiveCPUs,
 	}
 	if cfg.CgroupDriver == "systemd" {
-		conn, err := ConnectSystemd(context.Background())
+		conn, err := ConnectSystemd(ctx)
 		if err != nil {
 			return nil, err
 		}
-		opts.systemd = conn
+		opts.systemd, opts.systemdCtx = conn, ctx
 	}
 	m, err := NewQOSCgroups(opts)
 	if err == nil {

@@ -7,6 +7,7 @@ package cm
 // controller, as on hybrid hosts) and the v2 unified tree are handled.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,6 +52,9 @@ type Options struct {
 
 	fs      filesystem   // nil is the kernel's cgroupfs; tests substitute a fake
 	systemd systemdUnits // set for the systemd driver: cgroups are slices systemd makes
+	// systemdCtx is nodelet's run context, which the systemd driver's calls derive from; set
+	// with systemd.
+	systemdCtx context.Context
 }
 
 // QOSCgroups creates and removes the QoS and pod cgroups. It is safe for concurrent use.
@@ -63,8 +67,9 @@ type QOSCgroups struct {
 	exclusive  func(pod *v1.Pod) bool // see Options.ExclusiveCPUs
 	fs         filesystem
 	systemd    systemdUnits // nil for the cgroupfs driver
-	create     []hierarchy  // where cgroups are made and limits written
-	all        []hierarchy  // where pod cgroups are removed from
+	systemdCtx context.Context
+	create     []hierarchy // where cgroups are made and limits written
+	all        []hierarchy // where pod cgroups are removed from
 
 	mu       sync.Mutex
 	suspects map[types.UID]bool // orphan candidates from the last sweep
@@ -90,7 +95,7 @@ func NewQOSCgroups(opts Options) (*QOSCgroups, error) {
 		return nil, err
 	}
 	m := &QOSCgroups{
-		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, exclusive: opts.ExclusiveCPUs, fs: opts.fs, systemd: opts.systemd,
+		root: opts.Root, cgroupRoot: path.Clean("/" + opts.CgroupRoot), pidsLimit: opts.PodPidsLimit, noQuota: opts.NoCPUQuota, exclusive: opts.ExclusiveCPUs, fs: opts.fs, systemd: opts.systemd, systemdCtx: opts.systemdCtx,
 		create: create, all: all, suspects: map[types.UID]bool{},
 	}
 	if opts.NodeMilliCPU > 0 {

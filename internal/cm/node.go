@@ -1,6 +1,7 @@
 package cm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,9 +35,9 @@ func (m *ContainerManager) enforceAllocatable() error {
 	if err := m.placeProcesses(); err != nil {
 		return err
 	}
-	machine, err := node.ReadMachine(node.HostPaths())
-	if err != nil && machine == nil {
-		return fmt.Errorf("reading the machine's capacity for node allocatable: %w", err)
+	machine := kc.Machine
+	if machine == nil {
+		return errors.New("node allocatable: the machine's capacity is unknown")
 	}
 	capacity := Reservation{MilliCPU: int64(machine.CPUs) * 1000, Memory: machine.MemoryBytes}
 	pods := Reservation{MilliCPU: capacity.MilliCPU} // unenforced: the pods may use the whole node

@@ -131,7 +131,7 @@ func (m *QOSCgroups) stopSlice(cgroup string) error {
 
 // unitJob runs a call that queues a systemd job and waits for the job's result.
 func (m *QOSCgroups) unitJob(unit string, call func(context.Context, chan<- string) (int, error)) error {
-	ctx, cancel := context.WithTimeout(context.Background(), systemdTimeout)
+	ctx, cancel := context.WithTimeout(m.systemdCtx, systemdTimeout)
 	defer cancel()
 	done := make(chan string, 1)
 	if _, err := call(ctx, done); err != nil {
@@ -155,7 +155,7 @@ func (m *QOSCgroups) setSliceProperties(cgroup string, l limits) error {
 	if len(props) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), systemdTimeout)
+	ctx, cancel := context.WithTimeout(m.systemdCtx, systemdTimeout)
 	defer cancel()
 	if err := m.systemd.SetUnitPropertiesContext(ctx, path.Base(cgroup), true, props...); err != nil {
 		return fmt.Errorf("setting the properties of systemd slice %s: %w", path.Base(cgroup), err)

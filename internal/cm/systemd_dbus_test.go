@@ -163,7 +163,7 @@ func TestSystemdDriverOverDBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	m, err := NewQOSCgroups(Options{Root: tree.root, fs: tree, systemd: conn, PodPidsLimit: 50})
+	m, err := NewQOSCgroups(Options{Root: tree.root, fs: tree, systemd: conn, systemdCtx: t.Context(), PodPidsLimit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func (s *fakeSystemd) callsLike(prefix string) []string {
 func startSystemd(t *testing.T, tree *fakeCgroupFS, opts Options) (*QOSCgroups, *fakeSystemd) {
 	t.Helper()
 	sd := newFakeSystemd(tree)
-	opts.systemd = sd
+	opts.systemd, opts.systemdCtx = sd, t.Context()
 	return startManager(t, tree, opts), sd
 }
 
@@ -251,12 +251,12 @@ func TestSystemdUnlimitedIsInfinityAndV1NamesItsProperties(t *testing.T) {
 
 func TestSystemdRefusesAnotherCgroupRootAndReportsUnitErrors(t *testing.T) {
 	tree := newFakeV2(t)
-	if _, err := NewQOSCgroups(Options{Root: tree.root, fs: tree, CgroupRoot: "/nodelet", systemd: newFakeSystemd(tree)}); err == nil {
+	if _, err := NewQOSCgroups(Options{Root: tree.root, fs: tree, CgroupRoot: "/nodelet", systemd: newFakeSystemd(tree), systemdCtx: t.Context()}); err == nil {
 		t.Error("cgroupRoot /nodelet with systemd accepted")
 	}
 	sd := newFakeSystemd(tree)
 	sd.fail["StartTransientUnit"] = &godbus.Error{Name: "org.freedesktop.DBus.Error.AccessDenied"}
-	m, err := NewQOSCgroups(Options{Root: tree.root, fs: tree, systemd: sd})
+	m, err := NewQOSCgroups(Options{Root: tree.root, fs: tree, systemd: sd, systemdCtx: t.Context()})
 	if err != nil {
 		t.Fatal(err)
 	}

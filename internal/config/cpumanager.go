@@ -7,18 +7,18 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // checkCPUManager validates cpuManagerPolicy, its options and reservedSystemCPUs as upstream
 // does (each option only when the feature gate of its stage is on), and refuses the static
 // policy's options nodelet does not implement by name.
 func (v *validator) checkCPUManager(kc *kubeletconfigv1beta1.KubeletConfiguration) {
-	v.oneOf("cpuManagerPolicy", kc.CPUManagerPolicy, cpumanager.PolicyNone, cpumanager.PolicyStatic)
-	if err := cpumanager.CheckOptions(kc.CPUManagerPolicy, kc.CPUManagerPolicyOptions, cpuManagerOptionGates(kc)); err != nil {
+	v.oneOf("cpuManagerPolicy", kc.CPUManagerPolicy, cmpolicy.CPUNone, cmpolicy.CPUStatic)
+	if _, err := cmpolicy.ParseCPUOptions(kc.CPUManagerPolicy, kc.CPUManagerPolicyOptions, cpuManagerOptionGates(kc)); err != nil {
 		v.add("cpuManagerPolicyOptions", "%v", err)
 	}
-	if kc.CPUManagerPolicy == cpumanager.PolicyStatic && kc.CPUManagerReconcilePeriod.Duration <= 0 {
+	if kc.CPUManagerPolicy == cmpolicy.CPUStatic && kc.CPUManagerReconcilePeriod.Duration <= 0 {
 		v.add("cpuManagerReconcilePeriod", "must be > 0 with the static policy, got %s", kc.CPUManagerReconcilePeriod.Duration)
 	}
 	if kc.ReservedSystemCPUs == "" {

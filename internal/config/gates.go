@@ -9,7 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // upstreamGate is one feature gate of the upstream kubelet, as zz_generated_gates.go lists it.
@@ -80,8 +80,8 @@ func gateOn(kc *kubeletconfigv1beta1.KubeletConfiguration, gate string) bool {
 }
 
 // cpuManagerOptionGates are the gates that allow the CPU manager's policy options by stage.
-func cpuManagerOptionGates(kc *kubeletconfigv1beta1.KubeletConfiguration) cpumanager.OptionGates {
-	return cpumanager.OptionGates{Alpha: gateOn(kc, gateCPUManagerAlphaOptions), Beta: gateOn(kc, gateCPUManagerBetaOptions)}
+func cpuManagerOptionGates(kc *kubeletconfigv1beta1.KubeletConfiguration) cmpolicy.CPUOptionGates {
+	return cmpolicy.CPUOptionGates{Alpha: gateOn(kc, gateCPUManagerAlphaOptions), Beta: gateOn(kc, gateCPUManagerBetaOptions)}
 }
 
 // checkFeatureGates refuses what the upstream kubelet refuses (an unknown gate, a locked one set

@@ -5,7 +5,7 @@ import (
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // Settings are the KubeletConfiguration's optional (pointer) fields and derived values
@@ -53,7 +53,7 @@ type Settings struct {
 	PodResourcesGet bool
 	// CPUManagerOptionGates are CPUManagerPolicyAlphaOptions (off) and
 	// CPUManagerPolicyBetaOptions (on): which stages of cpuManagerPolicyOptions may be used.
-	CPUManagerOptionGates cpumanager.OptionGates
+	CPUManagerOptionGates cmpolicy.CPUOptionGates
 	// DisableCPUQuotaWithExclusiveCPUs is that feature gate (on unless featureGates turns it
 	// off): containers given exclusive CPUs, and their pods' cgroups, get no CFS quota.
 	DisableCPUQuotaWithExclusiveCPUs bool

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // Complete's Settings carry the defaults of the pointer fields and let flags override them.
@@ -22,7 +22,7 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 		LocalStorageCapacityIsolation: true, ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 		FailSwapOn: true, OOMScoreAdj: -999,
 		NodeStatusMaxImages: 50, EnableControllerAttachDetach: true, KubeAPIQPS: 50, EventRecordQPS: 50,
-		UserNamespacesSupport: true, CPUManagerOptionGates: cpumanager.DefaultOptionGates, DisableCPUQuotaWithExclusiveCPUs: true,
+		UserNamespacesSupport: true, CPUManagerOptionGates: cmpolicy.DefaultCPUOptionGates, DisableCPUQuotaWithExclusiveCPUs: true,
 		ContainerCheckpoint: true, SystemdWatchdog: true, ReloadServingCertFile: true, NodeSwap: true, CgroupDriverFromCRI: true,
 	}
 	if s != want {

@@ -27,11 +27,9 @@ type DNS struct {
 }
 
 // NewDNS returns the resolver configurer of a node: resolvConf is the host's resolver
-// config (default /etc/resolv.conf), clusterDNS and clusterDomain serve dnsPolicy ClusterFirst.
+// config (resolvConf; empty gives pods none of the host's), clusterDNS and clusterDomain serve
+// dnsPolicy ClusterFirst.
 func NewDNS(resolvConf string, clusterDNS []string, clusterDomain string) *DNS {
-	if resolvConf == "" {
-		resolvConf = "/etc/resolv.conf"
-	}
 	if clusterDomain == "" {
 		clusterDomain = "cluster.local"
 	}
@@ -117,10 +115,13 @@ func mergeDNSConfig(cfg *runtimeapi.DNSConfig, podCfg *v1.PodDNSConfig) {
 	}
 }
 
-// parseResolvConf reads nameserver, search/domain and options lines. A missing file is an
-// empty config, as on a host without a resolver.
+// parseResolvConf reads nameserver, search/domain and options lines. A missing file, or none
+// configured (resolvConf ""), is an empty config, as on a host without a resolver.
 func parseResolvConf(path string) (*runtimeapi.DNSConfig, error) {
 	cfg := &runtimeapi.DNSConfig{}
+	if path == "" {
+		return cfg, nil
+	}
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return cfg, nil

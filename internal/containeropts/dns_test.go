@@ -92,3 +92,13 @@ func TestMissingResolvConfIsEmpty(t *testing.T) {
 		t.Errorf("cfg %+v err %v", cfg, err)
 	}
 }
+
+// resolvConf "" (--resolv-conf="") gives dnsPolicy Default pods none of the host's resolver
+// config, rather than falling back to /etc/resolv.conf.
+func TestEmptyResolvConfGivesNoHostConfig(t *testing.T) {
+	d := NewDNS("", nil, "")
+	got, err := d.PodDNSConfig(&v1.Pod{Spec: v1.PodSpec{DNSPolicy: v1.DNSDefault}})
+	if err != nil || len(got.Servers)+len(got.Searches)+len(got.Options) != 0 {
+		t.Errorf("got %+v, %v; want an empty config", got, err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"strings"
+
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/nodelet/nodelet/internal/volumes/mount/mounttest"
 	"google.golang.org/grpc"
@@ -17,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
-	"strings"
 )
 
 // fakeNode is a CSI node service that records its calls and "mounts" in a fakeMounter.

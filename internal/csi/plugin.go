@@ -164,7 +164,7 @@ func (p *Plugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, dir st
 // relabels tells whether the runtime should relabel the published volume on an SELinux host:
 // as upstream, when it is writable (managed) and its filesystem carries labels.
 func relabels(src source, target string) bool {
-	return !src.readOnly && !src.block && mount.SELinuxSupported(mount.HostMountInfo, target)
+	return !src.readOnly && !src.block && mount.SELinuxSupported(mount.Mountinfo, target)
 }
 
 // InUseName names a volume the attach/detach controller attaches (a persistent volume whose
@@ -358,8 +358,8 @@ func fsGroupOf(pod *v1.Pod) *int64 {
 // TearDown unpublishes the volume at dir/mount and, when no other pod's volume uses its
 // staging path, unstages it. What to call comes from vol_data.json, so it works for pods
 // long gone and after a restart.
-func (p *Plugin) TearDown(uid types.UID, dir string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*callTimeout)
+func (p *Plugin) TearDown(ctx context.Context, uid types.UID, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*callTimeout)
 	defer cancel()
 	data, err := readVolData(dir)
 	if errors.Is(err, os.ErrNotExist) {

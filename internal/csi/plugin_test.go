@@ -118,7 +118,7 @@ func TestSetUpStagesPublishesPerPodAndUnstagesAfterTheLastPod(t *testing.T) {
 		t.Fatalf("calls after a second pod = %q", fn.called())
 	}
 
-	if err := p.TearDown("a", dirA); err != nil {
+	if err := p.TearDown(context.Background(), "a", dirA); err != nil {
 		t.Fatal(err)
 	}
 	if got := fn.called()[4:]; !slices.Equal(got, []string{"Unpublish vol1 " + filepath.Join(dirA, "mount")}) {
@@ -127,7 +127,7 @@ func TestSetUpStagesPublishesPerPodAndUnstagesAfterTheLastPod(t *testing.T) {
 	if _, err := os.Stat(dirA); !os.IsNotExist(err) {
 		t.Fatalf("volume dir of pod a left: %v", err)
 	}
-	if err := p.TearDown("b", dirB); err != nil {
+	if err := p.TearDown(context.Background(), "b", dirB); err != nil {
 		t.Fatal(err)
 	}
 	want = []string{"Unpublish vol1 " + filepath.Join(dirB, "mount"), "Unstage vol1 " + staging}
@@ -181,7 +181,7 @@ func TestSetUpOfAnUnregisteredDriverFailsWithUpstreamsMessage(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.TearDown("a", dir); err != nil {
+	if err := p.TearDown(context.Background(), "a", dir); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -209,7 +209,7 @@ func TestInlineVolumeNeedsTheEphemeralModeAndIsNotStaged(t *testing.T) {
 	if ctx := fn.reqs[0].(*csipb.NodePublishVolumeRequest).VolumeContext; ctx["csi.storage.k8s.io/ephemeral"] != "true" {
 		t.Fatalf("volume context = %v", ctx)
 	}
-	if err := p.TearDown("a", dir); err != nil {
+	if err := p.TearDown(context.Background(), "a", dir); err != nil {
 		t.Fatal(err)
 	}
 	if got := fn.called(); len(got) != 2 || !strings.HasPrefix(got[1], "Unpublish ") {
@@ -330,7 +330,7 @@ func TestBlockVolumeIsPublishedAsADevice(t *testing.T) {
 			t.Fatalf("%T capability = %v, want block access", req, c)
 		}
 	}
-	if err := p.TearDown("a", dir); err != nil {
+	if err := p.TearDown(context.Background(), "a", dir); err != nil {
 		t.Fatal(err)
 	}
 	if got := fn.called(); len(got) != 4 || got[2] != "Unpublish vol1 "+filepath.Join(dir, "dev") {

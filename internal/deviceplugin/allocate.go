@@ -73,7 +73,10 @@ func (m *Manager) Allocate(pod *v1.Pod, c *v1.Container, affinity topology.Hint)
 	m.allocating.Lock()
 	defer m.allocating.Unlock()
 	m.beginAdmission(pod.UID)
-	if err := m.allocateContainer(context.Background(), pod.UID, c, affinity.NUMANodes); err != nil {
+	m.mu.Lock()
+	ctx := m.runCtx // admission has no context of its own; nil before Run, when no plugin is there to call
+	m.mu.Unlock()
+	if err := m.allocateContainer(ctx, pod.UID, c, affinity.NUMANodes); err != nil {
 		m.RemovePod(pod.UID)
 		return err
 	}

@@ -73,7 +73,10 @@ type Manager struct {
 	runningAtStart map[types.UID][]string
 	server         *grpc.Server
 	listener       net.Listener
-	streams        sync.WaitGroup // the plugins' ListAndWatch streams (follow)
+	// runCtx is Run's context: the plugins' streams and admission's calls to them end with it.
+	// nil before Run, when no plugin can have registered.
+	runCtx  context.Context
+	streams sync.WaitGroup // the plugins' ListAndWatch streams (follow)
 }
 
 // pluginResource is one extended resource and the plugin serving it. Entries are never deleted:
@@ -163,6 +166,7 @@ func (m *Manager) Listen() error {
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	srv, lis := m.server, m.listener
+	m.runCtx = ctx // before serving: every registration comes after
 	m.mu.Unlock()
 	if srv == nil {
 		return errors.New("device plugin manager is not listening")
@@ -299,7 +303,7 @@ func validateResourceName(name string) error {
 // following its devices. Until the new plugin lists its devices the old list stands.
 func (m *Manager) install(p *plugin) error {
 	m.mu.Lock()
-	if m.server == nil {
+	if m.server == nil || m.runCtx == nil {
 		m.mu.Unlock()
 		return errors.New("device plugin manager is stopped")
 	}
@@ -314,8 +318,9 @@ func (m *Manager) install(p *plugin) error {
 		r.expiry.Stop()
 		r.expiry = nil
 	}
-	// The stream ends when p is closed: replaced, or by Stop; Run waits for it.
-	ctx, cancel := context.WithCancel(context.Background())
+	// The stream ends when p is closed (replaced, or by Stop) or Run's context ends; Run
+	// waits for it.
+	ctx, cancel := context.WithCancel(m.runCtx)
 	p.cancel = cancel
 	m.streams.Add(1)
 	m.mu.Unlock()

@@ -3,15 +3,11 @@
 package downward
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"os"
-	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,28 +30,6 @@ func (n Capacity) Quantity(name v1.ResourceName) (resource.Quantity, bool) {
 		return *resource.NewQuantity(n.MemoryBytes, resource.BinarySI), true
 	}
 	return resource.Quantity{}, false
-}
-
-// MachineCapacity is this machine's CPU count and MemTotal, read once.
-var MachineCapacity = sync.OnceValue(func() Capacity {
-	return Capacity{MilliCPU: int64(goruntime.NumCPU()) * 1000, MemoryBytes: memTotal()}
-})
-
-func memTotal() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, _ := strconv.ParseInt(fields[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // Fields is what downward API references resolve against.

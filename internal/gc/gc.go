@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
 // DefaultPeriod is how often a pass runs (the kubelet's container GC period).
@@ -59,7 +60,7 @@ type Options struct {
 	NodeName string
 	// RootDir holds pod directories under RootDir/pods/<uid>.
 	RootDir string
-	// PodLogsDir (default /var/log/pods) holds <namespace>_<name>_<uid> log directories;
+	// PodLogsDir (required: podLogsDir) holds <namespace>_<name>_<uid> log directories;
 	// ContainerLogsDir (default /var/log/containers) the per-container symlinks.
 	PodLogsDir       string
 	ContainerLogsDir string
@@ -99,11 +100,8 @@ func New(opts Options) (*ContainerGC, error) {
 	if opts.Policy.MinAge < 0 {
 		return nil, fmt.Errorf("invalid minimum garbage collection age: %v", opts.Policy.MinAge)
 	}
-	if opts.Runtime == nil || opts.PodExists == nil {
-		return nil, errors.New("container GC needs a runtime and PodExists")
-	}
-	if opts.PodLogsDir == "" {
-		opts.PodLogsDir = "/var/log/pods"
+	if opts.Runtime == nil || opts.PodExists == nil || opts.PodLogsDir == "" {
+		return nil, errors.New("container GC needs a runtime, PodExists and PodLogsDir")
 	}
 	if opts.ContainerLogsDir == "" {
 		opts.ContainerLogsDir = container.DefaultContainerLogsDir
@@ -115,7 +113,7 @@ func New(opts Options) (*ContainerGC, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Mountinfo == "" {
-		opts.Mountinfo = "/proc/self/mountinfo"
+		opts.Mountinfo = mount.Mountinfo
 	}
 	return &ContainerGC{opts: opts, died: make(chan death, diedQueueLen), alwaysReady: opts.SourcesReady == nil}, nil
 }

@@ -76,6 +76,7 @@ func Serve(ctx context.Context, ln net.Listener, checks map[string]Check) error 
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
+		// ctx has ended: the graceful shutdown gets a deadline of its own.
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shut)

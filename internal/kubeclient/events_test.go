@@ -18,7 +18,7 @@ import (
 
 func TestEventSinkWritesInTheEventsNamespace(t *testing.T) {
 	client := fake.NewClientset()
-	sink := kubeclient.NewEventSink(kubeclienttest.FromClientset(client))
+	sink := kubeclient.NewEventSink(t.Context(), kubeclienttest.FromClientset(client), nil)
 	event := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: "team-a"}, Reason: "Started", Count: 1}
 	if _, err := sink.Create(event); err != nil {
 		t.Fatal(err)
@@ -57,8 +57,7 @@ func TestFromClientsetKeepsNilNil(t *testing.T) {
 // anonymously: they wait in the broadcaster's queue and are posted once ready is closed.
 func TestEventSinkAfterHoldsEventsUntilReady(t *testing.T) {
 	client := fake.NewClientset()
-	ready, done := make(chan struct{}), make(chan struct{})
-	defer close(done)
+	ready := make(chan struct{})
 	client.PrependReactor("*", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
 		select {
 		case <-ready:
@@ -69,7 +68,7 @@ func TestEventSinkAfterHoldsEventsUntilReady(t *testing.T) {
 	})
 	b := record.NewBroadcaster()
 	defer b.Shutdown()
-	b.StartRecordingToSink(kubeclient.NewEventSinkAfter(kubeclienttest.FromClientset(client), ready, done))
+	b.StartRecordingToSink(kubeclient.NewEventSink(t.Context(), kubeclienttest.FromClientset(client), ready))
 	recorder := b.NewRecorder(kubeclient.Scheme, v1.EventSource{Component: "kubelet"})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "static", Namespace: "kube-system", UID: "u1"}}
 	for i := range 5 {

@@ -92,6 +92,7 @@ func (c resourceCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func fetchSummary(src SummarySource) (*statsapi.Summary, error) {
+	// A Prometheus collector is given no context: the scrape gets a deadline of its own.
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	return src.CPUAndMemorySummary(ctx)

@@ -56,6 +56,7 @@ func (c *volumeStatsCollector) Collect(ch chan<- prometheus.Metric) {
 	if f == nil {
 		return
 	}
+	// A Prometheus collector is given no context: the scrape gets a deadline of its own.
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	seen := map[statsapi.PVCReference]bool{}

@@ -91,6 +91,7 @@ func testOptions() Options {
 		SystemReserved: map[string]string{"cpu": "250m", "memory": "512Mi", "ephemeral-storage": "1Gi"},
 		EvictionHard:   map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"},
 		MaxImages:      2,
+		RootDir:        "/nodelet-root", // statfs is faked
 	}
 }
 

@@ -37,6 +37,7 @@ func HostPaths() MachinePaths {
 type Machine struct {
 	CPUs            int
 	MemoryBytes     int64
+	SwapBytes       int64                     // SwapTotal: the swap the host has, 0 without
 	HugePages       map[v1.ResourceName]int64 // "hugepages-2Mi" → bytes pre-allocated
 	MachineID       string
 	SystemUUID      string
@@ -59,7 +60,7 @@ func ReadMachine(p MachinePaths) (*Machine, error) {
 	}
 	m.CPUs = p.cpuCount()
 	var err error
-	m.MemoryBytes, err = memTotal(filepath.Join(p.Proc, "meminfo"))
+	m.MemoryBytes, m.SwapBytes, err = memInfo(filepath.Join(p.Proc, "meminfo"))
 	note(err)
 	m.HugePages, err = hugePages(filepath.Join(p.Sys, "kernel/mm/hugepages"))
 	note(err)
@@ -172,10 +173,33 @@ func countCPUList(list string) (int, error) {
 	return n, nil
 }
 
-// memTotal is the machine's memory in bytes, from /proc/meminfo.
-func memTotal(path string) (int64, error) {
-	total, err := topology.MemTotal(path)
-	return int64(total), err
+// memInfo is the machine's memory and swap in bytes, from /proc/meminfo: MemTotal, which it
+// must list, and SwapTotal.
+func memInfo(path string) (memTotal, swapTotal int64, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 3 || fields[2] != "kB" || (fields[0] != "MemTotal:" && fields[0] != "SwapTotal:") {
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %s %w", path, fields[0], err)
+		}
+		if fields[0] == "MemTotal:" {
+			memTotal, found = kb*1024, true
+		} else {
+			swapTotal = kb * 1024
+		}
+	}
+	if !found {
+		return 0, 0, fmt.Errorf("%s has no MemTotal line", path)
+	}
+	return memTotal, swapTotal, nil
 }
 
 // hugePages reports, per supported page size, the bytes of huge pages pre-allocated (often 0).

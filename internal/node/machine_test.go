@@ -36,7 +36,7 @@ func testPaths(root string, cpus int) MachinePaths {
 func TestReadMachineFromFiles(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{
-		"proc/meminfo":                   "MemTotal:        8048560 kB\nMemFree:         1000 kB\n",
+		"proc/meminfo":                   "MemTotal:        8048560 kB\nMemFree:         1000 kB\nSwapTotal:       2000000 kB\n",
 		"proc/sys/kernel/random/boot_id": "b00t-1d\n",
 		"proc/sys/kernel/osrelease":      "6.1.0-18-amd64\n",
 		"proc/self/cgroup":               "12:memory:/system.slice/nodelet.service\n4:cpu,cpuset:/system.slice/nodelet.service\n0::/system.slice/nodelet.service\n",
@@ -51,7 +51,7 @@ func TestReadMachineFromFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Machine{
-		CPUs: 2, MemoryBytes: 8048560 * 1024,
+		CPUs: 2, MemoryBytes: 8048560 * 1024, SwapBytes: 2000000 * 1024,
 		MachineID: "abc123", SystemUUID: "abc123", BootID: "b00t-1d", KernelVersion: "6.1.0-18-amd64",
 		OSImage: "Debian GNU/Linux 12 (bookworm)", OperatingSystem: runtime.GOOS, Architecture: runtime.GOARCH,
 	}

@@ -78,8 +78,8 @@ func TestRealAPIServer(t *testing.T) {
 	deps := Deps{
 		Client: kubeclienttest.FromClientset(client), Heartbeat: kubeclienttest.FromClientset(client),
 		Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "nodelet", Host: name}),
-		Runtime:  &fakeRuntime{name: "containerd", version: "e2e"},
-		Images:   &fakeImages{images: []v1.ContainerImage{{Names: []string{"nodelet.local/e2e:v1"}, SizeBytes: 1 << 20}}},
+		Runtime:  &fakeRuntime{name: "containerd", version: "e2e"}, Machine: hostMachine(t),
+		Images: &fakeImages{images: []v1.ContainerImage{{Names: []string{"nodelet.local/e2e:v1"}, SizeBytes: 1 << 20}}},
 	}
 	ctrl, err := New(opts, deps)
 	if err != nil {
@@ -245,4 +245,13 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// hostMachine reads this machine's facts, as nodelet does at start.
+func hostMachine(t *testing.T) *Machine {
+	m, err := ReadMachine(HostPaths())
+	if err != nil {
+		t.Logf("some machine facts are missing: %v", err)
+	}
+	return m
 }

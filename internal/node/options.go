@@ -55,7 +55,8 @@ type Options struct {
 	KubeReserved   map[string]string
 	SystemReserved map[string]string
 	EvictionHard   map[string]string
-	// RootDir is the kubelet root directory; its filesystem is the node's ephemeral storage.
+	// RootDir is the kubelet root directory (required, the configuration's); its filesystem is
+	// the node's ephemeral storage.
 	RootDir string
 	// MaxImages caps the images in the status (nodeStatusMaxImages): -1 no cap, 0 none.
 	MaxImages int32
@@ -114,9 +115,9 @@ type Deps struct {
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()
-	// Machine is read from the host when nil.
+	// Machine is the machine's facts, read once at start (ReadMachine); required.
 	Machine *Machine
-	// Paths locate machine facts and the root filesystem; HostPaths() when zero.
+	// Paths locate the root filesystem; HostPaths() when zero.
 	Paths MachinePaths
 	Clock clock.WithTicker
 }
@@ -136,9 +137,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LeaseDurationSeconds <= 0 {
 		o.LeaseDurationSeconds = DefaultLeaseDurationSeconds
-	}
-	if o.RootDir == "" {
-		o.RootDir = "/var/lib/kubelet"
 	}
 	return o
 }

@@ -53,8 +53,8 @@ type Controller struct {
 // do not parse; machine facts that cannot be read are logged and left empty.
 func New(opts Options, deps Deps) (*Controller, error) {
 	opts, deps = opts.withDefaults(), deps.withDefaults()
-	if opts.NodeName == "" {
-		return nil, errors.New("node: NodeName is required")
+	if opts.NodeName == "" || opts.RootDir == "" {
+		return nil, errors.New("node: NodeName and RootDir are required")
 	}
 	if deps.Client == nil {
 		return nil, errors.New("node: an API client is required")
@@ -68,16 +68,13 @@ func newController(opts Options, deps Deps) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	machine := deps.Machine
-	if machine == nil {
-		if machine, err = ReadMachine(deps.Paths); err != nil {
-			klog.ErrorS(err, "Some machine facts are missing from the node status")
-		}
+	if deps.Machine == nil {
+		return nil, errors.New("node: the machine's facts (Deps.Machine) are required")
 	}
 	return &Controller{
 		opts:      opts,
 		deps:      deps,
-		machine:   machine,
+		machine:   deps.Machine,
 		reserved:  reserved,
 		primaryIP: primaryHostIP,
 		ref:       nodeRef(opts.NodeName),

@@ -56,6 +56,7 @@ func (s *Server) serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
+		// ctx has ended: the graceful shutdown gets a deadline of its own.
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 		defer done()
 		_ = srv.Shutdown(shut)

@@ -23,7 +23,7 @@ const managedBy = "nodelet"
 // containerConfig builds the CRI config of one container instance. imageRef is what
 // EnsureImage returned.
 func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, restartCount int, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	env := containeropts.EnvSource{Objects: objects.NewLookups(m.objects), Pod: pod, PodIPs: sb.ips, NodeName: m.nodeName, HostIP: m.nodeIP, Capacity: m.nodeCapacity()}
+	env := containeropts.EnvSource{Objects: objects.NewLookups(m.objects), Pod: pod, PodIPs: sb.ips, NodeName: m.nodeName, HostIP: m.nodeIP, Capacity: m.capacity}
 	if m.serviceEnv != nil {
 		services, err := m.serviceEnv(pod)
 		if err != nil {

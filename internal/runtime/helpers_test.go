@@ -18,7 +18,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/downward"
 )
 
 const testImage = "nodelet.local/busybox:1.36"
@@ -38,6 +40,11 @@ type testEnv struct {
 func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	t.Helper()
 	fake, endpoint := fakecri.Start(t)
+	client, err := cri.Connect(endpoint, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
 	fake.AddImage(testImage)
 	clock := clocktesting.NewFakeClock(time.Now())
 	fake.SetClock(clock)
@@ -52,7 +59,8 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 		rootDir: filepath.Join(dir, "root"), logsDir: filepath.Join(dir, "logs"),
 	}
 	opts := Options{
-		Endpoint: endpoint, RootDir: e.rootDir, PodLogsDir: e.logsDir, Recorder: e.recorder,
+		CRI: client, RootDir: e.rootDir, PodLogsDir: e.logsDir, Recorder: e.recorder,
+		Capacity:         downward.Capacity{MilliCPU: 4000, MemoryBytes: 8 << 30},
 		ContainerLogsDir: filepath.Join(dir, "containers"),
 		ResolvConf:       resolv, NodeName: "node-1", NodeIP: "192.168.1.10",
 		Volumes: fakeVolumes{root: e.rootDir},
@@ -64,7 +72,6 @@ func newTestEnv(t *testing.T, mutate ...func(*Options)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
 	e.mgr = m
 	return e
 }

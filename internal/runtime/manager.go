@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -41,18 +40,13 @@ type ImageService interface {
 
 // Options configure the runtime manager.
 type Options struct {
-	// CRI is the runtime's client; nil dials Endpoint (and ImageEndpoint) with RequestTimeout.
+	// CRI is the runtime's client, the connection nodelet shares among its components
+	// (required; its owner closes it).
 	CRI *cri.Client
-	// Endpoint is the CRI socket, e.g. "unix:///run/nodelet/containerd/containerd.sock".
-	Endpoint string
-	// ImageEndpoint is the CRI image service socket (imageServiceEndpoint); empty means
-	// Endpoint. Image listing, removal and the image filesystem go there.
-	ImageEndpoint string
-	// RequestTimeout bounds CRI calls that do work (default 2m); list/status calls use 10s.
-	RequestTimeout time.Duration
-	// RootDir holds per-pod state under RootDir/pods/<uid> (default /var/lib/kubelet).
+	// RootDir holds per-pod state under RootDir/pods/<uid> (required: the configuration's
+	// root directory).
 	RootDir string
-	// PodLogsDir holds container logs, RootDir-independent (default /var/log/pods).
+	// PodLogsDir holds container logs, RootDir-independent (required: podLogsDir).
 	PodLogsDir string
 	// ServiceEnv returns the Service environment variables of pod's containers; nil (standalone)
 	// gives none.
@@ -67,12 +61,16 @@ type Options struct {
 	Images ImageService
 	// PullSecrets returns the pod's image pull secrets; nil means none.
 	PullSecrets func(pod *v1.Pod) []v1.Secret
-	// ResolvConf is the host resolver config used by dnsPolicy Default (default /etc/resolv.conf).
+	// ResolvConf is the host resolver config used by dnsPolicy Default (resolvConf); empty
+	// gives such pods none.
 	ResolvConf string
 	// ClusterDNS and ClusterDomain configure dnsPolicy ClusterFirst; without ClusterDNS such
 	// pods fall back to the host resolver config.
 	ClusterDNS    []string
 	ClusterDomain string
+	// Capacity is the machine's CPUs and memory, read once at start: what an unset limit
+	// reads as (resourceFieldRef) and what memory requests weigh against (oom_score_adj).
+	Capacity downward.Capacity
 	// NodeName and NodeIP fill spec.nodeName and status.hostIP env references.
 	NodeName string
 	NodeIP   string
@@ -144,7 +142,6 @@ type Manager struct {
 	nodeName    string
 	nodeIP      string
 	objects     objects.Getter
-	ownsCRI     bool // NewManager dialled cri: Close closes it
 	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
 	cpusets     func(pod *v1.Pod, c *v1.Container) (cpus, mems string)
 	podCgroup   func(pod *v1.Pod) (string, error)
@@ -173,8 +170,7 @@ type Manager struct {
 	memory      MemorySettings
 	pullHandler bool
 
-	capacityOnce sync.Once
-	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
+	capacity downward.Capacity // for oom_score_adj and resourceFieldRef defaults
 }
 
 // step records one step of pod that began at start and ends now.
@@ -196,28 +192,15 @@ func (m *Manager) seccomp() containeropts.Seccomp {
 	return containeropts.Seccomp{RootDir: m.rootDir, RuntimeDefault: m.seccompDefault}
 }
 
-// NewManager returns a Manager over opts.CRI, or over a connection it dials to opts.Endpoint.
-// Close closes a connection it dialled.
+// NewManager returns a Manager over opts.CRI.
 func NewManager(opts Options) (*Manager, error) {
-	if opts.CRI != nil {
-		return newManager(opts.CRI, opts), nil
+	if opts.CRI == nil || opts.RootDir == "" || opts.PodLogsDir == "" {
+		return nil, errors.New("runtime: a CRI client, RootDir and PodLogsDir are required")
 	}
-	client, err := cri.Connect(opts.Endpoint, opts.ImageEndpoint, opts.RequestTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
-	}
-	m := newManager(client, opts)
-	m.ownsCRI = true
-	return m, nil
+	return newManager(opts.CRI, opts), nil
 }
 
 func newManager(client *cri.Client, opts Options) *Manager {
-	if opts.RootDir == "" {
-		opts.RootDir = "/var/lib/kubelet"
-	}
-	if opts.PodLogsDir == "" {
-		opts.PodLogsDir = "/var/log/pods"
-	}
 	if opts.ContainerLogsDir == "" {
 		opts.ContainerLogsDir = container.DefaultContainerLogsDir
 	}
@@ -246,6 +229,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		podLogsDir:  opts.PodLogsDir,
 		dns:         dns,
 		nodeName:    opts.NodeName,
+		capacity:    opts.Capacity,
 		nodeIP:      opts.NodeIP,
 		objects:     opts.Objects,
 		logLinks:    containeropts.LogLinks{Dir: opts.ContainerLogsDir, PodLogsDir: opts.PodLogsDir},
@@ -263,14 +247,6 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
 		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler,
 	}
-}
-
-// Close closes the connection NewManager dialled, if it dialled one.
-func (m *Manager) Close() error {
-	if !m.ownsCRI {
-		return nil
-	}
-	return m.cri.Close()
 }
 
 // Status returns an error unless the runtime reports RuntimeReady and NetworkReady.

@@ -43,7 +43,7 @@ type MemorySettings struct {
 // containerResources are the cgroup settings of one container: its requests and limits,
 // then the OOM group and swap limit as upstream adds them.
 func (m *Manager) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
-	res := linuxResources(pod, c, m.nodeCapacity(), m.cpuQuotaOf(pod, c))
+	res := linuxResources(pod, c, m.capacity, m.cpuQuotaOf(pod, c))
 	m.setOOMGroup(res)
 	m.setSwap(res, pod, c)
 	return res

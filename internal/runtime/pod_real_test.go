@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/kubehash"
 	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/volumestest"
@@ -68,17 +69,17 @@ func realPod(t *testing.T, prefix string, containers ...v1.Container) *v1.Pod {
 			TerminationGracePeriodSeconds: ptr.To[int64](5),
 		},
 	}
-	t.Cleanup(func() { cleanupRealPod(t, pod) })
+	client := testutil.RealCRI(t) // closed after the pod's clean-up, registered later
+	t.Cleanup(func() { cleanupRealPod(t, client, pod) })
 	return pod
 }
 
 // cleanupRealPod removes whatever a failed test left behind.
-func cleanupRealPod(t *testing.T, pod *v1.Pod) {
-	m, err := NewManager(Options{Endpoint: os.Getenv(testutil.RealCRIEnv), PodLogsDir: realPodLogsDir, RootDir: t.TempDir()})
+func cleanupRealPod(t *testing.T, client *cri.Client, pod *v1.Pod) {
+	m, err := NewManager(Options{CRI: client, PodLogsDir: realPodLogsDir, RootDir: t.TempDir()})
 	if err != nil {
 		return
 	}
-	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = m.KillPod(ctx, pod, nil, 0)

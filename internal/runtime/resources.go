@@ -18,12 +18,6 @@ const (
 	oomScoreBestEffort = 1000
 )
 
-// nodeCapacity reads the CPU count and MemTotal once.
-func (m *Manager) nodeCapacity() downward.Capacity {
-	m.capacityOnce.Do(func() { m.capacity = downward.MachineCapacity() })
-	return m.capacity
-}
-
 // request returns the container's request for name, defaulting to its limit as the API
 // server does.
 func request(c *v1.Container, name v1.ResourceName) (resource.Quantity, bool) {

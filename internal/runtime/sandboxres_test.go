@@ -3,10 +3,11 @@ package runtime
 import (
 	"testing"
 
+	"reflect"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"reflect"
 )
 
 func quantities(pairs ...string) v1.ResourceList {

@@ -210,6 +210,7 @@ func (s *Server) serve(ctx context.Context, secureLn, readOnlyLn net.Listener) e
 	go func() {
 		defer wg.Done()
 		<-ctx.Done()
+		// ctx has ended: the graceful shutdown gets a deadline of its own.
 		shut, done := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer done()
 		for _, srv := range servers {

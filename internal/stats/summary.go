@@ -40,10 +40,10 @@ type Deps struct {
 	PodStatus func(types.UID) (*container.PodStatus, bool)
 	// Runtime is the CRI stats side of the runtime manager.
 	Runtime cri.StatsProvider
-	// RootDir is nodelet's root directory (default /var/lib/kubelet): its filesystem is the
-	// node's, and emptyDir volumes live below it.
+	// RootDir is nodelet's root directory (required, the configuration's): its filesystem is
+	// the node's, and emptyDir volumes live below it.
 	RootDir string
-	// PodLogsDir holds container logs (default /var/log/pods).
+	// PodLogsDir holds container logs (required: podLogsDir).
 	PodLogsDir string
 	// Host says where /proc and the cgroup hierarchy are; zero means the real ones.
 	Host HostPaths
@@ -80,12 +80,6 @@ type Provider struct {
 
 // NewSummaryProvider returns a provider over d.
 func NewSummaryProvider(d Deps) *Provider {
-	if d.RootDir == "" {
-		d.RootDir = "/var/lib/kubelet"
-	}
-	if d.PodLogsDir == "" {
-		d.PodLogsDir = "/var/log/pods"
-	}
 	if d.VolumeStatsPeriod == 0 {
 		d.VolumeStatsPeriod = defaultVolumeStatsPeriod
 	}

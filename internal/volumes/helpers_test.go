@@ -56,7 +56,7 @@ func (f *fakePlugin) SetUp(_ context.Context, _ *v1.Pod, s *Spec, dir string) (M
 	return Mount{Path: dir}, os.MkdirAll(dir, 0o755)
 }
 
-func (f *fakePlugin) TearDown(_ types.UID, dir string) error {
+func (f *fakePlugin) TearDown(_ context.Context, _ types.UID, dir string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tearDowns = append(f.tearDowns, dir)

@@ -50,7 +50,7 @@ type Plugin interface {
 	// changed: no remount, no rewrite of the same files.
 	SetUp(ctx context.Context, pod *v1.Pod, spec *Spec, dir string) (Mount, error)
 	// TearDown undoes SetUp knowing only the pod's UID and dir: the pod may be long gone.
-	TearDown(uid types.UID, dir string) error
+	TearDown(ctx context.Context, uid types.UID, dir string) error
 }
 
 // Expander is a Plugin whose volumes grow while mounted: once a claim's PersistentVolume is

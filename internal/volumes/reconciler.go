@@ -81,7 +81,7 @@ func (r *reconciler) run(ctx context.Context) {
 func (r *reconciler) reconcile(ctx context.Context) time.Duration {
 	next := resyncPeriod
 	now := r.clock.Now()
-	r.tearDownUnwanted(now, &next)
+	r.tearDownUnwanted(ctx, now, &next)
 	r.setUpWanted(ctx, now, &next)
 	r.forgetRetries()
 	r.m.inUse.forget(func(k volumeKey) bool { return r.m.desired.wants(k.uid, k.name) })
@@ -111,7 +111,7 @@ func (r *reconciler) setUpWanted(ctx context.Context, now time.Time, next *time.
 
 // tearDownUnwanted tears down the volumes no desired pod wants, once their pod's containers
 // are gone.
-func (r *reconciler) tearDownUnwanted(now time.Time, next *time.Duration) {
+func (r *reconciler) tearDownUnwanted(ctx context.Context, now time.Time, next *time.Duration) {
 	gone := map[types.UID]bool{}
 	for k, mv := range r.m.actual.all() {
 		if mv.tearingDown || r.m.desired.wants(k.uid, k.name) {
@@ -123,7 +123,7 @@ func (r *reconciler) tearDownUnwanted(now time.Time, next *time.Duration) {
 			gone[k.uid] = g
 		}
 		if g && r.start(k, now, next) {
-			go r.tearDown(k, mv)
+			go r.tearDown(ctx, k, mv)
 		}
 	}
 }
@@ -200,11 +200,11 @@ func (r *reconciler) setUp(ctx context.Context, pod *v1.Pod, k volumeKey, dv des
 	r.finish(k, false)
 }
 
-func (r *reconciler) tearDown(k volumeKey, mv mountedVolume) {
+func (r *reconciler) tearDown(ctx context.Context, k volumeKey, mv mountedVolume) {
 	r.m.actual.markTearingDown(k, true)
 	err := r.m.cleanSubPaths(k.uid, k.name)
 	if err == nil {
-		err = mv.plugin.TearDown(k.uid, mv.dir)
+		err = mv.plugin.TearDown(ctx, k.uid, mv.dir)
 	}
 	if err != nil {
 		klog.ErrorS(err, "UnmountVolume.TearDown failed", "podUID", k.uid, "volume", k.name, "plugin", mv.plugin.Name())

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // TestUpstreamStateFile reads cpu_manager_state as the real upstream kubelet v1.33.4 wrote it
@@ -17,7 +19,7 @@ func TestUpstreamStateFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeState(t, dir, string(golden))
-	m, _ := newManagerIn(t, dir, twoCPUs, PolicyStatic, 1, nil)
+	m, _ := newManagerIn(t, dir, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	f := readState(t, dir)
 	var pod, container, cpus string
 	for p, containers := range f.Entries {
@@ -31,7 +33,7 @@ func TestUpstreamStateFile(t *testing.T) {
 	if got := m.ContainerCPUs(typesUID(pod), "app").String(); got != "1" {
 		t.Errorf("restored assignment %q, want 1", got)
 	}
-	if err := store(dir, PolicyStatic, m.state); err != nil {
+	if err := store(dir, cmpolicy.CPUStatic, m.state); err != nil {
 		t.Fatal(err)
 	}
 	ours, err := os.ReadFile(filepath.Join(dir, StateFile))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // node is a hand-written fake of what the manager reads and calls: the active pods, their
@@ -100,7 +101,7 @@ func newManagerIn(t *testing.T, dir string, m *topology.Machine, policy string, 
 
 func managerOptions(dir string, m *topology.Machine, policy string, reserved int, options map[string]string, fake *node) Options {
 	return Options{
-		Policy: policy, PolicyOptions: options, OptionGates: DefaultOptionGates, Machine: m, NumReserved: reserved, StateDir: dir,
+		Policy: policy, PolicyOptions: options, OptionGates: cmpolicy.DefaultCPUOptionGates, Machine: m, NumReserved: reserved, StateDir: dir,
 		ActivePods: fake.active, PodStatus: fake.status, SetContainerCPUs: fake.setCPUs,
 	}
 }

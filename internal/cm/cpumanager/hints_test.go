@@ -7,11 +7,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 func TestContainerHints(t *testing.T) {
 	// Two NUMA nodes of two cores each, no HT; CPU 0 (node 0) is reserved.
-	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	node0, node1, both := topology.MaskOf(0), topology.MaskOf(1), topology.MaskOf(0, 1)
 	for _, tc := range []struct {
 		cpu  string
@@ -36,7 +37,7 @@ func TestContainerHints(t *testing.T) {
 }
 
 func TestHintsOfAnAllocatedContainerAreItsOwn(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	p := pod("p", "2", "app")
 	if err := m.Allocate(p, &p.Spec.Containers[0], topology.Hint{NUMANodes: topology.MaskOf(1)}); err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestHintsOfAnAllocatedContainerAreItsOwn(t *testing.T) {
 }
 
 func TestPodHints(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	p := pod("p", "1", "a", "b")
 	p.Spec.InitContainers = []v1.Container{container("init", "1")}
 	// The pod needs 2 at its peak (a and b together): node 1 alone holds that.

@@ -18,15 +18,16 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/metrics"
 )
 
 // Options configure a Manager.
 type Options struct {
-	Policy          string            // PolicyNone or PolicyStatic (cpuManagerPolicy)
-	PolicyOptions   map[string]string // cpuManagerPolicyOptions
-	OptionGates     OptionGates       // which of those options' stages are allowed
-	ReconcilePeriod time.Duration     // cpuManagerReconcilePeriod
+	Policy          string                  // cmpolicy.CPUNone or cmpolicy.CPUStatic (cpuManagerPolicy)
+	PolicyOptions   map[string]string       // cpuManagerPolicyOptions
+	OptionGates     cmpolicy.CPUOptionGates // which of those options' stages are allowed
+	ReconcilePeriod time.Duration           // cpuManagerReconcilePeriod
 	Machine         *topology.Machine
 	// ReservedCPUs are reservedSystemCPUs; when empty, NumReserved CPUs (the kube- and
 	// system-reserved cpu, rounded up) are chosen by topology.
@@ -64,14 +65,14 @@ type Manager struct {
 // New builds the manager and restores its state, checking it against the machine: a state of
 // another policy or one that no longer fits refuses the start, as upstream.
 func New(opts Options) (*Manager, error) {
-	popts, err := parseOptions(opts.Policy, opts.PolicyOptions, opts.OptionGates)
+	popts, err := cmpolicy.ParseCPUOptions(opts.Policy, opts.PolicyOptions, opts.OptionGates)
 	if err != nil {
 		return nil, err
 	}
 	m := &Manager{opts: opts, applied: assignments{}, missing: map[string]bool{}}
 	switch opts.Policy {
-	case PolicyNone:
-	case PolicyStatic:
+	case cmpolicy.CPUNone:
+	case cmpolicy.CPUStatic:
 		if opts.NumReserved == 0 && opts.ReservedCPUs.IsEmpty() {
 			return nil, fmt.Errorf("[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero")
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // twoCPUs is this project's test machine: one socket, one NUMA node, two cores.
@@ -31,7 +32,7 @@ func allocate(t *testing.T, m *Manager, p *v1.Pod) error {
 }
 
 func TestStaticGivesGuaranteedContainerItsOwnCPU(t *testing.T) {
-	m, _, _ := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	g := pod("g", "1", "app")
 	if err := allocate(t, m, g); err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestStaticGivesGuaranteedContainerItsOwnCPU(t *testing.T) {
 }
 
 func TestStaticRefusesWhatItCannotPin(t *testing.T) {
-	m, _, _ := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	if err := allocate(t, m, pod("first", "1", "app")); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestStaticRefusesWhatItCannotPin(t *testing.T) {
 }
 
 func TestStaticSharesWhatIsNotWholeOrGuaranteed(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	frac := pod("frac", "1500m", "app")
 	burst := pod("burst", "", "app")
 	burst.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resourceQty("2")}
@@ -91,7 +92,7 @@ func TestStaticSharesWhatIsNotWholeOrGuaranteed(t *testing.T) {
 }
 
 func TestRemovePodReturnsCPUsToThePool(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 2, 0), PolicyStatic, 2, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 2, 0), cmpolicy.CPUStatic, 2, nil)
 	g := pod("g", "4", "app")
 	if err := allocate(t, m, g); err != nil {
 		t.Fatal(err)
@@ -109,7 +110,7 @@ func TestRemovePodReturnsCPUsToThePool(t *testing.T) {
 }
 
 func TestInitContainerCPUsGoToTheAppContainer(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	p := pod("p", "2", "app")
 	p.Spec.InitContainers = []v1.Container{container("init", "2")}
 	if err := allocate(t, m, p); err != nil {
@@ -125,7 +126,7 @@ func TestInitContainerCPUsGoToTheAppContainer(t *testing.T) {
 }
 
 func TestSidecarKeepsItsCPUs(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	p := pod("p", "1", "app")
 	side := container("side", "1")
 	side.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
@@ -139,7 +140,7 @@ func TestSidecarKeepsItsCPUs(t *testing.T) {
 }
 
 func TestAllocateWithinTheAffinity(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 2, 2, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	p := pod("p", "2", "app")
 	if err := m.Allocate(p, &p.Spec.Containers[0], topology.Hint{NUMANodes: topology.MaskOf(1), Preferred: true}); err != nil {
 		t.Fatal(err)
@@ -150,8 +151,8 @@ func TestAllocateWithinTheAffinity(t *testing.T) {
 }
 
 func TestFullPCPUsOnly(t *testing.T) {
-	opts := map[string]string{OptionFullPCPUsOnly: "true"}
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), PolicyStatic, 1, opts)
+	opts := map[string]string{cmpolicy.OptionFullPCPUsOnly: "true"}
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), cmpolicy.CPUStatic, 1, opts)
 	odd := pod("odd", "1", "app")
 	err := allocate(t, m, odd)
 	var smt SMTAlignmentError
@@ -170,7 +171,7 @@ func TestFullPCPUsOnly(t *testing.T) {
 }
 
 func TestNonePolicyDoesNothing(t *testing.T) {
-	m, _, dir := newManager(t, twoCPUs, PolicyNone, 0, nil)
+	m, _, dir := newManager(t, twoCPUs, cmpolicy.CPUNone, 0, nil)
 	g := pod("g", "1", "app")
 	if err := allocate(t, m, g); err != nil {
 		t.Fatal(err)
@@ -190,14 +191,14 @@ func TestNonePolicyDoesNothing(t *testing.T) {
 }
 
 func TestStaticNeedsReservedCPUs(t *testing.T) {
-	_, err := New(managerOptions(t.TempDir(), twoCPUs, PolicyStatic, 0, nil, newNode()))
+	_, err := New(managerOptions(t.TempDir(), twoCPUs, cmpolicy.CPUStatic, 0, nil, newNode()))
 	if err == nil || !strings.Contains(err.Error(), "the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestReservedSystemCPUs(t *testing.T) {
-	opts := managerOptions(t.TempDir(), twoCPUs, PolicyStatic, 1, nil, newNode())
+	opts := managerOptions(t.TempDir(), twoCPUs, cmpolicy.CPUStatic, 1, nil, newNode())
 	opts.ReservedCPUs = cpuset.New(1)
 	m, err := New(opts)
 	if err != nil {
@@ -216,44 +217,18 @@ func TestReservedSystemCPUs(t *testing.T) {
 	}
 }
 
-func TestPolicyOptions(t *testing.T) {
-	alphaToo := OptionGates{Alpha: true, Beta: true}
-	for _, tc := range []struct {
-		policy  string
-		options map[string]string
-		gates   OptionGates
-		want    string // "" for no error
-	}{
-		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "true", OptionDistributeCPUsAcrossNUMA: "false", OptionStrictCPUReservation: "true"}, DefaultOptionGates, ""},
-		{PolicyStatic, map[string]string{"align-by-socket": "true"}, alphaToo, `CPU Manager Policy option "align-by-socket" is not supported by nodelet`},
-		{PolicyStatic, map[string]string{"prefer-align-cpus-by-uncorecache": "false"}, alphaToo, ""}, // off: nothing to implement
-		{PolicyStatic, map[string]string{"align-by-socket": "true"}, DefaultOptionGates, `CPU Manager Policy Alpha-level Options not enabled, but option "align-by-socket" provided`},
-		{PolicyStatic, map[string]string{OptionStrictCPUReservation: "true"}, OptionGates{}, `CPU Manager Policy Beta-level Options not enabled, but option "strict-cpu-reservation" provided`},
-		{PolicyStatic, map[string]string{OptionDistributeCPUsAcrossNUMA: "true"}, OptionGates{Alpha: true}, `CPU Manager Policy Beta-level Options not enabled, but option "distribute-cpus-across-numa" provided`},
-		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "true"}, OptionGates{}, ""}, // GA: no gate needed
-		{PolicyStatic, map[string]string{"made-up": "true"}, alphaToo, `unknown CPU Manager Policy option: "made-up"`},
-		{PolicyStatic, map[string]string{OptionFullPCPUsOnly: "yes please"}, DefaultOptionGates, `bad value for option "full-pcpus-only"`},
-		{PolicyNone, map[string]string{OptionFullPCPUsOnly: "true"}, DefaultOptionGates, "None policy: received unsupported options"},
-	} {
-		err := CheckOptions(tc.policy, tc.options, tc.gates)
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s %v %+v: err = %v, want %q", tc.policy, tc.options, tc.gates, err, tc.want)
-		}
-	}
-}
-
-// The gates reach New, not only CheckOptions: a beta option with the beta gate off refuses
+// The gates reach New, not only the configuration check: a beta option with the beta gate off refuses
 // the start.
 func TestNewRefusesAnOptionItsGateTurnsOff(t *testing.T) {
-	opts := managerOptions(t.TempDir(), twoCPUs, PolicyStatic, 1, map[string]string{OptionStrictCPUReservation: "true"}, newNode())
-	opts.OptionGates = OptionGates{}
+	opts := managerOptions(t.TempDir(), twoCPUs, cmpolicy.CPUStatic, 1, map[string]string{cmpolicy.OptionStrictCPUReservation: "true"}, newNode())
+	opts.OptionGates = cmpolicy.CPUOptionGates{}
 	if _, err := New(opts); err == nil || !strings.Contains(err.Error(), "Beta-level Options not enabled") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestPodHasExclusiveCPUs(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	g := pod("g", "1", "app")
 	g.Spec.Containers = append(g.Spec.Containers, container("frac", "500m"))
 	if err := allocate(t, m, g); err != nil {
@@ -272,7 +247,7 @@ func TestPodHasExclusiveCPUs(t *testing.T) {
 	if m.PodHasExclusiveCPUs(frac) {
 		t.Error("a pod of fractional requests has exclusive CPUs")
 	}
-	none, _, _ := newManager(t, twoCPUs, PolicyNone, 0, nil)
+	none, _, _ := newManager(t, twoCPUs, cmpolicy.CPUNone, 0, nil)
 	if none.PodHasExclusiveCPUs(g) {
 		t.Error("the none policy reports exclusive CPUs")
 	}

@@ -11,7 +11,7 @@ import (
 // not on that boundary, as upstream.
 func (p *static) countPinning(err error) {
 	metrics.CPUPinning(err != nil)
-	if p.opts.fullPCPUsOnly {
+	if p.opts.FullPCPUsOnly {
 		metrics.AlignedComputeResources(metrics.AlignScopeContainer, metrics.AlignedPhysicalCPU, err != nil)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/metrics/metricstest"
 )
@@ -50,7 +51,7 @@ func checkPools(t *testing.T, when string, shared, exclusive float64, byNUMA ...
 }
 
 func TestMetricsAtStart(t *testing.T) {
-	newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	// CPU 0 is reserved: the shared pool counts only CPU 1, as upstream's does.
 	checkPools(t, "at start", 1000, 0, 0)
 	for _, b := range []string{metrics.AlignedPhysicalCPU, metrics.AlignedUncoreCache} {
@@ -65,7 +66,7 @@ func TestMetricsAtStart(t *testing.T) {
 
 func TestPoolGaugesFollowAllocateAndRelease(t *testing.T) {
 	// Two sockets, one NUMA node each, two cores each: CPUs 0,1 on node 0, 2,3 on node 1.
-	m, _, _ := newManager(t, topology.Synthetic(2, 1, 2, 1, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(2, 1, 2, 1, 0), cmpolicy.CPUStatic, 1, nil)
 	checkPools(t, "at start", 3000, 0, 0, 0)
 	uncore := value(t, aligned, boundary(metrics.AlignedUncoreCache))
 
@@ -91,8 +92,8 @@ func TestPoolGaugesFollowAllocateAndRelease(t *testing.T) {
 }
 
 func TestPinningCounters(t *testing.T) {
-	opts := map[string]string{OptionFullPCPUsOnly: "true"}
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), PolicyStatic, 1, opts)
+	opts := map[string]string{cmpolicy.OptionFullPCPUsOnly: "true"}
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), cmpolicy.CPUStatic, 1, opts)
 	requests, errs := value(t, pinningRequests, nil), value(t, pinningErrors, nil)
 	physical, physicalFailed := value(t, aligned, boundary(metrics.AlignedPhysicalCPU)), value(t, alignFailed, boundary(metrics.AlignedPhysicalCPU))
 
@@ -127,7 +128,7 @@ func TestPinningCounters(t *testing.T) {
 }
 
 func TestPhysicalCPUAlignmentOnlyUnderFullPCPUsOnly(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), cmpolicy.CPUStatic, 1, nil)
 	physical := value(t, aligned, boundary(metrics.AlignedPhysicalCPU))
 	if err := allocate(t, m, pod("one", "1", "app")); err != nil {
 		t.Fatal(err)
@@ -138,18 +139,18 @@ func TestPhysicalCPUAlignmentOnlyUnderFullPCPUsOnly(t *testing.T) {
 }
 
 func TestPoolGaugesAfterARestart(t *testing.T) {
-	m, _, dir := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, _, dir := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	if err := allocate(t, m, pod("g", "1", "app")); err != nil {
 		t.Fatal(err)
 	}
-	newManagerIn(t, t.TempDir(), twoCPUs, PolicyStatic, 1, nil) // another start resets the gauges
+	newManagerIn(t, t.TempDir(), twoCPUs, cmpolicy.CPUStatic, 1, nil) // another start resets the gauges
 	checkPools(t, "another manager's start", 1000, 0, 0)
-	newManagerIn(t, dir, twoCPUs, PolicyStatic, 1, nil)
+	newManagerIn(t, dir, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	checkPools(t, "restored", 0, 1, 1)
 }
 
 func TestReconcileReleaseUpdatesThePools(t *testing.T) {
-	m, _, _ := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	if err := allocate(t, m, pod("gone", "1", "app")); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 func TestReconcileShrinksTheSharedPool(t *testing.T) {
-	m, fake, _ := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, fake, _ := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	be := pod("be", "", "app")
 	fake.run(be)
 	m.Reconcile(context.Background())
@@ -36,7 +37,7 @@ func TestReconcileShrinksTheSharedPool(t *testing.T) {
 }
 
 func TestReconcileRetriesAFailedUpdate(t *testing.T) {
-	m, fake, _ := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, fake, _ := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	fake.run(pod("be", "", "app"))
 	fake.fail = errors.New("runtime down")
 	m.Reconcile(context.Background())
@@ -48,7 +49,7 @@ func TestReconcileRetriesAFailedUpdate(t *testing.T) {
 }
 
 func TestReconcileReleasesGonePodsOnTheSecondPass(t *testing.T) {
-	m, fake, _ := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, fake, _ := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	g := pod("g", "1", "app")
 	if err := allocate(t, m, g); err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestReconcileReleasesGonePodsOnTheSecondPass(t *testing.T) {
 
 func TestReconcileWaitsForTheSources(t *testing.T) {
 	fake := newNode()
-	opts := managerOptions(t.TempDir(), twoCPUs, PolicyStatic, 1, nil, fake)
+	opts := managerOptions(t.TempDir(), twoCPUs, cmpolicy.CPUStatic, 1, nil, fake)
 	ready := false
 	opts.SourcesReady = func() bool { return ready }
 	m, err := New(opts)

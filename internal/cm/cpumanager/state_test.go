@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/cm/checkpoint"
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 func readState(t *testing.T, dir string) stateFile {
@@ -33,7 +34,7 @@ func writeState(t *testing.T, dir, text string) {
 }
 
 func TestStateSurvivesARestart(t *testing.T) {
-	m, _, dir := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, _, dir := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	g := pod("g", "1", "app")
 	if err := allocate(t, m, g); err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 	if f.PolicyName != "static" || f.DefaultCPUSet != "0" || f.Entries["g-uid"]["app"] != "1" || f.Checksum == 0 {
 		t.Fatalf("state file %+v", f)
 	}
-	again, _ := newManagerIn(t, dir, twoCPUs, PolicyStatic, 1, nil)
+	again, _ := newManagerIn(t, dir, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	if got := again.ContainerCPUs(g.UID, "app").String(); got != "1" {
 		t.Errorf("after a restart the container holds %q, want 1", got)
 	}
@@ -55,11 +56,11 @@ func TestStateSurvivesARestart(t *testing.T) {
 }
 
 func TestPolicyChangeWithStaleStateRefusesToStart(t *testing.T) {
-	m, _, dir := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, _, dir := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	if err := allocate(t, m, pod("g", "1", "app")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(managerOptions(dir, twoCPUs, PolicyNone, 0, nil, newNode()))
+	_, err := New(managerOptions(dir, twoCPUs, cmpolicy.CPUNone, 0, nil, newNode()))
 	want := `could not restore state from checkpoint: configured policy "none" differs from state checkpoint policy "static", please drain this node and delete the CPU manager checkpoint file "` + filepath.Join(dir, StateFile) + `" before restarting Kubelet`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v\nwant it to hold %s", err, want)
@@ -67,7 +68,7 @@ func TestPolicyChangeWithStaleStateRefusesToStart(t *testing.T) {
 }
 
 func TestCorruptStateRefusesToStart(t *testing.T) {
-	m, _, dir := newManager(t, twoCPUs, PolicyStatic, 1, nil)
+	m, _, dir := newManager(t, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	if err := allocate(t, m, pod("g", "1", "app")); err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +77,13 @@ func TestCorruptStateRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeState(t, dir, strings.Replace(string(data), `"app":"1"`, `"app":"0"`, 1))
-	_, err = New(managerOptions(dir, twoCPUs, PolicyStatic, 1, nil, newNode()))
+	_, err = New(managerOptions(dir, twoCPUs, cmpolicy.CPUStatic, 1, nil, newNode()))
 	var corrupt *checkpoint.CorruptError
 	if !errors.As(err, &corrupt) {
 		t.Fatalf("edited state file: err = %v, want a CorruptError", err)
 	}
 	writeState(t, dir, "{not json")
-	if _, err := New(managerOptions(dir, twoCPUs, PolicyStatic, 1, nil, newNode())); err == nil {
+	if _, err := New(managerOptions(dir, twoCPUs, cmpolicy.CPUStatic, 1, nil, newNode())); err == nil {
 		t.Fatal("a state file that is not JSON was accepted")
 	}
 }
@@ -90,7 +91,7 @@ func TestCorruptStateRefusesToStart(t *testing.T) {
 func TestStateWithoutChecksumIsAccepted(t *testing.T) {
 	dir := t.TempDir()
 	writeState(t, dir, `{"policyName":"static","defaultCpuSet":"0","entries":{"g-uid":{"app":"1"}}}`)
-	m, _ := newManagerIn(t, dir, twoCPUs, PolicyStatic, 1, nil)
+	m, _ := newManagerIn(t, dir, twoCPUs, cmpolicy.CPUStatic, 1, nil)
 	if got := m.ContainerCPUs("g-uid", "app").String(); got != "1" {
 		t.Errorf("holds %q, want 1", got)
 	}
@@ -106,7 +107,7 @@ func TestInvalidStateRefusesToStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeState(t, dir, tc.file)
-			_, err := New(managerOptions(dir, twoCPUs, PolicyStatic, 1, nil, newNode()))
+			_, err := New(managerOptions(dir, twoCPUs, cmpolicy.CPUStatic, 1, nil, newNode()))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -115,7 +116,7 @@ func TestInvalidStateRefusesToStart(t *testing.T) {
 }
 
 func TestFirstStartWritesTheState(t *testing.T) {
-	_, _, dir := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), PolicyStatic, 1, nil)
+	_, _, dir := newManager(t, topology.Synthetic(1, 1, 2, 2, 0), cmpolicy.CPUStatic, 1, nil)
 	f := readState(t, dir)
 	if f.PolicyName != "static" || f.DefaultCPUSet != "0-3" || len(f.Entries) != 0 {
 		t.Errorf("state file %+v", f)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/qos"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
@@ -40,7 +41,7 @@ type static struct {
 	reserved    cpuset.CPUSet
 	// reservedCores is reserved grown to whole cores: what full-pcpus-only keeps out of reach.
 	reservedCores cpuset.CPUSet
-	opts          policyOptions
+	opts          cmpolicy.CPUOptions
 	// reuse holds, for the pod being admitted, the CPUs its (non-restartable) init containers
 	// hold, which its later containers may take over, as upstream.
 	reuse map[string]cpuset.CPUSet
@@ -48,7 +49,7 @@ type static struct {
 
 // newStatic reserves reservedCPUs, or when that is empty numReserved CPUs chosen by topology
 // (the lowest cores first, as upstream), away from exclusive use.
-func newStatic(m *topology.Machine, numReserved int, reservedCPUs cpuset.CPUSet, opts policyOptions) (*static, error) {
+func newStatic(m *topology.Machine, numReserved int, reservedCPUs cpuset.CPUSet, opts cmpolicy.CPUOptions) (*static, error) {
 	p := &static{machine: newLayout(m), opts: opts, reuse: map[string]cpuset.CPUSet{}}
 	p.cpusPerCore = p.machine.cpusPerCore()
 	reserved := reservedCPUs
@@ -72,9 +73,9 @@ func newStatic(m *topology.Machine, numReserved int, reservedCPUs cpuset.CPUSet,
 
 // take chooses n CPUs of available by the configured placement.
 func (p *static) take(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
-	if p.opts.distributeAcrossNUMA {
+	if p.opts.DistributeAcrossNUMA {
 		groupSize := 1
-		if p.opts.fullPCPUsOnly {
+		if p.opts.FullPCPUsOnly {
 			groupSize = p.cpusPerCore
 		}
 		return takeDistributed(p.machine, available, n, groupSize)
@@ -86,7 +87,7 @@ func (p *static) take(available cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
 // one (every CPU shared, but for the reserved ones under strict-cpu-reservation).
 func (p *static) start(s *state) error {
 	all := p.machine.cpus()
-	if p.opts.strictReservation {
+	if p.opts.StrictReservation {
 		all = all.Difference(p.reserved)
 	}
 	if s.defaultSet.IsEmpty() {
@@ -115,7 +116,7 @@ func (p *static) start(s *state) error {
 // checkReservedShared refuses a restored shared pool that lacks a reserved CPU, or under
 // strict-cpu-reservation one that has any, as upstream.
 func (p *static) checkReservedShared(defaultSet cpuset.CPUSet) error {
-	if p.opts.strictReservation {
+	if p.opts.StrictReservation {
 		if shared := p.reserved.Intersection(defaultSet); !shared.IsEmpty() {
 			return fmt.Errorf("some of strictly reserved cpus: %q are present in defaultCpuSet: %q", shared.String(), defaultSet.String())
 		}
@@ -163,7 +164,7 @@ func (p *static) allocate(s *state, pod *v1.Pod, c *v1.Container, affinity topol
 // checkSMT refuses, under full-pcpus-only, a request of part of a core or of more whole cores
 // than are free.
 func (p *static) checkSMT(s *state, n int) error {
-	if !p.opts.fullPCPUsOnly {
+	if !p.opts.FullPCPUsOnly {
 		return nil
 	}
 	if n%p.cpusPerCore != 0 {

@@ -5,15 +5,16 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
-var strict = map[string]string{OptionStrictCPUReservation: "true"}
+var strict = map[string]string{cmpolicy.OptionStrictCPUReservation: "true"}
 
 // Under strict-cpu-reservation the reserved CPU is in no pool: BestEffort containers run on the
 // rest, the state file's shared pool lacks it, and what can be given exclusively (the
 // pod-resources allocatable) is unchanged.
 func TestStrictReservationKeepsReservedCPUsOutOfTheSharedPool(t *testing.T) {
-	m, _, dir := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), PolicyStatic, 1, strict)
+	m, _, dir := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), cmpolicy.CPUStatic, 1, strict)
 	if got := readState(t, dir).DefaultCPUSet; got != "1-3" {
 		t.Errorf("state file's shared pool %q, want 1-3", got)
 	}
@@ -42,7 +43,7 @@ func TestStrictReservationKeepsReservedCPUsOutOfTheSharedPool(t *testing.T) {
 
 // Without the option the shared pool keeps the reserved CPU, as before.
 func TestReservedCPUsStaySharedWithoutStrictReservation(t *testing.T) {
-	_, _, dir := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), PolicyStatic, 1, map[string]string{OptionStrictCPUReservation: "false"})
+	_, _, dir := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), cmpolicy.CPUStatic, 1, map[string]string{cmpolicy.OptionStrictCPUReservation: "false"})
 	if got := readState(t, dir).DefaultCPUSet; got != "0-3" {
 		t.Errorf("state file's shared pool %q, want 0-3", got)
 	}
@@ -64,7 +65,7 @@ func TestStrictReservationChecksTheRestoredState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeState(t, dir, tc.file)
-			_, err := New(managerOptions(dir, twoCPUs, PolicyStatic, 1, tc.options, newNode()))
+			_, err := New(managerOptions(dir, twoCPUs, cmpolicy.CPUStatic, 1, tc.options, newNode()))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -72,5 +73,5 @@ func TestStrictReservationChecksTheRestoredState(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeState(t, dir, `{"policyName":"static","defaultCpuSet":"1"}`)
-	newManagerIn(t, dir, twoCPUs, PolicyStatic, 1, strict) // a strict state restores
+	newManagerIn(t, dir, twoCPUs, cmpolicy.CPUStatic, 1, strict) // a strict state restores
 }

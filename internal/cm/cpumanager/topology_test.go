@@ -5,6 +5,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // The CPU manager as the topology manager's hint provider, on two NUMA nodes of two cores each
@@ -14,7 +15,7 @@ import (
 // under single-numa-node (no hint) and under none (the CPU manager's own error).
 func TestCPUManagerUnderTheTopologyManager(t *testing.T) {
 	machine := topology.Synthetic(1, 2, 2, 1, 1<<30)
-	m, _, _ := newManager(t, machine, PolicyStatic, 1, nil)
+	m, _, _ := newManager(t, machine, cmpolicy.CPUStatic, 1, nil)
 	tm, err := topologymanager.New(machine, topologymanager.Config{Policy: topologymanager.PolicySingleNUMANode, Scope: topologymanager.ScopeContainer})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/metrics"
 )
 
@@ -59,7 +60,7 @@ type Config struct {
 // may run anywhere.
 type Manager struct {
 	cfg    Config
-	opts   Options
+	opts   cmpolicy.TopologyOptions
 	policy *policy // nil for policy none: providers allocate without hints
 
 	mu        sync.Mutex
@@ -70,7 +71,7 @@ type Manager struct {
 // New builds the manager for the machine. It refuses an unknown policy, scope or option, and a
 // policy other than none on a machine with more NUMA nodes than max-allowable-numa-nodes.
 func New(m *topology.Machine, cfg Config) (*Manager, error) {
-	opts, err := ParseOptions(cfg.Options)
+	opts, err := cmpolicy.ParseTopologyOptions(cfg.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func New(m *topology.Machine, cfg Config) (*Manager, error) {
 	if opts.PreferClosestNUMA {
 		for _, n := range m.NUMANodes {
 			if len(n.Distances) == 0 {
-				return nil, fmt.Errorf("cannot discover NUMA topology: no distances for NUMA node %d, which %s needs", n.ID, OptionPreferClosestNUMANodes)
+				return nil, fmt.Errorf("cannot discover NUMA topology: no distances for NUMA node %d, which %s needs", n.ID, cmpolicy.OptionPreferClosestNUMANodes)
 			}
 		}
 	}
@@ -116,7 +117,7 @@ func (m *Manager) Policy() string { return m.cfg.Policy }
 func (m *Manager) Scope() string { return m.cfg.Scope }
 
 // Options are the parsed topologyManagerPolicyOptions.
-func (m *Manager) Options() Options { return m.opts }
+func (m *Manager) Options() cmpolicy.TopologyOptions { return m.opts }
 
 // Admit aligns and sets aside the pod's resources, walking its init containers and then its app
 // containers, or refuses it with upstream's reason and message.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // fakeProvider answers fixed hints and records what it is asked to allocate.
@@ -186,7 +187,7 @@ func TestNewRefuses(t *testing.T) {
 		{twoNodes(), Config{Policy: PolicyRestricted, Scope: ScopePod, Options: map[string]string{"align-by-socket": "true"}},
 			`unknown Topology Manager Policy option: "align-by-socket"`},
 		{nine, Config{Policy: PolicyBestEffort, Scope: ScopeContainer}, "unsupported on machines with more than 8 NUMA Nodes"},
-		{noDistances, Config{Policy: PolicyBestEffort, Scope: ScopeContainer, Options: map[string]string{OptionPreferClosestNUMANodes: "true"}}, "no distances"},
+		{noDistances, Config{Policy: PolicyBestEffort, Scope: ScopeContainer, Options: map[string]string{cmpolicy.OptionPreferClosestNUMANodes: "true"}}, "no distances"},
 	}
 	for _, tc := range cases {
 		if _, err := New(tc.machine, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -195,29 +196,10 @@ func TestNewRefuses(t *testing.T) {
 	}
 	for _, cfg := range []Config{
 		{Policy: PolicyNone, Scope: ScopeContainer},
-		{Policy: PolicySingleNUMANode, Scope: ScopeContainer, Options: map[string]string{OptionMaxAllowableNUMANodes: "9"}},
+		{Policy: PolicySingleNUMANode, Scope: ScopeContainer, Options: map[string]string{cmpolicy.OptionMaxAllowableNUMANodes: "9"}},
 	} {
 		if _, err := New(nine, cfg); err != nil {
 			t.Errorf("New(%+v) on 9 NUMA nodes: %v", cfg, err)
-		}
-	}
-}
-
-func TestParseOptions(t *testing.T) {
-	good := map[string]string{OptionPreferClosestNUMANodes: "true", OptionMaxAllowableNUMANodes: "12"}
-	if o, err := ParseOptions(good); err != nil || !o.PreferClosestNUMA || o.MaxAllowableNUMANodes != 12 {
-		t.Errorf("ParseOptions(%v) = %+v, %v", good, o, err)
-	}
-	if o, err := ParseOptions(nil); err != nil || o.PreferClosestNUMA || o.MaxAllowableNUMANodes != 8 {
-		t.Errorf("defaults: %+v, %v", o, err)
-	}
-	for raw, want := range map[string]map[string]string{
-		`bad value for option "prefer-closest-numa-nodes"`:                          {OptionPreferClosestNUMANodes: "yes please"},
-		`unable to convert policy option to integer "max-allowable-numa-nodes"`:     {OptionMaxAllowableNUMANodes: "many"},
-		`the minimum value of "max-allowable-numa-nodes" should not be less than 8`: {OptionMaxAllowableNUMANodes: "4"},
-	} {
-		if _, err := ParseOptions(want); err == nil || !strings.Contains(err.Error(), raw) {
-			t.Errorf("ParseOptions(%v): %v, want %q", want, err, raw)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // The topology manager policies, as the kubelet configuration names them.
@@ -27,7 +28,7 @@ type policy struct {
 	distances map[int]map[int]int
 }
 
-func newPolicy(name string, m *topology.Machine, opts Options) *policy {
+func newPolicy(name string, m *topology.Machine, opts cmpolicy.TopologyOptions) *policy {
 	p := &policy{name: name, nodes: topology.MaskOf(m.NUMANodeIDs()...)}
 	// As upstream, single-numa-node has one size of placement only, so distance never decides.
 	if opts.PreferClosestNUMA && name != PolicySingleNUMANode {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cmpolicy"
 )
 
 // hint builds a hint on the given nodes (none: anywhere).
@@ -49,7 +50,7 @@ func TestMergeByPolicy(t *testing.T) {
 	policies := []string{PolicyBestEffort, PolicyRestricted, PolicySingleNUMANode}
 	for _, tc := range cases {
 		for i, name := range policies {
-			p := newPolicy(name, twoNodes(), Options{})
+			p := newPolicy(name, twoNodes(), cmpolicy.TopologyOptions{})
 			got, admit := p.merge(tc.providers)
 			if got != tc.want[i] || admit != tc.admit[i] {
 				t.Errorf("%s, %s: got %+v admit=%v, want %+v admit=%v", tc.name, name, got, admit, tc.want[i], tc.admit[i])
@@ -62,7 +63,7 @@ func TestMergeByPolicy(t *testing.T) {
 // needs, and no further.
 func TestMergeUnpreferredAimsAtTheWidestNeed(t *testing.T) {
 	m := topology.Synthetic(1, 4, 1, 1, 0)
-	p := newPolicy(PolicyBestEffort, m, Options{})
+	p := newPolicy(PolicyBestEffort, m, cmpolicy.TopologyOptions{})
 	// cpu needs two nodes at least; memory could do with one but prefers it, so nothing is
 	// preferred once they meet.
 	got, _ := p.merge([]provided{
@@ -75,7 +76,7 @@ func TestMergeUnpreferredAimsAtTheWidestNeed(t *testing.T) {
 }
 
 func TestSingleNUMANodeOnOneNodeMachineSaysAnywhere(t *testing.T) {
-	p := newPolicy(PolicySingleNUMANode, topology.Synthetic(1, 1, 2, 1, 0), Options{})
+	p := newPolicy(PolicySingleNUMANode, topology.Synthetic(1, 1, 2, 1, 0), cmpolicy.TopologyOptions{})
 	got, admit := p.merge([]provided{{"cpu": {hint(true, 0)}}})
 	if got != hint(true) || !admit {
 		t.Errorf("got %+v admit=%v, want anywhere, admitted", got, admit)
@@ -86,20 +87,20 @@ func TestPreferClosestNUMANodes(t *testing.T) {
 	// Nodes 0,1 share socket 0 (distance 11), 2,3 socket 1; across sockets 21.
 	m := topology.Synthetic(2, 2, 2, 1, 0)
 	hints := []provided{{"cpu": {hint(true, 1, 2), hint(true, 2, 3)}}}
-	plain, _ := newPolicy(PolicyBestEffort, m, Options{}).merge(hints)
+	plain, _ := newPolicy(PolicyBestEffort, m, cmpolicy.TopologyOptions{}).merge(hints)
 	if want := hint(true, 1, 2); plain != want {
 		t.Errorf("without the option: got %+v, want the lower-numbered %+v", plain, want)
 	}
-	closest, _ := newPolicy(PolicyBestEffort, m, Options{PreferClosestNUMA: true}).merge(hints)
+	closest, _ := newPolicy(PolicyBestEffort, m, cmpolicy.TopologyOptions{PreferClosestNUMA: true}).merge(hints)
 	if want := hint(true, 2, 3); closest != want {
 		t.Errorf("prefer-closest-numa-nodes: got %+v, want the same-socket %+v", closest, want)
 	}
-	restricted, _ := newPolicy(PolicyRestricted, m, Options{PreferClosestNUMA: true}).merge(hints)
+	restricted, _ := newPolicy(PolicyRestricted, m, cmpolicy.TopologyOptions{PreferClosestNUMA: true}).merge(hints)
 	if want := hint(true, 2, 3); restricted != want {
 		t.Errorf("restricted with prefer-closest-numa-nodes: got %+v, want %+v", restricted, want)
 	}
 	// Size still comes first.
-	narrow, _ := newPolicy(PolicyBestEffort, m, Options{PreferClosestNUMA: true}).merge([]provided{{"cpu": {hint(true, 2, 3), hint(true, 1)}}})
+	narrow, _ := newPolicy(PolicyBestEffort, m, cmpolicy.TopologyOptions{PreferClosestNUMA: true}).merge([]provided{{"cpu": {hint(true, 2, 3), hint(true, 1)}}})
 	if want := hint(true, 1); narrow != want {
 		t.Errorf("got %+v, want the single node %+v", narrow, want)
 	}

@@ -8,9 +8,6 @@ import (
 	"strings"
 )
 
-// HostMountInfo is this process's mount table.
-const HostMountInfo = "/proc/self/mountinfo"
-
 // mountEntry is one mountinfo line: the mount point, its filesystem type and super options.
 type mountEntry struct {
 	point, fsType string

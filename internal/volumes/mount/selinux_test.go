@@ -48,7 +48,7 @@ func TestSELinuxEnabled(t *testing.T) {
 		}
 	}
 	// This host: no selinuxfs.
-	if SELinuxEnabled(HostMountInfo, "/proc/self/attr/current") {
+	if SELinuxEnabled(Mountinfo, "/proc/self/attr/current") {
 		t.Log("SELinux is on on this host")
 	}
 }

@@ -75,7 +75,9 @@ func (e *EmptyDir) tmpfsSize(pod *v1.Pod, src *v1.EmptyDirVolumeSource) int64 {
 	return size
 }
 
-func (e *EmptyDir) TearDown(_ types.UID, dir string) error { return removeVolumeDir(e.mounter, dir) }
+func (e *EmptyDir) TearDown(_ context.Context, _ types.UID, dir string) error {
+	return removeVolumeDir(e.mounter, dir)
+}
 
 // fsGroup is the pod's securityContext.fsGroup, nil when unset.
 func fsGroup(pod *v1.Pod) *int64 {

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,7 +84,7 @@ func TestMemoryEmptyDirGetsTmpfsOnce(t *testing.T) {
 		t.Errorf("emptyDir %s: %v, want world-writable", dir, err)
 	}
 	empty := &EmptyDir{mounter: e.mounter}
-	if err := empty.TearDown(pod.UID, dir); err != nil {
+	if err := empty.TearDown(context.Background(), pod.UID, dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) || len(e.mounter.Snapshot()) != 0 {

@@ -33,7 +33,7 @@ func newEnv(t *testing.T, mutate ...func(*Deps, *volumes.Options)) *env {
 	e := &env{t: t, root: t.TempDir(), objs: &objectstest.Fake{}, mounter: mounttest.New(),
 		recorder: record.NewFakeRecorder(100)}
 	deps := Deps{Objects: e.objs, Mounter: e.mounter, NodeName: "node-1", NodeIP: "192.168.1.10",
-		Capacity: func() downward.Capacity { return downward.Capacity{MilliCPU: 2000, MemoryBytes: 1 << 30} }}
+		Capacity: downward.Capacity{MilliCPU: 2000, MemoryBytes: 1 << 30}}
 	opts := volumes.Options{RootDir: e.root, Recorder: e.recorder, Mounter: e.mounter} // no Pods: volumes stay
 	for _, f := range mutate {
 		f(&deps, &opts)

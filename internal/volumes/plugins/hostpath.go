@@ -35,7 +35,7 @@ func (HostPath) SetUp(_ context.Context, _ *v1.Pod, s *volumes.Spec, _ string) (
 	return volumes.Mount{Path: s.Volume.HostPath.Path}, nil
 }
 
-func (HostPath) TearDown(types.UID, string) error { return nil }
+func (HostPath) TearDown(context.Context, types.UID, string) error { return nil }
 
 // prepareHostPath creates or checks the host path as its type asks.
 func prepareHostPath(hp *v1.HostPathVolumeSource) error {
@@ -110,7 +110,7 @@ func (Local) SetUp(_ context.Context, pod *v1.Pod, s *volumes.Spec, _ string) (v
 	return volumes.Mount{Path: path, ReadOnly: s.ReadOnly, SELinuxRelabel: !s.ReadOnly}, nil
 }
 
-func (Local) TearDown(types.UID, string) error { return nil }
+func (Local) TearDown(context.Context, types.UID, string) error { return nil }
 
 func isBlock(pv *v1.PersistentVolume) bool {
 	return pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -42,7 +43,7 @@ func TestHugePagesEmptyDirGetsHugetlbfs(t *testing.T) {
 		t.Errorf("hugetlbfs mounts = %v, want %v", e.mounter.PageSizes(), want)
 	}
 	empty := &EmptyDir{mounter: e.mounter}
-	if err := empty.TearDown(pod.UID, dir("sized")); err != nil {
+	if err := empty.TearDown(context.Background(), pod.UID, dir("sized")); err != nil {
 		t.Fatal(err)
 	}
 	if _, still := e.mounter.PageSizes()[dir("sized")]; still {

@@ -37,7 +37,7 @@ type objectPlugin struct {
 	mounter  mount.Mounter
 	nodeName string
 	nodeIP   string
-	capacity func() downward.Capacity
+	capacity downward.Capacity
 }
 
 func newObjectPlugin(name string, d Deps, tokens *tokens.Cache) *objectPlugin {
@@ -70,7 +70,7 @@ func (p *objectPlugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, 
 	token := func(proj *v1.ServiceAccountTokenProjection) (string, error) {
 		return serviceAccountToken(ctx, p.tokens, pod, proj)
 	}
-	fields := downward.Fields{Pod: pod, NodeName: p.nodeName, HostIP: p.nodeIP, Capacity: p.capacity()}
+	fields := downward.Fields{Pod: pod, NodeName: p.nodeName, HostIP: p.nodeIP, Capacity: p.capacity}
 	files, err := volumeFiles(ctx, objects.NewLookups(p.objects), fields, token, s.Volume)
 	if err != nil {
 		return volumes.Mount{}, err
@@ -96,7 +96,7 @@ func (p *objectPlugin) SetUp(ctx context.Context, pod *v1.Pod, s *volumes.Spec, 
 	return volumes.Mount{Path: dir, ReadOnly: true, SELinuxRelabel: true}, nil
 }
 
-func (p *objectPlugin) TearDown(uid types.UID, dir string) error {
+func (p *objectPlugin) TearDown(_ context.Context, uid types.UID, dir string) error {
 	if p.name == projectedPlugin {
 		p.tokens.Forget(uid)
 	}

@@ -34,8 +34,9 @@ type Deps struct {
 	Mounter mount.Mounter
 	// NodeName and NodeIP answer spec.nodeName and status.hostIP in downwardAPI volumes.
 	NodeName, NodeIP string
-	// Capacity is what an unset limit reads as in downwardAPI volumes (default the machine's).
-	Capacity func() downward.Capacity
+	// Capacity is the machine's, read once at start: what an unset limit reads as in
+	// downwardAPI volumes.
+	Capacity downward.Capacity
 	// AllocatableMemory is the node's allocatable memory in bytes, which bounds a
 	// memory-backed emptyDir's tmpfs as upstream; nil or 0 leaves it to the pod's limit and
 	// sizeLimit (else the kernel's default, half the RAM).
@@ -49,9 +50,6 @@ type Deps struct {
 func All(d Deps) []volumes.Plugin {
 	if d.Mounter == nil {
 		d.Mounter = mount.Host{}
-	}
-	if d.Capacity == nil {
-		d.Capacity = downward.MachineCapacity
 	}
 	tokens := tokens.NewCache(d.Tokens)
 	return []volumes.Plugin{

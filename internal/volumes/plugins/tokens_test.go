@@ -102,7 +102,7 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	if got := readVolume(t, dir)["token"]; got != "-rw-r--r-- token-2" {
 		t.Errorf("token after refresh = %q, want token-2", got)
 	}
-	if err := projected.TearDown(pod.UID, dir); err != nil {
+	if err := projected.TearDown(context.Background(), pod.UID, dir); err != nil {
 		t.Fatal(err)
 	}
 	if projected.tokens.Len() != 0 || len(e.mounter.Snapshot()) != 0 {

@@ -1,4 +1,4 @@
-package cpumanager
+package cmpolicy
 
 import (
 	"fmt"
@@ -6,13 +6,13 @@ import (
 	"strconv"
 )
 
-// The policies, by upstream's names.
+// The CPU manager's policies (cpuManagerPolicy), by upstream's names.
 const (
-	PolicyNone   = "none"
-	PolicyStatic = "static"
+	CPUNone   = "none"
+	CPUStatic = "static"
 )
 
-// The static policy's options nodelet implements, by upstream's names.
+// The CPU manager static policy's options nodelet implements, by upstream's names.
 const (
 	// OptionFullPCPUsOnly gives containers whole cores only, refusing a request that is not
 	// a multiple of the hyperthreads per core (SMTAlignmentError).
@@ -44,34 +44,29 @@ var optionMaturity = map[string]maturity{
 	OptionFullPCPUsOnly:                ga,
 }
 
-// OptionGates are the feature gates that let options of each stage be used:
+// CPUOptionGates are the feature gates that let options of each stage be used:
 // CPUManagerPolicyAlphaOptions and CPUManagerPolicyBetaOptions.
-type OptionGates struct {
+type CPUOptionGates struct {
 	Alpha bool
 	Beta  bool
 }
 
-// DefaultOptionGates are upstream 1.33's defaults: beta options allowed, alpha ones not.
-var DefaultOptionGates = OptionGates{Beta: true}
+// DefaultCPUOptionGates are upstream 1.33's defaults: beta options allowed, alpha ones not.
+var DefaultCPUOptionGates = CPUOptionGates{Beta: true}
 
-// policyOptions are the parsed options of the static policy.
-type policyOptions struct {
-	fullPCPUsOnly        bool
-	distributeAcrossNUMA bool
-	strictReservation    bool
+// CPUOptions are the parsed options of the static policy.
+type CPUOptions struct {
+	FullPCPUsOnly        bool // OptionFullPCPUsOnly
+	DistributeAcrossNUMA bool // OptionDistributeCPUsAcrossNUMA
+	StrictReservation    bool // OptionStrictCPUReservation
 }
 
-// CheckOptions returns an error naming the first option of options that policy does not take
-// (the none policy takes none), that gates do not allow, whose value is not a boolean, or that
-// nodelet does not implement and is turned on.
-func CheckOptions(policy string, options map[string]string, gates OptionGates) error {
-	_, err := parseOptions(policy, options, gates)
-	return err
-}
-
-func parseOptions(policy string, options map[string]string, gates OptionGates) (policyOptions, error) {
-	var opts policyOptions
-	if policy == PolicyNone && len(options) > 0 {
+// ParseCPUOptions parses cpuManagerPolicyOptions, refusing the first option that policy does not
+// take (the none policy takes none), that gates do not allow, whose value is not a boolean, or
+// that nodelet does not implement and is turned on.
+func ParseCPUOptions(policy string, options map[string]string, gates CPUOptionGates) (CPUOptions, error) {
+	var opts CPUOptions
+	if policy == CPUNone && len(options) > 0 {
 		return opts, fmt.Errorf("None policy: received unsupported options=%v", options)
 	}
 	names := make([]string, 0, len(options))
@@ -89,11 +84,11 @@ func parseOptions(policy string, options map[string]string, gates OptionGates) (
 		}
 		switch name {
 		case OptionFullPCPUsOnly:
-			opts.fullPCPUsOnly = on
+			opts.FullPCPUsOnly = on
 		case OptionDistributeCPUsAcrossNUMA:
-			opts.distributeAcrossNUMA = on
+			opts.DistributeAcrossNUMA = on
 		case OptionStrictCPUReservation:
-			opts.strictReservation = on
+			opts.StrictReservation = on
 		default:
 			if on { // off, the option does nothing upstream either
 				return opts, fmt.Errorf("CPU Manager Policy option %q is not supported by nodelet (it implements %s, %s and %s)",
@@ -106,7 +101,7 @@ func parseOptions(policy string, options map[string]string, gates OptionGates) (
 
 // checkAvailable refuses an option upstream does not know, or one whose stage's gate is off,
 // with upstream's messages.
-func checkAvailable(name string, gates OptionGates) error {
+func checkAvailable(name string, gates CPUOptionGates) error {
 	switch optionMaturity[name] {
 	case alpha:
 		if !gates.Alpha {

@@ -1,4 +1,4 @@
-package topologymanager
+package cmpolicy
 
 import (
 	"fmt"
@@ -22,8 +22,8 @@ const (
 // fast with the node count.
 const defaultMaxNUMANodes = 8
 
-// Options are the parsed topologyManagerPolicyOptions.
-type Options struct {
+// TopologyOptions are the parsed topologyManagerPolicyOptions.
+type TopologyOptions struct {
 	// PreferClosestNUMA ranks placements of equal size by their nodes' distance instead of by
 	// their node numbers.
 	PreferClosestNUMA bool
@@ -31,10 +31,10 @@ type Options struct {
 	MaxAllowableNUMANodes int
 }
 
-// ParseOptions checks and parses topologyManagerPolicyOptions, refusing an unknown option or a
-// bad value with upstream's message.
-func ParseOptions(raw map[string]string) (Options, error) {
-	opts := Options{MaxAllowableNUMANodes: defaultMaxNUMANodes}
+// ParseTopologyOptions checks and parses topologyManagerPolicyOptions, refusing an unknown
+// option or a bad value with upstream's message.
+func ParseTopologyOptions(raw map[string]string) (TopologyOptions, error) {
+	opts := TopologyOptions{MaxAllowableNUMANodes: defaultMaxNUMANodes}
 	// Sorted, so that every run names the same first problem.
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		value := raw[name]
