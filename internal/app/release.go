@@ -20,7 +20,7 @@ const sweepPeriod = 10 * time.Second
 // first and the resources other pods may be given after.
 func (n *agent) release() podsync.Release {
 	r := podsync.Release{Host: []podsync.Releaser{n.cm, n.volumes}}
-	r.Books = append(r.Books, n.statuses, n.resizer)
+	r.Books = append(r.Books, n.statuses, n.images, n.resizer)
 	if n.cluster != nil {
 		r.Books = append(r.Books, n.cluster.apiStatus)
 	}
