@@ -443,7 +443,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 		loopCfg.ContainerDied = n.containerGC.ContainerDied
 	}
 	if n.cluster != nil {
-		n.cluster.wireLoop(ctx, &loopCfg)
+		n.cluster.loopHooks(ctx, &loopCfg)
 	}
 	n.wireResize(queue, workers, admit)
 	loop := syncloop.New(loopCfg)
