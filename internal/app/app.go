@@ -13,7 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -86,7 +85,7 @@ type agent struct {
 	images   *images.Manager
 	merger   *source.Merger
 	sources  []string
-	synced   *podsSynced // the loop has handled every source's first snapshot
+	synced   *syncloop.Synced // the loop has handled every source's first snapshot; nil without sources
 	pods     *pod.Manager
 	statuses *status.Manager
 	syncer   *podsync.Syncer
@@ -255,6 +254,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		n.cluster, statusSink = c, c.apiStatus
 		n.objects = c.newAPIObjects(n.pods, comps)
 	}
+	if mode == asDaemon {
+		n.newSources()
+	}
 	n.recorder = n.newRecorder(ctx)
 	n.statuses = status.NewManager(statusSink)
 	criClient, err := cri.Connect(kc.ContainerRuntimeEndpoint, cfg.ImageServiceEndpoint, kc.RuntimeRequestTimeout.Duration)
@@ -396,26 +398,12 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: node.HostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 		Resizes: n.resizer,
 	}
-	deps.RemoveCgroup = n.cm.RemovePodCgroup()
 	if n.cluster != nil {
 		deps.Mirrors = &podsync.Mirrors{Pods: n.pods, API: mirrorAPI{n.cluster.mirrors, n.cluster.ready}}
 		deps.Terminated = n.cluster.apiStatus.PodTerminated
-		deps.Forget = n.cluster.apiStatus.Forget
 	}
-	deps.Forget = releaseUserNamespace(n.idRanges, deps.Forget)
-	deps.Forget = n.forgetMemory(deps.Forget)
-	deps.Forget = forgetTopology(n.topology, deps.Forget)
-	deps.Forget = forgetCPUs(n.cpus, deps.Forget)
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
-	if n.devices != nil {
-		forget := deps.Forget
-		deps.Forget = func(uid types.UID) {
-			if forget != nil {
-				forget(uid)
-			}
-			n.devices.RemovePod(uid)
-		}
-	}
+	deps.Release = n.release()
 	return deps
 }
 
@@ -433,11 +421,10 @@ func (n *agent) buildNode(ctx context.Context) error {
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
 	n.comps.start("pod workers", workers.Run)
-	synced := n.synced.ready
+	synced := n.synced.Ready
 	n.podStates.wire(n, workers, relister, synced)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, synced)
-	n.startMemorySweep(workers, synced)
 	if err := n.startEviction(workers); err != nil {
 		return err
 	}
@@ -450,19 +437,18 @@ func (n *agent) buildNode(ctx context.Context) error {
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
-		SourcesReady: synced,
-		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
+		SourcesReady: synced, Synced: n.synced, ActivePods: func() []*v1.Pod { return n.activePods(workers) },
+		Pods: n.pods, Workers: workers, Queue: queue, Admit: admit,
 		ProbeUpdates: n.prober.Updates(), Timeline: n.timeline,
 	}
 	if n.containerGC != nil {
 		loopCfg.ContainerDied = n.containerGC.ContainerDied
 	}
 	if n.cluster != nil {
-		n.cluster.wireLoop(ctx, &loopCfg)
+		n.cluster.loopHooks(ctx, &loopCfg)
 	}
-	n.wireResize(queue, workers, admit, synced)
+	n.wireResize(queue, workers, admit)
 	loop := syncloop.New(loopCfg)
-	n.synced.loop.Store(loop)
 	n.trackDevicePods(ctx, workers, relister, synced)
 	if n.cluster != nil {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
@@ -498,9 +484,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	if n.cpus != nil {
 		n.comps.start("cpu manager", n.cpus.Run)
 	}
-	n.comps.loop("pod cgroup sweep", func(ctx context.Context) {
-		n.cm.SweepPodCgroups(ctx, synced, func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }, runtimePodUIDs(relister.RunningPods))
-	})
+	n.comps.start("per-pod state sweep", n.sweep(workers, relister).Run)
 	n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, n.cri) })
 	n.startOOM()
 	n.comps.start("sync loop", loop.Run)

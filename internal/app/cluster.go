@@ -125,8 +125,8 @@ func (m mirrorAPI) Delete(ctx context.Context, namespace, name string, uid *type
 	}
 }
 
-// wireLoop connects the sync loop's configuration to the API side.
-func (c *cluster) wireLoop(ctx context.Context, cfg *syncloop.Config) {
+// loopHooks fills the API side's hooks into the sync loop's configuration, before the loop is made.
+func (c *cluster) loopHooks(ctx context.Context, cfg *syncloop.Config) {
 	cfg.MirrorChanged = c.apiStatus.MirrorChanged
 	cfg.Reconciled = c.apiStatus.Reconcile
 	cfg.DeleteMirror = func(mirror *v1.Pod) { c.deletes.Go(func() { c.mirrors.DeleteOrphan(ctx, mirror) }) }

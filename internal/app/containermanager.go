@@ -1,12 +1,7 @@
 package app
 
 import (
-	"time"
-
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/nodelet/nodelet/internal/cm"
-	"github.com/nodelet/nodelet/internal/container"
 )
 
 // containerManagerConfig is what the container manager acts on, defaults applied.
@@ -20,17 +15,5 @@ func (n *agent) containerManagerConfig() cm.Config {
 		KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved,
 		KubeReservedCgroup: kc.KubeReservedCgroup, SystemReservedCgroup: kc.SystemReservedCgroup,
 		Machine: n.host,
-	}
-}
-
-// runtimePodUIDs lists the UIDs of the pods the runtime last reported, and when.
-func runtimePodUIDs(list func() ([]*container.RunningPod, time.Time)) func() ([]types.UID, time.Time) {
-	return func() ([]types.UID, time.Time) {
-		pods, at := list()
-		uids := make([]types.UID, 0, len(pods))
-		for _, p := range pods {
-			uids = append(uids, p.UID)
-		}
-		return uids, at
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
@@ -33,7 +32,7 @@ func (n *agent) newCPUManager() error {
 		ReconcilePeriod: kc.CPUManagerReconcilePeriod.Duration,
 		Machine:         n.machine, ReservedCPUs: reserved, NumReserved: count, StateDir: n.cfg.RootDir,
 		ActivePods:   n.podsHoldingCPUs,
-		SourcesReady: func() bool { return n.synced.ready() }, // n.synced comes with the sources
+		SourcesReady: n.synced.Ready,
 		PodStatus:    n.statuses.Get,
 		SetContainerCPUs: func(ctx context.Context, id string, cpus cpuset.CPUSet) error {
 			return n.cri.UpdateContainerResources(ctx, id, &cri.LinuxContainerResources{CpusetCpus: cpus.String()})
@@ -99,17 +98,4 @@ func (n *agent) podsHoldingCPUs() []*v1.Pod {
 		out = append(out, p)
 	}
 	return out
-}
-
-// forgetCPUs chains releasing a removed pod's CPUs onto forget.
-func forgetCPUs(m *cpumanager.Manager, forget func(types.UID)) func(types.UID) {
-	if m == nil {
-		return forget
-	}
-	return func(uid types.UID) {
-		if forget != nil {
-			forget(uid)
-		}
-		m.RemovePod(uid)
-	}
 }

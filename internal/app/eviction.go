@@ -13,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/syncloop"
 )
 
 // startEviction makes the eviction manager (n.eviction: admission, the node status and the
@@ -58,19 +59,9 @@ func (n *agent) startEviction(workers *podworkers.PodWorkers) error {
 	return nil
 }
 
-// activePods are the pods nodelet runs: admitted, not finished and not being torn down.
+// activePods are the pods nodelet runs, as syncloop.ActivePods defines them.
 func (n *agent) activePods(workers *podworkers.PodWorkers) []*v1.Pod {
-	var out []*v1.Pod
-	for _, p := range n.pods.Pods() {
-		if state, ok := workers.State(p.UID); !ok || state != podworkers.Syncing {
-			continue
-		}
-		if st, ok := n.statuses.Get(p.UID); ok && (st.Phase == v1.PodFailed || st.Phase == v1.PodSucceeded) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
+	return syncloop.ActivePods{Pods: n.pods, Workers: workers, Status: n.statuses.Get}.List()
 }
 
 // evictPod records the pod as Failed/Evicted (for node pressure also with a DisruptionTarget

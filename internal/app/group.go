@@ -41,12 +41,6 @@ func (c *components) start(name string, run func(context.Context) error) {
 	c.parts = append(c.parts, component{name: name, run: run})
 }
 
-// loop adds a component whose Run only returns when its context ends (the pod cgroup sweep
-// is the last).
-func (c *components) loop(name string, run func(context.Context)) {
-	c.start(name, func(ctx context.Context) error { run(ctx); return nil })
-}
-
 // onStop has Run (or release) call release after every component returned.
 func (c *components) onStop(release func()) {
 	c.closers = append(c.closers, release)

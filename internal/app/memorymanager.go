@@ -1,15 +1,11 @@
 package app
 
 import (
-	"context"
 	"errors"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
@@ -17,14 +13,8 @@ import (
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
-	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/qos"
 )
-
-// memorySweepPeriod spaces the memory manager's release of pods no longer active (a pod
-// stopped while nodelet was down, a refused pod's partial allocation); a pod's memory is
-// released at once when its worker finishes it.
-const memorySweepPeriod = 10 * time.Second
 
 // newMemoryManager builds the memory manager: None keeps only its state file; Static places
 // memory on the NUMA nodes of the machine's topology and checks reservedMemory against node
@@ -54,34 +44,6 @@ func newMemoryManager(cfg *config.Config, host *node.Machine, topo *topology.Mac
 		}
 	}
 	return m, nil
-}
-
-// startMemorySweep releases, once every pod source has been seen, the memory of pods that are
-// no longer active.
-func (n *agent) startMemorySweep(workers *podworkers.PodWorkers, sourcesReady func() bool) {
-	if n.memory == nil {
-		return
-	}
-	n.comps.loop("memory manager sweep", func(ctx context.Context) {
-		wait.UntilWithContext(ctx, func(context.Context) {
-			if sourcesReady() {
-				n.memory.RemoveInactive(n.activePods(workers))
-			}
-		}, memorySweepPeriod)
-	})
-}
-
-// forgetMemory has forget (the finished pod's other clean-ups) release the pod's memory too.
-func (n *agent) forgetMemory(forget func(types.UID)) func(types.UID) {
-	if n.memory == nil {
-		return forget
-	}
-	return func(uid types.UID) {
-		if forget != nil {
-			forget(uid)
-		}
-		n.memory.RemovePod(uid)
-	}
 }
 
 // resizePinned is upstream's refusal to resize a Guaranteed pod in place while a static

@@ -40,22 +40,18 @@ func (heldAdmitter) Reject(*v1.Pod, string, string) {}
 // manager wait for after a restart.
 func TestPodsSyncedOnceTheLoopHandledTheFirstSnapshots(t *testing.T) {
 	merger := source.NewMerger()
-	n := &agent{merger: merger, sources: []string{podutil.APISource}, synced: &podsSynced{merger: merger, sources: []string{podutil.APISource}}}
+	n := &agent{merger: merger, sources: []string{podutil.APISource}, synced: syncloop.NewSynced(merger, podutil.APISource)}
 	pods := pod.NewManager()
 	admitter := heldAdmitter{release: make(chan struct{})}
 	loop := syncloop.New(syncloop.Config{
 		Updates: n.merger.Updates(), Events: make(chan pleg.Event),
 		RunningPods:  func() ([]*container.RunningPod, time.Time) { return nil, time.Time{} },
-		SourcesReady: func() bool { return false },
-		Pods:         pods, Workers: idleWorkers{}, Queue: syncloop.NewQueue(), Admit: admitter,
+		SourcesReady: func() bool { return false }, Synced: n.synced,
+		Pods: pods, Workers: idleWorkers{}, Queue: syncloop.NewQueue(), Admit: admitter,
 	})
 	testutil.Start(t, n.merger.Run)
 	testutil.Start(t, loop.Run)
-	synced := n.synced.ready
-	if synced() {
-		t.Fatal("synced before the loop was set")
-	}
-	n.synced.loop.Store(loop)
+	synced := n.synced.Ready
 	if synced() {
 		t.Fatal("synced before the source sent anything")
 	}
@@ -69,6 +65,14 @@ func TestPodsSyncedOnceTheLoopHandledTheFirstSnapshots(t *testing.T) {
 	}
 	close(admitter.release)
 	testutil.Eventually(t, "pods synced", synced)
+	select {
+	case <-n.synced.Done():
+	default:
+		t.Error("ready but its channel is not closed")
+	}
+	if !loop.Ready() {
+		t.Error("the loop does not report itself ready")
+	}
 	if _, ok := pods.Get("uid-web"); !ok {
 		t.Error("synced but the pod is not in the pod manager")
 	}

@@ -1,13 +1,8 @@
 package app
 
 import (
-	"context"
-	"time"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/allocation"
@@ -17,10 +12,6 @@ import (
 	"github.com/nodelet/nodelet/internal/runtime"
 	"github.com/nodelet/nodelet/internal/syncloop"
 )
-
-// allocationSweepPeriod spaces the removals of checkpoint entries of pods gone while nodelet
-// was down (those removed while it runs go at once).
-const allocationSweepPeriod = time.Minute
 
 // newResizer loads the pods' allocated and actuated resources from the root directory.
 func (n *agent) newResizer() error {
@@ -41,11 +32,12 @@ func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
 }
 
 // wireResize connects the resize decisions to admission (which counts pods with their
-// allocations), the active pods and the sync queue, and sweeps the checkpoints of pods gone.
+// allocations), the active pods and the sync queue (the sweep, release.go, removes the
+// checkpoints of pods gone).
 // It is the graph's other link made after construction (volumes.go has the first): the pod
 // sync decides resizes through the resizer, and admission (through eviction) and the active
 // pods need the pod workers, which are made over the pod sync.
-func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers, admit *admission.Admitter, sourcesReady func() bool) {
+func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers, admit *admission.Admitter) {
 	r := n.resizer
 	r.Fit = admit.FitsResources
 	r.Allocatable = admit.Allocatable
@@ -53,18 +45,6 @@ func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers
 	r.Wake = func(uid types.UID) { queue.Enqueue(uid, 0) }
 	r.Backoff = n.syncer.Backoff
 	r.Pinned = n.resizePinned
-	n.comps.start("allocation checkpoint sweep", func(ctx context.Context) error {
-		wait.UntilWithContext(ctx, func(context.Context) {
-			if !sourcesReady() { // until every source has reported, a missing pod may still come
-				return
-			}
-			known := func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }
-			if err := r.Allocations.RemoveOrphans(known); err != nil {
-				klog.ErrorS(err, "Could not remove the resource checkpoint entries of removed pods; retrying later")
-			}
-		}, allocationSweepPeriod)
-		return nil
-	})
 }
 
 // podCgroups adapts the cgroup manager to what the runtime resizes pod cgroups through.

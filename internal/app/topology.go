@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
@@ -36,16 +35,6 @@ func newTopology(cfg *config.Config) (*topology.Machine, *topologymanager.Manage
 	klog.InfoS("Machine topology", "cpus", len(machine.CPUs), "cpusPerCore", machine.CPUsPerCore(), "numaNodes", len(machine.NUMANodes),
 		"topologyManagerPolicy", mgr.Policy(), "topologyManagerScope", mgr.Scope())
 	return machine, mgr, nil
-}
-
-// forgetTopology chains forgetting a removed pod's NUMA placements onto forget.
-func forgetTopology(m *topologymanager.Manager, forget func(types.UID)) func(types.UID) {
-	return func(uid types.UID) {
-		if forget != nil {
-			forget(uid)
-		}
-		m.RemovePod(uid)
-	}
 }
 
 // resourcePolicies are the resource managers' settings the node page lists, named as in the

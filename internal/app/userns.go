@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/userns"
@@ -24,16 +23,6 @@ func newUserNamespaces(cfg *config.Config) (*userns.Manager, error) {
 		return nil, err
 	}
 	return userns.New(filepath.Join(cfg.RootDir, "pods"), node, int(maxPods(cfg.Kubelet)))
-}
-
-// releaseUserNamespace chains the release of a removed pod's ID range onto forget.
-func releaseUserNamespace(ranges *userns.Manager, forget func(types.UID)) func(types.UID) {
-	return func(uid types.UID) {
-		if forget != nil {
-			forget(uid)
-		}
-		ranges.Release(uid)
-	}
 }
 
 // supportsRecursiveReadOnly says whether the runtime reports recursive read-only mounts for

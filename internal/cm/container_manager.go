@@ -9,18 +9,12 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/node"
 )
-
-// cgroupSweepPeriod spaces the searches for cgroups of pods that are gone for good.
-const cgroupSweepPeriod = time.Minute
 
 // Config is the part of the kubelet configuration the container manager acts on.
 type Config struct {
@@ -106,12 +100,16 @@ func (m *ContainerManager) PodCgroupParent() func(*v1.Pod) (string, error) {
 	return m.pods.EnsurePod
 }
 
-// RemovePodCgroup is what removes a pod's cgroup; nil when nodelet makes no pod cgroups.
-func (m *ContainerManager) RemovePodCgroup() func(types.UID) error {
+// Name names the per-pod state the container manager keeps: the pod's cgroup.
+func (m *ContainerManager) Name() string { return "cgroup" }
+
+// ReleasePod removes the pod's cgroup; an error (processes still in it) is retried by the
+// caller. Without pod cgroups there is nothing to release.
+func (m *ContainerManager) ReleasePod(uid types.UID) error {
 	if m.pods == nil {
 		return nil
 	}
-	return m.pods.RemovePod
+	return m.pods.RemovePod(uid)
 }
 
 // PodsCgroup is the cgroup every pod cgroup is under (kubepods), or "" when nodelet makes
@@ -155,29 +153,13 @@ func (m *ContainerManager) PodMemoryUsage(pod *v1.Pod) (int64, error) {
 	return m.pods.PodMemoryUsage(pod)
 }
 
-// SweepPodCgroups removes, now and then, the cgroups of pods that neither this node (known)
-// nor the runtime knows any more (e.g. nodelet stopped between removing a pod's containers
-// and its cgroup). Pods of other nodelets sharing the runtime are on the runtime's list, so
-// spared. It returns when ctx ends.
-func (m *ContainerManager) SweepPodCgroups(ctx context.Context, sourcesReady func() bool, known func(types.UID) bool, runtimePods func() ([]types.UID, time.Time)) {
+// RetainOnly removes the cgroups of pods keep disowns on two looks in a row (e.g. nodelet
+// stopped between removing a pod's containers and its cgroup). Pods of other nodelets sharing
+// the runtime are on the runtime's list, which the caller's keep counts, so spared.
+func (m *ContainerManager) RetainOnly(keep func(types.UID) bool) error {
 	if m.pods == nil {
-		return
+		return nil
 	}
-	// A first pass at once only marks suspects: nothing goes before a second look.
-	wait.UntilWithContext(ctx, func(context.Context) { m.sweepOnce(sourcesReady, known, runtimePods) }, cgroupSweepPeriod)
-}
-
-func (m *ContainerManager) sweepOnce(sourcesReady func() bool, known func(types.UID) bool, runtimePods func() ([]types.UID, time.Time)) {
-	listed, at := runtimePods()
-	if !sourcesReady() || at.IsZero() {
-		return // an incomplete view would disown live pods
-	}
-	onRuntime := map[types.UID]bool{}
-	for _, uid := range listed {
-		onRuntime[uid] = true
-	}
-	keep := func(uid types.UID) bool { return known(uid) || onRuntime[uid] }
-	if _, err := m.pods.SweepOrphans(keep); err != nil {
-		klog.ErrorS(err, "Could not remove the cgroups of removed pods; retrying later")
-	}
+	_, err := m.pods.SweepOrphans(keep)
+	return err
 }

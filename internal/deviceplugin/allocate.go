@@ -339,3 +339,12 @@ func (m *Manager) inUse(name string) map[string]bool {
 	}
 	return out
 }
+
+// Name names the per-pod state: the pod's plugin devices.
+func (m *Manager) Name() string { return "devices" }
+
+// ReleasePod frees the pod's devices (RemovePod).
+func (m *Manager) ReleasePod(uid types.UID) error {
+	m.RemovePod(uid)
+	return nil
+}

@@ -361,3 +361,12 @@ func pullSpec(pod *v1.Pod, image string, sb Sandbox) *cri.ImageSpec {
 	}
 	return &cri.ImageSpec{Image: image, Annotations: annotations, RuntimeHandler: sb.RuntimeHandler}
 }
+
+// Name names the per-pod state: the pod's pull back-off and last pull errors.
+func (m *Manager) Name() string { return "image pull state" }
+
+// ReleasePod forgets the pod's pull state (ForgetPod).
+func (m *Manager) ReleasePod(uid types.UID) error {
+	m.ForgetPod(uid)
+	return nil
+}

@@ -30,13 +30,14 @@ func TestTerminatedPodRemovalRemovesTheCgroupAndRetriesOnError(t *testing.T) {
 	var calls []string
 	cgroupErr := errors.New("device or resource busy")
 	root := t.TempDir()
+	cgroup := ReleaseFunc("cgroup", func(uid types.UID) error {
+		calls = append(calls, "cgroup "+string(uid))
+		return cgroupErr
+	})
 	s := New(Deps{
 		Runtime: removingRuntime{calls: &calls}, Statuses: status.NewManager(nil),
 		Backoff: flowcontrol.NewBackOff(time.Second, time.Minute), RootDir: root, Volumes: &fakeVolumes{root: root},
-		RemoveCgroup: func(uid types.UID) error {
-			calls = append(calls, "cgroup "+string(uid))
-			return cgroupErr
-		},
+		Release: Release{Host: []Releaser{cgroup, &fakeVolumes{root: root}}},
 	})
 	podDir := filepath.Join(root, "pods", "u1")
 	if err := os.MkdirAll(podDir, 0o750); err != nil {

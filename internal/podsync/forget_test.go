@@ -22,7 +22,7 @@ func TestRemovedPodLeavesNoPerPodState(t *testing.T) {
 	statuses := status.NewManager(nil)
 	s := New(Deps{
 		Runtime: rt, Statuses: statuses, Backoff: flowcontrol.NewFakeBackOff(10*time.Second, time.Minute, clock),
-		RootDir: root, Volumes: &fakeVolumes{root: root},
+		RootDir: root, Volumes: &fakeVolumes{root: root}, Release: Release{Books: []Releaser{statuses}},
 	})
 	pod := testPod()
 	if _, err := s.SyncPod(context.Background(), pod); err != nil {

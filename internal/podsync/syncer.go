@@ -37,8 +37,6 @@ type Volumes interface {
 	// TearDownPod hands back a pod whose containers are gone and waits until its volumes
 	// are torn down.
 	TearDownPod(ctx context.Context, uid types.UID) error
-	// RemovePodDir removes the pod's directory once nothing of it is mounted there.
-	RemovePodDir(uid types.UID) error
 }
 
 // Deps are what a Syncer works with.
@@ -57,8 +55,6 @@ type Deps struct {
 	// Terminated, in cluster mode, is told when a pod's containers have all stopped, so a
 	// graceful deletion can be completed in the API; nil standalone.
 	Terminated func(pod *v1.Pod)
-	// Forget, in cluster mode, drops what the API side keeps for a pod removed for good.
-	Forget func(uid types.UID)
 	// RecursiveReadOnly says whether pod's runtime handler makes recursive read-only mounts,
 	// for its status; nil means it does not.
 	RecursiveReadOnly func(pod *v1.Pod) bool
@@ -72,9 +68,9 @@ type Deps struct {
 	// once. The runtime does the same total work either way, but a bounded, arrival-ordered
 	// stream lets pods finish one after another instead of all together at the end.
 	StartConcurrency int
-	// RemoveCgroup removes a pod's cgroup once the runtime holds nothing of the pod; nil when
-	// nodelet makes no pod cgroups. An error (processes still in it) makes the worker retry.
-	RemoveCgroup func(uid types.UID) error
+	// Release are the owners of per-pod state, told in order once the runtime holds nothing
+	// of a pod removed for good. An error makes the worker retry.
+	Release Release
 	// Resizes decides in-place resizes and runs each pod with its allocated resources; nil
 	// runs every pod with its spec's.
 	Resizes *resize.Resizer
@@ -245,20 +241,10 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, uid types.U
 	if err := s.Runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)
 	}
-	if s.RemoveCgroup != nil {
-		if err := s.RemoveCgroup(uid); err != nil {
-			return fmt.Errorf("removing pod cgroup: %w", err)
-		}
+	if err := s.Release.run(uid); err != nil {
+		return err
 	}
-	if err := s.Volumes.RemovePodDir(uid); err != nil {
-		return fmt.Errorf("removing the pod directory: %w", err)
-	}
-	s.Statuses.Delete(uid)
-	s.Resizes.Forget(uid)
 	metrics.ForgetPod(uid)
-	if s.Forget != nil {
-		s.Forget(uid)
-	}
 	s.Cache.Delete(uid)
 	s.setWaiting(uid, nil)
 	s.stopProbes(uid)

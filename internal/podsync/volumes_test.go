@@ -38,7 +38,10 @@ func (f *fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
 	return os.RemoveAll(filepath.Join(f.root, "pods", string(uid), "volumes"))
 }
 
-func (f *fakeVolumes) RemovePodDir(uid types.UID) error {
+func (f *fakeVolumes) Name() string { return "pod directory" }
+
+// ReleasePod removes the pod's directory, as the volume manager's does.
+func (f *fakeVolumes) ReleasePod(uid types.UID) error {
 	f.calls = append(f.calls, "remove dir "+string(uid))
 	return os.RemoveAll(filepath.Join(f.root, "pods", string(uid)))
 }
@@ -93,6 +96,7 @@ func TestTerminatedPodTearsDownVolumesBeforeItsDirectoryGoes(t *testing.T) {
 	s := New(Deps{
 		Runtime: removingRuntime{calls: &vols.calls}, Statuses: status.NewManager(nil),
 		Backoff: flowcontrol.NewBackOff(time.Second, time.Minute), RootDir: root, Volumes: vols,
+		Release: Release{Host: []Releaser{vols}},
 	})
 	podDir := filepath.Join(root, "pods", "u1")
 	if err := os.MkdirAll(podDir, 0o750); err != nil {

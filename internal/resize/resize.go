@@ -245,3 +245,19 @@ func (r *Resizer) setError(uid types.UID, msg string) {
 	r.state(uid).lastErr = msg
 	r.mu.Unlock()
 }
+
+// Name names the per-pod state: the pod's allocated and actuated resources.
+func (r *Resizer) Name() string { return "resource allocation" }
+
+// ReleasePod drops everything kept for a pod removed for good (Forget). A checkpoint entry
+// that cannot be removed is logged and left to the sweep (RetainOnly), not retried here.
+func (r *Resizer) ReleasePod(uid types.UID) error {
+	r.Forget(uid)
+	return nil
+}
+
+// RetainOnly removes the checkpoint entries of pods keep disowns (gone while nodelet was
+// down; those removed while it runs go at once).
+func (r *Resizer) RetainOnly(keep func(types.UID) bool) error {
+	return r.Allocations.RemoveOrphans(keep)
+}

@@ -199,9 +199,9 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	return nil
 }
 
-// forgetPod drops the image pull state and unused pre-pull outcomes of a removed pod.
+// forgetPod drops the unused pre-pull outcomes of a removed pod (its image pull state is the
+// image manager's, released with the pod's other state).
 func (m *Manager) forgetPod(uid types.UID) {
-	m.images.ForgetPod(uid)
 	prefix := string(uid) + "/"
 	m.prepulled.RemoveAll(func(k any) bool { return strings.HasPrefix(k.(string), prefix) })
 }

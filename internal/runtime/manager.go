@@ -13,7 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -31,8 +30,6 @@ import (
 // ImageService is what SyncPod needs from the image manager (*images.Manager).
 type ImageService interface {
 	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret, sb images.Sandbox) (imageRef, waitReason, msg string, err error)
-	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
-	ForgetPod(uid types.UID)
 	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
 	// numeric, else its user name.
 	ImageUser(ctx context.Context, image string) (uid *int64, user string, err error)

@@ -318,3 +318,12 @@ func (s *APISyncer) Written() bool {
 	}
 	return true
 }
+
+// Name names what the API syncer keeps per pod.
+func (s *APISyncer) Name() string { return "API status" }
+
+// ReleasePod forgets a pod removed for good (Forget).
+func (s *APISyncer) ReleasePod(uid types.UID) error {
+	s.Forget(uid)
+	return nil
+}

@@ -55,3 +55,12 @@ func (m *Manager) Delete(uid types.UID) {
 	delete(m.statuses, uid)
 	m.mu.Unlock()
 }
+
+// Name names the status manager's per-pod state.
+func (m *Manager) Name() string { return "status" }
+
+// ReleasePod forgets the status of a pod removed for good.
+func (m *Manager) ReleasePod(uid types.UID) error {
+	m.Delete(uid)
+	return nil
+}

@@ -40,12 +40,16 @@ type Admitter interface {
 // Config wires the loop to its inputs and outputs.
 type Config struct {
 	// NodeName: housekeeping removes only runtime pods created for this node.
-	NodeName       string
-	Updates        <-chan source.PodUpdate
-	Events         <-chan pleg.Event
-	ProbeUpdates   <-chan types.UID                            // pods whose readiness or startup result changed
-	RunningPods    func() ([]*container.RunningPod, time.Time) // last relist and when it listed
-	SourcesReady   func() bool
+	NodeName     string
+	Updates      <-chan source.PodUpdate
+	Events       <-chan pleg.Event
+	ProbeUpdates <-chan types.UID                            // pods whose readiness or startup result changed
+	RunningPods  func() ([]*container.RunningPod, time.Time) // last relist and when it listed
+	SourcesReady func() bool
+	// Synced, when set, is told of every update handled (see Synced).
+	Synced *Synced
+	// ActivePods are the pods admission counts; nil: ActivePods over Pods and Workers.
+	ActivePods     func() []*v1.Pod
 	Pods           *pod.Manager
 	Workers        Workers
 	Queue          *Queue
@@ -121,6 +125,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		case u := <-l.cfg.Updates:
 			l.handleUpdate(u)
 			l.handled.Store(u.Seq)
+			l.cfg.Synced.handledUpdate(u.Seq)
 		case ev := <-l.cfg.Events:
 			l.handleEvent(ev)
 		case uid := <-l.cfg.ProbeUpdates:
@@ -141,6 +146,9 @@ func (l *Loop) Run(ctx context.Context) error {
 // Handled returns the Seq of the last pod update the loop has handled: every pod it carried is
 // in the pod manager (admitted or refused).
 func (l *Loop) Handled() uint64 { return l.handled.Load() }
+
+// Ready reports whether the loop has handled every pod source's first snapshot (Config.Synced).
+func (l *Loop) Ready() bool { return l.cfg.Synced.Ready() }
 
 func (l *Loop) handleUpdate(u source.PodUpdate) {
 	klog.V(2).InfoS("Pod update", "op", u.Op.String(), "source", u.Source, "pods", klog.KObjSlice(u.Pods))
@@ -212,16 +220,12 @@ func (l *Loop) deletePods(pods []*v1.Pod) {
 	}
 }
 
-// activePods are the desired pods that have a worker that has not finished them.
+// activePods are the pods admission counts (ActivePods).
 func (l *Loop) activePods() []*v1.Pod {
-	known := l.cfg.Workers.Known()
-	var out []*v1.Pod
-	for _, p := range l.cfg.Pods.Pods() {
-		if st, ok := known[p.UID]; ok && st == podworkers.Syncing {
-			out = append(out, p)
-		}
+	if l.cfg.ActivePods != nil {
+		return l.cfg.ActivePods()
 	}
-	return out
+	return ActivePods{Pods: l.cfg.Pods, Workers: l.cfg.Workers}.List()
 }
 
 func (l *Loop) dispatch(p *v1.Pod, t podworkers.UpdateType) {

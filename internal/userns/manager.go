@@ -235,3 +235,12 @@ func (m *Manager) writeFile(uid types.UID, r Range) error {
 	}
 	return atomicfile.WriteFile(m.filePath(uid), data, 0o600)
 }
+
+// Name names the per-pod state: the pod's ID range.
+func (m *Manager) Name() string { return "user namespace" }
+
+// ReleasePod frees the pod's ID range (Release).
+func (m *Manager) ReleasePod(uid types.UID) error {
+	m.Release(uid)
+	return nil
+}

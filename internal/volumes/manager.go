@@ -204,3 +204,9 @@ func (m *Manager) RemovePodDir(uid types.UID) error {
 	}
 	return fsutil.RemoveAllIn(filepath.Join(m.rootDir, "pods"), string(uid))
 }
+
+// Name names the volume manager's per-pod state: the pod's directory.
+func (m *Manager) Name() string { return "pod directory" }
+
+// ReleasePod removes the pod's directory (RemovePodDir); the pod's own release path calls it.
+func (m *Manager) ReleasePod(uid types.UID) error { return m.RemovePodDir(uid) }

@@ -225,3 +225,12 @@ func (m *Manager) ContainerCpuset(pod *v1.Pod, c *v1.Container) string {
 	}
 	return cpus.String()
 }
+
+// Name names the per-pod state: the pod's exclusive CPUs.
+func (m *Manager) Name() string { return "CPUs" }
+
+// ReleasePod gives the pod's CPUs back to the shared pool (RemovePod).
+func (m *Manager) ReleasePod(uid types.UID) error {
+	m.RemovePod(uid)
+	return nil
+}

@@ -269,23 +269,28 @@ func (m *Manager) removePod(uid string) bool {
 	return removed
 }
 
-// RemoveInactive gives back the memory of pods that are not in active, now and at the call
-// before (a pod being admitted is not active yet for a moment; once all sources have been
-// seen, a pod inactive twice is gone, for instance removed while nodelet was down).
+// RemoveInactive gives back the memory of pods that are not in active (RetainOnly).
 func (m *Manager) RemoveInactive(active []*v1.Pod) {
-	if m.static == nil {
-		return
-	}
-	live := map[string]bool{}
+	live := map[types.UID]bool{}
 	for _, p := range active {
-		live[string(p.UID)] = true
+		live[p.UID] = true
+	}
+	_ = m.RetainOnly(func(uid types.UID) bool { return live[uid] })
+}
+
+// RetainOnly gives back the memory of pods keep says no to, now and at the call before (a
+// pod being admitted is not active yet for a moment; once all sources have been seen, a pod
+// inactive twice is gone, for instance removed while nodelet was down).
+func (m *Manager) RetainOnly(keep func(types.UID) bool) error {
+	if m.static == nil {
+		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	inactive, changed := map[string]bool{}, false
 	for uid := range m.static.entries {
 		switch {
-		case live[uid]:
+		case keep(types.UID(uid)):
 		case m.inactive[uid]:
 			changed = m.removePod(uid) || changed
 		default:
@@ -296,6 +301,16 @@ func (m *Manager) RemoveInactive(active []*v1.Pod) {
 	if changed {
 		m.saveOrLog()
 	}
+	return nil
+}
+
+// Name names the per-pod state: the pod's NUMA memory.
+func (m *Manager) Name() string { return "memory" }
+
+// ReleasePod gives back the pod's memory (RemovePod).
+func (m *Manager) ReleasePod(uid types.UID) error {
+	m.RemovePod(uid)
+	return nil
 }
 
 // ContainerMemory is the memory set aside for a container, for the pod-resources API.

@@ -262,3 +262,12 @@ type affinityError struct{}
 
 func (affinityError) Error() string  { return "Resources cannot be allocated with Topology locality" }
 func (affinityError) Reason() string { return ReasonTopologyAffinity }
+
+// Name names the per-pod state: the pod's NUMA placements.
+func (m *Manager) Name() string { return "NUMA placements" }
+
+// ReleasePod forgets the pod's placements (RemovePod).
+func (m *Manager) ReleasePod(uid types.UID) error {
+	m.RemovePod(uid)
+	return nil
+}
