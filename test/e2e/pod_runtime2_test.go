@@ -29,9 +29,8 @@ func (f runtimeFeatures) any() bool { return f.userNamespaces || f.recursiveRead
 
 func (f runtimeFeatures) all() bool { return f.userNamespaces && f.recursiveReadOnly && f.strictGroups }
 
-// readRuntimeFeatures reads the features of the runc handler (containerd 2 names the default
-// handler "" and "runc"; containerd 1.6 reports no handlers at all).
-func readRuntimeFeatures(t *testing.T) runtimeFeatures {
+// criStatus is the runtime's CRI Status answer.
+func criStatus(t *testing.T) *cri.StatusResponse {
 	t.Helper()
 	ctx, cancel := criCtx()
 	defer cancel()
@@ -39,6 +38,14 @@ func readRuntimeFeatures(t *testing.T) runtimeFeatures {
 	if err != nil {
 		t.Fatalf("CRI Status: %v", err)
 	}
+	return st
+}
+
+// readRuntimeFeatures reads the features of the runc handler (containerd 2 names the default
+// handler "" and "runc"; containerd 1.6 reports no handlers at all).
+func readRuntimeFeatures(t *testing.T) runtimeFeatures {
+	t.Helper()
+	st := criStatus(t)
 	f := runtimeFeatures{strictGroups: st.GetFeatures().GetSupplementalGroupsPolicy()}
 	for _, h := range st.RuntimeHandlers {
 		if h.Name == "runc" {
@@ -147,12 +154,7 @@ func checkGroups(t *testing.T, c *cluster, pod string, want []int64) {
 // what CRI Status reports, as upstream copies them: every handler with its two features.
 func checkNodeRuntimeFeatures(t *testing.T, c *cluster) {
 	t.Helper()
-	ctx, cancel := criCtx()
-	defer cancel()
-	st, err := rt.Status(ctx, &cri.StatusRequest{})
-	if err != nil {
-		t.Fatalf("CRI Status: %v", err)
-	}
+	st := criStatus(t)
 	node := c.node()
 	if f := node.Status.Features; f == nil || !ptr.Deref(f.SupplementalGroupsPolicy, false) {
 		t.Errorf("node status.features %+v, want supplementalGroupsPolicy true", f)
