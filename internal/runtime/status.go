@@ -154,7 +154,7 @@ func (m *Manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 		Image:      specImage(st.Annotations, st.GetImage()),
 		ImageRef:   st.ImageRef,
 		User:       containerUser(st),
-		StopSignal: fromCRISignal(st.GetStopSignal()),
+		StopSignal: cri.APISignal(st.GetStopSignal()),
 	}
 	cs.Hash, cs.LegacyHash, cs.RestartCount = hashAndRestarts(st.Annotations)
 	cs.Resources = resizeFromCRI(st.Resources)
