@@ -137,7 +137,9 @@ func checkGroups(t *testing.T, c *cluster, pod string, want []int64) {
 	for _, g := range want {
 		words = append(words, strconv.FormatInt(g, 10))
 	}
-	if groups := statusLine(execOut(t, c.mainContainer(pod), "cat", "/proc/self/status"), "Groups:"); groups != strings.Join(words, " ") {
+	groups := statusLine(execOut(t, c.mainContainer(pod), "cat", "/proc/self/status"), "Groups:")
+	t.Logf("%s pod runs with Groups %q", pod, groups)
+	if groups != strings.Join(words, " ") {
 		t.Errorf("%s pod's Groups %q, want %v", pod, groups, want)
 	}
 	p, err := c.getPod(pod)

@@ -107,7 +107,7 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 
 	p := c.waitPodPhase("strict", v1.PodFailed, 30*time.Second)
 	if p.Status.Reason != "SupplementalGroupsPolicyNotSupported" ||
-		!strings.HasPrefix(p.Status.Message, "SupplementalGroupsPolicy=Strict is not supported in this node (this node runs ") ||
+		!strings.Contains(p.Status.Message, "SupplementalGroupsPolicy=Strict is not supported in this node (this node runs ") ||
 		!strings.HasSuffix(p.Status.Message, "; containerd 2.0 or later has it)") {
 		t.Errorf("strict pod: reason %q message %q", p.Status.Reason, p.Status.Message)
 	}
