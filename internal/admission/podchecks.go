@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/sysctl"
 )
 
@@ -163,6 +164,9 @@ func checkSupplementalGroupsPolicy(pod *v1.Pod, features RuntimeFeatures) (bool,
 	if features != nil && features.SupplementalGroupsPolicy() {
 		return true, "", ""
 	}
-	return false, ReasonSupplementalGroupsPolicyNotSupported,
-		fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)
+	msg := fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)
+	if features != nil { // upstream's message, then which runtime would lift it
+		msg += " (" + features.Lacking(runtimefeatures.SupplementalGroupsPolicySince) + ")"
+	}
+	return false, ReasonSupplementalGroupsPolicyNotSupported, msg
 }

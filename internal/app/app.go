@@ -362,7 +362,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport, Capacity: n.capacity(),
-		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
+		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler, StopSignals: cfg.StopSignals,
 		SELinux: mount.SELinuxEnabled(mount.Mountinfo, "/proc/self/attr/current"),
 	}
 	if n.cluster != nil {
@@ -404,6 +404,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	}
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	deps.Release = n.release()
+	deps.StopSignals = n.cfg.StopSignals
 	return deps
 }
 
@@ -430,7 +431,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	}
 	n.buildShutdown(ctx, workers)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
-		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features,
+		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features, StopSignals: n.cfg.StopSignals,
 		Devices: admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
 		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
 	}

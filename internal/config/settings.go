@@ -79,7 +79,10 @@ type Settings struct {
 	// PullRuntimeHandler is the RuntimeClassInImageCriApi feature gate (off unless
 	// featureGates turns it on): image pulls name the pod's runtime handler.
 	PullRuntimeHandler bool
-	EventRecordQPS     int32
+	// StopSignals is the ContainerStopSignals feature gate (off unless featureGates turns it
+	// on): containers' lifecycle.stopSignal goes to the runtime and their status reports it.
+	StopSignals    bool
+	EventRecordQPS int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -133,6 +136,7 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.NodeSwap = gateOn(kc, gateNodeSwap)
 	s.CgroupDriverFromCRI = gateOn(kc, gateCgroupDriverFromCRI)
 	s.PullRuntimeHandler = gateOn(kc, gateRuntimeClassInImage)
+	s.StopSignals = gateOn(kc, gateContainerStopSignals)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

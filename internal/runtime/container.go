@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/kubehash"
 	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 )
 
 // managedBy marks containers nodelet created.
@@ -40,6 +42,9 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	cmd, args := containeropts.ExpandCommand(c, vars)
 	mounts, err := m.mounts.ContainerMounts(pod, c, sb.ips, vars, func() bool { return m.supportsRecursiveReadOnly(pod) })
+	if errors.Is(err, container.ErrRecursiveReadOnlyUnsupported) { // upstream's message, then what would lift it
+		return nil, fmt.Errorf("%w (%s)", err, m.features.Lacking(runtimefeatures.RecursiveReadOnlySince))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +86,9 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			Resources:       m.containerResources(pod, c),
 			SecurityContext: sc,
 		},
+	}
+	if m.stopSignals {
+		cfg.StopSignal = toCRISignal(c)
 	}
 	if err := m.applyDevices(ctx, pod, c, cfg); err != nil {
 		return nil, err

@@ -120,6 +120,9 @@ type Options struct {
 	// PullRuntimeHandler names the sandbox's runtime handler in PullImage's image spec
 	// (upstream's RuntimeClassInImageCriApi feature gate, off by default).
 	PullRuntimeHandler bool
+	// StopSignals is the ContainerStopSignals feature gate: a container's lifecycle.stopSignal
+	// goes to CRI (admission refuses it where the runtime would drop it).
+	StopSignals bool
 	// Started is the prober's startup result for a running container instance (runtime ID):
 	// a sidecar with a startupProbe lets the next init container start only once it passed.
 	// nil counts every running container as started.
@@ -166,6 +169,7 @@ type Manager struct {
 
 	memory      MemorySettings
 	pullHandler bool
+	stopSignals bool
 
 	capacity downward.Capacity // for oom_score_adj and resourceFieldRef defaults
 }
@@ -242,7 +246,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		devices: opts.Devices, cpusets: opts.Cpusets, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
-		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler,
+		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler, stopSignals: opts.StopSignals,
 	}
 }
 
@@ -270,12 +274,14 @@ func (m *Manager) Status(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Version returns the runtime's name and version.
+// Version returns the runtime's name and version, and keeps them with the runtime's features
+// (the refusals of what it cannot do name them).
 func (m *Manager) Version(ctx context.Context) (string, string, error) {
 	resp, err := m.cri.Version(ctx)
 	if err != nil {
 		return "", "", fmt.Errorf("runtime version: %w", err)
 	}
+	m.features.ObserveVersion(resp.RuntimeName, resp.RuntimeVersion)
 	return resp.RuntimeName, resp.RuntimeVersion, nil
 }
 

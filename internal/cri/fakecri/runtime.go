@@ -303,6 +303,7 @@ func (f *Fake) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatu
 		CreatedAt: c.CreatedAt.UnixNano(), StartedAt: unixNano(c.StartedAt), FinishedAt: unixNano(c.FinishedAt),
 		ExitCode: c.ExitCode, Image: c.Config.Image, ImageRef: c.ImageRef, Reason: c.Reason,
 		Labels: c.Config.Labels, Annotations: c.Config.Annotations, Mounts: c.Config.Mounts, LogPath: c.LogPath,
+		StopSignal: c.Config.StopSignal, // the config's, as containerd 2.1 reports it (RUNTIME_DEFAULT when unset)
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
 }
