@@ -64,12 +64,20 @@ type Admitter struct {
 	Recorder record.EventRecorder
 	// RuntimeFeatures says what the runtime reported it can do; nil means nothing optional.
 	RuntimeFeatures RuntimeFeatures
+	// ImageVolumes is the ImageVolume feature gate: on, a pod with an image volume is refused
+	// unless the runtime mounts images. Off, such a pod is admitted and waits for a volume no
+	// plugin sets up, as upstream's.
+	ImageVolumes bool
 }
 
 // RuntimeFeatures is what admission asks of the runtime's reported features
 // (*runtimefeatures.Store).
 type RuntimeFeatures interface {
 	SupplementalGroupsPolicy() bool
+	// ImageVolumes says whether the runtime mounts image volumes; ImageVolumesRefusal says
+	// why not, naming the runtime and the versions that can.
+	ImageVolumes() bool
+	ImageVolumesRefusal() string
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources
@@ -106,6 +114,9 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 func (a *Admitter) beforeAllocation(pod *v1.Pod) (bool, string, string) {
 	if field, why := podfields.Check(&pod.Spec); field != "" {
 		return false, podfields.Reason, field + ": " + why
+	}
+	if ok, reason, msg := a.checkImageVolumes(pod); !ok {
+		return false, reason, msg
 	}
 	if a.Pressure != nil {
 		if ok, reason, msg := a.Pressure(pod); !ok {

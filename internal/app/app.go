@@ -344,6 +344,7 @@ func (n *agent) newImages() (*images.Manager, error) {
 		CRI:       n.cri, RootDir: cfg.RootDir, Recorder: n.recorder,
 		Serialize: cfg.SerializeImagePulls, MaxParallel: int(cfg.MaxParallelImagePulls),
 		PullQPS: float32(cfg.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
+		VolumeImages: n.volumeImages,
 	})
 }
 
@@ -358,7 +359,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport,
-		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
+		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler, ImageVolumes: cfg.ImageVolumes,
 		SELinux: mount.SELinuxEnabled(mount.HostMountInfo, "/proc/self/attr/current"),
 	}
 	if n.cluster != nil {
@@ -441,7 +442,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	}
 	n.buildShutdown(ctx, workers)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
-		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features,
+		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features, ImageVolumes: n.cfg.ImageVolumes,
 		Devices: admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
 		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
 	}

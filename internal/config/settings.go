@@ -79,7 +79,11 @@ type Settings struct {
 	// PullRuntimeHandler is the RuntimeClassInImageCriApi feature gate (off unless
 	// featureGates turns it on): image pulls name the pod's runtime handler.
 	PullRuntimeHandler bool
-	EventRecordQPS     int32
+	// ImageVolumes is the ImageVolume feature gate (off unless featureGates turns it on):
+	// image volumes are pulled and mounted through CRI; off, a pod's image volume has no
+	// plugin and the pod waits for it, as upstream's.
+	ImageVolumes   bool
+	EventRecordQPS int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -133,6 +137,7 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.NodeSwap = gateOn(kc, gateNodeSwap)
 	s.CgroupDriverFromCRI = gateOn(kc, gateCgroupDriverFromCRI)
 	s.PullRuntimeHandler = gateOn(kc, gateRuntimeClassInImage)
+	s.ImageVolumes = gateOn(kc, gateImageVolume)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

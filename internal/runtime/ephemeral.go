@@ -63,6 +63,9 @@ func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		}
 	}
 
+	if m.imageVolumesFailed(ref, &c, sb, res) {
+		return
+	}
 	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, &c, m.pullSecrets(pod), m.pullSandbox(pod, sb.config))
 	if err != nil {
 		res.Waiting[c.Name] = container.WaitingReason{Reason: reason, Message: msg}

@@ -32,6 +32,7 @@ import (
 // ImageService is what SyncPod needs from the image manager (*images.Manager).
 type ImageService interface {
 	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret, sb images.Sandbox) (imageRef, waitReason, msg string, err error)
+	EnsureVolumeImage(ctx context.Context, pod *v1.Pod, vol *v1.ImageVolumeSource, pullSecrets []v1.Secret, sb images.Sandbox) (imageRef, waitReason, msg string, err error)
 	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
 	ForgetPod(uid types.UID)
 	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
@@ -125,6 +126,9 @@ type Options struct {
 	// PullRuntimeHandler names the sandbox's runtime handler in PullImage's image spec
 	// (upstream's RuntimeClassInImageCriApi feature gate, off by default).
 	PullRuntimeHandler bool
+	// ImageVolumes is the ImageVolume feature gate: image volumes' images are pulled and
+	// mounted through CRI's Mount.image.
+	ImageVolumes bool
 	// Started is the prober's startup result for a running container instance (runtime ID):
 	// a sidecar with a startupProbe lets the next init container start only once it passed.
 	// nil counts every running container as started.
@@ -170,8 +174,9 @@ type Manager struct {
 	idRanges  PodIDRanges
 	usernsOff bool
 
-	memory      MemorySettings
-	pullHandler bool
+	memory         MemorySettings
+	pullHandler    bool
+	imageVolumesOn bool
 
 	capacityOnce sync.Once
 	capacity     downward.Capacity // for oom_score_adj and resourceFieldRef defaults
@@ -261,7 +266,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		devices: opts.Devices, cpusets: opts.Cpusets, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
-		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler,
+		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler, imageVolumesOn: opts.ImageVolumes,
 	}
 }
 
@@ -297,12 +302,14 @@ func (m *Manager) Status(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Version returns the runtime's name and version.
+// Version returns the runtime's name and version, and records them in the features store
+// (whether image volumes can be mounted is decided by version).
 func (m *Manager) Version(ctx context.Context) (string, string, error) {
 	resp, err := m.cri.Version(ctx)
 	if err != nil {
 		return "", "", fmt.Errorf("runtime version: %w", err)
 	}
+	m.features.ObserveVersion(runtimefeatures.Version{Name: resp.RuntimeName, Version: resp.RuntimeVersion})
 	return resp.RuntimeName, resp.RuntimeVersion, nil
 }
 

@@ -32,8 +32,9 @@ type Report struct {
 // Store holds the latest Report. The zero value knows nothing: every feature is unsupported
 // until Observe is called, as upstream treats a runtime that has not answered yet.
 type Store struct {
-	mu     sync.RWMutex
-	report Report
+	mu      sync.RWMutex
+	report  Report
+	version Version
 }
 
 // Observe replaces what the runtime reported.
