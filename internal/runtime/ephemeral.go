@@ -82,6 +82,7 @@ func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
 	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
+	countImageVolumes(sb, &c, err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strings"
 
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
@@ -114,4 +117,21 @@ func (m *Manager) imageVolumesFailed(ref *v1.ObjectReference, c *v1.Container, s
 	res.Waiting[c.Name] = container.WaitingReason{Reason: last.reason, Message: last.msg}
 	res.SetErr(last.err)
 	return true
+}
+
+// countImageVolumes counts c's image volumes in the metrics once its creation was tried: a
+// mount failed when the runtime's error names CRI's ImageVolumeMountFailed.
+func countImageVolumes(sb *sandboxInfo, c *v1.Container, createErr error) {
+	specs, _ := sb.imageVolumes.forContainer(c)
+	if len(specs) == 0 {
+		return
+	}
+	mounts := 0
+	for _, vm := range c.VolumeMounts {
+		if specs[vm.Name] != nil {
+			mounts++
+		}
+	}
+	failed := createErr != nil && strings.HasPrefix(status.Convert(createErr).Message(), "ImageVolumeMountFailed")
+	metrics.ImageVolumesUsed(len(specs), mounts, failed)
 }

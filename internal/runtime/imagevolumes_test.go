@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/metrics/metricstest"
 )
 
 const dataImage = "nodelet.local/data:1"
@@ -39,8 +40,17 @@ func imageVolumeEnv(t *testing.T, runtimeName, version string) *testEnv {
 func TestImageVolumeIsMountedThroughCRI(t *testing.T) {
 	e := imageVolumeEnv(t, "containerd", "v2.4.2")
 	pod := imageVolumePod(dataImage)
+	requested, _ := metricstest.Value(t, "kubelet_image_volume_requested_total", nil)
+	mounted, _ := metricstest.Value(t, "kubelet_image_volume_mounted_succeed_total", nil)
 	if res := e.sync(pod); res.Err != nil || len(res.Waiting) != 0 {
 		t.Fatalf("SyncPod: %+v", res)
+	}
+	// As upstream counts them: one image volume asked for, mounted twice.
+	if got, found := metricstest.Value(t, "kubelet_image_volume_requested_total", nil); !found || got-requested != 1 {
+		t.Errorf("kubelet_image_volume_requested_total grew by %v (served: %v), want 1", got-requested, found)
+	}
+	if got, _ := metricstest.Value(t, "kubelet_image_volume_mounted_succeed_total", nil); got-mounted != 2 {
+		t.Errorf("kubelet_image_volume_mounted_succeed_total grew by %v, want 2", got-mounted)
 	}
 	if pulls := e.fake.Pulls(); len(pulls) != 1 || pulls[0].Image.Image != dataImage || pulls[0].SandboxConfig == nil {
 		t.Fatalf("pulls %v, want the volume's image with the sandbox config", pulls)

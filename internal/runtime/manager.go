@@ -24,6 +24,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/timeline"
@@ -240,6 +241,9 @@ func newManager(client *cri.Client, opts Options) *Manager {
 	}
 	if opts.PullSecrets == nil {
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
+	}
+	if opts.ImageVolumes {
+		metrics.EnableImageVolumes()
 	}
 	dns := containeropts.NewDNS(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain)
 	return &Manager{

@@ -191,6 +191,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	createDone := m.begin(pod, timeline.ContainerCreated, c.Name, "CreateContainer", attempt)
 	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
 	createDone("", err)
+	countImageVolumes(sb, c, err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)
