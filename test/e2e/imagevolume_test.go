@@ -176,7 +176,7 @@ func TestImageVolumeRefusedOnContainerd16(t *testing.T) {
 		p = podStatus(t, port, "imgvol-old")
 		return p != nil && p.Status.Phase == v1.PodFailed, fmt.Sprintf("%+v", p)
 	})
-	want := fmt.Sprintf("spec.volumes[0].image: image volumes need a runtime that mounts images through CRI "+
+	want := fmt.Sprintf("Pod was rejected: spec.volumes[0].image: image volumes need a runtime that mounts images through CRI "+
 		"(containerd 2.1 or later, or CRI-O 1.31 or later); this node runs %s %s", name, ver)
 	if p.Status.Reason != reasonFieldNotSupported || p.Status.Message != want {
 		t.Errorf("refusal %q %q, want %s %q", p.Status.Reason, p.Status.Message, reasonFieldNotSupported, want)
