@@ -68,6 +68,10 @@ type Admitter struct {
 	// StopSignals is the ContainerStopSignals feature gate: off, a pod setting a container's
 	// lifecycle.stopSignal is refused.
 	StopSignals bool
+	// ImageVolumes is the ImageVolume feature gate: on, a pod with an image volume is refused
+	// unless the runtime mounts images. Off, such a pod is admitted and waits for a volume no
+	// plugin sets up, as upstream's.
+	ImageVolumes bool
 }
 
 // RuntimeFeatures is what admission asks of the runtime's reported features and version
@@ -78,6 +82,10 @@ type RuntimeFeatures interface {
 	Has(since runtimefeatures.Since) bool
 	// Lacking names the runtime the node runs and the release that has the feature.
 	Lacking(since runtimefeatures.Since) string
+	// ImageVolumes says whether the runtime mounts image volumes; ImageVolumesRefusal says
+	// why not, naming the runtime and the versions that can.
+	ImageVolumes() bool
+	ImageVolumesRefusal() string
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources
@@ -116,6 +124,9 @@ func (a *Admitter) beforeAllocation(pod *v1.Pod) (bool, string, string) {
 		return false, podfields.Reason, field + ": " + why
 	}
 	if ok, reason, msg := a.checkStopSignal(pod); !ok {
+		return false, reason, msg
+	}
+	if ok, reason, msg := a.checkImageVolumes(pod); !ok {
 		return false, reason, msg
 	}
 	if a.Pressure != nil {

@@ -39,7 +39,8 @@ const upstreamVersion = "1.33"
 // KubeletCgroupDriverFromCRI takes the cgroup driver the runtime reports over cgroupDriver;
 // RuntimeClassInImageCriApi names the pod's runtime handler in its image pulls;
 // ContainerStopSignals sends a container's lifecycle.stopSignal to the runtime and reports
-// status.containerStatuses[].stopSignal (off: a pod setting it is refused).
+// status.containerStatuses[].stopSignal (off: a pod setting it is refused); ImageVolume
+// mounts image volumes (on a runtime that can: containerd 2.1 or later).
 var gatesActedOn = map[string]bool{
 	"PodAndContainerStatsFromCRI":            true,
 	"GracefulNodeShutdownBasedOnPodPriority": true,
@@ -56,6 +57,7 @@ var gatesActedOn = map[string]bool{
 	gateCgroupDriverFromCRI:                  true,
 	gateRuntimeClassInImage:                  true,
 	gateContainerStopSignals:                 true,
+	gateImageVolume:                          true,
 }
 
 // The gates nodelet acts on that are read by name.
@@ -73,6 +75,7 @@ const (
 	gateCgroupDriverFromCRI      = "KubeletCgroupDriverFromCRI"
 	gateRuntimeClassInImage      = "RuntimeClassInImageCriApi"
 	gateContainerStopSignals     = "ContainerStopSignals"
+	gateImageVolume              = "ImageVolume"
 )
 
 // gateOn is the gate's value: featureGates' when it sets it, else upstream's default.

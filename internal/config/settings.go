@@ -81,7 +81,11 @@ type Settings struct {
 	PullRuntimeHandler bool
 	// StopSignals is the ContainerStopSignals feature gate (off unless featureGates turns it
 	// on): containers' lifecycle.stopSignal goes to the runtime and their status reports it.
-	StopSignals    bool
+	StopSignals bool
+	// ImageVolumes is the ImageVolume feature gate (off unless featureGates turns it on):
+	// image volumes are pulled and mounted through CRI; off, a pod's image volume has no
+	// plugin and the pod waits for it, as upstream's.
+	ImageVolumes   bool
 	EventRecordQPS int32
 }
 
@@ -137,6 +141,7 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.CgroupDriverFromCRI = gateOn(kc, gateCgroupDriverFromCRI)
 	s.PullRuntimeHandler = gateOn(kc, gateRuntimeClassInImage)
 	s.StopSignals = gateOn(kc, gateContainerStopSignals)
+	s.ImageVolumes = gateOn(kc, gateImageVolume)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

@@ -70,9 +70,6 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 		{"DRA container claims", func(s *v1.PodSpec) {
 			s.Containers = append(s.Containers, v1.Container{Name: "b", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}})
 		}, "spec.containers[1].resources.claims", "DRA driver"},
-		{"image volume", func(s *v1.PodSpec) {
-			s.Volumes = append(s.Volumes, v1.Volume{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}})
-		}, "spec.volumes[2].image", "containerd 2.1"},
 		{"pod-level resources", func(s *v1.PodSpec) {
 			s.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}
 		}, "spec.resources", "PodLevelResources"},

@@ -29,7 +29,9 @@ var actedOn = map[string]string{
 	"VolumeSource.secret": "volumes/plugins/objects.go", "VolumeSource.persistentVolumeClaim": "volumes/claims.go",
 	"VolumeSource.downwardAPI": "volumes/plugins/objects.go", "VolumeSource.configMap": "volumes/plugins/objects.go",
 	"VolumeSource.projected": "volumes/plugins/objects.go", "VolumeSource.csi": "csi",
-	"VolumeSource.ephemeral":    "volumes/spec.go (the claim <pod>-<volume>, owned by the pod)",
+	"VolumeSource.ephemeral":      "volumes/spec.go (the claim <pod>-<volume>, owned by the pod)",
+	"VolumeSource.image":          "runtime/imagevolumes.go (ImageVolume gate; admission refuses it on a runtime that cannot mount images)",
+	"ImageVolumeSource.reference": "images, runtime mounts", "ImageVolumeSource.pullPolicy": "images",
 	"HostPathVolumeSource.path": "hostpath plugin", "HostPathVolumeSource.type": "hostpath plugin",
 	"EmptyDirVolumeSource.sizeLimit": "emptydir plugin, eviction", "EmptyDirVolumeSource.medium": "emptydir plugin (tmpfs, hugetlbfs)",
 	"SecretVolumeSource.secretName": "objects plugin", "SecretVolumeSource.items": "objects plugin",
@@ -167,8 +169,6 @@ var refused = map[string]refusal{
 		"registers none (it has no DRA manager)"},
 	"PodSpec.resources": {why: "pod-level resources (the PodLevelResources feature) are alpha in Kubernetes 1.33 and not supported by " +
 		"nodelet; set resources on each container"},
-	"VolumeSource.image": {why: "image volumes need a runtime that mounts images through CRI (containerd 2.1 or later); this node runs " +
-		"containerd 1.6: copy the files from an init container into an emptyDir instead"},
 	"VolumeProjection.clusterTrustBundle": {why: "clusterTrustBundle projections (beta, off by default in 1.33) are not supported by " +
 		"nodelet; project the bundle from a ConfigMap"},
 	"VolumeSource.gitRepo": {why: "gitRepo volumes are deprecated and nodelet has no plugin for them; clone the repository from an " +

@@ -41,7 +41,8 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return nil, err
 	}
 	cmd, args := containeropts.ExpandCommand(c, vars)
-	mounts, err := m.mounts.ContainerMounts(pod, c, sb.ips, vars, func() bool { return m.supportsRecursiveReadOnly(pod) })
+	images, _ := sb.imageVolumes.forContainer(c) // startContainer held it back if one failed
+	mounts, err := m.mounts.ContainerMounts(pod, c, sb.ips, vars, images, func() bool { return m.supportsRecursiveReadOnly(pod) })
 	if errors.Is(err, container.ErrRecursiveReadOnlyUnsupported) { // upstream's message, then what would lift it
 		return nil, fmt.Errorf("%w (%s)", err, m.features.Lacking(runtimefeatures.RecursiveReadOnlySince))
 	}
