@@ -641,7 +641,10 @@ locked_main() {
 	hack/control-plane.sh clean
 	# As the node suite's own harness: no node lifecycle controller, whose pressure taints
 	# would make the eviction specs' node unschedulable ("no ready, schedulable nodes").
-	NODELET_CP_CONTROLLERS='*,-node-lifecycle-controller' hack/control-plane.sh up
+	# UserNamespacesPodSecurityStandards (alpha, an API server gate): the restricted level admits a
+	# hostUsers=false pod, as the pod API selection's user-namespace spec expects.
+	NODELET_CP_CONTROLLERS='*,-node-lifecycle-controller' NODELET_CP_FEATURE_GATES=UserNamespacesPodSecurityStandards=true \
+		hack/control-plane.sh up
 	hack/control-plane.sh node-kubeconfig "$NODE" >/dev/null
 	check_registry || echo "conformance: going on without it; specs that pull an image will fail" >&2
 	start_private_registry || echo "conformance: going on without it; the private-registry spec meets an unreachable host instead" >&2

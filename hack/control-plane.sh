@@ -18,7 +18,8 @@
 # Env: NODELET_CP_CONTROLLERS (kube-controller-manager --controllers, default "*"; conformance
 # runs without the node lifecycle controller, as the node suite's own harness does),
 # NODELET_CP_SIGNING_DURATION (--cluster-signing-duration of CSR certificates, default 8760h;
-# the rotation test shortens it).
+# the rotation test shortens it), NODELET_CP_FEATURE_GATES (the API server's --feature-gates,
+# default none; conformance runs turn on UserNamespacesPodSecurityStandards, which its spec needs).
 #
 # State: /var/lib/nodelet-cp (pki/, etcd/, *.kubeconfig), logs: /var/log/nodelet-cp,
 # pidfiles: /run/nodelet-cp. The API server listens on :6443 (all addresses).
@@ -145,6 +146,7 @@ start_apiserver() {
 		--proxy-client-cert-file "$CP_PKI/front-proxy-client.crt" \
 		--proxy-client-key-file "$CP_PKI/front-proxy-client.key" \
 		--allow-privileged=true \
+		${NODELET_CP_FEATURE_GATES:+--feature-gates "$NODELET_CP_FEATURE_GATES"} \
 		--enable-admission-plugins NodeRestriction \
 		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
 		--audit-policy-file "$CP_DIR/audit-policy.yaml" \
