@@ -199,7 +199,7 @@ e2e: test-deps push-images build tools registries control-plane
 # The compatibility lane: the basics of the e2e tests, and the refusals of what containerd 1.6
 # cannot do, on Debian's containerd 1.6 (part of `make test`). Like `make e2e`, it must run
 # alone: nodelet sweeps pod cgroups it does not know, whichever containerd runs them.
-E2E_CONTAINERD16_TESTS := TestRuntimeGatedPodFieldsOnContainerd16|TestPodWithRefusedFieldFailsBesideARunningPod|TestSecSmallCorruptUserNamespaceFileDoesNotStopTheNode|TestStaticPodRunsWithNetworkAndLogs|TestRestartedNodeletAdoptsRunningPods|TestSeccompDefaultAndNoCPUQuota|TestRuntimeClassPicksTheHandler|TestConfigMapAndSecretReachTheContainer
+E2E_CONTAINERD16_TESTS := TestRuntimeGatedPodFieldsOnContainerd16|TestImageVolumeRefusedOnContainerd16|TestContainerStopSignals|TestPodWithRefusedFieldFailsBesideARunningPod|TestSecSmallCorruptUserNamespaceFileDoesNotStopTheNode|TestStaticPodRunsWithNetworkAndLogs|TestRestartedNodeletAdoptsRunningPods|TestSeccompDefaultAndNoCPUQuota|TestRuntimeClassPicksTheHandler|TestConfigMapAndSecretReachTheContainer
 e2e-containerd16: containerd16 build control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop

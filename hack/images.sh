@@ -6,6 +6,8 @@
 #   nodelet.local/busybox:1.36                       host busybox-static + applet links + nmeter (images/nmeter)
 #   registry.k8s.io/e2e-test-images/busybox:1.36.1-1 the same root as a distinct image (config: workdir /)
 #   nodelet.local/testhelper:v1                      images/testhelper on the busybox root
+#   nodelet.local/groups:v1                          the busybox root with user 1000 in an extra group 50000
+#                                                    of its /etc/group (supplementalGroupsPolicy Merge vs Strict)
 #
 # `hack/images.sh conformance` also builds what the node conformance suite runs, under the
 # upstream names (after `hack/control-plane.sh build-conformance`):
@@ -121,6 +123,17 @@ build_testhelper() {
 	make_busybox_root "$rootfs"
 	go_build_static "$rootfs/testhelper" ./images/testhelper
 	"$MKIMAGE" -name nodelet.local/testhelper:v1 -entrypoint /testhelper -out "$OUT/testhelper.tar" "$rootfs"
+}
+
+# build_groups: the busybox root with a user (uid 1000) whose /etc/group entry puts it in an
+# extra group 50000: supplementalGroupsPolicy Merge gives a container run as 1000 that group,
+# Strict does not.
+build_groups() {
+	local rootfs=$OUT/groups/rootfs
+	make_busybox_root "$rootfs"
+	echo 'nodelet-user:x:1000:1000::/home:/bin/sh' >>"$rootfs/etc/passwd"
+	printf '%s\n' 'nodelet-user:x:1000:' 'nodelet-extra:x:50000:nodelet-user' >>"$rootfs/etc/group"
+	"$MKIMAGE" -name nodelet.local/groups:v1 -cmd sh -out "$OUT/groups.tar" "$rootfs"
 }
 
 AGNHOST=$REPO_ROOT/_output/cp/bin/agnhost
@@ -332,6 +345,7 @@ main() {
 	ensure_image busybox "$(input_hash "$BUSYBOX" images/nmeter/main.go)" nodelet.local/busybox:1.36
 	ensure_image e2ebusybox "$(input_hash "$BUSYBOX" images/nmeter/main.go)" registry.k8s.io/e2e-test-images/busybox:1.36.1-1
 	ensure_image testhelper "$(input_hash "$BUSYBOX" images/testhelper/*.go)" nodelet.local/testhelper:v1
+	ensure_image groups "$(input_hash "$BUSYBOX")" nodelet.local/groups:v1
 	[[ $conformance != 1 ]] || conformance_images
 	[[ $PUSH != 1 ]] || push_images
 	echo "==> images ready"

@@ -16,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/podfields"
 	"github.com/nodelet/nodelet/internal/qos"
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/sidecar"
 	"github.com/nodelet/nodelet/internal/status"
 )
@@ -64,12 +65,27 @@ type Admitter struct {
 	Recorder record.EventRecorder
 	// RuntimeFeatures says what the runtime reported it can do; nil means nothing optional.
 	RuntimeFeatures RuntimeFeatures
+	// StopSignals is the ContainerStopSignals feature gate: off, a pod setting a container's
+	// lifecycle.stopSignal is refused.
+	StopSignals bool
+	// ImageVolumes is the ImageVolume feature gate: on, a pod with an image volume is refused
+	// unless the runtime mounts images. Off, such a pod is admitted and waits for a volume no
+	// plugin sets up, as upstream's.
+	ImageVolumes bool
 }
 
-// RuntimeFeatures is what admission asks of the runtime's reported features
+// RuntimeFeatures is what admission asks of the runtime's reported features and version
 // (*runtimefeatures.Store).
 type RuntimeFeatures interface {
 	SupplementalGroupsPolicy() bool
+	// Has says whether the runtime's version has a feature CRI Status does not report.
+	Has(since runtimefeatures.Since) bool
+	// Lacking names the runtime the node runs and the release that has the feature.
+	Lacking(since runtimefeatures.Since) string
+	// ImageVolumes says whether the runtime mounts image volumes; ImageVolumesRefusal says
+	// why not, naming the runtime and the versions that can.
+	ImageVolumes() bool
+	ImageVolumesRefusal() string
 }
 
 // checked are the native resources whose requests must fit allocatable; extended resources
@@ -106,6 +122,12 @@ func (a *Admitter) Admit(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
 func (a *Admitter) beforeAllocation(pod *v1.Pod) (bool, string, string) {
 	if field, why := podfields.Check(&pod.Spec); field != "" {
 		return false, podfields.Reason, field + ": " + why
+	}
+	if ok, reason, msg := a.checkStopSignal(pod); !ok {
+		return false, reason, msg
+	}
+	if ok, reason, msg := a.checkImageVolumes(pod); !ok {
+		return false, reason, msg
 	}
 	if a.Pressure != nil {
 		if ok, reason, msg := a.Pressure(pod); !ok {

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/podfields"
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/sysctl"
 )
 
@@ -163,6 +165,29 @@ func checkSupplementalGroupsPolicy(pod *v1.Pod, features RuntimeFeatures) (bool,
 	if features != nil && features.SupplementalGroupsPolicy() {
 		return true, "", ""
 	}
-	return false, ReasonSupplementalGroupsPolicyNotSupported,
-		fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)
+	msg := fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)
+	if features != nil { // upstream's message, then which runtime would lift it
+		msg += " (" + features.Lacking(runtimefeatures.SupplementalGroupsPolicySince) + ")"
+	}
+	return false, ReasonSupplementalGroupsPolicyNotSupported, msg
+}
+
+// checkImageVolumes refuses, with the gate on, a pod with an image volume the runtime would
+// not mount: upstream sends the mount anyway and a runtime that ignores CRI's Mount.image
+// (containerd before 2.1) gives the container an empty directory instead of the image.
+func (a *Admitter) checkImageVolumes(pod *v1.Pod) (bool, string, string) {
+	if !a.ImageVolumes {
+		return true, "", ""
+	}
+	for i, vol := range pod.Spec.Volumes {
+		if vol.Image == nil || a.RuntimeFeatures != nil && a.RuntimeFeatures.ImageVolumes() {
+			continue
+		}
+		why := "image volumes need a runtime that mounts images through CRI"
+		if a.RuntimeFeatures != nil {
+			why = a.RuntimeFeatures.ImageVolumesRefusal()
+		}
+		return false, podfields.Reason, fmt.Sprintf("spec.volumes[%d].image: %s", i, why)
+	}
+	return true, "", ""
 }

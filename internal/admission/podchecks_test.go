@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodelet/nodelet/internal/podfields"
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/status"
 	"github.com/nodelet/nodelet/internal/sysctl"
 )
@@ -132,21 +133,21 @@ func TestAdmitRefusesUnhonouredPodField(t *testing.T) {
 	recorder := record.NewFakeRecorder(4)
 	st := status.NewManager(nil)
 	a := &Admitter{Statuses: st, Recorder: recorder, HostHasAppArmor: func() bool { return true }}
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "img", UID: "u1"}, Spec: v1.PodSpec{
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nfs", UID: "u1"}, Spec: v1.PodSpec{
 		Containers: []v1.Container{{Name: "c", Image: "i"}},
-		Volumes:    []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}}},
+		Volumes:    []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}}},
 	}}
 	ok, reason, msg := a.Admit(pod, nil)
-	if ok || reason != podfields.Reason || !strings.HasPrefix(msg, "spec.volumes[0].image: ") {
-		t.Fatalf("Admit = %v, %q, %q; want a refusal naming spec.volumes[0].image", ok, reason, msg)
+	if ok || reason != podfields.Reason || !strings.HasPrefix(msg, "spec.volumes[0].nfs: ") {
+		t.Fatalf("Admit = %v, %q, %q; want a refusal naming spec.volumes[0].nfs", ok, reason, msg)
 	}
 	a.Reject(pod, reason, msg)
-	if got, _ := st.Get(pod.UID); got.Phase != v1.PodFailed || got.Reason != podfields.Reason || !strings.Contains(got.Message, "containerd 2.1") {
+	if got, _ := st.Get(pod.UID); got.Phase != v1.PodFailed || got.Reason != podfields.Reason || !strings.Contains(got.Message, "no nfs plugin") {
 		t.Errorf("status %+v", got)
 	}
 	select {
 	case ev := <-recorder.Events:
-		if want := "Warning " + podfields.Reason + " spec.volumes[0].image: "; !strings.HasPrefix(ev, want) {
+		if want := "Warning " + podfields.Reason + " spec.volumes[0].nfs: "; !strings.HasPrefix(ev, want) {
 			t.Errorf("event %q, want it to start with %q", ev, want)
 		}
 	default:
@@ -156,5 +157,44 @@ func TestAdmitRefusesUnhonouredPodField(t *testing.T) {
 	pod.Spec.Volumes[0].VolumeSource = v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}
 	if ok, reason, msg := a.Admit(pod, nil); !ok {
 		t.Errorf("the same pod with an emptyDir refused: %s: %s", reason, msg)
+	}
+}
+
+// With the ImageVolume gate on, a pod with an image volume is refused on a runtime that would
+// ignore CRI's Mount.image (containerd 1.6 and 2.0), naming the runtime and the versions that
+// mount images; it is admitted on containerd 2.1 and later, and, with the gate off, anywhere
+// (the volume manager then has no plugin for it, as upstream's).
+func TestAdmitImageVolumesByRuntimeVersion(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "img", UID: "u1"}, Spec: v1.PodSpec{
+		Containers: []v1.Container{{Name: "c", Image: "i"}},
+		Volumes: []v1.Volume{{Name: "e", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "v", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}}},
+	}}
+	for _, tc := range []struct {
+		gate          bool
+		name, version string
+		wantOK        bool
+	}{
+		{true, "containerd", "1.6.20~ds1", false},
+		{true, "containerd", "v2.0.5", false},
+		{true, "fakecri", "9.9.9", false},
+		{true, "", "", false}, // the runtime has not answered Version yet
+		{true, "containerd", "v2.1.0", true},
+		{true, "containerd", "v2.4.2", true},
+		{true, "cri-o", "1.33.1", true},
+		{false, "containerd", "1.6.20~ds1", true},
+	} {
+		features := &runtimefeatures.Store{}
+		features.ObserveVersion(tc.name, tc.version)
+		a := &Admitter{HostHasAppArmor: func() bool { return true }, RuntimeFeatures: features, ImageVolumes: tc.gate}
+		ok, reason, msg := a.Admit(pod, nil)
+		if ok != tc.wantOK {
+			t.Errorf("gate %v on %s %s: Admit = %v, %q, %q; want %v", tc.gate, tc.name, tc.version, ok, reason, msg, tc.wantOK)
+			continue
+		}
+		if !ok && (reason != podfields.Reason || !strings.HasPrefix(msg, "spec.volumes[1].image: ") ||
+			!strings.Contains(msg, "containerd 2.1 or later") || tc.name != "" && !strings.Contains(msg, "this node runs "+tc.name+" "+strings.TrimPrefix(tc.version, "v"))) {
+			t.Errorf("refusal on %s %s: %q %q; want %s naming the field, containerd 2.1 and the runtime", tc.name, tc.version, reason, msg, podfields.Reason)
+		}
 	}
 }

@@ -17,13 +17,19 @@ func TestSupplementalGroupsPolicyAdmission(t *testing.T) {
 	}
 	unsupported := &runtimefeatures.Store{}
 	unsupported.Observe(runtimefeatures.Report{})
+	unsupported.ObserveVersion("containerd", "1.6.20~ds1")
 	supported := &runtimefeatures.Store{}
 	supported.Observe(runtimefeatures.Report{SupplementalGroupsPolicy: true})
 	strict, merge := ptr.To(v1.SupplementalGroupsPolicyStrict), ptr.To(v1.SupplementalGroupsPolicyMerge)
 	for _, features := range []RuntimeFeatures{nil, unsupported} {
 		a := &Admitter{HostHasAppArmor: func() bool { return true }, RuntimeFeatures: features}
+		// Upstream's message, then (when nodelet knows the runtime) what would lift it.
+		want := "SupplementalGroupsPolicy=Strict is not supported in this node"
+		if features != nil {
+			want += " (this node runs containerd 1.6.20~ds1; containerd 2.0 or later has it)"
+		}
 		ok, reason, msg := a.Admit(withPolicy(strict), nil)
-		if ok || reason != "SupplementalGroupsPolicyNotSupported" || msg != "SupplementalGroupsPolicy=Strict is not supported in this node" {
+		if ok || reason != "SupplementalGroupsPolicyNotSupported" || msg != want {
 			t.Errorf("Strict without the feature: %v %q %q", ok, reason, msg)
 		}
 		for _, p := range []*v1.SupplementalGroupsPolicy{nil, merge} {

@@ -348,6 +348,7 @@ func (n *agent) newImages() (*images.Manager, error) {
 		CRI:       n.cri, RootDir: cfg.RootDir, Recorder: n.recorder,
 		Serialize: cfg.SerializeImagePulls, MaxParallel: int(cfg.MaxParallelImagePulls),
 		PullQPS: float32(cfg.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
+		VolumeImages: n.volumeImages,
 	})
 }
 
@@ -362,8 +363,9 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		RuntimeClasses: runtimeclass.Standalone{}, Timeline: n.timeline, Volumes: n.volumes,
 		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, Hooks: n.podHooks(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport, Capacity: n.capacity(),
-		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler,
-		SELinux: mount.SELinuxEnabled(mount.Mountinfo, "/proc/self/attr/current"),
+		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler, StopSignals: cfg.StopSignals,
+		ImageVolumes: cfg.ImageVolumes,
+		SELinux:      mount.SELinuxEnabled(mount.Mountinfo, "/proc/self/attr/current"),
 	}
 	if n.cluster != nil {
 		api := n.cluster.clients.API
@@ -399,6 +401,7 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	}
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	deps.Release = n.release()
+	deps.StopSignals = n.cfg.StopSignals
 	return deps
 }
 
@@ -425,8 +428,9 @@ func (n *agent) buildNode(ctx context.Context) error {
 	}
 	n.buildShutdown(ctx, workers)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
-		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features,
-		Devices: admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
+		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features, StopSignals: n.cfg.StopSignals,
+		ImageVolumes: n.cfg.ImageVolumes,
+		Devices:      admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
 		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
 	}
 	loopCfg := syncloop.Config{

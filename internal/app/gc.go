@@ -64,3 +64,16 @@ func (n *agent) startGC(workers *podworkers.PodWorkers, sourcesReady func() bool
 func gcNodeRef(name string) *v1.ObjectReference {
 	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
 }
+
+// volumeImages are the images the image volumes of the node's pods mount: image GC keeps them.
+func (n *agent) volumeImages() []string {
+	var refs []string
+	for _, p := range n.pods.Pods() {
+		for _, vol := range p.Spec.Volumes {
+			if vol.Image != nil {
+				refs = append(refs, vol.Image.Reference)
+			}
+		}
+	}
+	return refs
+}

@@ -91,7 +91,8 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	relister := pleg.New(n.runtime, plegPeriod, nil)
 	queue := syncloop.NewQueue()
 	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
-	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features}
+	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features,
+		StopSignals: n.cfg.StopSignals, ImageVolumes: n.cfg.ImageVolumes}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
 	// the volume manager their volumes.
 	sourcesReady := func() bool { return false }

@@ -23,7 +23,7 @@ import (
 func (n *agent) newVolumes() *volumes.Manager {
 	n.podStates = &podStates{}
 	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: node.PrimaryHostIP(n.cfg.NodeIP), AllocatableMemory: n.allocatableMemory(),
-		PodMemoryLimit: cm.PodMemoryLimit, Capacity: n.capacity()}
+		PodMemoryLimit: cm.PodMemoryLimit, Capacity: n.capacity(), ImageVolumes: n.cfg.ImageVolumes}
 	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates, Node: n.node, Recorder: n.recorder}
 	if n.objects != nil {
 		deps.Objects, deps.Tokens = n.objects, n.objects

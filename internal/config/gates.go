@@ -37,7 +37,10 @@ const upstreamVersion = "1.33"
 // ReloadKubeletServerCertificateFile serves tlsCertFile/tlsPrivateKeyFile anew when they change;
 // NodeSwap=false keeps every container off swap and refuses memorySwap.swapBehavior;
 // KubeletCgroupDriverFromCRI takes the cgroup driver the runtime reports over cgroupDriver;
-// RuntimeClassInImageCriApi names the pod's runtime handler in its image pulls.
+// RuntimeClassInImageCriApi names the pod's runtime handler in its image pulls;
+// ContainerStopSignals sends a container's lifecycle.stopSignal to the runtime and reports
+// status.containerStatuses[].stopSignal (off: a pod setting it is refused); ImageVolume
+// mounts image volumes (on a runtime that can: containerd 2.1 or later).
 var gatesActedOn = map[string]bool{
 	"PodAndContainerStatsFromCRI":            true,
 	"GracefulNodeShutdownBasedOnPodPriority": true,
@@ -53,6 +56,8 @@ var gatesActedOn = map[string]bool{
 	gateNodeSwap:                             true,
 	gateCgroupDriverFromCRI:                  true,
 	gateRuntimeClassInImage:                  true,
+	gateContainerStopSignals:                 true,
+	gateImageVolume:                          true,
 }
 
 // The gates nodelet acts on that are read by name.
@@ -69,6 +74,8 @@ const (
 	gateNodeSwap                 = "NodeSwap"
 	gateCgroupDriverFromCRI      = "KubeletCgroupDriverFromCRI"
 	gateRuntimeClassInImage      = "RuntimeClassInImageCriApi"
+	gateContainerStopSignals     = "ContainerStopSignals"
+	gateImageVolume              = "ImageVolume"
 )
 
 // gateOn is the gate's value: featureGates' when it sets it, else upstream's default.

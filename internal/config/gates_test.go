@@ -40,6 +40,7 @@ func TestFeatureGateValues(t *testing.T) {
 		{map[string]bool{"InPlacePodVerticalScaling": true, "SidecarContainers": true, "RotateKubeletServerCertificate": true}, ""},
 		// Acted on at the other value.
 		{map[string]bool{"KubeletPodResourcesGet": true, "UserNamespacesSupport": false, "PodAndContainerStatsFromCRI": true}, ""},
+		{map[string]bool{"ContainerStopSignals": true}, ""},
 		{map[string]bool{"NoSuchGate": true}, `featureGates["NoSuchGate"]: unrecognized feature gate: NoSuchGate`},
 		{map[string]bool{"SidecarContainers": false}, "cannot set feature gate SidecarContainers to false, feature is locked to true"},
 		{map[string]bool{"MemoryQoS": true}, `featureGates["MemoryQoS"]: is not supported by nodelet at true: nodelet implements only this alpha gate's default (false) behaviour`},

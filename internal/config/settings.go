@@ -79,7 +79,14 @@ type Settings struct {
 	// PullRuntimeHandler is the RuntimeClassInImageCriApi feature gate (off unless
 	// featureGates turns it on): image pulls name the pod's runtime handler.
 	PullRuntimeHandler bool
-	EventRecordQPS     int32
+	// StopSignals is the ContainerStopSignals feature gate (off unless featureGates turns it
+	// on): containers' lifecycle.stopSignal goes to the runtime and their status reports it.
+	StopSignals bool
+	// ImageVolumes is the ImageVolume feature gate (off unless featureGates turns it on):
+	// image volumes are pulled and mounted through CRI; off, a pod's image volume has no
+	// plugin and the pod waits for it, as upstream's.
+	ImageVolumes   bool
+	EventRecordQPS int32
 }
 
 // settingsOf reads kc's settings. kc has been through SetDefaults (and the flags only set its
@@ -133,6 +140,8 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	s.NodeSwap = gateOn(kc, gateNodeSwap)
 	s.CgroupDriverFromCRI = gateOn(kc, gateCgroupDriverFromCRI)
 	s.PullRuntimeHandler = gateOn(kc, gateRuntimeClassInImage)
+	s.StopSignals = gateOn(kc, gateContainerStopSignals)
+	s.ImageVolumes = gateOn(kc, gateImageVolume)
 	if kc.MaxParallelImagePulls != nil {
 		s.MaxParallelImagePulls = *kc.MaxParallelImagePulls
 	}

@@ -1,10 +1,15 @@
 package container
 
 import (
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 )
+
+// ErrRecursiveReadOnlyUnsupported is RecursiveReadOnly's error for Enabled on a runtime
+// without the feature; the caller may say which runtime would have it.
+var ErrRecursiveReadOnlyUnsupported = errors.New("it is not supported by the runtime")
 
 // RecursiveReadOnly resolves a volume mount's recursiveReadOnly as upstream: Disabled or unset
 // is a plain mount; Enabled and IfPossible need readOnly and no propagation; Enabled on a
@@ -25,7 +30,7 @@ func RecursiveReadOnly(vm v1.VolumeMount, runtimeSupports bool) (bool, error) {
 		return runtimeSupports, nil
 	case v1.RecursiveReadOnlyEnabled:
 		if !runtimeSupports {
-			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
+			return false, fmt.Errorf("volume %q requested recursive read-only mode, but %w", vm.Name, ErrRecursiveReadOnlyUnsupported)
 		}
 		return true, nil
 	default:

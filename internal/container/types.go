@@ -101,6 +101,9 @@ type ContainerStatus struct {
 	LegacyHash   bool   // Hash is an older nodelet's, not kubehash.ContainerHash
 	RestartCount int
 	User         *ContainerUser // as the runtime reports it; nil when it does not
+	// StopSignal is the signal the runtime stops the container with ("SIGTERM"), as it
+	// reports it; "" when it does not (containerd before 2.1).
+	StopSignal string
 	// Resources are the cpu and memory settings the runtime reports in effect; nil when it
 	// reports none.
 	Resources *ContainerResources

@@ -73,9 +73,11 @@ func (o Mounts) VolumeDevices(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Devic
 
 // ContainerMounts builds the container's mounts: its volume mounts, the managed /etc/hosts and
 // the termination message file. vars are the container's environment, which subPathExpr
-// expands from; supportsRRO says whether the pod's runtime handler can mount recursively
-// read-only, asked only when a mount wants it.
-func (o Mounts) ContainerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string, supportsRRO func() bool) ([]*runtimeapi.Mount, error) {
+// expands from; images are the image volumes' images by volume name, which the runtime mounts
+// itself (read-only, a subPath into the image as image_sub_path); supportsRRO says whether
+// the pod's runtime handler can mount recursively read-only, asked only when a mount wants it.
+func (o Mounts) ContainerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, vars map[string]string, images map[string]*runtimeapi.ImageSpec,
+	supportsRRO func() bool) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountsEtcHosts := false
 	var rroSupported *bool // looked up on the first mount asking for recursive read-only
@@ -90,6 +92,12 @@ func (o Mounts) ContainerMounts(pod *v1.Pod, c *v1.Container, podIPs []string, v
 		rro, err := container.RecursiveReadOnly(vm, ptr.Deref(rroSupported, false))
 		if err != nil {
 			return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
+		}
+		if image := images[vm.Name]; image != nil {
+			mounts = append(mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, Image: image, ImageSubPath: sub, Readonly: true,
+				Propagation: propagation(vm.MountPropagation), RecursiveReadOnly: rro})
+			mountsEtcHosts = mountsEtcHosts || vm.MountPath == EtcHostsPath
+			continue
 		}
 		if o.Volumes == nil {
 			return nil, fmt.Errorf("volume mount %q: nodelet runs without a volume manager", vm.Name)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/cri"
 )
@@ -13,19 +15,44 @@ import (
 // manager, the one owner of the runtime's image service.
 var _ container.ImageGarbageSource = (*Manager)(nil)
 
-// ImagesInUse implements ImageGarbageSource.
+// ImagesInUse implements ImageGarbageSource: the images of every container, and those the
+// image volumes of the node's pods mount.
 func (m *Manager) ImagesInUse(ctx context.Context) ([]string, error) {
+	refs, err := m.volumeImagesInUse(ctx)
+	if err != nil {
+		return nil, err
+	}
 	containers, err := m.cri.ListContainers(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	var refs []string
 	for _, c := range containers {
 		if c.ImageRef != "" {
 			refs = append(refs, c.ImageRef)
 		}
 		if c.Image != nil && c.Image.Image != "" {
 			refs = append(refs, c.Image.Image)
+		}
+	}
+	return refs, nil
+}
+
+// volumeImagesInUse resolves the image volumes' references to image IDs through the runtime
+// (which knows what a short name like "busybox" means), so that an image is kept whatever
+// name the pod gave it; the references go too, for an image not present at all.
+func (m *Manager) volumeImagesInUse(ctx context.Context) ([]string, error) {
+	if m.volImages == nil {
+		return nil, nil
+	}
+	var refs []string
+	for _, image := range sets.List(sets.New(m.volImages()...)) {
+		id, err := m.imageID(ctx, image)
+		if err != nil {
+			return nil, fmt.Errorf("image volume image %s: %w", image, err)
+		}
+		refs = append(refs, image)
+		if id != "" {
+			refs = append(refs, id)
 		}
 	}
 	return refs, nil

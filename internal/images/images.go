@@ -69,6 +69,9 @@ type Options struct {
 	PullBurst int
 	// Backoff holds pull back-off per pod and image; default 10s doubling to 300s.
 	Backoff *flowcontrol.Backoff
+	// VolumeImages, when set, lists the images of the image volumes of the pods the node
+	// holds: ImagesInUse counts them in use, as no container is made from them.
+	VolumeImages func() []string
 }
 
 // Manager pulls images for containers. Safe for concurrent use.
@@ -83,6 +86,7 @@ type Manager struct {
 	// back-off message repeats it, as upstream's does.
 	lastPullErr sync.Map
 	providers   func(ctx context.Context, image string) map[string]credprovider.Credential
+	volImages   func() []string
 }
 
 // NewManager returns an image manager over opts.CRI.
@@ -99,7 +103,7 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.RootDir != "" {
 		m.node = &nodeConfig{rootDir: opts.RootDir, now: time.Now}
 	}
-	m.providers = opts.Providers
+	m.providers, m.volImages = opts.Providers, opts.VolumeImages
 	if m.recorder == nil {
 		m.recorder = &record.FakeRecorder{} // nil channel: events are dropped
 	}
@@ -135,25 +139,49 @@ func (s semaphore) Unlock() { <-s }
 // container status, and an error wrapping the matching Err* value.
 // sb is the sandbox the image is pulled for, handed to the runtime with the pull.
 func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret, sb Sandbox) (imageRef, waitReason, msg string, err error) {
-	ref := kubecontainer.ContainerRef(pod, container)
-	image := container.Image
+	return m.ensure(ctx, pull{
+		ref: kubecontainer.ContainerRef(pod, container), pod: pod, image: container.Image,
+		policy: pullPolicy(container.ImagePullPolicy, container.Image), what: "container " + container.Name,
+	}, pullSecrets, sb)
+}
+
+// EnsureVolumeImage is EnsureImage for an image volume's image, with the volume's pull policy:
+// as upstream, its events are the pod's (no container is named) and the results are the same.
+func (m *Manager) EnsureVolumeImage(ctx context.Context, pod *v1.Pod, vol *v1.ImageVolumeSource, pullSecrets []v1.Secret, sb Sandbox) (imageRef, waitReason, msg string, err error) {
+	return m.ensure(ctx, pull{
+		ref: kubecontainer.ContainerRef(pod, nil), pod: pod, image: vol.Reference,
+		policy: pullPolicy(vol.PullPolicy, vol.Reference), what: "image volume",
+	}, pullSecrets, sb)
+}
+
+// pull is one image to make present: for whom (the object its events name, and a word for
+// the log), and how.
+type pull struct {
+	ref    *v1.ObjectReference
+	pod    *v1.Pod
+	image  string
+	policy v1.PullPolicy
+	what   string
+}
+
+func (m *Manager) ensure(ctx context.Context, p pull, pullSecrets []v1.Secret, sb Sandbox) (imageRef, waitReason, msg string, err error) {
+	ref, pod, image := p.ref, p.pod, p.image
 	if image == "" || strings.ContainsAny(image, " \t\n") {
 		msg = fmt.Sprintf("Failed to apply default image tag %q: invalid reference format", image)
 		m.recorder.Event(ref, v1.EventTypeWarning, "InspectFailed", msg)
 		return "", ReasonInvalidImageName, msg, fmt.Errorf("%w: %s", ErrInvalidImageName, msg)
 	}
-	policy := pullPolicy(container)
 	presentRef, err := m.imageID(ctx, image)
 	if err != nil {
 		msg = fmt.Sprintf("Failed to inspect image %q: %v", image, err)
 		m.recorder.Event(ref, v1.EventTypeWarning, "InspectFailed", msg)
 		return "", ReasonErrImagePull, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
 	}
-	if presentRef != "" && policy != v1.PullAlways {
+	if presentRef != "" && p.policy != v1.PullAlways {
 		m.recorder.Eventf(ref, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", image)
 		return presentRef, "", "", nil
 	}
-	if policy == v1.PullNever {
+	if p.policy == v1.PullNever {
 		msg = fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 		m.recorder.Event(ref, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
 		return "", ReasonErrImageNeverPull, msg, fmt.Errorf("%w: %s", ErrImageNeverPull, msg)
@@ -176,7 +204,7 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Co
 	if err != nil {
 		m.backoff.Next(backoffKey, m.backoff.Clock.Now())
 		m.recorder.Eventf(ref, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", image, err)
-		klog.InfoS("Image pull failed", "pod", klog.KObj(pod), "container", container.Name, "image", image, "err", err)
+		klog.InfoS("Image pull failed", "pod", klog.KObj(pod), "for", p.what, "image", image, "err", err)
 		reason, msg := pullFailure(image, err)
 		m.lastPullErr.Store(backoffKey, reason+": "+msg)
 		return "", reason, msg, fmt.Errorf("%w: %s", ErrImagePull, msg)
@@ -305,13 +333,13 @@ func (m *Manager) pullOnce(ctx context.Context, spec *cri.ImageSpec, auth *cri.A
 	return ref, nil
 }
 
-// pullPolicy is the container's policy, defaulted as the API server would: Always for an
-// untagged or :latest image, IfNotPresent otherwise.
-func pullPolicy(c *v1.Container) v1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
+// pullPolicy is the policy set, defaulted as the API server would: Always for an untagged or
+// :latest image, IfNotPresent otherwise.
+func pullPolicy(set v1.PullPolicy, image string) v1.PullPolicy {
+	if set != "" {
+		return set
 	}
-	if imageTag(c.Image) == "latest" {
+	if imageTag(image) == "latest" {
 		return v1.PullAlways
 	}
 	return v1.PullIfNotPresent

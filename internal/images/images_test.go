@@ -138,7 +138,7 @@ func TestDefaultPullPolicy(t *testing.T) {
 		"nodelet.local/busybox:1.36":      v1.PullIfNotPresent,
 		"busybox@sha256:0123456789abcdef": v1.PullIfNotPresent,
 	} {
-		if got := pullPolicy(&v1.Container{Image: image}); got != want {
+		if got := pullPolicy("", image); got != want {
 			t.Errorf("pullPolicy(%q) = %s, want %s", image, got, want)
 		}
 	}

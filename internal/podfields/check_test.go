@@ -26,7 +26,7 @@ func ordinary() *v1.PodSpec {
 		Containers: []v1.Container{{
 			Name: "app", Image: "i", VolumeMounts: mount,
 			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}},
-			Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}},
+			Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}, StopSignal: ptr.To(v1.SIGUSR1)},
 			SecurityContext: &v1.SecurityContext{
 				WindowsOptions: &v1.WindowsSecurityContextOptions{GMSACredentialSpecName: ptr.To("ignored-on-linux")},
 			},
@@ -70,9 +70,6 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 		{"DRA container claims", func(s *v1.PodSpec) {
 			s.Containers = append(s.Containers, v1.Container{Name: "b", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}})
 		}, "spec.containers[1].resources.claims", "DRA driver"},
-		{"image volume", func(s *v1.PodSpec) {
-			s.Volumes = append(s.Volumes, v1.Volume{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}})
-		}, "spec.volumes[2].image", "containerd 2.1"},
 		{"pod-level resources", func(s *v1.PodSpec) {
 			s.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}
 		}, "spec.resources", "PodLevelResources"},
@@ -86,9 +83,6 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 			src := s.Volumes[1].Projected
 			src.Sources = append(src.Sources, v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Path: "ca"}})
 		}, "spec.volumes[1].projected.sources[2].clusterTrustBundle", "ConfigMap"},
-		{"init container stop signal", func(s *v1.PodSpec) {
-			s.InitContainers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr.To(v1.SIGUSR1)}
-		}, "spec.initContainers[0].lifecycle.stopSignal", "STOPSIGNAL"},
 		{"tcpSocket hook", func(s *v1.PodSpec) {
 			s.Containers[0].Lifecycle.PostStart = &v1.LifecycleHandler{TCPSocket: &v1.TCPSocketAction{}}
 		}, "spec.containers[0].lifecycle.postStart.tcpSocket", "never runs"},

@@ -29,7 +29,9 @@ var actedOn = map[string]string{
 	"VolumeSource.secret": "volumes/plugins/objects.go", "VolumeSource.persistentVolumeClaim": "volumes/claims.go",
 	"VolumeSource.downwardAPI": "volumes/plugins/objects.go", "VolumeSource.configMap": "volumes/plugins/objects.go",
 	"VolumeSource.projected": "volumes/plugins/objects.go", "VolumeSource.csi": "csi",
-	"VolumeSource.ephemeral":    "volumes/spec.go (the claim <pod>-<volume>, owned by the pod)",
+	"VolumeSource.ephemeral":      "volumes/spec.go (the claim <pod>-<volume>, owned by the pod)",
+	"VolumeSource.image":          "runtime/imagevolumes.go (ImageVolume gate; admission refuses it on a runtime that cannot mount images)",
+	"ImageVolumeSource.reference": "images, runtime mounts", "ImageVolumeSource.pullPolicy": "images",
 	"HostPathVolumeSource.path": "hostpath plugin", "HostPathVolumeSource.type": "hostpath plugin",
 	"EmptyDirVolumeSource.sizeLimit": "emptydir plugin, eviction", "EmptyDirVolumeSource.medium": "emptydir plugin (tmpfs, hugetlbfs)",
 	"SecretVolumeSource.secretName": "objects plugin", "SecretVolumeSource.items": "objects plugin",
@@ -92,7 +94,8 @@ var actedOn = map[string]string{
 	"TCPSocketAction.host": "prober", "GRPCAction.port": "prober", "GRPCAction.service": "prober",
 	"Lifecycle.postStart": "runtime hooks", "Lifecycle.preStop": "runtime/prestop.go",
 	"LifecycleHandler.exec": "runtime hooks", "LifecycleHandler.httpGet": "runtime hooks", "LifecycleHandler.sleep": "runtime hooks",
-	"SleepAction.seconds": "runtime hooks",
+	"SleepAction.seconds":  "runtime hooks",
+	"Lifecycle.stopSignal": "runtime/stopsignal.go (admission refuses it without the ContainerStopSignals gate or on a runtime that drops it)",
 	// Security contexts
 	"SecurityContext.capabilities": "runtime/security.go", "SecurityContext.privileged": "runtime/security.go",
 	"SecurityContext.seLinuxOptions": "runtime/security.go", "SecurityContext.runAsUser": "runtime/security.go",
@@ -160,14 +163,12 @@ func removedUpstream(source string) refusal {
 // refused: nodelet refuses a pod that sets these; an entry with allowed is acted on for the
 // values it allows.
 var refused = map[string]refusal{
-	"PodSpec.resourceClaims": {why: "dynamic resource allocation needs a DRA driver registered with the node and CDI in the runtime; " +
-		"this node has neither (containerd 1.6), so the claims could never be prepared (upstream waits with FailedPrepareDynamicResources)"},
-	"ResourceRequirements.claims": {why: "dynamic resource allocation needs a DRA driver registered with the node and CDI in the runtime; " +
-		"this node has neither (containerd 1.6)"},
+	"PodSpec.resourceClaims": {why: "dynamic resource allocation needs a DRA driver registered with the node, and nodelet registers " +
+		"none (it has no DRA manager), so the claims could never be prepared (upstream waits with FailedPrepareDynamicResources)"},
+	"ResourceRequirements.claims": {why: "dynamic resource allocation needs a DRA driver registered with the node, and nodelet " +
+		"registers none (it has no DRA manager)"},
 	"PodSpec.resources": {why: "pod-level resources (the PodLevelResources feature) are alpha in Kubernetes 1.33 and not supported by " +
 		"nodelet; set resources on each container"},
-	"VolumeSource.image": {why: "image volumes need a runtime that mounts images through CRI (containerd 2.1 or later); this node runs " +
-		"containerd 1.6: copy the files from an init container into an emptyDir instead"},
 	"VolumeProjection.clusterTrustBundle": {why: "clusterTrustBundle projections (beta, off by default in 1.33) are not supported by " +
 		"nodelet; project the bundle from a ConfigMap"},
 	"VolumeSource.gitRepo": {why: "gitRepo volumes are deprecated and nodelet has no plugin for them; clone the repository from an " +
@@ -191,8 +192,6 @@ var refused = map[string]refusal{
 	"VolumeSource.photonPersistentDisk": removedUpstream("photonPersistentDisk"),
 	"VolumeSource.scaleIO":              removedUpstream("scaleIO"),
 	"VolumeSource.storageos":            removedUpstream("storageos"),
-	"Lifecycle.stopSignal": {why: "container stop signals (ContainerStopSignals, alpha in 1.33) need a runtime that takes the signal " +
-		"through CRI; containerd 1.6 stops containers with the image's STOPSIGNAL: set STOPSIGNAL in the image"},
 	"LifecycleHandler.tcpSocket": {why: "a tcpSocket lifecycle handler is deprecated and never runs (the upstream kubelet fails it as " +
 		"an invalid handler); use exec, httpGet or sleep"},
 	"SecurityContext.windowsOptions": {why: "hostProcess containers run only on Windows nodes; the other windowsOptions are ignored " +

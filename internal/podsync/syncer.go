@@ -58,6 +58,9 @@ type Deps struct {
 	// RecursiveReadOnly says whether pod's runtime handler makes recursive read-only mounts,
 	// for its status; nil means it does not.
 	RecursiveReadOnly func(pod *v1.Pod) bool
+	// StopSignals is the ContainerStopSignals feature gate: statuses report the signal each
+	// container is stopped with.
+	StopSignals bool
 	// Prober runs the pods' liveness, readiness and startup probes; nil runs none.
 	Prober *prober.Manager
 	// Timeline, when set, shows a starting pod's wait for its volumes.
@@ -287,7 +290,7 @@ func (s *Syncer) recordStatus(pod *v1.Pod, rs *container.PodStatus, verdict *sta
 	prev, ok := s.Statuses.Get(pod.UID)
 	in := status.Input{
 		Pod: pod, Runtime: rs, Waiting: s.getWaiting(pod.UID), RuntimeName: s.RuntimeName,
-		HostIPs: s.HostIPs, Now: metav1.NewTime(time.Now()), Verdict: verdict, Final: final,
+		HostIPs: s.HostIPs, Now: metav1.NewTime(time.Now()), Verdict: verdict, Final: final, StopSignals: s.StopSignals,
 	}
 	if ok {
 		in.Previous = &prev

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/internal/containeropts"
 	"github.com/nodelet/nodelet/internal/kubehash"
 	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/runtimefeatures"
 )
 
 // managedBy marks containers nodelet created.
@@ -39,7 +41,11 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return nil, err
 	}
 	cmd, args := containeropts.ExpandCommand(c, vars)
-	mounts, err := m.mounts.ContainerMounts(pod, c, sb.ips, vars, func() bool { return m.supportsRecursiveReadOnly(pod) })
+	images, _ := sb.imageVolumes.forContainer(c) // startContainer held it back if one failed
+	mounts, err := m.mounts.ContainerMounts(pod, c, sb.ips, vars, images, func() bool { return m.supportsRecursiveReadOnly(pod) })
+	if errors.Is(err, container.ErrRecursiveReadOnlyUnsupported) { // upstream's message, then what would lift it
+		return nil, fmt.Errorf("%w (%s)", err, m.features.Lacking(runtimefeatures.RecursiveReadOnlySince))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +87,9 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			Resources:       m.containerResources(pod, c),
 			SecurityContext: sc,
 		},
+	}
+	if m.stopSignals {
+		cfg.StopSignal = toCRISignal(c)
 	}
 	// The hooks come before the user namespace: mounts they add get the pod's ID mapping too.
 	if err := m.hooks.ApplyContainer(ctx, pod, c, cfg); err != nil {

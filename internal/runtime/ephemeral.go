@@ -63,6 +63,9 @@ func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		}
 	}
 
+	if m.imageVolumesFailed(ref, &c, sb, res) {
+		return
+	}
 	imageRef, reason, msg, err := m.images.EnsureImage(ctx, pod, &c, m.pullSecrets(pod), m.pullSandbox(pod, sb.config))
 	if err != nil {
 		res.Waiting[c.Name] = container.WaitingReason{Reason: reason, Message: msg}
@@ -79,6 +82,7 @@ func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	ctype := metrics.ContainerType(pod, c.Name)
 	metrics.StartedContainer(ctype)
 	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
+	countImageVolumes(sb, &c, err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)

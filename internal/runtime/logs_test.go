@@ -96,3 +96,7 @@ func (logsTestImages) ImageUser(context.Context, string) (*int64, string, error)
 func (logsTestImages) EnsureImage(context.Context, *v1.Pod, *v1.Container, []v1.Secret, images.Sandbox) (string, string, string, error) {
 	return "", "", "", nil
 }
+
+func (logsTestImages) EnsureVolumeImage(context.Context, *v1.Pod, *v1.ImageVolumeSource, []v1.Secret, images.Sandbox) (string, string, string, error) {
+	return "", "", "", nil
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/downward"
 	"github.com/nodelet/nodelet/internal/images"
+	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/objects"
 	"github.com/nodelet/nodelet/internal/podhooks"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
@@ -31,6 +33,9 @@ import (
 // ImageService is what SyncPod needs from the image manager (*images.Manager).
 type ImageService interface {
 	EnsureImage(ctx context.Context, pod *v1.Pod, container *v1.Container, pullSecrets []v1.Secret, sb images.Sandbox) (imageRef, waitReason, msg string, err error)
+	EnsureVolumeImage(ctx context.Context, pod *v1.Pod, vol *v1.ImageVolumeSource, pullSecrets []v1.Secret, sb images.Sandbox) (imageRef, waitReason, msg string, err error)
+	// ForgetPod drops what is kept per pod (pull back-off, last pull errors) once it is removed.
+	ForgetPod(uid types.UID)
 	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
 	// numeric, else its user name.
 	ImageUser(ctx context.Context, image string) (uid *int64, user string, err error)
@@ -120,6 +125,12 @@ type Options struct {
 	// PullRuntimeHandler names the sandbox's runtime handler in PullImage's image spec
 	// (upstream's RuntimeClassInImageCriApi feature gate, off by default).
 	PullRuntimeHandler bool
+	// StopSignals is the ContainerStopSignals feature gate: a container's lifecycle.stopSignal
+	// goes to CRI (admission refuses it where the runtime would drop it).
+	StopSignals bool
+	// ImageVolumes is the ImageVolume feature gate: image volumes' images are pulled and
+	// mounted through CRI's Mount.image.
+	ImageVolumes bool
 	// Started is the prober's startup result for a running container instance (runtime ID):
 	// a sidecar with a startupProbe lets the next init container start only once it passed.
 	// nil counts every running container as started.
@@ -161,8 +172,10 @@ type Manager struct {
 	idRanges  PodIDRanges
 	usernsOff bool
 
-	memory      MemorySettings
-	pullHandler bool
+	memory         MemorySettings
+	pullHandler    bool
+	stopSignals    bool
+	imageVolumesOn bool
 
 	capacity downward.Capacity // for oom_score_adj and resourceFieldRef defaults
 }
@@ -213,6 +226,9 @@ func newManager(client *cri.Client, opts Options) *Manager {
 	if opts.PullSecrets == nil {
 		opts.PullSecrets = func(*v1.Pod) []v1.Secret { return nil }
 	}
+	if opts.ImageVolumes {
+		metrics.EnableImageVolumes()
+	}
 	dns := containeropts.NewDNS(opts.ResolvConf, opts.ClusterDNS, opts.ClusterDomain)
 	return &Manager{
 		cri:         client,
@@ -238,7 +254,7 @@ func newManager(client *cri.Client, opts Options) *Manager {
 		started: opts.Started, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
-		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler,
+		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler, stopSignals: opts.StopSignals, imageVolumesOn: opts.ImageVolumes,
 	}
 }
 
@@ -266,12 +282,15 @@ func (m *Manager) Status(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Version returns the runtime's name and version.
+// Version returns the runtime's name and version, and keeps them with the runtime's features
+// (the refusals of what it cannot do name them; whether image volumes can be mounted is decided
+// by version).
 func (m *Manager) Version(ctx context.Context) (string, string, error) {
 	resp, err := m.cri.Version(ctx)
 	if err != nil {
 		return "", "", fmt.Errorf("runtime version: %w", err)
 	}
+	m.features.ObserveVersion(resp.RuntimeName, resp.RuntimeVersion)
 	return resp.RuntimeName, resp.RuntimeVersion, nil
 }
 

@@ -185,6 +185,8 @@ type sandboxInfo struct {
 	id     string
 	config *runtimeapi.PodSandboxConfig
 	ips    []string
+	// imageVolumes are the pod's image volumes as this sync ensured their images.
+	imageVolumes imageVolumes
 }
 
 // createSandbox makes the pod's log directory and runs a new sandbox for attempt.

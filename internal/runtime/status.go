@@ -154,6 +154,7 @@ func (m *Manager) containerStatusFromCRI(st *runtimeapi.ContainerStatus, sandbox
 		Image:      specImage(st.Annotations, st.GetImage()),
 		ImageRef:   st.ImageRef,
 		User:       containerUser(st),
+		StopSignal: cri.APISignal(st.GetStopSignal()),
 	}
 	cs.Hash, cs.LegacyHash, cs.RestartCount = hashAndRestarts(st.Annotations)
 	cs.Resources = resizeFromCRI(st.Resources)

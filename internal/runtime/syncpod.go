@@ -91,6 +91,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		}
 		sb = &sandboxInfo{id: acts.sandbox.ID, config: cfg, ips: acts.sandbox.IPs}
 	}
+	if len(acts.start)+len(ephemeral) > 0 {
+		// Only for a sync that starts something: upstream ensures them at every sync, which
+		// for a running pod only repeats "already present" events.
+		sb.imageVolumes = m.ensureImageVolumes(ctx, pod, sb)
+	}
 	for _, s := range acts.start {
 		if notStopped[s.spec.Name] {
 			continue // never two instances of one container
@@ -153,6 +158,10 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 		backoff.Next(key, finished)
 	}
 
+	// As upstream, a missing image volume's image holds the container before its own image.
+	if m.imageVolumesFailed(ref, c, sb, res) {
+		return
+	}
 	img := m.image(ctx, pod, c, sb)
 	if img.err != nil {
 		// As upstream: the image manager's own events, then one naming the waiting reason.
@@ -182,6 +191,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxIn
 	createDone := m.begin(pod, timeline.ContainerCreated, c.Name, "CreateContainer", attempt)
 	id, err := m.cri.CreateContainer(ctx, sb.id, cfg, sb.config)
 	createDone("", err)
+	countImageVolumes(sb, c, err)
 	if err != nil {
 		metrics.StartContainerFailed(ctype, status.Code(err).String())
 		fail(ReasonCreateContainerError, err)

@@ -51,7 +51,9 @@ func (m *Manager) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, erro
 		return nil, err
 	}
 	if supported, err := m.features.UserNamespaces(handler); err != nil || !supported {
-		msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+		// Upstream's message, then which runtime would lift it.
+		msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces (" +
+			m.features.Lacking(runtimefeatures.UserNamespacesSince) + ")"
 		if handler != "" {
 			msg = fmt.Sprintf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
 		}

@@ -172,9 +172,14 @@ func TestHostUsersFalseRefusedWithoutRuntimeSupport(t *testing.T) {
 	if err := e.mgr.Status(context.Background()); err != nil { // reports no handlers at all
 		t.Fatal(err)
 	}
+	if _, _, err := e.mgr.Version(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	pod := usernsPod("refused")
 	res := e.sync(pod)
-	wantEvent := "Warning FailedCreatePodSandBox Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	// Upstream's message, then the runtime the node runs and the release that would lift it.
+	wantEvent := "Warning FailedCreatePodSandBox Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces " +
+		"(this node runs fakecri 1.0.0; containerd 2.0 or later with runc 1.2 or later on Linux 6.3 or later has it)"
 	if events := e.events(); res.Err == nil || !slices.Contains(events, wantEvent) {
 		t.Fatalf("err %v events %q; want %q", res.Err, events, wantEvent)
 	}
@@ -268,8 +273,11 @@ func TestRecursiveReadOnlyMounts(t *testing.T) {
 	}
 
 	e := newTestEnv(t)
-	wantFailure(e, rroPod("enabled", v1.RecursiveReadOnlyEnabled, nil),
-		`volume "data" requested recursive read-only mode, but it is not supported by the runtime`)
+	if _, _, err := e.mgr.Version(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantFailure(e, rroPod("enabled", v1.RecursiveReadOnlyEnabled, nil), `volume "data" requested recursive read-only mode, but it is not supported `+
+		`by the runtime (this node runs fakecri 1.0.0; containerd 2.0 or later with runc 1.1 or later on Linux 5.12 or later has it)`)
 	wantFailure(e, rroPod("not-ro", v1.RecursiveReadOnlyIfPossible, func(m *v1.VolumeMount) { m.ReadOnly = false }),
 		`volume "data" requested recursive read-only mode, but it is not read-only`)
 	wantFailure(e, rroPod("propagation", v1.RecursiveReadOnlyIfPossible, func(m *v1.VolumeMount) {

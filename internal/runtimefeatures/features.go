@@ -34,6 +34,8 @@ type Report struct {
 type Store struct {
 	mu     sync.RWMutex
 	report Report
+	// name and version are CRI Version's runtime_name and runtime_version.
+	name, version string
 }
 
 // Observe replaces what the runtime reported.

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodelet/nodelet/internal/cri"
 )
 
 // ValidatePod checks the parts of a pod nodelet relies on. Each error names
@@ -51,6 +53,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validateContainer(&spec.Containers[i], false,
 			path.Child("containers").Index(i), names, volumes)...)
 	}
+	errs = append(errs, validateStopSignals(spec, path)...)
 	errs = append(errs, oneOf(path.Child("restartPolicy"), string(spec.RestartPolicy),
 		string(v1.RestartPolicyAlways), string(v1.RestartPolicyOnFailure), string(v1.RestartPolicyNever))...)
 	errs = append(errs, oneOf(path.Child("dnsPolicy"), string(spec.DNSPolicy),
@@ -181,4 +184,28 @@ func sortedNames(list v1.ResourceList) []v1.ResourceName {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// validateStopSignals applies the API server's rules to containers' lifecycle.stopSignal: the
+// pod names its OS, and the signal is one Linux has (the names CRI lists).
+func validateStopSignals(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(c *v1.Container, p *field.Path) {
+		if c.Lifecycle == nil || c.Lifecycle.StopSignal == nil {
+			return
+		}
+		p = p.Child("lifecycle", "stopSignal")
+		if spec.OS == nil || spec.OS.Name == "" {
+			errs = append(errs, field.Forbidden(p, "may not be set for containers with empty `spec.os.name`"))
+		} else if _, ok := cri.Signal(*c.Lifecycle.StopSignal); !ok {
+			errs = append(errs, field.NotSupported[string](p, *c.Lifecycle.StopSignal, nil))
+		}
+	}
+	for i := range spec.InitContainers {
+		check(&spec.InitContainers[i], path.Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], path.Child("containers").Index(i))
+	}
+	return errs
 }

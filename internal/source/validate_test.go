@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func validPod() *v1.Pod {
@@ -26,6 +27,12 @@ func validPod() *v1.Pod {
 
 func TestValidatePodAcceptsValidPod(t *testing.T) {
 	if err := ValidatePod(validPod()); err != nil {
+		t.Fatal(err)
+	}
+	signals := validPod()
+	signals.Spec.OS = &v1.PodOS{Name: v1.Linux}
+	signals.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr.To(v1.SIGRTMINPLUS1)}
+	if err := ValidatePod(signals); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -49,6 +56,12 @@ func TestValidatePodMessages(t *testing.T) {
 		"unknown mount":    {func(p *v1.Pod) { p.Spec.Containers[0].VolumeMounts[0].Name = "logs" }, `spec.containers[0].volumeMounts[0].name: Not found: "logs"`},
 		"no volume type":   {func(p *v1.Pod) { p.Spec.Volumes[0].EmptyDir = nil }, "spec.volumes[0]: Required value: must specify a volume type"},
 		"sidecar in app":   {func(p *v1.Pod) { p.Spec.Containers[0].RestartPolicy = &always }, "spec.containers[0].restartPolicy: Forbidden"},
+		"stop signal, no OS": {func(p *v1.Pod) { p.Spec.Containers[1].Lifecycle = &v1.Lifecycle{StopSignal: ptr.To(v1.SIGUSR1)} },
+			"spec.containers[1].lifecycle.stopSignal: Forbidden: may not be set for containers with empty `spec.os.name`"},
+		"unknown stop signal": {func(p *v1.Pod) {
+			p.Spec.OS = &v1.PodOS{Name: v1.Linux}
+			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr.To(v1.Signal("SIGNOPE"))}
+		}, `spec.containers[0].lifecycle.stopSignal: Unsupported value: "SIGNOPE"`},
 	}
 	expectRefused(t, cases)
 }

@@ -36,6 +36,8 @@ type Input struct {
 	// SupportsRecursiveReadOnly says the pod's runtime handler makes recursive read-only
 	// mounts (containerStatuses[].volumeMounts).
 	SupportsRecursiveReadOnly bool
+	// StopSignals is the ContainerStopSignals feature gate: containerStatuses[].stopSignal.
+	StopSignals bool
 }
 
 // Verdict overrides the computed phase (when Phase is set) and gives the pod-level reason:
@@ -243,6 +245,18 @@ func anyStarted(apps []v1.ContainerStatus) bool {
 	return false
 }
 
+// stopSignal is the signal the container is stopped with, as upstream reports it: the
+// runtime's answer, else (a runtime that does not report it) the spec's, else none.
+func stopSignal(current *container.ContainerStatus, c v1.Container) *v1.Signal {
+	if current.StopSignal != "" {
+		return ptr.To(v1.Signal(current.StopSignal))
+	}
+	if c.Lifecycle != nil {
+		return c.Lifecycle.StopSignal
+	}
+	return nil
+}
+
 func containerStatuses(in Input, containers []v1.Container, init bool) []v1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
@@ -269,6 +283,9 @@ func containerStatus(in Input, c v1.Container, init bool) v1.ContainerStatus {
 	if current != nil && current.User != nil {
 		u := current.User
 		cs.User = &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: u.UID, GID: u.GID, SupplementalGroups: u.SupplementalGroups}}
+	}
+	if current != nil && in.StopSignals {
+		cs.StopSignal = stopSignal(current, c)
 	}
 	if w, ok := in.Waiting[c.Name]; ok {
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}

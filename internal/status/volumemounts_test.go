@@ -43,3 +43,31 @@ func TestVolumeMountsAndUserInContainerStatus(t *testing.T) {
 		t.Error("user reported though the runtime reports none")
 	}
 }
+
+// containerStatuses[].stopSignal, with the ContainerStopSignals gate on: the signal the
+// runtime reports, else the spec's (a runtime that reports none), else nothing; with the
+// gate off, nothing.
+func TestStopSignalInContainerStatus(t *testing.T) {
+	pod := podWith(v1.RestartPolicyAlways, nil, "a")
+	reported, silent := running("a", 0), running("a", 0)
+	reported.StopSignal = "SIGTERM"
+	for _, tc := range []struct {
+		name string
+		gate bool
+		spec *v1.Signal
+		c    *container.ContainerStatus
+		want *v1.Signal
+	}{
+		{"runtime's answer", true, nil, reported, ptr.To(v1.SIGTERM)},
+		{"runtime's answer over the spec", true, ptr.To(v1.SIGUSR1), reported, ptr.To(v1.SIGTERM)},
+		{"spec when the runtime says nothing", true, ptr.To(v1.SIGUSR1), silent, ptr.To(v1.SIGUSR1)},
+		{"neither", true, nil, silent, nil},
+		{"gate off", false, ptr.To(v1.SIGUSR1), reported, nil},
+	} {
+		pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: tc.spec}
+		cs := Compute(Input{Pod: pod, Runtime: rs(true, tc.c), StopSignals: tc.gate}).ContainerStatuses[0]
+		if !reflect.DeepEqual(cs.StopSignal, tc.want) {
+			t.Errorf("%s: stopSignal %v, want %v", tc.name, ptr.Deref(cs.StopSignal, "<nil>"), ptr.Deref(tc.want, "<nil>"))
+		}
+	}
+}

@@ -53,6 +53,9 @@ func (m *Manager) resolve(ctx context.Context, pod *v1.Pod) *desiredPod {
 		case plugin == nil && spec.PV != nil:
 			dp.failed[name] = fmt.Errorf("PV %s: its volume source is not supported by nodelet (hostPath and local are)", spec.PV.Name)
 			continue
+		case plugin == nil && spec.Volume.Image != nil:
+			dp.failed[name] = fmt.Errorf("volume %q: no volume plugin matched: image volumes need the ImageVolume feature gate on", name)
+			continue
 		case plugin == nil:
 			dp.failed[name] = fmt.Errorf("volume %q: unsupported volume type (nodelet supports emptyDir, hostPath, configMap, secret, downwardAPI, projected, csi, and persistentVolumeClaim and ephemeral volumes of hostPath, local and csi PersistentVolumes)", name)
 			continue

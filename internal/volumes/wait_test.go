@@ -46,3 +46,18 @@ func TestUnresolvableVolumeFailsAtOnce(t *testing.T) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+// With the ImageVolume gate off no plugin takes an image volume: as upstream's, the pod's
+// volumes never get ready, and the wait says why.
+func TestImageVolumeWithoutItsPluginFails(t *testing.T) {
+	e := newTestEnv(t, t.TempDir())
+	pod := podWith("u1")
+	pod.Spec.Volumes = []v1.Volume{{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "img", MountPath: "/img"}}
+	err := e.m.WaitForAttachAndMount(t.Context(), pod)
+	want := `unmounted volumes=[img], unattached volumes=[], failed to process volumes=[img]: ` +
+		`volume "img": no volume plugin matched: image volumes need the ImageVolume feature gate on`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

@@ -23,17 +23,15 @@ const reasonFieldNotSupported = "PodFieldNotSupported"
 // A pod setting a field nodelet does not honour fails with the reason, a message naming the
 // field and a Warning event, and never reaches the runtime; a pod beside it runs, with a
 // generic ephemeral volume. The API
-// server v1.33 drops DRA claims and image volumes while their feature gates are off, so those
-// are sent as static pods (which no API server filters); the API pod uses an in-tree volume
-// source that nodelet has no plugin for.
+// server v1.33 drops DRA claims while their feature gate is off, so that pod is sent as a
+// static pod (which no API server filters); the API pod uses an in-tree volume source that
+// nodelet has no plugin for. (Image volumes are no longer refused as such: see
+// imagevolume_test.go.)
 func TestPodWithRefusedFieldFailsBesideARunningPod(t *testing.T) {
 	c := joinCluster(t)
 	c.writeManifest("dra.yaml", podYAML("dra", "Always", "exec sleep 3600")+
 		"    resources: {claims: [{name: gpu}]}\n  resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]\n")
-	c.writeManifest("imagevol.yaml", podYAML("imagevol", "Always", "exec sleep 3600")+
-		"    volumeMounts: [{name: tools, mountPath: /tools}]\n  volumes: [{name: tools, image: {reference: "+busybox+"}}]\n")
 	defer c.removeManifest("dra.yaml")
-	defer c.removeManifest("imagevol.yaml")
 
 	refusedPod := podSpec("ebs", "exec sleep 3600")
 	refusedPod.Spec.Volumes = []v1.Volume{{Name: "disk", VolumeSource: v1.VolumeSource{
@@ -67,11 +65,8 @@ func TestPodWithRefusedFieldFailsBesideARunningPod(t *testing.T) {
 
 	c.waitRefusalEvent(c.ns, "ebs", "spec.volumes[0].awsElasticBlockStore")
 	c.waitRefusalEvent("default", "dra-"+nodeName, "spec.containers[0].resources.claims")
-	c.waitRefusalEvent("default", "imagevol-"+nodeName, "spec.volumes[0].image")
-	for _, name := range []string{"dra", "imagevol"} {
-		if sbs := sandboxes(t, name); len(sbs) != 0 {
-			t.Errorf("refused static pod %s got %d sandboxes", name, len(sbs))
-		}
+	if sbs := sandboxes(t, "dra"); len(sbs) != 0 {
+		t.Errorf("refused static pod dra got %d sandboxes", len(sbs))
 	}
 	if n := len(namespaceSandboxes(t, c.ns)); n != 1 {
 		t.Errorf("%d sandboxes in the namespace; want only the plain pod's", n)

@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,9 +29,8 @@ func (f runtimeFeatures) any() bool { return f.userNamespaces || f.recursiveRead
 
 func (f runtimeFeatures) all() bool { return f.userNamespaces && f.recursiveReadOnly && f.strictGroups }
 
-// readRuntimeFeatures reads the features of the runc handler (containerd 2 names the default
-// handler "" and "runc"; containerd 1.6 reports no handlers at all).
-func readRuntimeFeatures(t *testing.T) runtimeFeatures {
+// criStatus is the runtime's CRI Status answer.
+func criStatus(t *testing.T) *cri.StatusResponse {
 	t.Helper()
 	ctx, cancel := criCtx()
 	defer cancel()
@@ -37,6 +38,14 @@ func readRuntimeFeatures(t *testing.T) runtimeFeatures {
 	if err != nil {
 		t.Fatalf("CRI Status: %v", err)
 	}
+	return st
+}
+
+// readRuntimeFeatures reads the features of the runc handler (containerd 2 names the default
+// handler "" and "runc"; containerd 1.6 reports no handlers at all).
+func readRuntimeFeatures(t *testing.T) runtimeFeatures {
+	t.Helper()
+	st := criStatus(t)
 	f := runtimeFeatures{strictGroups: st.GetFeatures().GetSupplementalGroupsPolicy()}
 	for _, h := range st.RuntimeHandlers {
 		if h.Name == "runc" {
@@ -53,7 +62,9 @@ func readRuntimeFeatures(t *testing.T) runtimeFeatures {
 //     container's root to a 65536-ID range that is not the host's;
 //   - recursiveReadOnly: Enabled makes a submount of the volume read-only too (a write to it
 //     fails with EROFS, where a plain read-only mount leaves it writable), and the status says so;
-//   - supplementalGroupsPolicy: Strict runs, with exactly the pod's groups.
+//   - supplementalGroupsPolicy: Strict runs with exactly the pod's groups, where Merge adds the
+//     group the image's /etc/group gives its user, in /proc and in the status's user;
+//   - the Node reports the runtime's handlers and features as CRI Status gives them.
 //
 // Skipped on a runtime that reports none of these (TestRuntimeGatedPodFieldsOnContainerd16
 // covers that one).
@@ -79,14 +90,20 @@ func TestRuntimeGatedPodFieldsOnContainerd2(t *testing.T) {
 		RecursiveReadOnly: ptr.To(v1.RecursiveReadOnlyEnabled)}}
 	c.createPod(rro)
 
-	strict := podSpec("strict", "exec sleep 3600")
-	strict.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000),
-		SupplementalGroups: []int64{4000}, SupplementalGroupsPolicy: ptr.To(v1.SupplementalGroupsPolicyStrict)}
-	c.createPod(strict)
+	// The groups image's /etc/group puts its user 1000 in group 50000: Merge adds that group,
+	// Strict keeps to the pod's.
+	for _, policy := range []v1.SupplementalGroupsPolicy{v1.SupplementalGroupsPolicyStrict, v1.SupplementalGroupsPolicyMerge} {
+		p := podSpec(strings.ToLower(string(policy)), "exec sleep 3600")
+		p.Spec.Containers[0].Image = groupsImage
+		p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000),
+			SupplementalGroups: []int64{4000}, SupplementalGroupsPolicy: ptr.To(policy)}
+		c.createPod(p)
+	}
 
-	for _, name := range []string{"userns", "rro", "strict"} {
+	for _, name := range []string{"userns", "rro", "strict", "merge"} {
 		c.waitPodPhase(name, v1.PodRunning, 60*time.Second)
 	}
+	checkNodeRuntimeFeatures(t, c)
 
 	uidMap := strings.Fields(execOut(t, c.mainContainer("userns"), "cat", "/proc/self/uid_map"))
 	if len(uidMap) != 3 || uidMap[0] != "0" || uidMap[1] == "0" || uidMap[2] != "65536" {
@@ -104,9 +121,70 @@ func TestRuntimeGatedPodFieldsOnContainerd2(t *testing.T) {
 		t.Errorf("rro pod's volumeMounts status %+v, want recursiveReadOnly Enabled", p.Status.ContainerStatuses)
 	}
 
-	if groups := statusLine(execOut(t, c.mainContainer("strict"), "cat", "/proc/self/status"), "Groups:"); groups != "3000 4000" {
-		t.Errorf("strict pod's Groups %q, want 3000 4000", groups)
+	for name, want := range map[string][]int64{"strict": {3000, 4000}, "merge": {3000, 4000, 50000}} {
+		checkGroups(t, c, name, want)
 	}
+}
+
+// groupsImage is hack/images.sh's busybox root whose /etc/group puts user 1000 in group 50000.
+const groupsImage = "nodelet.local/groups:v1"
+
+// checkGroups checks the groups the pod's container runs with, in /proc and in its status's
+// user (which the runtime reports).
+func checkGroups(t *testing.T, c *cluster, pod string, want []int64) {
+	t.Helper()
+	var words []string
+	for _, g := range want {
+		words = append(words, strconv.FormatInt(g, 10))
+	}
+	groups := statusLine(execOut(t, c.mainContainer(pod), "cat", "/proc/self/status"), "Groups:")
+	t.Logf("%s pod runs with Groups %q", pod, groups)
+	if groups != strings.Join(words, " ") {
+		t.Errorf("%s pod's Groups %q, want %v", pod, groups, want)
+	}
+	p, err := c.getPod(pod)
+	if err != nil || len(p.Status.ContainerStatuses) != 1 {
+		t.Fatalf("%s pod: %v", pod, err)
+	}
+	wantUser := &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: 1000, GID: 3000, SupplementalGroups: want}}
+	if got := p.Status.ContainerStatuses[0].User; !reflect.DeepEqual(got, wantUser) {
+		t.Errorf("%s pod's status user %+v, want %+v", pod, got.Linux, wantUser.Linux)
+	}
+}
+
+// checkNodeRuntimeFeatures compares the Node object's status.features and runtimeHandlers with
+// what CRI Status reports, as upstream copies them: every handler with its two features.
+func checkNodeRuntimeFeatures(t *testing.T, c *cluster) {
+	t.Helper()
+	st := criStatus(t)
+	node := c.node()
+	if f := node.Status.Features; f == nil || !ptr.Deref(f.SupplementalGroupsPolicy, false) {
+		t.Errorf("node status.features %+v, want supplementalGroupsPolicy true", f)
+	}
+	var want []v1.NodeRuntimeHandler
+	for _, h := range st.RuntimeHandlers {
+		want = append(want, v1.NodeRuntimeHandler{Name: h.Name, Features: &v1.NodeRuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: ptr.To(h.GetFeatures().GetRecursiveReadOnlyMounts()),
+			UserNamespaces:          ptr.To(h.GetFeatures().GetUserNamespaces()),
+		}})
+	}
+	if !reflect.DeepEqual(node.Status.RuntimeHandlers, want) {
+		t.Errorf("node status.runtimeHandlers %s, want %s", handlersString(node.Status.RuntimeHandlers), handlersString(want))
+	}
+	for _, h := range node.Status.RuntimeHandlers {
+		if h.Name == "runc" && (!ptr.Deref(h.Features.RecursiveReadOnlyMounts, false) || !ptr.Deref(h.Features.UserNamespaces, false)) {
+			t.Errorf("node reports runc without recursive read-only mounts or user namespaces: %s", handlersString(node.Status.RuntimeHandlers))
+		}
+	}
+}
+
+func handlersString(hs []v1.NodeRuntimeHandler) string {
+	var parts []string
+	for _, h := range hs {
+		parts = append(parts, fmt.Sprintf("%q{rro:%v userns:%v}", h.Name,
+			ptr.Deref(h.Features.RecursiveReadOnlyMounts, false), ptr.Deref(h.Features.UserNamespaces, false)))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // submountedDir is a host directory with a tmpfs mounted at sub/, unmounted when the test ends

@@ -69,14 +69,16 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 		t.Errorf("readonly pod's volumeMounts status %+v, want data read-only with recursiveReadOnly Disabled", p.Status.ContainerStatuses)
 	}
 
-	wantSandbox := "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	// Upstream's message, then the runtime the node runs and the release that would lift it.
+	lifts := "; containerd 2.0 or later with runc 1.2 or later on Linux 6.3 or later has it)"
+	wantSandbox := "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces (this node runs "
 	testutil.WaitFor(t, 30*time.Second, "userns FailedCreatePodSandBox event", func() (bool, string) {
 		evs, err := c.admin.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=userns,reason=FailedCreatePodSandBox"})
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, e := range evs.Items {
-			if e.Message == wantSandbox && e.Type == v1.EventTypeWarning {
+			if strings.HasPrefix(e.Message, wantSandbox) && strings.HasSuffix(e.Message, lifts) && e.Type == v1.EventTypeWarning {
 				return true, ""
 			}
 		}
@@ -89,14 +91,15 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 		t.Errorf("userns pod has %d sandboxes in the runtime, want none", len(sbs))
 	}
 
-	wantRRO := `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`
+	wantRRO := `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime (this node runs `
 	testutil.WaitFor(t, 30*time.Second, "rro-enabled CreateContainerConfigError", func() (bool, string) {
 		p, err := c.getPod("rro-enabled")
 		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
 			return false, fmt.Sprint(err)
 		}
 		w := p.Status.ContainerStatuses[0].State.Waiting
-		return w.Reason == "CreateContainerConfigError" && w.Message == wantRRO, w.Reason + ": " + w.Message
+		return w.Reason == "CreateContainerConfigError" && strings.HasPrefix(w.Message, wantRRO) &&
+			strings.HasSuffix(w.Message, "; containerd 2.0 or later with runc 1.1 or later on Linux 5.12 or later has it)"), w.Reason + ": " + w.Message
 	})
 	if n := len(c.podContainers("rro-enabled")); n != 0 {
 		t.Errorf("rro-enabled has %d containers in the runtime, want none", n)
@@ -104,7 +107,8 @@ func TestRuntimeGatedPodFieldsOnContainerd16(t *testing.T) {
 
 	p := c.waitPodPhase("strict", v1.PodFailed, 30*time.Second)
 	if p.Status.Reason != "SupplementalGroupsPolicyNotSupported" ||
-		!strings.Contains(p.Status.Message, "SupplementalGroupsPolicy=Strict is not supported in this node") {
+		!strings.Contains(p.Status.Message, "SupplementalGroupsPolicy=Strict is not supported in this node (this node runs ") ||
+		!strings.HasSuffix(p.Status.Message, "; containerd 2.0 or later has it)") {
 		t.Errorf("strict pod: reason %q message %q", p.Status.Reason, p.Status.Message)
 	}
 	if sbs := namespaceSandboxesOf(t, c.ns, "strict"); len(sbs) != 0 {

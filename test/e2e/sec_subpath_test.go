@@ -23,11 +23,11 @@ import (
 
 // startStatusNodelet runs nodelet with its read-only port on loopback, where the tests read
 // the pods' statuses.
-func startStatusNodelet(t *testing.T) (*nodelet, int) {
+func startStatusNodelet(t *testing.T, extraArgs ...string) (*nodelet, int) {
 	port := freePort(t)
-	return startNodelet(t, "--address=127.0.0.1", fmt.Sprintf("--read-only-port=%d", port),
+	return startNodelet(t, append([]string{"--address=127.0.0.1", fmt.Sprintf("--read-only-port=%d", port),
 		fmt.Sprintf("--port=%d", freePort(t)), "--authentication-token-webhook=false",
-		"--authorization-mode=AlwaysAllow", "--cert-dir="+t.TempDir()), port
+		"--authorization-mode=AlwaysAllow", "--cert-dir=" + t.TempDir()}, extraArgs...)...), port
 }
 
 // podStatus reads a static pod's status from the read-only port's /pods.

@@ -86,6 +86,7 @@ type Fake struct {
 	// cgroupDriver is what RuntimeConfig reports; nil answers Unimplemented.
 	cgroupDriver *runtimeapi.CgroupDriver
 	pulls        []*runtimeapi.PullImageRequest
+	version      *[2]string // runtime name and version Version reports (SetVersion)
 }
 
 // New returns an empty fake that is not served; most tests want Start.

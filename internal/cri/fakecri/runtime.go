@@ -13,11 +13,24 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Version reports a fixed runtime name and version.
+// Version reports the runtime name and version SetVersion set, by default fakecri 1.0.0.
 func (f *Fake) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name, version := "fakecri", "1.0.0"
+	if f.version != nil {
+		name, version = f.version[0], f.version[1]
+	}
 	return &runtimeapi.VersionResponse{
-		Version: "0.1.0", RuntimeName: "fakecri", RuntimeVersion: "1.0.0", RuntimeApiVersion: "v1",
+		Version: "0.1.0", RuntimeName: name, RuntimeVersion: version, RuntimeApiVersion: "v1",
 	}, nil
+}
+
+// SetVersion makes Version report another runtime ("containerd", "v2.4.2").
+func (f *Fake) SetVersion(name, version string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version = &[2]string{name, version}
 }
 
 // Status reports the conditions set with SetCondition.
@@ -303,6 +316,7 @@ func (f *Fake) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatu
 		CreatedAt: c.CreatedAt.UnixNano(), StartedAt: unixNano(c.StartedAt), FinishedAt: unixNano(c.FinishedAt),
 		ExitCode: c.ExitCode, Image: c.Config.Image, ImageRef: c.ImageRef, Reason: c.Reason,
 		Labels: c.Config.Labels, Annotations: c.Config.Annotations, Mounts: c.Config.Mounts, LogPath: c.LogPath,
+		StopSignal: c.Config.StopSignal, // the config's, as containerd 2.1 reports it (RUNTIME_DEFAULT when unset)
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
 }

@@ -44,6 +44,9 @@ type Deps struct {
 	// PodMemoryLimit is the memory limit of the pod's cgroup (cm.PodMemoryLimit), which
 	// bounds its memory-backed emptyDirs too; nil counts no pod as limited.
 	PodMemoryLimit func(*v1.Pod) (bytes int64, ok bool)
+	// ImageVolumes is the ImageVolume feature gate: on, image volumes have a plugin (Image);
+	// off, none, so a pod using one waits for it, as upstream's.
+	ImageVolumes bool
 }
 
 // All returns every plugin, in the order the volume manager tries them.
@@ -52,7 +55,7 @@ func All(d Deps) []volumes.Plugin {
 		d.Mounter = mount.Host{}
 	}
 	tokens := tokens.NewCache(d.Tokens)
-	return []volumes.Plugin{
+	all := []volumes.Plugin{
 		&EmptyDir{mounter: d.Mounter, allocatableMemory: d.AllocatableMemory, podMemoryLimit: d.PodMemoryLimit},
 		HostPath{},
 		Local{},
@@ -61,6 +64,10 @@ func All(d Deps) []volumes.Plugin {
 		newObjectPlugin(downwardAPIPlugin, d, tokens),
 		newObjectPlugin(projectedPlugin, d, tokens),
 	}
+	if d.ImageVolumes {
+		all = append(all, Image{})
+	}
+	return all
 }
 
 // removeVolumeDir unmounts what is at or below dir (a tmpfs, or what a container mounted
