@@ -115,8 +115,8 @@ type agent struct {
 
 	features *runtimefeatures.Store // what the runtime reports it can do (CRI Status)
 	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
-	// runtimeHandler is the pod's CRI handler (its RuntimeClass's), as the runtime is given.
-	runtimeHandler func(pod *v1.Pod) (string, error)
+	// runtimeClasses gives the pod's CRI handler (its RuntimeClass's), as the runtime is given.
+	runtimeClasses runtime.RuntimeClasses
 
 	// memory pins Guaranteed pods' memory to NUMA nodes; nil in a foreground run.
 	memory *memorymanager.Manager
@@ -360,8 +360,8 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		CRI:     n.cri,
 		RootDir: cfg.RootDir, PodLogsDir: kc.PodLogsDir, Recorder: n.recorder, Images: imgs,
 		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),
-		RuntimeHandler: runtimeclass.Standalone, Timeline: n.timeline, Volumes: n.volumes,
-		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, ExclusiveCPUs: n.containerQuotaExempt(),
+		RuntimeClasses: runtimeclass.Standalone{}, Timeline: n.timeline, Volumes: n.volumes,
+		SeccompDefault: cfg.SeccompDefault, NoCPUQuota: !cfg.CPUCFSQuota, Hooks: n.podHooks(),
 		Features: n.features, IDRanges: n.idRanges, UserNamespacesOff: !cfg.UserNamespacesSupport, Capacity: n.capacity(),
 		Memory: n.hostMemory, PullRuntimeHandler: cfg.PullRuntimeHandler, StopSignals: cfg.StopSignals,
 		ImageVolumes: cfg.ImageVolumes,
@@ -376,14 +376,9 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 		opts.ServiceEnv = lister.EnvVars
 		classes := runtimeclass.New(api)
 		n.cluster.startAPI(n.comps, "runtime classes", classes.Run)
-		opts.RuntimeHandler = classes.Handler
+		opts.RuntimeClasses = classes
 	}
-	if n.devices != nil {
-		opts.Devices = containerDevices(n.devices)
-	}
-	opts.Cpusets = n.containerCpusets()
-	opts.PodCgroup = n.cm.PodCgroupParent()
-	n.runtimeHandler = opts.RuntimeHandler
+	n.runtimeClasses = opts.RuntimeClasses
 	n.resizeRuntimeOptions(&opts)
 	// The prober is made after the runtime (it execs and kills through it) and before any sync.
 	opts.Started = func(pod *v1.Pod, container, id string) bool {

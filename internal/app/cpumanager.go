@@ -46,21 +46,9 @@ func (n *agent) newCPUManager() error {
 	return nil
 }
 
-// containerQuotaExempt is the runtime's DisableCPUQuotaWithExclusiveCPUs hook: with the gate
-// on (upstream's default), a container the CPU manager gave CPUs of its own runs without a CFS
-// quota; nil with the gate off. It asks n.cpus when a container is made, after the CPU manager
-// exists (nil outside the daemon: no container holds CPUs).
-func (n *agent) containerQuotaExempt() func(pod *v1.Pod, c *v1.Container) bool {
-	if !n.cfg.DisableCPUQuotaWithExclusiveCPUs {
-		return nil
-	}
-	return func(pod *v1.Pod, c *v1.Container) bool {
-		return n.cpus != nil && !n.cpus.ContainerCPUs(pod.UID, c.Name).IsEmpty()
-	}
-}
-
-// podQuotaExempt is the same hook for pod cgroups: a pod one of whose containers holds
-// exclusive CPUs gets no CFS quota on its cgroup, as upstream.
+// podQuotaExempt is the DisableCPUQuotaWithExclusiveCPUs hook of pod cgroups: a pod one of
+// whose containers holds exclusive CPUs gets no CFS quota on its cgroup, as upstream (its
+// containers' own quota: cpumanager.QuotaHook); nil with the gate off.
 func (n *agent) podQuotaExempt() func(pod *v1.Pod) bool {
 	if !n.cfg.DisableCPUQuotaWithExclusiveCPUs {
 		return nil

@@ -12,9 +12,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
+	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topology"
@@ -126,16 +128,21 @@ func TestQuotaExemptionFollowsItsGate(t *testing.T) {
 	}
 	shared := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shared", UID: "shared-uid"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
 
-	n := &agent{cfg: &config.Config{Settings: config.Settings{DisableCPUQuotaWithExclusiveCPUs: true}}, cpus: cpus}
-	container, pod := n.containerQuotaExempt(), n.podQuotaExempt()
-	if !container(pinned, &pinned.Spec.Containers[0]) || !pod(pinned) {
+	n := &agent{cfg: &config.Config{Settings: config.Settings{DisableCPUQuotaWithExclusiveCPUs: true}}, cpus: cpus, cm: &cm.ContainerManager{}}
+	hooks, pod := n.podHooks(), n.podQuotaExempt()
+	quota := func(p *v1.Pod) int64 {
+		res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 100000}
+		hooks.ApplyResources(p, &p.Spec.Containers[0], res)
+		return res.CpuQuota
+	}
+	if quota(pinned) != -1 || !pod(pinned) {
 		t.Error("gate on: the pinned container or its pod keeps its quota")
 	}
-	if container(shared, &shared.Spec.Containers[0]) || pod(shared) {
+	if quota(shared) != 100000 || pod(shared) {
 		t.Error("gate on: a shared container or its pod loses its quota")
 	}
 	n.cfg.DisableCPUQuotaWithExclusiveCPUs = false
-	if n.containerQuotaExempt() != nil || n.podQuotaExempt() != nil {
+	if len(n.podHooks().Resources) != 0 || n.podQuotaExempt() != nil {
 		t.Error("gate off: a quota exemption hook is set")
 	}
 }

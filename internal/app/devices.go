@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -13,8 +12,6 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/containeropts"
-	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/deviceplugin"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podworkers"
@@ -92,22 +89,4 @@ func admissionDevices(m *deviceplugin.Manager) admission.Devices {
 		return nil
 	}
 	return m
-}
-
-// containerDevices adapts the device plugin manager to the runtime's Devices hook.
-func containerDevices(m *deviceplugin.Manager) func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
-	return func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error) {
-		a, err := m.ContainerSetup(ctx, pod, c)
-		if err != nil || a == nil {
-			return nil, err
-		}
-		out := &containeropts.DeviceAllocation{Envs: a.Envs, Annotations: a.Annotations, CDIDevices: a.CDIDevices}
-		for _, mnt := range a.Mounts {
-			out.Mounts = append(out.Mounts, &cri.Mount{ContainerPath: mnt.ContainerPath, HostPath: mnt.HostPath, Readonly: mnt.ReadOnly})
-		}
-		for _, d := range a.Devices {
-			out.Devices = append(out.Devices, &cri.Device{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
-		}
-		return out, nil
-	}
 }

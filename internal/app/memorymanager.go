@@ -62,20 +62,3 @@ func (n *agent) resizePinned(pod *v1.Pod) string {
 	}
 	return ""
 }
-
-// containerCpusets is the runtime's cpuset hook: a container's CPUs come from the CPU manager,
-// its memory nodes from the memory manager; nil when neither runs (the runtime's default).
-func (n *agent) containerCpusets() func(pod *v1.Pod, c *v1.Container) (cpus, mems string) {
-	if n.cpus == nil && n.memory == nil {
-		return nil
-	}
-	return func(pod *v1.Pod, c *v1.Container) (cpus, mems string) {
-		if n.cpus != nil {
-			cpus = n.cpus.ContainerCpuset(pod, c)
-		}
-		if n.memory != nil {
-			mems = n.memory.CreatingContainer(pod, c)
-		}
-		return cpus, mems
-	}
-}

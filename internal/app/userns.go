@@ -29,8 +29,8 @@ func newUserNamespaces(cfg *config.Config) (*userns.Manager, error) {
 // pod's handler (for its status; the runtime manager decides the mounts themselves).
 func (n *agent) supportsRecursiveReadOnly(pod *v1.Pod) bool {
 	handler, err := "", error(nil)
-	if n.runtimeHandler != nil {
-		handler, err = n.runtimeHandler(pod)
+	if n.runtimeClasses != nil {
+		handler, err = n.runtimeClasses.Handler(pod)
 	}
 	return err == nil && n.features.RecursiveReadOnlyMounts(handler)
 }

@@ -91,15 +91,6 @@ func newPodCgroups(ctx context.Context, cfg Config) (*QOSCgroups, error) {
 // OwnsPodCgroups tells whether nodelet makes the pod cgroups (else the runtime places pods).
 func (m *ContainerManager) OwnsPodCgroups() bool { return m.pods != nil }
 
-// PodCgroupParent is what makes a pod's cgroup and names it as the runtime's cgroup parent;
-// nil when nodelet makes no pod cgroups.
-func (m *ContainerManager) PodCgroupParent() func(*v1.Pod) (string, error) {
-	if m.pods == nil {
-		return nil
-	}
-	return m.pods.EnsurePod
-}
-
 // Name names the per-pod state the container manager keeps: the pod's cgroup.
 func (m *ContainerManager) Name() string { return "cgroup" }
 

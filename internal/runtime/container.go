@@ -91,12 +91,9 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if m.stopSignals {
 		cfg.StopSignal = toCRISignal(c)
 	}
-	if err := m.applyDevices(ctx, pod, c, cfg); err != nil {
+	// The hooks come before the user namespace: mounts they add get the pod's ID mapping too.
+	if err := m.hooks.ApplyContainer(ctx, pod, c, cfg); err != nil {
 		return nil, err
-	}
-	if m.cpusets != nil {
-		res := cfg.Linux.Resources
-		res.CpusetCpus, res.CpusetMems = m.cpusets(pod, c)
 	}
 	useSandboxUserNamespace(cfg, sb)
 	return cfg, nil
@@ -152,19 +149,4 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[s
 		a[container.AnnotationPreStop] = string(data)
 	}
 	return a, nil
-}
-
-// applyDevices adds the container's device plugin allocation to cfg.
-func (m *Manager) applyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
-	if m.devices == nil {
-		return nil
-	}
-	a, err := m.devices(ctx, pod, c)
-	if err != nil {
-		return fmt.Errorf("allocating devices: %w", err)
-	}
-	if a != nil {
-		containeropts.ApplyDevices(cfg, a)
-	}
-	return nil
 }

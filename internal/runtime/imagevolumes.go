@@ -67,10 +67,7 @@ func (m *Manager) ensureImageVolume(ctx context.Context, pod *v1.Pod, name strin
 	}
 	// As upstream's: the resolved image, the name the pod gave, the sandbox's runtime handler
 	// (whichever RuntimeClassInImageCriApi says) and the pod's annotations.
-	handler := ""
-	if m.runtimeHandler != nil {
-		handler, _ = m.runtimeHandler(pod) // an unknown RuntimeClass has failed the sandbox already
-	}
+	handler, _ := m.handler(pod) // an unknown RuntimeClass has failed the sandbox already
 	v.spec = &runtimeapi.ImageSpec{Image: v.ref, UserSpecifiedImage: src.Reference, RuntimeHandler: handler,
 		Annotations: maps.Clone(pod.Annotations)}
 	return v

@@ -25,6 +25,7 @@ import (
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/podhooks"
 	"github.com/nodelet/nodelet/internal/runtimefeatures"
 	"github.com/nodelet/nodelet/internal/timeline"
 )
@@ -38,6 +39,13 @@ type ImageService interface {
 	// ImageUser returns the user an image runs as (runAsNonRoot checks): its uid when
 	// numeric, else its user name.
 	ImageUser(ctx context.Context, image string) (uid *int64, user string, err error)
+}
+
+// RuntimeClasses resolves a pod's RuntimeClass to its CRI handler (*runtimeclass.Manager,
+// runtimeclass.Standalone). It is not a config hook: the handler is RunPodSandbox's own
+// argument, and user namespaces, recursive read-only mounts and pulls ask for it too.
+type RuntimeClasses interface {
+	Handler(pod *v1.Pod) (string, error)
 }
 
 // Options configure the runtime manager.
@@ -82,15 +90,14 @@ type Options struct {
 	// Volumes is the volume manager: where each of a pod's volumes is on the host, once set
 	// up. nil refuses every volume mount.
 	Volumes containeropts.Volumes
-	// Devices returns what device plugins add to a container (envs, mounts, device nodes);
-	// nil means none. An error fails the container's creation, which is retried.
-	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
-	// Cpusets returns the CPUs and NUMA memory nodes a new container is pinned to (the CPU and
-	// memory managers; cpuset syntax, "0-3"); empty strings, or nil, leave the runtime's default.
-	Cpusets func(pod *v1.Pod, c *v1.Container) (cpus, mems string)
-	// RuntimeHandler is the CRI handler for pod's sandbox (its RuntimeClass's); nil gives
-	// the runtime's default to every pod. An error fails the sandbox's creation.
-	RuntimeHandler func(pod *v1.Pod) (string, error)
+	// Hooks are what the resource managers add to the sandbox and container configs (the
+	// pod cgroup parent, device plugin allocations, cpusets, the CPU quota of exclusive
+	// CPUs), applied in their order after the runtime's own settings; the zero value adds
+	// nothing.
+	Hooks podhooks.Hooks
+	// RuntimeClasses gives the CRI handler of each pod's sandbox (its RuntimeClass's); nil
+	// gives the runtime's default to every pod. An error fails the sandbox's creation.
+	RuntimeClasses RuntimeClasses
 	// Timeline, when set, records the pod's steps (sandbox, images, containers, kills).
 	Timeline *timeline.Recorder
 	// SeccompDefault gives RuntimeDefault seccomp to containers and sandboxes whose pod
@@ -98,13 +105,6 @@ type Options struct {
 	SeccompDefault bool
 	// NoCPUQuota leaves CPU limits without a CFS quota (cpuCFSQuota: false).
 	NoCPUQuota bool
-	// ExclusiveCPUs tells whether the CPU manager gave the container CPUs of its own: such a
-	// container runs without a CFS quota (-1), as upstream with DisableCPUQuotaWithExclusiveCPUs.
-	// nil (that gate off, or no CPU manager) enforces every CPU limit.
-	ExclusiveCPUs func(pod *v1.Pod, c *v1.Container) bool
-	// PodCgroup makes the pod's cgroup and returns it as the sandbox's cgroup parent; nil
-	// leaves the placement to the runtime. An error fails the sandbox's creation.
-	PodCgroup func(pod *v1.Pod) (string, error)
 	// Features records what each CRI Status reports the runtime can do, and is asked before
 	// a pod field needing one of those features is sent; nil keeps a private store.
 	Features *runtimefeatures.Store
@@ -150,18 +150,15 @@ type Manager struct {
 	nodeName    string
 	nodeIP      string
 	objects     objects.Getter
-	devices     func(ctx context.Context, pod *v1.Pod, c *v1.Container) (*containeropts.DeviceAllocation, error)
-	cpusets     func(pod *v1.Pod, c *v1.Container) (cpus, mems string)
-	podCgroup   func(pod *v1.Pod) (string, error)
+	hooks       podhooks.Hooks
 	actuated    ActuatedResources
 	podCgroups  PodCgroups
 	started     func(pod *v1.Pod, container, containerID string) bool
-	// runtimeHandler, seccompDefault, noCPUQuota and exclusiveCPUs: see Options.
-	runtimeHandler func(pod *v1.Pod) (string, error)
+	// classes, seccompDefault and noCPUQuota: see Options.
+	classes        RuntimeClasses
 	timeline       *timeline.Recorder
 	seccompDefault bool
 	noCPUQuota     bool
-	exclusiveCPUs  func(pod *v1.Pod, c *v1.Container) bool
 	// logLinks keeps the per-container log symlinks; mounts builds containers' mounts (and
 	// writes the pods' hosts files).
 	logLinks   containeropts.LogLinks
@@ -253,9 +250,8 @@ func newManager(client *cri.Client, opts Options) *Manager {
 				PodsDir: filepath.Join(opts.RootDir, "pods"), NodeHostsFile: containeropts.EtcHostsPath, ClusterDomain: dns.ClusterDomain(),
 			},
 		},
-		podCgroup: opts.PodCgroup, runtimeHandler: opts.RuntimeHandler, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
-		started: opts.Started, exclusiveCPUs: opts.ExclusiveCPUs,
-		devices: opts.Devices, cpusets: opts.Cpusets, prepulled: newPrepulled(),
+		hooks: opts.Hooks, classes: opts.RuntimeClasses, timeline: opts.Timeline, seccompDefault: opts.SeccompDefault, noCPUQuota: opts.NoCPUQuota,
+		started: opts.Started, prepulled: newPrepulled(),
 		features: opts.Features, idRanges: opts.IDRanges, usernsOff: opts.UserNamespacesOff,
 		actuated: opts.Actuated, podCgroups: opts.PodCgroups,
 		memory: opts.Memory, pullHandler: opts.PullRuntimeHandler, stopSignals: opts.StopSignals, imageVolumesOn: opts.ImageVolumes,

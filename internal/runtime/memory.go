@@ -41,11 +41,13 @@ type MemorySettings struct {
 }
 
 // containerResources are the cgroup settings of one container: its requests and limits,
-// then the OOM group and swap limit as upstream adds them.
+// then the OOM group and swap limit as upstream adds them, then what the resources hooks
+// change (the CPU manager lifts the quota of exclusive CPUs).
 func (m *Manager) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
-	res := linuxResources(pod, c, m.capacity, m.cpuQuotaOf(pod, c))
+	res := linuxResources(pod, c, m.capacity, !m.noCPUQuota)
 	m.setOOMGroup(res)
 	m.setSwap(res, pod, c)
+	m.hooks.ApplyResources(pod, c, res)
 	return res
 }
 

@@ -57,9 +57,9 @@ func (m *Manager) PullImages(ctx context.Context, pod *v1.Pod, status *container
 			continue
 		}
 		if cfg == nil {
-			// Without the pod cgroup: it is made when the sandbox runs, not ahead of it.
+			// Without the hooks: the pod cgroup is made when the sandbox runs, not ahead of it.
 			var err error
-			if cfg, err = m.buildSandboxConfig(pod, attempt, false); err != nil {
+			if cfg, err = m.baseSandboxConfig(pod, attempt); err != nil {
 				return // the start reports it
 			}
 		}
@@ -110,9 +110,9 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 // when PullRuntimeHandler says to name it (RuntimeClassInImageCriApi).
 func (m *Manager) pullSandbox(pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) images.Sandbox {
 	sb := images.Sandbox{Config: cfg}
-	if m.pullHandler && m.runtimeHandler != nil {
+	if m.pullHandler {
 		// An unknown RuntimeClass fails the sandbox, which reports it; the pull goes without.
-		sb.RuntimeHandler, _ = m.runtimeHandler(pod)
+		sb.RuntimeHandler, _ = m.handler(pod)
 	}
 	return sb
 }

@@ -13,7 +13,7 @@ import (
 func TestPullImageCarriesTheSandboxConfig(t *testing.T) {
 	for _, gate := range []bool{false, true} {
 		e := newTestEnv(t, func(o *Options) {
-			o.RuntimeHandler = func(*v1.Pod) (string, error) { return "kata", nil }
+			o.RuntimeClasses = classesFunc(func(*v1.Pod) (string, error) { return "kata", nil })
 			o.PullRuntimeHandler = gate
 		})
 		e.fake.AddHandlers("kata")

@@ -76,40 +76,15 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
 	return max(2, min(score, 999))
 }
 
-// cpuQuota is how a container's CPU limit becomes a CFS quota.
-type cpuQuota int
-
-const (
-	quotaFromLimit cpuQuota = iota // the limit's share of each period
-	quotaNone                      // cpuCFSQuota: false: no quota is set
-	quotaUnlimited                 // exclusive CPUs (DisableCPUQuotaWithExclusiveCPUs): -1, "max"
-)
-
-// cpuQuotaOf is how c's CPU limit is enforced: not at all without cpuCFSQuota, by no quota at
-// all (-1) when the CPU manager gave c CPUs of its own and exclusiveCPUs says so, as upstream,
-// else by a quota.
-func (m *Manager) cpuQuotaOf(pod *v1.Pod, c *v1.Container) cpuQuota {
-	switch {
-	case m.noCPUQuota:
-		return quotaNone
-	case m.exclusiveCPUs != nil && m.exclusiveCPUs(pod, c):
-		return quotaUnlimited
-	}
-	return quotaFromLimit
-}
-
 // linuxResources maps requests and limits to cgroup settings: cpu shares from the request,
-// cpu quota (as quota says) and memory limit from the limits.
-func linuxResources(pod *v1.Pod, c *v1.Container, capacity downward.Capacity, quota cpuQuota) *runtimeapi.LinuxContainerResources {
+// cpu quota (unless cpuCFSQuota is off) and memory limit from the limits.
+func linuxResources(pod *v1.Pod, c *v1.Container, capacity downward.Capacity, cfsQuota bool) *runtimeapi.LinuxContainerResources {
 	res := &runtimeapi.LinuxContainerResources{CpuShares: minCPUShares}
 	if cpuReq, ok := request(c, v1.ResourceCPU); ok {
 		res.CpuShares = max(minCPUShares, cpuReq.MilliValue()*sharesPerCPU/1000)
 	}
 	cpuLimit, limited := c.Resources.Limits[v1.ResourceCPU]
-	switch {
-	case quota == quotaUnlimited:
-		res.CpuPeriod, res.CpuQuota = cpuQuotaPeriod, -1
-	case quota == quotaFromLimit && limited && !cpuLimit.IsZero():
+	if cfsQuota && limited && !cpuLimit.IsZero() {
 		res.CpuPeriod = cpuQuotaPeriod
 		res.CpuQuota = max(minCPUQuota, cpuLimit.MilliValue()*cpuQuotaPeriod/1000)
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestLinuxResourcesByQoS(t *testing.T) {
 			if got := qosClass(pod); got != tt.wantQoS {
 				t.Errorf("QoS %s, want %s", got, tt.wantQoS)
 			}
-			got := linuxResources(pod, &pod.Spec.Containers[0], capacity, quotaFromLimit)
+			got := linuxResources(pod, &pod.Spec.Containers[0], capacity, true)
 			tt.wantRes.OomScoreAdj = tt.wantOOM
 			if got.CpuShares != tt.wantRes.CpuShares || got.CpuPeriod != tt.wantRes.CpuPeriod || got.CpuQuota != tt.wantRes.CpuQuota ||
 				got.MemoryLimitInBytes != tt.wantRes.MemoryLimitInBytes || got.OomScoreAdj != tt.wantRes.OomScoreAdj {
@@ -74,7 +75,7 @@ func TestSandboxAndSecurityConfig(t *testing.T) {
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{
 		RunAsUser: &gid, RunAsGroup: &gid, FSGroup: &fsGroup, Sysctls: []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}},
 	}
-	cfg, err := e.mgr.sandboxConfig(pod, 3)
+	cfg, err := e.mgr.sandboxConfig(context.Background(), pod, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

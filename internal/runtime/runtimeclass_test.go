@@ -15,13 +15,13 @@ import (
 func TestRuntimeHandlerReachesTheSandbox(t *testing.T) {
 	handlers := map[string]string{"sandboxed": "test-handler", "unconfigured": "nope"}
 	e := newTestEnv(t, func(o *Options) {
-		o.RuntimeHandler = func(pod *v1.Pod) (string, error) {
+		o.RuntimeClasses = classesFunc(func(pod *v1.Pod) (string, error) {
 			h, ok := handlers[*pod.Spec.RuntimeClassName]
 			if !ok {
 				return "", errors.New(`runtimeclass.node.k8s.io "gone" not found`)
 			}
 			return h, nil
-		}
+		})
 	})
 	e.fake.AddHandlers("test-handler")
 	for class, wantEvent := range map[string]string{
@@ -54,3 +54,8 @@ func TestRuntimeHandlerReachesTheSandbox(t *testing.T) {
 		t.Errorf("%d containers, want the sandboxed pod's one", n)
 	}
 }
+
+// classesFunc is a RuntimeClasses made of a function.
+type classesFunc func(pod *v1.Pod) (string, error)
+
+func (f classesFunc) Handler(pod *v1.Pod) (string, error) { return f(pod) }

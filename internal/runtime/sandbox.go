@@ -17,14 +17,22 @@ import (
 	"github.com/nodelet/nodelet/internal/timeline"
 )
 
-// sandboxConfig builds the CRI config of pod's sandbox for attempt, making the pod's cgroup.
-func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	return m.buildSandboxConfig(pod, attempt, true)
+// sandboxConfig builds the CRI config of pod's sandbox for attempt, then applies the sandbox
+// hooks (which make the pod's cgroup and name it as the cgroup parent).
+func (m *Manager) sandboxConfig(ctx context.Context, pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, err := m.baseSandboxConfig(pod, attempt)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.hooks.ApplySandbox(ctx, pod, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
-// buildSandboxConfig builds the sandbox's config; withCgroup makes the pod's cgroup and names
-// it as the cgroup parent.
-func (m *Manager) buildSandboxConfig(pod *v1.Pod, attempt uint32, withCgroup bool) (*runtimeapi.PodSandboxConfig, error) {
+// baseSandboxConfig is the sandbox's config from the pod spec alone, without the hooks: what
+// a pull ahead of the sandbox carries, before any of the pod's resources are made.
+func (m *Manager) baseSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	dnsCfg, err := m.dns.PodDNSConfig(pod)
 	if err != nil {
 		return nil, err
@@ -44,11 +52,6 @@ func (m *Manager) buildSandboxConfig(pod *v1.Pod, attempt uint32, withCgroup boo
 	m.setSandboxResources(pod, linux)
 	if err := m.sandboxUserAndGroups(pod, linux.SecurityContext); err != nil {
 		return nil, err
-	}
-	if m.podCgroup != nil && withCgroup {
-		if linux.CgroupParent, err = m.podCgroup(pod); err != nil {
-			return nil, fmt.Errorf("pod cgroup: %w", err)
-		}
 	}
 	labels := map[string]string{}
 	for k, v := range pod.Labels {
@@ -169,6 +172,14 @@ func anyPrivileged(pod *v1.Pod) bool {
 	return false
 }
 
+// handler is pod's CRI runtime handler, "" (the runtime's default) without RuntimeClasses.
+func (m *Manager) handler(pod *v1.Pod) (string, error) {
+	if m.classes == nil {
+		return "", nil
+	}
+	return m.classes.Handler(pod)
+}
+
 // sandboxInfo is what container creation needs to know about the sandbox it goes into.
 type sandboxInfo struct {
 	id     string
@@ -180,15 +191,13 @@ type sandboxInfo struct {
 
 // createSandbox makes the pod's log directory and runs a new sandbox for attempt.
 func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
-	cfg, err := m.sandboxConfig(pod, attempt)
+	cfg, err := m.sandboxConfig(ctx, pod, attempt)
 	if err != nil {
 		return nil, err // says what it could not build
 	}
-	handler := ""
-	if m.runtimeHandler != nil {
-		if handler, err = m.runtimeHandler(pod); err != nil {
-			return nil, err // upstream's wording: runtimeclass.node.k8s.io "x" not found
-		}
+	handler, err := m.handler(pod)
+	if err != nil {
+		return nil, err // upstream's wording: runtimeclass.node.k8s.io "x" not found
 	}
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return nil, fmt.Errorf("create pod log directory: %w", err)

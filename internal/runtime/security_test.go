@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -49,12 +50,12 @@ func TestSetHostnameAsFQDN(t *testing.T) {
 	pod := newPod("web", ctr("app"))
 	yes := true
 	pod.Spec.Subdomain, pod.Spec.SetHostnameAsFQDN = "sub", &yes
-	cfg, err := e.mgr.sandboxConfig(pod, 0)
+	cfg, err := e.mgr.sandboxConfig(context.Background(), pod, 0)
 	if err != nil || cfg.Hostname != "web.sub.default.svc."+e.mgr.dns.ClusterDomain() {
 		t.Fatalf("hostname %q, %v; want the pod's FQDN", cfg.GetHostname(), err)
 	}
 	pod.Spec.Hostname = strings.Repeat("a", 50)
-	if _, err := e.mgr.sandboxConfig(pod, 0); err == nil || !strings.Contains(err.Error(), "too long") {
+	if _, err := e.mgr.sandboxConfig(context.Background(), pod, 0); err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Fatalf("over-long FQDN: err %v, want too long", err)
 	}
 }

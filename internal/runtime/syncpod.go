@@ -84,7 +84,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		ephemeral = ephemeralToStart(pod, status)
 	}
 	if sb == nil && len(acts.start)+len(ephemeral) > 0 {
-		cfg, err := m.sandboxConfig(pod, acts.sandbox.Attempt)
+		cfg, err := m.sandboxConfig(ctx, pod, acts.sandbox.Attempt)
 		if err != nil {
 			res.SetErr(fmt.Errorf("generate sandbox config: %w", err))
 			return res

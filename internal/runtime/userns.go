@@ -46,12 +46,9 @@ func (m *Manager) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, erro
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}, nil
 	}
-	handler := ""
-	if m.runtimeHandler != nil {
-		var err error
-		if handler, err = m.runtimeHandler(pod); err != nil {
-			return nil, err
-		}
+	handler, err := m.handler(pod)
+	if err != nil {
+		return nil, err
 	}
 	if supported, err := m.features.UserNamespaces(handler); err != nil || !supported {
 		// Upstream's message, then which runtime would lift it.
@@ -97,13 +94,10 @@ func useSandboxUserNamespace(cfg *runtimeapi.ContainerConfig, sb *sandboxInfo) {
 // supportsRecursiveReadOnly says whether the pod's runtime handler reports recursive read-only
 // mounts; a handler that cannot be looked up does not.
 func (m *Manager) supportsRecursiveReadOnly(pod *v1.Pod) bool {
-	handler := ""
-	if m.runtimeHandler != nil {
-		var err error
-		if handler, err = m.runtimeHandler(pod); err != nil {
-			klog.ErrorS(err, "Failed to look up the runtime handler", "pod", klog.KObj(pod))
-			return false
-		}
+	handler, err := m.handler(pod)
+	if err != nil {
+		klog.ErrorS(err, "Failed to look up the runtime handler", "pod", klog.KObj(pod))
+		return false
 	}
 	return m.features.RecursiveReadOnlyMounts(handler)
 }

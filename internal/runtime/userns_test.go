@@ -167,7 +167,7 @@ func TestHostUsersFalseReachesCRIWithStableDisjointRanges(t *testing.T) {
 // allocated, and a normal pod runs.
 func TestHostUsersFalseRefusedWithoutRuntimeSupport(t *testing.T) {
 	e, ranges := usernsEnv(t, func(o *Options) {
-		o.RuntimeHandler = func(pod *v1.Pod) (string, error) { return ptr.Deref(pod.Spec.RuntimeClassName, ""), nil }
+		o.RuntimeClasses = classesFunc(func(pod *v1.Pod) (string, error) { return ptr.Deref(pod.Spec.RuntimeClassName, ""), nil })
 	})
 	if err := e.mgr.Status(context.Background()); err != nil { // reports no handlers at all
 		t.Fatal(err)

@@ -79,7 +79,10 @@ func (m *Manager) Handler(pod *v1.Pod) (string, error) {
 
 // Standalone is the look-up without an API server: a pod that names a RuntimeClass cannot
 // be run as asked, so its sandbox fails saying why rather than running under the default.
-func Standalone(pod *v1.Pod) (string, error) {
+type Standalone struct{}
+
+// Handler is "" for a pod without a runtimeClassName and an error for any other.
+func (Standalone) Handler(pod *v1.Pod) (string, error) {
 	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "" {
 		return "", nil
 	}

@@ -65,10 +65,10 @@ func waitHandler(t *testing.T, m *Manager, class, want string) {
 }
 
 func TestStandaloneRefusesARuntimeClass(t *testing.T) {
-	if h, err := Standalone(podWithClass("")); h != "" || err != nil {
+	if h, err := (Standalone{}).Handler(podWithClass("")); h != "" || err != nil {
 		t.Errorf("no class: %q, %v", h, err)
 	}
-	if _, err := Standalone(podWithClass("gvisor")); err == nil {
+	if _, err := (Standalone{}).Handler(podWithClass("gvisor")); err == nil {
 		t.Error("a class was accepted without an API server")
 	}
 }

@@ -228,12 +228,7 @@ func TestNewRefusesAnOptionItsGateTurnsOff(t *testing.T) {
 }
 
 func TestPodHasExclusiveCPUs(t *testing.T) {
-	m, _, _ := newManager(t, topology.Synthetic(1, 1, 4, 1, 0), cmpolicy.CPUStatic, 1, nil)
-	g := pod("g", "1", "app")
-	g.Spec.Containers = append(g.Spec.Containers, container("frac", "500m"))
-	if err := allocate(t, m, g); err != nil {
-		t.Fatal(err)
-	}
+	m, g := pinnedAndShared(t)
 	if !m.PodHasExclusiveCPUs(g) {
 		t.Error("a pod with a pinned container has no exclusive CPUs")
 	}
