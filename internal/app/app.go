@@ -90,6 +90,7 @@ type agent struct {
 	statuses *status.Manager
 	syncer   *podsync.Syncer
 	prober   *prober.Manager
+	probes   *prober.Results // the probers' results, which the runtime reads too
 	devices  *deviceplugin.Manager // nil when its socket could not be served
 	cluster  *cluster              // nil standalone
 	cm       *cm.ContainerManager  // node allocatable, process placement, QoS and pod cgroups
@@ -299,6 +300,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		n.topology.AddHintProvider(n.memory)
 	}
 	n.volumes = n.newVolumes()
+	n.probes = prober.NewResults()
 	n.features = &runtimefeatures.Store{}
 	if n.idRanges, err = newUserNamespaces(cfg); err != nil {
 		return nil, err
@@ -321,7 +323,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
 	n.prober = prober.New(prober.Deps{
 		Exec: n.cri.ExecSync, Kill: rt.KillContainer,
-		Status: n.statuses.Get, Recorder: n.recorder,
+		Status: n.statuses.Get, Recorder: n.recorder, Results: n.probes,
 		OnResult: func(probeType, result string, pod *v1.Pod, container string) {
 			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
 			probes.result(probeType, result, pod, container)
@@ -383,10 +385,9 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	opts.PodCgroup = n.cm.PodCgroupParent()
 	n.runtimeHandler = opts.RuntimeHandler
 	n.resizeRuntimeOptions(&opts)
-	// The prober is made after the runtime (it execs and kills through it) and before any sync.
-	opts.Started = func(pod *v1.Pod, container, id string) bool {
-		return n.prober == nil || n.prober.Started(pod, container, id)
-	}
+	// The prober is made after the runtime (it kills through it); the results it writes are
+	// made before both.
+	opts.Started = n.probes.Started
 	return opts
 }
 
