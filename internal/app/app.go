@@ -173,20 +173,9 @@ func (n *agent) runOnce(ctx context.Context) error {
 // one a standalone node would register otherwise.
 func (n *agent) node() *v1.Node {
 	if n.cluster != nil {
-		if ctl := n.clusterNode(); ctl != nil {
-			return ctl.Node()
-		}
-		return nil
+		return n.cluster.view.Node()
 	}
 	return n.localNode
-}
-
-// clusterNode is the node controller in cluster mode once it is made, else nil.
-func (n *agent) clusterNode() *node.Controller {
-	if n.cluster == nil {
-		return nil
-	}
-	return n.cluster.node.Load()
 }
 
 // holdLockFile takes --lock-file and, with --exit-on-lock-contention, stops nodelet (cleanly)

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/cm"
@@ -51,11 +50,7 @@ func (n *agent) newVolumes() *volumes.Manager {
 func (n *agent) startCSIRegistrar() {
 	var objs csi.NodeObjects
 	if n.cluster != nil {
-		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, func(node *v1.Node) {
-			if ctl := n.clusterNode(); ctl != nil {
-				ctl.ObserveNode(node)
-			}
-		})
+		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, n.cluster.view.ObserveNode)
 	}
 	r := csi.NewRegistrar(filepath.Join(n.cfg.RootDir, "plugins_registry"), n.csi, objs)
 	n.comps.start("CSI plugin registration", r.Run)
