@@ -29,7 +29,7 @@ func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorker
 		return
 	}
 	n.shutdown = shutdown.New(groups, shutdown.Deps{
-		ActivePods: func() []*v1.Pod { return n.activePods(workers) },
+		ActivePods: n.activePods,
 		Kill: func(p *v1.Pod, grace int64, setStatus func(*v1.PodStatus)) {
 			st, _ := n.statuses.Get(p.UID)
 			st = *st.DeepCopy()
