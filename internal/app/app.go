@@ -286,19 +286,25 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if n.cm, err = cm.New(ctx, n.containerManagerConfig()); err != nil {
 		return nil, err
 	}
-	if n.machine, n.topology, err = newTopology(cfg); err != nil {
+	if n.machine, err = readTopology(); err != nil {
 		return nil, err
 	}
+	var providers []topologymanager.HintProvider
 	if mode == asDaemon {
 		// Hint providers in upstream's order: devices, CPUs, memory.
-		n.devices = n.startDevicePlugins(ctx)
+		if n.devices = n.startDevicePlugins(ctx); n.devices != nil {
+			providers = append(providers, n.devices)
+		}
 		if err := n.newCPUManager(); err != nil {
 			return nil, err
 		}
 		if n.memory, err = newMemoryManager(cfg, n.host, n.machine); err != nil {
 			return nil, err
 		}
-		n.topology.AddHintProvider(n.memory)
+		providers = append(providers, n.cpus, n.memory)
+	}
+	if n.topology, err = newTopologyManager(cfg, n.machine, providers); err != nil {
+		return nil, err
 	}
 	n.volumes = n.newVolumes()
 	n.probes = prober.NewResults()

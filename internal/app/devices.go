@@ -18,7 +18,8 @@ import (
 )
 
 // startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins as one of
-// the components, and makes the device manager a hint provider of the topology manager. Without
+// the components; the topology manager sets the devices aside at admission, the device
+// manager first of its hint providers. Without
 // it nodelet still runs pods, only without plugin devices, so a failure is logged, not fatal.
 //
 // The manager frees the devices of pods that are neither active nor running containers, once
@@ -38,8 +39,6 @@ func (n *agent) startDevicePlugins(ctx context.Context) *deviceplugin.Manager {
 		klog.ErrorS(err, "Device plugins are not available")
 		return nil
 	}
-	// The devices are set aside at admission by the topology manager, first of its providers.
-	n.topology.AddHintProvider(m)
 	n.comps.start("device plugins", m.Run)
 	return m
 }
