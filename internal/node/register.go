@@ -92,9 +92,6 @@ func (c *Controller) Node() *v1.Node { return c.view.Node() }
 // Registered says whether the Node exists in the API server.
 func (c *Controller) Registered() bool { return c.view.Registered() }
 
-// ObserveNode is View.ObserveNode.
-func (c *Controller) ObserveNode(n *v1.Node) { c.view.ObserveNode(n) }
-
 func (c *Controller) setNode(n *v1.Node) { c.view.set(n) }
 
 // Run registers the Node, then posts its status every UpdateFrequency until ctx ends.
