@@ -2,12 +2,11 @@ package app
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // Every component is given what it needs when it is made: where two need each other, a small
@@ -16,18 +15,7 @@ import (
 // made later and calls no setter that hands one over after construction.
 func TestNoLateLinks(t *testing.T) {
 	lateCalls := map[string]bool{"TrackPods": true, "RunningAtStart": true, "AddHintProvider": true}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for file, f := range testutil.Sources(t, 0) {
 		for _, spec := range f.Imports {
 			if path, _ := strconv.Unquote(spec.Path.Value); path == "sync/atomic" {
 				t.Errorf("%s imports sync/atomic", file)
