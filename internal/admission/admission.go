@@ -167,19 +167,35 @@ func (a *Admitter) afterAllocation(pod *v1.Pod, active []*v1.Pod) (bool, string,
 	return true, "", ""
 }
 
-// fits checks the pod's requests against allocatable: cpu, memory, ephemeral storage, huge
-// pages and the extended resources the node advertises. Device plugin resources are left to
-// Devices, which knows which devices are healthy and free right now.
+// fits is Fit's check with the Admitter's allocatable and devices.
 func (a *Admitter) fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
-	if a.Allocatable == nil {
+	return Fit{Allocatable: a.Allocatable, Devices: a.Devices}.Fits(pod, active)
+}
+
+// Fit is the resource part of admission alone, which in-place resizes check too: it needs
+// neither the active pods' source nor the node's pressure or shutdown, so the resizer is given
+// it at construction, before the parts admission reads are made.
+type Fit struct {
+	// Allocatable returns the node's allocatable resources; nil or empty skips the check.
+	Allocatable func() v1.ResourceList
+	// Devices, when set, names the device plugin resources left to the topology manager.
+	Devices Devices
+}
+
+// Fits checks pod's requests beside active's against allocatable: cpu, memory, ephemeral
+// storage, huge pages and the extended resources the node advertises. Device plugin resources
+// are left to Devices, which knows which devices are healthy and free right now. A refusal's
+// message is upstream's "Node didn't have enough resource: ...".
+func (f Fit) Fits(pod *v1.Pod, active []*v1.Pod) (bool, string, string) {
+	if f.Allocatable == nil {
 		return true, "", ""
 	}
-	alloc := a.Allocatable()
+	alloc := f.Allocatable()
 	want := Requests(pod)
 	names := slices.Clone(checked)
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		_, advertised := alloc[name]
-		if isHugePages(name) || advertised && isExtended(name) && (a.Devices == nil || !a.Devices.Manages(name)) {
+		if isHugePages(name) || advertised && isExtended(name) && (f.Devices == nil || !f.Devices.Manages(name)) {
 			names = append(names, name)
 		}
 	}

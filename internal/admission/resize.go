@@ -2,13 +2,6 @@ package admission
 
 import v1 "k8s.io/api/core/v1"
 
-// FitsResources checks only pod's requests against allocatable beside others (with their
-// allocated resources): what an in-place resize changes. A refusal's message is upstream's
-// "Node didn't have enough resource: ...".
-func (a *Admitter) FitsResources(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
-	return a.fits(pod, others)
-}
-
 // allocatedView gives pod and the active pods their allocated resources: a resize waiting
 // for room does not count yet, and after a restart a pod is admitted with what it was given.
 func (a *Admitter) allocatedView(pod *v1.Pod, active []*v1.Pod) (*v1.Pod, []*v1.Pod) {

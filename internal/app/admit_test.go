@@ -43,12 +43,10 @@ func staticManagers(t *testing.T) (*cpumanager.Manager, *memorymanager.Manager, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := topologymanager.New(machine, topologymanager.Config{Policy: topologymanager.PolicySingleNUMANode, Scope: topologymanager.ScopeContainer})
+	tm, err := topologymanager.New(machine, topologymanager.Config{Policy: topologymanager.PolicySingleNUMANode, Scope: topologymanager.ScopeContainer}, cpus, memory)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm.AddHintProvider(cpus)
-	tm.AddHintProvider(memory)
 	return cpus, memory, tm
 }
 

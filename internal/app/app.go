@@ -27,7 +27,6 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/credprovider"
 	"github.com/nodelet/nodelet/internal/cri"
 	"github.com/nodelet/nodelet/internal/csi"
@@ -90,6 +89,7 @@ type agent struct {
 	statuses *status.Manager
 	syncer   *podsync.Syncer
 	prober   *prober.Manager
+	probes   *prober.Results       // the probers' results, which the runtime reads too
 	devices  *deviceplugin.Manager // nil when its socket could not be served
 	cluster  *cluster              // nil standalone
 	cm       *cm.ContainerManager  // node allocatable, process placement, QoS and pod cgroups
@@ -101,7 +101,13 @@ type agent struct {
 	topology *topologymanager.Manager // aligns the resource managers on NUMA nodes at admission
 	cpus     *cpumanager.Manager      // exclusive CPUs and the shared pool; nil outside the daemon
 
-	podStates   *podStates          // tells the volume manager when a pod's containers are gone
+	// Made first, as each is read by parts built before the one that writes it: the pod
+	// workers' states, the PLEG's listing, the sync queue and the crash-loop back-off.
+	workerStates *podworkers.States
+	listing      *pleg.Listing
+	queue        *syncloop.Queue
+	backoff      *flowcontrol.Backoff
+
 	objects     *apiObjects         // what pods reference, read through the API; nil standalone
 	containerGC *gc.ContainerGC     // built by buildNode, nil without GC (internal/app/gc.go)
 	imageGC     *imagegc.ImageGC    // built by buildNode, nil without GC (internal/app/gc.go)
@@ -172,20 +178,9 @@ func (n *agent) runOnce(ctx context.Context) error {
 // one a standalone node would register otherwise.
 func (n *agent) node() *v1.Node {
 	if n.cluster != nil {
-		if ctl := n.clusterNode(); ctl != nil {
-			return ctl.Node()
-		}
-		return nil
+		return n.cluster.view.Node()
 	}
 	return n.localNode
-}
-
-// clusterNode is the node controller in cluster mode once it is made, else nil.
-func (n *agent) clusterNode() *node.Controller {
-	if n.cluster == nil {
-		return nil
-	}
-	return n.cluster.node.Load()
 }
 
 // holdLockFile takes --lock-file and, with --exit-on-lock-contention, stops nodelet (cleanly)
@@ -259,12 +254,19 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	}
 	n.recorder = n.newRecorder(ctx)
 	n.statuses = status.NewManager(statusSink)
+	n.workerStates, n.listing = podworkers.NewStates(), pleg.NewListing()
+	n.queue, n.backoff = syncloop.NewQueue(), flowcontrol.NewBackOff(backoffInitial, backoffMax)
 	criClient, err := cri.Connect(kc.ContainerRuntimeEndpoint, cfg.ImageServiceEndpoint, kc.RuntimeRequestTimeout.Duration)
 	if err != nil {
 		return nil, err
 	}
 	n.cri = criClient
 	comps.onStop(func() { _ = criClient.Close() })
+	// Before anything asks the runtime: the device manager is told what runs at start.
+	name, ver, err := waitForRuntime(ctx, criVersion(criClient), kc.ContainerRuntimeEndpoint)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.CgroupDriverFromCRI {
 		if err := cgroupDriverFromCRI(ctx, criClient, kc); err != nil {
 			return nil, err
@@ -284,21 +286,28 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if n.cm, err = cm.New(ctx, n.containerManagerConfig()); err != nil {
 		return nil, err
 	}
-	if n.machine, n.topology, err = newTopology(cfg); err != nil {
+	if n.machine, err = readTopology(); err != nil {
 		return nil, err
 	}
+	var providers []topologymanager.HintProvider
 	if mode == asDaemon {
 		// Hint providers in upstream's order: devices, CPUs, memory.
-		n.devices = startDevicePlugins(comps, cfg.RootDir, n.machine, n.topology)
+		if n.devices = n.startDevicePlugins(ctx); n.devices != nil {
+			providers = append(providers, n.devices)
+		}
 		if err := n.newCPUManager(); err != nil {
 			return nil, err
 		}
 		if n.memory, err = newMemoryManager(cfg, n.host, n.machine); err != nil {
 			return nil, err
 		}
-		n.topology.AddHintProvider(n.memory)
+		providers = append(providers, n.cpus, n.memory)
+	}
+	if n.topology, err = newTopologyManager(cfg, n.machine, providers); err != nil {
+		return nil, err
 	}
 	n.volumes = n.newVolumes()
+	n.probes = prober.NewResults()
 	n.features = &runtimefeatures.Store{}
 	if n.idRanges, err = newUserNamespaces(cfg); err != nil {
 		return nil, err
@@ -311,17 +320,13 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 		return nil, err
 	}
 	n.runtime, n.images = rt, imgs
-	name, ver, err := waitForRuntime(ctx, rt, kc.ContainerRuntimeEndpoint)
-	if err != nil {
-		return nil, err
-	}
 	if err := rt.Status(ctx); err != nil { // reads the runtime's features before any pod syncs
 		klog.InfoS("Container runtime not ready yet", "err", err)
 	}
 	klog.InfoS("Container runtime ready", "runtime", name, "version", ver)
 	n.prober = prober.New(prober.Deps{
 		Exec: n.cri.ExecSync, Kill: rt.KillContainer,
-		Status: n.statuses.Get, Recorder: n.recorder,
+		Status: n.statuses.Get, Recorder: n.recorder, Results: n.probes,
 		OnResult: func(probeType, result string, pod *v1.Pod, container string) {
 			metrics.RecordProbe(probeType, result, container, pod.Name, pod.Namespace, string(pod.UID))
 			probes.result(probeType, result, pod, container)
@@ -380,10 +385,9 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 	}
 	n.runtimeClasses = opts.RuntimeClasses
 	n.resizeRuntimeOptions(&opts)
-	// The prober is made after the runtime (it execs and kills through it) and before any sync.
-	opts.Started = func(pod *v1.Pod, container, id string) bool {
-		return n.prober == nil || n.prober.Started(pod, container, id)
-	}
+	// The prober is made after the runtime (it kills through it); the results it writes are
+	// made before both.
+	opts.Started = n.probes.Started
 	return opts
 }
 
@@ -391,7 +395,7 @@ func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtim
 func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps := podsync.Deps{
 		Prober: n.prober, Volumes: n.volumes, Timeline: n.timeline,
-		Runtime: n.runtime, Statuses: n.statuses, Backoff: flowcontrol.NewBackOff(backoffInitial, backoffMax),
+		Runtime: n.runtime, Statuses: n.statuses, Backoff: n.backoff,
 		RootDir: n.cfg.RootDir, RuntimeName: runtimeName, HostIPs: node.HostIPs(n.cfg.NodeIP), Recorder: n.recorder,
 		Resizes: n.resizer,
 	}
@@ -410,17 +414,15 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 // listeners.
 func (n *agent) buildNode(ctx context.Context) error {
 	kc := n.cfg.Kubelet
-	relister := pleg.New(n.runtime, plegPeriod, metrics.ObservePLEGRelist)
+	relister := pleg.New(n.runtime, n.listing, plegPeriod, metrics.ObservePLEGRelist)
 	metrics.SetNodeName(n.cfg.NodeName)
 	metrics.SetRuntimeCounter(func() metrics.RuntimeCounts {
 		pods, _ := relister.RunningPods()
 		return stats.CountRuntime(pods, n.cfg.NodeName)
 	})
-	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
+	workers := podworkers.New(n.workerStates, n.syncer, n.queue, kc.SyncFrequency.Duration, n.recorder)
 	n.comps.start("pod workers", workers.Run)
 	synced := n.synced.Ready
-	n.podStates.wire(n, workers, relister, synced)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.startGC(workers, synced)
 	if err := n.startEviction(workers); err != nil {
@@ -436,8 +438,8 @@ func (n *agent) buildNode(ctx context.Context) error {
 	loopCfg := syncloop.Config{
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
-		SourcesReady: synced, Synced: n.synced, ActivePods: func() []*v1.Pod { return n.activePods(workers) },
-		Pods: n.pods, Workers: workers, Queue: queue, Admit: admit,
+		SourcesReady: synced, Synced: n.synced, ActivePods: n.activePods,
+		Pods: n.pods, Workers: workers, Queue: n.queue, Admit: admit,
 		ProbeUpdates: n.prober.Updates(), Timeline: n.timeline,
 	}
 	if n.containerGC != nil {
@@ -446,9 +448,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	if n.cluster != nil {
 		n.cluster.loopHooks(ctx, &loopCfg)
 	}
-	n.wireResize(queue, workers, admit)
 	loop := syncloop.New(loopCfg)
-	n.trackDevicePods(ctx, workers, relister, synced)
 	if n.cluster != nil {
 		n.cluster.start(ctx, n, func() error { return n.health(ctx, loop, relister) })
 	}
@@ -483,7 +483,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	if n.cpus != nil {
 		n.comps.start("cpu manager", n.cpus.Run)
 	}
-	n.comps.start("per-pod state sweep", n.sweep(workers, relister).Run)
+	n.comps.start("per-pod state sweep", n.sweep().Run)
 	n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, n.cri) })
 	n.startOOM()
 	n.comps.start("sync loop", loop.Run)
@@ -508,10 +508,10 @@ func (n *agent) serve(ctx context.Context, stop <-chan struct{}) error {
 
 // waitForRuntime retries the CRI Version call every 2s for up to 2 minutes, so nodelet may
 // start before its runtime.
-func waitForRuntime(ctx context.Context, rt container.Runtime, endpoint string) (name, ver string, err error) {
+func waitForRuntime(ctx context.Context, version func(context.Context) (string, string, error), endpoint string) (name, ver string, err error) {
 	var lastErr error
 	answered := func(ctx context.Context) (bool, error) {
-		name, ver, lastErr = rt.Version(ctx)
+		name, ver, lastErr = version(ctx)
 		if lastErr != nil {
 			klog.InfoS("Waiting for the container runtime", "endpoint", endpoint, "err", lastErr)
 		}
@@ -524,6 +524,17 @@ func waitForRuntime(ctx context.Context, rt container.Runtime, endpoint string) 
 		return "", "", fmt.Errorf("container runtime at %s is not answering: %w (start it, e.g. `hack/containerd.sh start`, or fix --container-runtime-endpoint)", endpoint, lastErr)
 	}
 	return name, ver, nil
+}
+
+// criVersion is the runtime's name and version, as the CRI tells them.
+func criVersion(c *cri.Client) func(context.Context) (string, string, error) {
+	return func(ctx context.Context) (string, string, error) {
+		resp, err := c.Version(ctx)
+		if err != nil {
+			return "", "", fmt.Errorf("runtime version: %w", err)
+		}
+		return resp.RuntimeName, resp.RuntimeVersion, nil
+	}
 }
 
 // newRecorder returns an event recorder that logs events and, in cluster mode, posts them;

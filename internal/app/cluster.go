@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -38,9 +37,10 @@ type cluster struct {
 	clients   *kubeclient.Clients
 	apiStatus *status.APISyncer
 	mirrors   *pod.MirrorClient
-	// node is the node controller, stored once start made it. The volume manager, admission
-	// and the CSI registrar read it from their own goroutines, from before then on.
-	node atomic.Pointer[node.Controller]
+	// view is the Node as the node controller last saw it, made before everything that reads
+	// it (the volume manager, admission, resizes, node shutdown, the CSI registrar) and before
+	// the controller, which publishes into it (start).
+	view *node.View
 	// ready is closed once the node has a client certificate. TLS bootstrap runs in the
 	// background, so the parts that need no API (static pods, the runtime, healthz) start
 	// before it and the API parts (startAPI) after it.
@@ -74,6 +74,7 @@ func newCluster(ctx context.Context, cfg *config.Config, pods *pod.Manager, comp
 		apiStatus: status.NewAPISyncer(clients.API, currentMirror(pods)),
 		mirrors:   pod.NewMirrorClient(clients.API, cfg.NodeName),
 		ready:     ready,
+		view:      node.NewView(),
 	}
 	comps.onStop(c.deletes.Wait)
 	if identity != nil {
@@ -138,14 +139,7 @@ func (c *cluster) allocatable() func() v1.ResourceList {
 	if c == nil {
 		return nil
 	}
-	return func() v1.ResourceList {
-		if ctl := c.node.Load(); ctl != nil {
-			if n := ctl.Node(); n != nil {
-				return n.Status.Allocatable
-			}
-		}
-		return nil
-	}
+	return c.view.Allocatable
 }
 
 // start registers the Node and starts the status, lease and pod-status loops (once the node
@@ -166,7 +160,7 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		Client: c.clients.API, Heartbeat: c.clients.Heartbeat, Recorder: a.recorder,
 		Runtime: a.runtime, Images: a.images, Health: health, RuntimeFeatures: a.features.NodeStatus,
 		VolumesInUse: a.volumes.VolumesInUse, VolumesInUseChanged: a.volumes.InUseChanges(),
-		VolumesReportedInUse: a.volumes.MarkReportedInUse, Machine: a.host,
+		VolumesReportedInUse: a.volumes.MarkReportedInUse, Machine: a.host, View: c.view,
 	}
 	if a.devices != nil {
 		deps.Devices, deps.DevicesChanged = a.devices.Resources, a.devices.Changes()
@@ -179,7 +173,6 @@ func (c *cluster) start(ctx context.Context, a *agent, health func() error) {
 		klog.ErrorS(err, "Node controller not started; the node will not be registered")
 		return
 	}
-	c.node.Store(ctl)
 	lease, err := node.NewLeaseController(opts, deps)
 	if err != nil {
 		klog.ErrorS(err, "Lease controller not started")

@@ -15,7 +15,7 @@ import (
 )
 
 // newCPUManager builds the CPU manager over the machine (restoring and checking its state file,
-// which can refuse the start) and makes it one of the topology manager's hint providers. Only
+// which can refuse the start), one of the topology manager's hint providers. Only
 // the daemon has one: a foreground pod's agent would write the daemon's state file too.
 func (n *agent) newCPUManager() error {
 	kc := n.cfg.Kubelet
@@ -42,7 +42,6 @@ func (n *agent) newCPUManager() error {
 		return err
 	}
 	n.cpus = m
-	n.topology.AddHintProvider(m)
 	return nil
 }
 

@@ -24,7 +24,7 @@ func (n *agent) startEviction(workers *podworkers.PodWorkers) error {
 	kc := n.cfg.Kubelet
 	deps := eviction.Deps{
 		Summary:    n.summaryProvider(),
-		ActivePods: func() []*v1.Pod { return n.activePods(workers) },
+		ActivePods: n.activePods,
 		Evict:      func(p *v1.Pod, grace int64, why eviction.Eviction) { n.evictPod(workers, p, grace, why) },
 		Critical:   podutil.IsCritical,
 		OnEvict:    metrics.Evicted,
@@ -59,9 +59,10 @@ func (n *agent) startEviction(workers *podworkers.PodWorkers) error {
 	return nil
 }
 
-// activePods are the pods nodelet runs, as syncloop.ActivePods defines them.
-func (n *agent) activePods(workers *podworkers.PodWorkers) []*v1.Pod {
-	return syncloop.ActivePods{Pods: n.pods, Workers: workers, Status: n.statuses.Get}.List()
+// activePods are the pods nodelet runs, as syncloop.ActivePods defines them (from the
+// workers' states, made before the workers and everything that reads them).
+func (n *agent) activePods() []*v1.Pod {
+	return syncloop.ActivePods{Pods: n.pods, Workers: n.workerStates, Status: n.statuses.Get}.List()
 }
 
 // evictPod records the pod as Failed/Evicted (for node pressure also with a DisruptionTarget

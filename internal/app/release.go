@@ -3,12 +3,9 @@ package app
 import (
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podsync"
-	"github.com/nodelet/nodelet/internal/podworkers"
 )
 
 // sweepPeriod spaces the searches for per-pod state of pods gone while nodelet was down or
@@ -42,15 +39,15 @@ func (n *agent) release() podsync.Release {
 // been handled: pod cgroups and allocation checkpoints of pods no source and no runtime has,
 // the NUMA memory of pods no longer active. The device manager frees the devices of pods no
 // longer active when it admits one (as upstream), so it is not swept.
-func (n *agent) sweep(workers *podworkers.PodWorkers, relister *pleg.PLEG) *podsync.Sweep {
+func (n *agent) sweep() *podsync.Sweep {
 	owners := []podsync.Retained{{Retainer: n.cm}, {Retainer: n.resizer}}
 	if n.memory != nil {
 		owners = append(owners, podsync.Retained{Retainer: n.memory, ActiveOnly: true})
 	}
 	return &podsync.Sweep{
 		Owners: owners, Ready: n.synced.Ready, Period: sweepPeriod,
-		Active:  func() []*v1.Pod { return n.activePods(workers) },
+		Active:  n.activePods,
 		Known:   func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok },
-		Runtime: relister.RunningPods,
+		Runtime: n.listing.RunningPods,
 	}
 }

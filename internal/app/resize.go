@@ -7,19 +7,29 @@ import (
 	"github.com/nodelet/nodelet/internal/admission"
 	"github.com/nodelet/nodelet/internal/allocation"
 	"github.com/nodelet/nodelet/internal/cm"
-	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/resize"
 	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/syncloop"
 )
 
-// newResizer loads the pods' allocated and actuated resources from the root directory.
+// newResizer loads the pods' allocated and actuated resources from the root directory. It
+// decides resizes with admission's resource fit over the active pods, wakes the pods it
+// deferred through the sync queue, and resets the crash-loop back-off of the containers a
+// resize changes; all of these are made before it.
 func (n *agent) newResizer() error {
 	allocs, err := allocation.New(n.cfg.RootDir)
 	if err != nil {
 		return err
 	}
-	n.resizer = &resize.Resizer{Allocations: allocs}
+	queue := n.queue
+	n.resizer = &resize.Resizer{
+		Allocations: allocs,
+		Fit:         admission.Fit{Allocatable: n.cluster.allocatable(), Devices: admissionDevices(n.devices)}.Fits,
+		Allocatable: n.cluster.allocatable(),
+		ActivePods:  n.activePods,
+		Wake:        func(uid types.UID) { queue.Enqueue(uid, 0) },
+		Backoff:     n.backoff,
+		Pinned:      n.resizePinned,
+	}
 	return nil
 }
 
@@ -29,22 +39,6 @@ func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
 	if n.cm.OwnsPodCgroups() {
 		opts.PodCgroups = podCgroups{n.cm}
 	}
-}
-
-// wireResize connects the resize decisions to admission (which counts pods with their
-// allocations), the active pods and the sync queue (the sweep, release.go, removes the
-// checkpoints of pods gone).
-// It is the graph's other link made after construction (volumes.go has the first): the pod
-// sync decides resizes through the resizer, and admission (through eviction) and the active
-// pods need the pod workers, which are made over the pod sync.
-func (n *agent) wireResize(queue *syncloop.Queue, workers *podworkers.PodWorkers, admit *admission.Admitter) {
-	r := n.resizer
-	r.Fit = admit.FitsResources
-	r.Allocatable = admit.Allocatable
-	r.ActivePods = func() []*v1.Pod { return n.activePods(workers) }
-	r.Wake = func(uid types.UID) { queue.Enqueue(uid, 0) }
-	r.Backoff = n.syncer.Backoff
-	r.Pinned = n.resizePinned
 }
 
 // podCgroups adapts the cgroup manager to what the runtime resizes pod cgroups through.

@@ -88,9 +88,8 @@ func stopped(nodeletCtx context.Context) error {
 // startPodLoop starts the PLEG, the pod workers and the sync loop for the foreground pod.
 func (n *agent) startPodLoop() *podworkers.PodWorkers {
 	kc := n.cfg.Kubelet
-	relister := pleg.New(n.runtime, plegPeriod, nil)
-	queue := syncloop.NewQueue()
-	workers := podworkers.New(n.syncer, queue, kc.SyncFrequency.Duration, n.recorder)
+	relister := pleg.New(n.runtime, n.listing, plegPeriod, nil)
+	workers := podworkers.New(n.workerStates, n.syncer, n.queue, kc.SyncFrequency.Duration, n.recorder)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls, Node: n.node, Recorder: n.recorder, RuntimeFeatures: n.features,
 		StopSignals: n.cfg.StopSignals, ImageVolumes: n.cfg.ImageVolumes}
 	// Never ready: housekeeping would remove every other pod of this node in the runtime, and
@@ -100,10 +99,9 @@ func (n *agent) startPodLoop() *podworkers.PodWorkers {
 		NodeName: n.cfg.NodeName,
 		Updates:  n.merger.Updates(), Events: relister.Events(), RunningPods: relister.RunningPods,
 		SourcesReady: sourcesReady,
-		Pods:         n.pods, Workers: workers, Queue: queue, Admit: admit,
+		Pods:         n.pods, Workers: workers, Queue: n.queue, Admit: admit,
 		ProbeUpdates: n.prober.Updates(), Timeline: n.timeline,
 	})
-	n.podStates.wire(n, workers, relister, sourcesReady)
 	n.comps.start("volume manager", n.volumes.Run)
 	n.comps.start("pleg", relister.Run)
 	n.comps.start("exit events", func(ctx context.Context) error { return relister.WatchExits(ctx, n.cri) })

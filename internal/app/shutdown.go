@@ -29,7 +29,7 @@ func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorker
 		return
 	}
 	n.shutdown = shutdown.New(groups, shutdown.Deps{
-		ActivePods: func() []*v1.Pod { return n.activePods(workers) },
+		ActivePods: n.activePods,
 		Kill: func(p *v1.Pod, grace int64, setStatus func(*v1.PodStatus)) {
 			st, _ := n.statuses.Get(p.UID)
 			st = *st.DeepCopy()
@@ -41,11 +41,8 @@ func (n *agent) buildShutdown(ctx context.Context, workers *podworkers.PodWorker
 			state, ok := workers.State(p.UID)
 			return !ok || (state != podworkers.Syncing && state != podworkers.Terminating)
 		},
-		StatusChanged: func() {
-			if ctl := n.clusterNode(); ctl != nil {
-				ctl.UpdateStatusNow(ctx) // the Ready condition at once, not at the next update
-			}
-		},
+		StatusChanged: func() { n.updateNodeStatus(ctx) }, // the Ready condition at once
+
 		Event: func(message string) {
 			n.recorder.Event(gcNodeRef(n.cfg.NodeName), v1.EventTypeNormal, shutdown.EventReason, message)
 		},
@@ -120,8 +117,17 @@ func (n *agent) shutDown(ctx context.Context) {
 	}
 	written := func(context.Context) (bool, error) { return n.cluster.apiStatus.Written(), nil }
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, statusFlushTimeout, true, written) // best effort
-	if ctl := n.clusterNode(); ctl != nil {
-		ctl.UpdateStatusNow(ctx)
-	}
+	n.updateNodeStatus(ctx)
 	klog.InfoS("Node shutdown done; nodelet stopping")
+}
+
+// updateNodeStatus has the node controller post the node status now and waits for it, for at
+// most statusFlushTimeout (it serves requests once the Node is registered); nothing standalone.
+func (n *agent) updateNodeStatus(ctx context.Context) {
+	if n.cluster == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusFlushTimeout)
+	defer cancel()
+	n.cluster.view.UpdateNow(ctx)
 }

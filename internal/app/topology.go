@@ -16,25 +16,29 @@ import (
 	"github.com/nodelet/nodelet/internal/nodeui"
 )
 
-// newTopology reads the machine's CPU and NUMA layout once and builds the topology manager over
-// it. The resource managers add themselves as hint providers as they are built, in upstream's
-// order: devices, CPU, memory.
-func newTopology(cfg *config.Config) (*topology.Machine, *topologymanager.Manager, error) {
+// readTopology reads the machine's CPU and NUMA layout once.
+func readTopology() (*topology.Machine, error) {
 	host := node.HostPaths() // the machine's memory is read from meminfo when the kernel has no NUMA nodes
 	machine, err := topology.Read(host.Sys, filepath.Join(host.Proc, "meminfo"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the machine's CPU and NUMA topology: %w", err)
+		return nil, fmt.Errorf("reading the machine's CPU and NUMA topology: %w", err)
 	}
+	return machine, nil
+}
+
+// newTopologyManager builds the topology manager over the machine and the resource managers,
+// its hint providers, in upstream's order: devices, CPU, memory.
+func newTopologyManager(cfg *config.Config, machine *topology.Machine, providers []topologymanager.HintProvider) (*topologymanager.Manager, error) {
 	kc := cfg.Kubelet
 	mgr, err := topologymanager.New(machine, topologymanager.Config{
 		Policy: kc.TopologyManagerPolicy, Scope: kc.TopologyManagerScope, Options: kc.TopologyManagerPolicyOptions,
-	})
+	}, providers...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("topology manager (topologyManagerPolicy %q): %w", kc.TopologyManagerPolicy, err)
+		return nil, fmt.Errorf("topology manager (topologyManagerPolicy %q): %w", kc.TopologyManagerPolicy, err)
 	}
 	klog.InfoS("Machine topology", "cpus", len(machine.CPUs), "cpusPerCore", machine.CPUsPerCore(), "numaNodes", len(machine.NUMANodes),
 		"topologyManagerPolicy", mgr.Policy(), "topologyManagerScope", mgr.Scope())
-	return machine, mgr, nil
+	return mgr, nil
 }
 
 // resourcePolicies are the resource managers' settings the node page lists, named as in the

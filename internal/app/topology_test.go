@@ -51,7 +51,11 @@ func TestTopologyManagerPolicyRunsPods(t *testing.T) {
 func TestNewTopologyRefusesABadOption(t *testing.T) {
 	cfg, _, _ := testConfig(t, "--topology-manager-policy=restricted")
 	cfg.Kubelet.TopologyManagerPolicyOptions = map[string]string{"max-allowable-numa-nodes": "4"}
-	if _, _, err := newTopology(cfg); err == nil {
+	machine, err := readTopology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTopologyManager(cfg, machine, nil); err == nil {
 		t.Error("max-allowable-numa-nodes=4 accepted")
 	}
 }

@@ -4,27 +4,23 @@ import (
 	"path/filepath"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/node"
-	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/podworkers"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/plugins"
 )
 
 // newVolumes builds the volume manager over every plugin; in cluster mode they read objects
-// and claims and request tokens through the API. buildNode (or buildPod) wires its pod states
-// and starts it.
+// and claims and request tokens through the API. buildNode (or buildPod) starts it.
 func (n *agent) newVolumes() *volumes.Manager {
-	n.podStates = &podStates{}
 	deps := plugins.Deps{NodeName: n.cfg.NodeName, NodeIP: node.PrimaryHostIP(n.cfg.NodeIP), AllocatableMemory: n.allocatableMemory(),
 		PodMemoryLimit: cm.PodMemoryLimit, Capacity: n.capacity(), ImageVolumes: n.cfg.ImageVolumes}
-	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates, Node: n.node, Recorder: n.recorder}
+	opts := volumes.Options{RootDir: n.cfg.RootDir, Pods: n.podStates(), Node: n.node, Recorder: n.recorder}
 	if n.objects != nil {
 		deps.Objects, deps.Tokens = n.objects, n.objects
 		opts.Claims, opts.Resizer = n.objects, n.objects
@@ -51,22 +47,16 @@ func (n *agent) newVolumes() *volumes.Manager {
 func (n *agent) startCSIRegistrar() {
 	var objs csi.NodeObjects
 	if n.cluster != nil {
-		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, func(node *v1.Node) {
-			if ctl := n.clusterNode(); ctl != nil {
-				ctl.ObserveNode(node)
-			}
-		})
+		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, n.cluster.view.ObserveNode)
 	}
 	r := csi.NewRegistrar(filepath.Join(n.cfg.RootDir, "plugins_registry"), n.csi, objs)
 	n.comps.start("CSI plugin registration", r.Run)
 }
 
-// podStates answers the volume manager from the pod workers, the pod manager and the PLEG's
-// view of the runtime. It is one of the graph's two links made after construction (resize.go
-// has the other): the volume manager is made before the runtime (which mounts through it),
-// the PLEG after the runtime and the pod workers after the pod sync (which runs over both),
-// so what it reads does not exist yet when the volume manager is made. wire fills it before
-// any component runs; until then (run-once mode never wires it) no pod's containers are gone.
+// podStates answers the volume manager from the pod workers' states, the pod manager and the
+// PLEG's listing of the runtime. The volume manager is made before the runtime (which mounts
+// through it), the PLEG after the runtime and the pod workers after the pod sync (which runs
+// over both), so it reads what they write into, made before all of them.
 type podStates struct {
 	worker       func(uid types.UID) (podworkers.State, bool)
 	wanted       func(uid types.UID) bool
@@ -74,19 +64,26 @@ type podStates struct {
 	sourcesReady func() bool
 }
 
-// wire hands over what buildNode (or buildPod) made; the volume manager starts after it.
-func (p *podStates) wire(n *agent, w *podworkers.PodWorkers, r *pleg.PLEG, sourcesReady func() bool) {
-	p.wanted = func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok }
-	p.worker, p.running, p.sourcesReady = w.State, r.RunningPods, sourcesReady
+// podStates are the volume manager's. In run-once mode (no loop, no worker) and in the
+// foreground (whose housekeeping would take the node's other pods) no pod's containers are
+// ever gone but for a worker's.
+func (n *agent) podStates() *podStates {
+	sourcesReady := n.synced.Ready // false on the foreground's nil Synced
+	if n.cfg.RunOnce {
+		sourcesReady = func() bool { return false }
+	}
+	return &podStates{
+		worker:       n.workerStates.State,
+		wanted:       func(uid types.UID) bool { _, ok := n.pods.Get(uid); return ok },
+		running:      n.listing.RunningPods,
+		sourcesReady: sourcesReady,
+	}
 }
 
 // ContainersGone: a pod with a worker is gone once the worker has terminated it. A pod
 // without one is gone once every source has been seen, no source wants it and the runtime
 // runs nothing of it (a pod left from before a restart).
 func (p *podStates) ContainersGone(uid types.UID) bool {
-	if p.worker == nil {
-		return false
-	}
 	if state, ok := p.worker(uid); ok {
 		return state == podworkers.Terminated
 	}

@@ -21,14 +21,12 @@ func TestContainersGone(t *testing.T) {
 		{UID: "orphan-sandbox", Sandboxes: []*container.SandboxStatus{{Ready: true}}},
 		{UID: "orphan-exited", Containers: []*container.ContainerStatus{{State: container.StateExited}}},
 	}
-	p := &podStates{}
-	if p.ContainersGone("terminated") {
-		t.Fatal("gone before the pod states were wired")
+	p := &podStates{
+		worker:       func(uid types.UID) (podworkers.State, bool) { s, ok := workers[uid]; return s, ok },
+		wanted:       func(uid types.UID) bool { return uid == "wanted" },
+		running:      func() ([]*container.RunningPod, time.Time) { return listed, listedAt },
+		sourcesReady: func() bool { return ready },
 	}
-	p.worker = func(uid types.UID) (podworkers.State, bool) { s, ok := workers[uid]; return s, ok }
-	p.wanted = func(uid types.UID) bool { return uid == "wanted" }
-	p.running = func() ([]*container.RunningPod, time.Time) { return listed, listedAt }
-	p.sourcesReady = func() bool { return ready }
 
 	check := func(when string, want map[types.UID]bool) {
 		t.Helper()

@@ -30,12 +30,6 @@ type admission struct {
 	reusable map[string][]string // resource → device IDs
 }
 
-// podTracker says which pods still hold their devices; see TrackPods.
-type podTracker struct {
-	inUse        func() []types.UID
-	sourcesReady func() bool
-}
-
 // Allocation is what the plugins want added to a container's runtime config.
 type Allocation struct {
 	Envs        map[string]string
@@ -43,25 +37,6 @@ type Allocation struct {
 	Devices     []*pluginapi.DeviceSpec
 	Annotations map[string]string
 	CDIDevices  []string
-}
-
-// TrackPods tells the manager which pods may hold devices (the active pods, and any pod whose
-// containers still run) and whether every pod source has been seen. Once they all have, the
-// devices of other pods are freed when a pod is admitted; before that (just after a restart)
-// every assignment restored from the checkpoint stands.
-func (m *Manager) TrackPods(inUse func() []types.UID, sourcesReady func() bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.tracked = podTracker{inUse: inUse, sourcesReady: sourcesReady}
-}
-
-// RunningAtStart records the containers (pod UID → container names) the runtime was running
-// when nodelet started. Until every pod source has been handled, such a container keeps the
-// devices it holds even if their plugin has not registered again since the restart.
-func (m *Manager) RunningAtStart(running map[types.UID][]string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.runningAtStart = running
 }
 
 // Allocate sets devices aside for container c of pod, within affinity's NUMA nodes as far as
@@ -90,10 +65,7 @@ func (m *Manager) beginAdmission(uid types.UID) {
 	var active []types.UID
 	ready := m.sourcesReady()
 	if ready {
-		m.mu.Lock()
-		inUse := m.tracked.inUse
-		m.mu.Unlock()
-		active = inUse()
+		active = m.opts.InUse()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -216,7 +188,7 @@ func (m *Manager) candidates(uid types.UID, container, name string, n int, affin
 	if len(held) > 0 && len(held) != n {
 		return nil, nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", uid, container, name, len(held), n)
 	}
-	if len(held) == n && settling && slices.Contains(m.runningAtStart[uid], container) {
+	if len(held) == n && settling && slices.Contains(m.opts.RunningAtStart[uid], container) {
 		// A nodelet restart: the container keeps its devices whatever their plugin has
 		// reported so far (it may not have registered again yet), as upstream.
 		return nil, nil, nil
@@ -247,12 +219,10 @@ func (m *Manager) candidates(uid types.UID, container, name string, n int, affin
 	return cs, p, nil
 }
 
-// sourcesReady reports whether every pod source has been handled (false until TrackPods).
+// sourcesReady reports whether every pod source has been handled and the pods in use are
+// known (Options).
 func (m *Manager) sourcesReady() bool {
-	m.mu.Lock()
-	ready := m.tracked.sourcesReady
-	m.mu.Unlock()
-	return ready != nil && ready()
+	return m.opts.SourcesReady != nil && m.opts.InUse != nil && m.opts.SourcesReady()
 }
 
 // usable refuses devices of resource name (r: nil when never registered) when none is healthy

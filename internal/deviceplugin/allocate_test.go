@@ -16,7 +16,14 @@ import (
 // registeredPlugin starts a manager with one plugin serving n healthy devices "0".."n-1".
 func registeredPlugin(t *testing.T, n int) (*Manager, *fakePlugin) {
 	t.Helper()
-	m, dir := startManager(t, time.Hour)
+	return registeredPluginWith(t, n, Options{})
+}
+
+// registeredPluginWith is registeredPlugin with a manager made with opts.
+func registeredPluginWith(t *testing.T, n int, opts Options) (*Manager, *fakePlugin) {
+	t.Helper()
+	opts.StopGracePeriod = time.Hour
+	m, dir := startManagerWith(t, opts)
 	var devices []*pluginapi.Device
 	for i := range n {
 		devices = append(devices, device(string(rune('0'+i)), pluginapi.Healthy))
@@ -107,11 +114,10 @@ func TestDevicesAreNeverShared(t *testing.T) {
 }
 
 func TestInactivePodsReleaseTheirDevices(t *testing.T) {
-	m, _ := registeredPlugin(t, 1)
-	done, next := podWith("done", testResource, 1), podWith("next", testResource, 1)
 	var inUse []types.UID
 	ready := false
-	m.TrackPods(func() []types.UID { return inUse }, func() bool { return ready })
+	m, _ := registeredPluginWith(t, 1, Options{InUse: func() []types.UID { return inUse }, SourcesReady: func() bool { return ready }})
+	done, next := podWith("done", testResource, 1), podWith("next", testResource, 1)
 	if err := admit(m, done); err != nil {
 		t.Fatal(err)
 	}

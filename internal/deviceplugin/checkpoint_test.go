@@ -22,7 +22,14 @@ import (
 // restart does.
 func runManager(t *testing.T, dir string) (*Manager, func()) {
 	t.Helper()
-	m, err := New(Options{Dir: dir, StopGracePeriod: time.Hour})
+	return runManagerWith(t, dir, Options{})
+}
+
+// runManagerWith is runManager with a manager made with opts.
+func runManagerWith(t *testing.T, dir string, opts Options) (*Manager, func()) {
+	t.Helper()
+	opts.Dir, opts.StopGracePeriod = dir, time.Hour
+	m, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

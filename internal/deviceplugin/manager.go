@@ -53,6 +53,17 @@ type Options struct {
 	Clock clock.WithDelayedExecution
 	// NUMANodes are the machine's NUMA node IDs, which topology hints combine; [0] when empty.
 	NUMANodes []int
+	// InUse lists the pods that may hold devices: the active pods, and any pod whose
+	// containers still run. SourcesReady says whether every pod source has been handled. Once
+	// it has, the devices of the pods not in use are freed when a pod is admitted; before that
+	// (just after a restart), or when either is nil, every assignment restored from the
+	// checkpoint stands.
+	InUse        func() []types.UID
+	SourcesReady func() bool
+	// RunningAtStart are the containers (pod UID → container names) the runtime was running
+	// when nodelet started. Until every pod source has been handled, such a container keeps
+	// the devices it holds even if their plugin has not registered again since the restart.
+	RunningAtStart map[types.UID][]string
 }
 
 // Manager serves the Registration service and tracks every registered plugin's devices and
@@ -68,11 +79,8 @@ type Manager struct {
 	resources map[string]*pluginResource
 	pods      map[types.UID]map[string]*containerDevices // pod → container name → devices
 	admission admission                                  // the pod being admitted
-	tracked   podTracker                                 // which pods still hold devices
-	// runningAtStart: pod UID → containers the runtime ran when nodelet started (RunningAtStart)
-	runningAtStart map[types.UID][]string
-	server         *grpc.Server
-	listener       net.Listener
+	server    *grpc.Server
+	listener  net.Listener
 	// runCtx is Run's context: the plugins' streams and admission's calls to them end with it.
 	// nil before Run, when no plugin can have registered.
 	runCtx  context.Context

@@ -11,7 +11,7 @@ import (
 
 // restarted admits pod on a first manager, stops it and starts a second one on the same
 // directory whose plugin has not registered again, as after a nodelet restart.
-func restarted(t *testing.T, uid string) *Manager {
+func restarted(t *testing.T, uid string, opts Options) *Manager {
 	t.Helper()
 	dir := filepath.Join(shortDir(t), "device-plugins")
 	first, stop := runManager(t, dir)
@@ -20,17 +20,18 @@ func restarted(t *testing.T, uid string) *Manager {
 		t.Fatal(err)
 	}
 	stop()
-	second, _ := runManager(t, dir)
+	second, _ := runManagerWith(t, dir, opts)
 	return second
 }
 
 const noHealthy = "no healthy devices present; cannot allocate unhealthy devices " + testResource
 
 func TestARunningContainerKeepsItsDevicesUntilTheSourcesAreHandled(t *testing.T) {
-	m := restarted(t, "held")
 	ready := false
-	m.TrackPods(func() []types.UID { return nil }, func() bool { return ready })
-	m.RunningAtStart(map[types.UID][]string{"held": {"c0"}})
+	m := restarted(t, "held", Options{
+		InUse: func() []types.UID { return nil }, SourcesReady: func() bool { return ready },
+		RunningAtStart: map[types.UID][]string{"held": {"c0"}},
+	})
 	if err := admit(m, podWith("held", testResource, 1)); err != nil {
 		t.Fatalf("running container refused before its plugin registered again: %v", err)
 	}
@@ -45,9 +46,10 @@ func TestARunningContainerKeepsItsDevicesUntilTheSourcesAreHandled(t *testing.T)
 }
 
 func TestAPodAdmittedBeforeItsPluginRegistersIsToldNoDeviceIsHealthy(t *testing.T) {
-	m := restarted(t, "held")
-	m.TrackPods(func() []types.UID { return nil }, func() bool { return false })
-	m.RunningAtStart(map[types.UID][]string{"other": {"c0"}})
+	m := restarted(t, "held", Options{
+		InUse: func() []types.UID { return nil }, SourcesReady: func() bool { return false },
+		RunningAtStart: map[types.UID][]string{"other": {"c0"}},
+	})
 	// Its container is gone (a node reboot): the restored devices do not let it in.
 	err := admit(m, podWith("held", testResource, 1))
 	if err == nil || err.Error() != noHealthy {

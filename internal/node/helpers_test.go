@@ -105,6 +105,12 @@ func fakeStatfs(path string, st *syscall.Statfs_t) error {
 
 func newEnv(t *testing.T, opts Options, objects ...runtime.Object) *env {
 	t.Helper()
+	return newEnvView(t, opts, nil, objects...)
+}
+
+// newEnvView builds the controller over view (nil: one of its own).
+func newEnvView(t *testing.T, opts Options, view *View, objects ...runtime.Object) *env {
+	t.Helper()
 	e := &env{
 		client:   fake.NewClientset(objects...),
 		clock:    clocktesting.NewFakeClock(testStart),
@@ -120,7 +126,7 @@ func newEnv(t *testing.T, opts Options, objects ...runtime.Object) *env {
 	ctrl, err := New(opts, Deps{
 		Client: kubeclienttest.FromClientset(e.client), Recorder: e.recorder, Runtime: e.runtime, Images: e.images,
 		Health: e.health.check, Machine: testMachine(),
-		Paths: MachinePaths{Proc: "/nonexistent", Statfs: fakeStatfs}, Clock: e.clock,
+		Paths: MachinePaths{Proc: "/nonexistent", Statfs: fakeStatfs}, Clock: e.clock, View: view,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -115,6 +115,9 @@ type Deps struct {
 	// OnRepeatedHeartbeatFailure runs when a status or lease update fails again after a retry;
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()
+	// View is where the controller publishes the Node and takes requests for a status update
+	// now; nil gives it one of its own.
+	View *View
 	// Machine is the machine's facts, read once at start (ReadMachine); required.
 	Machine *Machine
 	// Paths locate the root filesystem; HostPaths() when zero.
@@ -153,6 +156,9 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.Clock == nil {
 		d.Clock = clock.RealClock{}
+	}
+	if d.View == nil {
+		d.View = NewView()
 	}
 	if d.Paths.Proc == "" {
 		statfs, numCPU := d.Paths.Statfs, d.Paths.NumCPU

@@ -10,7 +10,6 @@ import (
 	"net"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,9 +36,7 @@ type Controller struct {
 	primaryIP func() (net.IP, error)
 	ref       *v1.ObjectReference
 
-	mu         sync.RWMutex
-	node       *v1.Node // last copy seen in or posted to the API
-	registered bool
+	view *View // the Node last seen in or posted to the API
 
 	// Owned by the Run goroutine.
 	lastReport time.Time
@@ -78,6 +75,7 @@ func newController(opts Options, deps Deps) (*Controller, error) {
 		reserved:  reserved,
 		primaryIP: primaryHostIP,
 		ref:       nodeRef(opts.NodeName),
+		view:      deps.View,
 	}, nil
 }
 
@@ -89,35 +87,12 @@ func nodeRef(name string) *v1.ObjectReference {
 
 // Node returns a copy of the Node as last seen in or posted to the API, or nil before
 // registration.
-func (c *Controller) Node() *v1.Node {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.node == nil {
-		return nil
-	}
-	return c.node.DeepCopy()
-}
+func (c *Controller) Node() *v1.Node { return c.view.Node() }
 
 // Registered says whether the Node exists in the API server.
-func (c *Controller) Registered() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.registered
-}
+func (c *Controller) Registered() bool { return c.view.Registered() }
 
-// ObserveNode takes a Node another component just wrote (the CSI registrar's labels), so
-// checks that read Node() see the change before the next status update.
-func (c *Controller) ObserveNode(n *v1.Node) {
-	if c.Registered() {
-		c.setNode(n)
-	}
-}
-
-func (c *Controller) setNode(n *v1.Node) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.node, c.registered = n.DeepCopy(), true
-}
+func (c *Controller) setNode(n *v1.Node) { c.view.set(n) }
 
 // Run registers the Node, then posts its status every UpdateFrequency until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
@@ -138,6 +113,11 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.updateStatus(ctx)
 		case <-c.deps.VolumesInUseChanged:
 			c.updateStatus(ctx)
+		case <-c.view.wake:
+			c.updateStatus(ctx)
+		case done := <-c.view.updates:
+			c.updateStatus(ctx)
+			close(done)
 		}
 	}
 }

@@ -18,9 +18,6 @@ import (
 // statusRetries is how many quick attempts one tick makes before waiting for the next.
 const statusRetries = 5
 
-// UpdateStatusNow posts the node status at once (e.g. NotReady when the node shuts down).
-func (c *Controller) UpdateStatusNow(ctx context.Context) { c.updateStatus(ctx) }
-
 // updateStatus posts the node status if it changed or is due, retrying a few times.
 func (c *Controller) updateStatus(ctx context.Context) {
 	for attempt := 0; attempt < statusRetries; attempt++ {

@@ -47,12 +47,39 @@ type PLEG struct {
 	events  chan Event
 	relistC chan struct{}
 
+	listing  *Listing            // what the last relist found
+	onRelist func(time.Duration) // metrics hook, may be nil
+
 	mu         sync.RWMutex
 	last       map[string]entry // by container/sandbox ID
-	pods       []*container.RunningPod
 	lastRelist time.Time
-	listedAt   time.Time           // when the listing in pods was requested
-	onRelist   func(time.Duration) // metrics hook, may be nil
+}
+
+// Listing is what the PLEG's last relist found on the runtime. It is made before the PLEG
+// (New takes it), and so before the runtime the PLEG lists: the parts built before the
+// runtime (the volume manager, which the runtime mounts through, and the device manager) read
+// it at construction. It is empty until the first relist.
+type Listing struct {
+	mu       sync.RWMutex
+	pods     []*container.RunningPod
+	listedAt time.Time // when the listing in pods was requested
+}
+
+// NewListing returns an empty listing: no relist yet.
+func NewListing() *Listing { return &Listing{} }
+
+// RunningPods returns what the last relist found on the runtime, and when it started listing
+// (zero before the first relist).
+func (l *Listing) RunningPods() ([]*container.RunningPod, time.Time) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.pods, l.listedAt
+}
+
+func (l *Listing) set(pods []*container.RunningPod, listedAt time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pods, l.listedAt = pods, listedAt
 }
 
 type entry struct {
@@ -60,11 +87,15 @@ type entry struct {
 	state container.ContainerState
 }
 
-// New returns a PLEG that relists every period; onRelist, when not nil, is called with each
-// relist's duration.
-func New(lister Lister, period time.Duration, onRelist func(time.Duration)) *PLEG {
+// New returns a PLEG that relists every period into listing (nil: a Listing of its own);
+// onRelist, when not nil, is called with each relist's duration.
+func New(lister Lister, listing *Listing, period time.Duration, onRelist func(time.Duration)) *PLEG {
+	if listing == nil {
+		listing = NewListing()
+	}
 	return &PLEG{
 		lister:   lister,
+		listing:  listing,
 		period:   period,
 		onRelist: onRelist,
 		timeout:  10 * time.Second,
@@ -114,12 +145,8 @@ func (p *PLEG) Healthy() error {
 	return nil
 }
 
-// RunningPods returns what the last relist found on the runtime, and when it started listing.
-func (p *PLEG) RunningPods() ([]*container.RunningPod, time.Time) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.pods, p.listedAt
-}
+// RunningPods is the Listing's.
+func (p *PLEG) RunningPods() ([]*container.RunningPod, time.Time) { return p.listing.RunningPods() }
 
 // Relist lists the runtime once and emits events for what changed.
 func (p *PLEG) Relist(ctx context.Context) {
@@ -134,8 +161,9 @@ func (p *PLEG) Relist(ctx context.Context) {
 	current := index(pods)
 	p.mu.Lock()
 	old := p.last
-	p.last, p.pods, p.lastRelist, p.listedAt = current, pods, time.Now(), start
+	p.last, p.lastRelist = current, time.Now()
 	p.mu.Unlock()
+	p.listing.set(pods, start)
 	for _, ev := range diff(old, current) {
 		select {
 		case p.events <- ev:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -40,7 +41,7 @@ func drain(p *PLEG) []string {
 
 func TestRelistEmitsChanges(t *testing.T) {
 	lister := &fakeLister{}
-	p := New(lister, 0, nil)
+	p := New(lister, nil, 0, nil)
 	ctx := context.Background()
 
 	lister.pods = []*container.RunningPod{pod("a", true, map[string]container.ContainerState{"c1": container.StateRunning})}
@@ -85,4 +86,26 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// The listing is made before the PLEG, as app makes it before the runtime the PLEG lists:
+// a reader holding only the listing sees each relist, and when it was asked for.
+func TestListingMadeBeforeThePLEG(t *testing.T) {
+	listing := NewListing()
+	if pods, at := listing.RunningPods(); pods != nil || !at.IsZero() {
+		t.Fatal("a listing before any relist")
+	}
+	lister := &fakeLister{pods: []*container.RunningPod{pod("a", true, nil)}}
+	p := New(lister, listing, 0, nil)
+	before := time.Now()
+	p.Relist(context.Background())
+	pods, at := listing.RunningPods()
+	if len(pods) != 1 || pods[0].UID != "a" || at.Before(before) {
+		t.Fatalf("listing %v at %v after a relist started at %v", pods, at, before)
+	}
+	lister.pods = nil
+	p.Relist(context.Background())
+	if pods, _ := listing.RunningPods(); len(pods) != 0 {
+		t.Errorf("listing %v after the pod went", pods)
+	}
 }

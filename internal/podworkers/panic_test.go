@@ -65,7 +65,7 @@ func startPanicky(t *testing.T, killPanics int) (*PodWorkers, *fakeQueue, *panic
 	s := &panicky{fakeSyncer: newFakeSyncer(), bad: "bad", badKill: "victim", killPanics: killPanics, synced: map[types.UID]int{}}
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
 	rec := record.NewFakeRecorder(100)
-	w := New(s, q, time.Minute, rec)
+	w := New(nil, s, q, time.Minute, rec)
 	testutil.Start(t, w.Run)
 	w.backoff = flowcontrol.NewFakeBackOff(10*time.Millisecond, time.Second, testingclock.NewFakeClock(time.Now()))
 	return w, q, s, rec

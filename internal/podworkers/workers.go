@@ -23,18 +23,14 @@ import (
 // request survives runtime errors.
 const retryAfterError = 2 * time.Second
 
-// PodWorkers owns every pod's worker goroutine.
+// PodWorkers owns every pod's worker goroutine. The workers and their states are kept in its
+// States, which answers State, CleanedUp, Known and FinishedAt.
 type PodWorkers struct {
-	syncer Syncer
-	queue  Requeuer
-	resync time.Duration
-
-	mu      sync.Mutex
-	workers map[types.UID]*worker
-	// finished remembers when recently removed pods were done, so a runtime listing taken
-	// before that moment is not mistaken for a pod left behind.
-	finished map[types.UID]time.Time
-	running  *lifecycle.Goroutines // the worker goroutines, under Run's context
+	*States
+	syncer  Syncer
+	queue   Requeuer
+	resync  time.Duration
+	running *lifecycle.Goroutines // the worker goroutines, under Run's context
 
 	// backoff spaces the retries of pods whose sync panicked; recorder posts those panics.
 	backoff  *flowcontrol.Backoff
@@ -47,13 +43,16 @@ const finishedMemory = time.Minute
 // errKillArrived interrupts a sync when a kill request comes in.
 var errKillArrived = errors.New("kill requested")
 
-// New returns pod workers; Run runs their goroutines. resync is the normal interval between
-// syncs of a healthy pod (syncFrequency); recorder, when not nil, posts an event on a pod
-// whose sync panicked.
-func New(syncer Syncer, queue Requeuer, resync time.Duration, recorder record.EventRecorder) *PodWorkers {
+// New returns pod workers keeping their states in states (nil: a States of their own); Run
+// runs their goroutines. resync is the normal interval between syncs of a healthy pod
+// (syncFrequency); recorder, when not nil, posts an event on a pod whose sync panicked.
+func New(states *States, syncer Syncer, queue Requeuer, resync time.Duration, recorder record.EventRecorder) *PodWorkers {
+	if states == nil {
+		states = NewStates()
+	}
 	return &PodWorkers{
+		States: states,
 		syncer: syncer, queue: queue, resync: resync, recorder: recorder,
-		workers: map[types.UID]*worker{}, finished: map[types.UID]time.Time{},
 		running: lifecycle.New(),
 		backoff: newPanicBackoff(),
 	}
@@ -84,58 +83,6 @@ func (p *PodWorkers) UpdatePod(u UpdateOptions) {
 	}
 	p.mu.Unlock()
 	w.offer(u)
-}
-
-// State returns a pod's lifecycle state and whether a worker exists for it.
-func (p *PodWorkers) State(uid types.UID) (State, bool) {
-	p.mu.Lock()
-	w, ok := p.workers[uid]
-	p.mu.Unlock()
-	if !ok {
-		return 0, false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.state, true
-}
-
-// CleanedUp reports whether a pod holds nothing of the node any more: its worker has
-// terminated it and torn down its volumes (a kept pod), or has removed it.
-func (p *PodWorkers) CleanedUp(uid types.UID) bool {
-	p.mu.Lock()
-	w, ok := p.workers[uid]
-	p.mu.Unlock()
-	if !ok {
-		return true
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.state == Terminated && w.cleanedUp
-}
-
-// Known returns the UIDs that currently have a worker.
-func (p *PodWorkers) Known() map[types.UID]State {
-	p.mu.Lock()
-	ws := make([]*worker, 0, len(p.workers))
-	for _, w := range p.workers {
-		ws = append(ws, w)
-	}
-	p.mu.Unlock()
-	out := make(map[types.UID]State, len(ws))
-	for _, w := range ws {
-		w.mu.Lock()
-		out[w.uid] = w.state
-		w.mu.Unlock()
-	}
-	return out
-}
-
-// FinishedAt returns when a pod's worker removed it, if that was within the last minute.
-func (p *PodWorkers) FinishedAt(uid types.UID) (time.Time, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	at, ok := p.finished[uid]
-	return at, ok
 }
 
 // earlierInstanceActive reports whether another version of static pod pod (same namespace and

@@ -124,8 +124,13 @@ func waitFor(t *testing.T, f *fakeSyncer, want string) {
 }
 
 func start(t *testing.T, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
+	return startOver(t, nil, f)
+}
+
+// startOver starts workers keeping their states in states (nil: their own).
+func startOver(t *testing.T, states *States, f *fakeSyncer) (*PodWorkers, *fakeQueue) {
 	q := &fakeQueue{due: map[types.UID]time.Duration{}}
-	w := New(f, q, time.Minute, nil)
+	w := New(states, f, q, time.Minute, nil)
 	testutil.Start(t, w.Run)
 	return w, q
 }
@@ -188,6 +193,32 @@ func TestTerminalPodIsStoppedButKept(t *testing.T) {
 	}
 	w.UpdatePod(UpdateOptions{Type: Kill, Pod: testPod(1), Kill: &KillOptions{Remove: true}})
 	waitFor(t, f, "remove")
+}
+
+// States are made before the workers, as app makes them before the parts built before the
+// workers that read them: a reader holding only the States sees each pod's worker.
+func TestStatesMadeBeforeTheWorkers(t *testing.T) {
+	states := NewStates()
+	if _, ok := states.State("uid-1"); ok || len(states.Known()) != 0 || !states.CleanedUp("uid-1") {
+		t.Fatal("a pod known before any worker")
+	}
+	f := newFakeSyncer()
+	f.terminal = true
+	w, _ := startOver(t, states, f)
+	w.UpdatePod(UpdateOptions{Type: Create, Pod: testPod(1)})
+	waitFor(t, f, "terminated")
+	if st, ok := states.State("uid-1"); !ok || st != Terminated || states.Known()["uid-1"] != Terminated {
+		t.Fatalf("state %v known=%v through the States, want terminated", st, ok)
+	}
+	w.UpdatePod(UpdateOptions{Type: Kill, Pod: testPod(1), Kill: &KillOptions{Remove: true}})
+	waitFor(t, f, "remove")
+	waitGone(t, w, "uid-1")
+	if _, ok := states.State("uid-1"); ok {
+		t.Error("a removed pod still known through the States")
+	}
+	if _, ok := states.FinishedAt("uid-1"); !ok {
+		t.Error("no finish time for the removed pod")
+	}
 }
 
 func TestRecreateAfterRemoveOfSameUID(t *testing.T) {

@@ -120,7 +120,10 @@ type fixture struct {
 	metrics []metricCall
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureOver(t, nil) }
+
+// newFixtureOver publishes the results into store (nil: the Manager's own).
+func newFixtureOver(t *testing.T, store *Results) *fixture {
 	f := &fixture{
 		t: t, status: &fakeStatus{statuses: map[types.UID]v1.PodStatus{}},
 		exec: &fakeExec{replies: map[string]execReply{}}, kill: &fakeKill{},
@@ -133,6 +136,7 @@ func newFixture(t *testing.T) *fixture {
 			defer f.mu.Unlock()
 			f.metrics = append(f.metrics, metricCall{probeType, result, container})
 		},
+		Results: store,
 	})
 	testutil.Start(t, f.m.Run)
 	return f

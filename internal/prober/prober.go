@@ -16,7 +16,6 @@ import (
 
 	"github.com/nodelet/nodelet/internal/handlerio"
 	"github.com/nodelet/nodelet/internal/lifecycle"
-	"github.com/nodelet/nodelet/internal/podutil"
 	"github.com/nodelet/nodelet/internal/sidecar"
 )
 
@@ -39,6 +38,9 @@ type Deps struct {
 	// OnResult, when set, hears of every probe run, for prober_probe_total: probeType is
 	// "Liveness", "Readiness" or "Startup", result "successful", "failed" or "unknown".
 	OnResult func(probeType, result string, pod *v1.Pod, container string)
+	// Results is where the workers publish their results, read by the runtime too; nil gives
+	// the Manager a store of its own.
+	Results *Results
 }
 
 // Manager owns the probe workers. Create it with New.
@@ -49,9 +51,10 @@ type Manager struct {
 	// unit is one "second" of the probe spec; tests shorten it.
 	unit time.Duration
 
-	mu      sync.Mutex
+	results *Results
+
+	mu      sync.Mutex // held before results' own lock
 	workers map[workerKey]*worker
-	results map[workerKey]probeResult
 	running *lifecycle.Goroutines // the workers, under Run's context
 }
 
@@ -72,13 +75,16 @@ func New(deps Deps) *Manager {
 	if deps.Recorder == nil {
 		deps.Recorder = &record.FakeRecorder{}
 	}
+	if deps.Results == nil {
+		deps.Results = NewResults()
+	}
 	return &Manager{
 		deps:    deps,
 		updates: make(chan types.UID, 100),
 		client:  handlerio.NewClient(),
 		unit:    time.Second,
 		workers: map[workerKey]*worker{},
-		results: map[workerKey]probeResult{},
+		results: deps.Results,
 		running: lifecycle.New(),
 	}
 }
@@ -119,6 +125,7 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 			}
 			w := newWorker(m, key, pod, probe)
 			m.workers[key] = w
+			m.results.watch(key, w.wake)
 			m.running.GoStoppable(func(stop context.CancelFunc) bool { return m.claimWorker(w, stop) }, w.run)
 		}
 	}
@@ -134,54 +141,17 @@ func (m *Manager) RemovePod(pod *v1.Pod) {
 			delete(m.workers, key)
 		}
 	}
-	for key := range m.results {
-		if key.uid == pod.UID {
-			delete(m.results, key)
-		}
-	}
+	m.results.forgetPod(pod.UID)
 }
 
-// Ready reports whether the running container instance containerID ("<runtime>://<id>" or
-// the bare ID) of the named container is ready: started, and its readiness probe succeeded
-// (or it has none). The spec decides which probes exist, so a container whose worker has not
-// seen it yet is not ready.
+// Ready is Results.Ready on the Manager's store.
 func (m *Manager) Ready(pod *v1.Pod, container, containerID string) bool {
-	spec := findContainer(pod, container)
-	if spec == nil {
-		return true
-	}
-	if !m.Started(pod, container, containerID) {
-		return false
-	}
-	if spec.ReadinessProbe == nil {
-		return true
-	}
-	return m.succeeded(workerKey{uid: pod.UID, container: container, kind: readiness}, containerID)
+	return m.results.Ready(pod, container, containerID)
 }
 
-// Started reports whether the container instance passed its startup probe (true without one).
+// Started is Results.Started on the Manager's store.
 func (m *Manager) Started(pod *v1.Pod, container, containerID string) bool {
-	spec := findContainer(pod, container)
-	if spec == nil || spec.StartupProbe == nil {
-		return true
-	}
-	return m.succeeded(workerKey{uid: pod.UID, container: container, kind: startup}, containerID)
-}
-
-// succeeded reports a success for this instance; with no result for it yet it wakes the
-// worker, so a new container is probed now instead of at the next period.
-func (m *Manager) succeeded(key workerKey, containerID string) bool {
-	id := podutil.BareContainerID(containerID)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.results[key]
-	if ok && r.containerID == id {
-		return r.value == success
-	}
-	if w := m.workers[key]; w != nil {
-		w.wake()
-	}
-	return false
+	return m.results.Started(pod, container, containerID)
 }
 
 // setResult publishes w's result and reports whether it changed. A worker that was removed
@@ -192,12 +162,7 @@ func (m *Manager) setResult(w *worker, containerID string, value result) bool {
 	if m.workers[w.key] != w {
 		return false
 	}
-	next := probeResult{containerID: podutil.BareContainerID(containerID), value: value}
-	if old, ok := m.results[w.key]; ok && old == next {
-		return false
-	}
-	m.results[w.key] = next
-	return true
+	return m.results.set(w.key, containerID, value)
 }
 
 // removeWorker forgets a worker that stopped on its own (its container will not run again).
@@ -206,7 +171,7 @@ func (m *Manager) removeWorker(w *worker) {
 	defer m.mu.Unlock()
 	if m.workers[w.key] == w {
 		delete(m.workers, w.key)
-		delete(m.results, w.key)
+		m.results.forget(w.key)
 	}
 }
 

@@ -30,12 +30,12 @@ func newResizer(t *testing.T, dir string, n *node) *Resizer {
 		t.Fatal(err)
 	}
 	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")}
-	admit := &admission.Admitter{Allocatable: func() v1.ResourceList { return alloc }}
+	fit := admission.Fit{Allocatable: func() v1.ResourceList { return alloc }}
 	if n.clock == nil {
 		n.clock = clocktesting.NewFakeClock(time.Unix(1000, 0))
 	}
 	return &Resizer{
-		Allocations: allocs, Fit: admit.FitsResources, Allocatable: admit.Allocatable,
+		Allocations: allocs, Fit: fit.Fits, Allocatable: fit.Allocatable,
 		ActivePods: func() []*v1.Pod { return n.active },
 		Wake:       func(uid types.UID) { n.woken = append(n.woken, uid) },
 		Clock:      n.clock,

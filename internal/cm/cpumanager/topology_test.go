@@ -16,11 +16,10 @@ import (
 func TestCPUManagerUnderTheTopologyManager(t *testing.T) {
 	machine := topology.Synthetic(1, 2, 2, 1, 1<<30)
 	m, _, _ := newManager(t, machine, cmpolicy.CPUStatic, 1, nil)
-	tm, err := topologymanager.New(machine, topologymanager.Config{Policy: topologymanager.PolicySingleNUMANode, Scope: topologymanager.ScopeContainer})
+	tm, err := topologymanager.New(machine, topologymanager.Config{Policy: topologymanager.PolicySingleNUMANode, Scope: topologymanager.ScopeContainer}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm.AddHintProvider(m)
 
 	two := pod("two", "2", "app")
 	if ok, reason, msg := tm.Admit(two); !ok {
@@ -45,11 +44,10 @@ func TestCPUManagerUnderTheTopologyManager(t *testing.T) {
 		t.Errorf("the refused pod's first container kept its CPU: shared %s, want 0-1", got)
 	}
 	// Policy none asks for no hints: the CPU manager's own refusal is the reason.
-	none, err := topologymanager.New(machine, topologymanager.Config{Policy: topologymanager.PolicyNone, Scope: topologymanager.ScopeContainer})
+	none, err := topologymanager.New(machine, topologymanager.Config{Policy: topologymanager.PolicyNone, Scope: topologymanager.ScopeContainer}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	none.AddHintProvider(m)
 	ok, reason, msg := none.Admit(both)
 	if ok || reason != "UnexpectedAdmissionError" || msg != "Allocate failed due to not enough cpus available to satisfy request: requested=1, available=0, which is unexpected" {
 		t.Errorf("no CPU left: ok %v reason %q message %q", ok, reason, msg)

@@ -63,14 +63,16 @@ type Manager struct {
 	opts   cmpolicy.TopologyOptions
 	policy *policy // nil for policy none: providers allocate without hints
 
+	providers []HintProvider // fixed at New
 	mu        sync.Mutex
-	providers []HintProvider
 	affinity  map[types.UID]map[string]topology.Hint // the placement each admitted container got
 }
 
-// New builds the manager for the machine. It refuses an unknown policy, scope or option, and a
-// policy other than none on a machine with more NUMA nodes than max-allowable-numa-nodes.
-func New(m *topology.Machine, cfg Config) (*Manager, error) {
+// New builds the manager for the machine over the resource managers it consults. It refuses an
+// unknown policy, scope or option, and a policy other than none on a machine with more NUMA
+// nodes than max-allowable-numa-nodes. Providers are asked and allocate in their order here;
+// upstream's is devices, CPU, memory.
+func New(m *topology.Machine, cfg Config, providers ...HintProvider) (*Manager, error) {
 	opts, err := cmpolicy.ParseTopologyOptions(cfg.Options)
 	if err != nil {
 		return nil, err
@@ -78,7 +80,7 @@ func New(m *topology.Machine, cfg Config) (*Manager, error) {
 	if cfg.Scope != ScopeContainer && cfg.Scope != ScopePod {
 		return nil, fmt.Errorf("unknown scope: %q", cfg.Scope)
 	}
-	mgr := &Manager{cfg: cfg, opts: opts, affinity: map[types.UID]map[string]topology.Hint{}}
+	mgr := &Manager{cfg: cfg, opts: opts, providers: providers, affinity: map[types.UID]map[string]topology.Hint{}}
 	switch cfg.Policy {
 	case PolicyNone:
 		metrics.InitTopologyManager(false)
@@ -100,14 +102,6 @@ func New(m *topology.Machine, cfg Config) (*Manager, error) {
 	mgr.policy = newPolicy(cfg.Policy, m, opts)
 	metrics.InitTopologyManager(true)
 	return mgr, nil
-}
-
-// AddHintProvider adds a resource manager to consult. Upstream's order is devices, CPU, memory;
-// providers are asked and allocate in the order they were added.
-func (m *Manager) AddHintProvider(p HintProvider) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.providers = append(m.providers, p)
 }
 
 // Policy is the configured topologyManagerPolicy.

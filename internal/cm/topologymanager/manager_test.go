@@ -58,12 +58,9 @@ func testPod(init []string, app ...string) *v1.Pod {
 
 func newManager(t *testing.T, m *topology.Machine, policy, scope string, providers ...HintProvider) *Manager {
 	t.Helper()
-	mgr, err := New(m, Config{Policy: policy, Scope: scope})
+	mgr, err := New(m, Config{Policy: policy, Scope: scope}, providers...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, p := range providers {
-		mgr.AddHintProvider(p)
 	}
 	return mgr
 }
