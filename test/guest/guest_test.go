@@ -55,15 +55,17 @@ func TestGuest(t *testing.T) {
 	if len(tests) == 0 {
 		t.Fatalf("the guest ran no tests; its output:\n%s", readFile(filepath.Join(runDir, "results/test.out")))
 	}
+	failed := false
 	for _, gt := range tests {
-		t.Run(gt.name, func(t *testing.T) {
+		failed = !t.Run(gt.name, func(t *testing.T) {
 			t.Logf("in the guest (%.1fs):\n%s", gt.elapsed, gt.output.String())
 			if gt.action != "pass" {
 				t.Errorf("guest test %s: %s", gt.name, orUnfinished(gt.action))
 			}
-		})
+		}) || failed
 	}
-	if code := strings.TrimSpace(readFile(filepath.Join(runDir, "results/exit"))); code != "0" {
+	// A binary that failed outside every test (TestMain, a panic) says why in its output.
+	if code := strings.TrimSpace(readFile(filepath.Join(runDir, "results/exit"))); code != "0" && !failed {
 		t.Errorf("the in-guest test binary exited %s; its output:\n%s", code, readFile(filepath.Join(runDir, "results/test.out")))
 	}
 }
