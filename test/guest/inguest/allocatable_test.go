@@ -31,20 +31,23 @@ func TestNodeAllocatableOnKubepodsSlice(t *testing.T) {
 }
 
 // memTotal is the machine's memory capacity in bytes, as cAdvisor reads it.
-func memTotal(t *testing.T) int64 {
+func memTotal(t *testing.T) int64 { return meminfo(t, "MemTotal") }
+
+// meminfo reads one field of /proc/meminfo in bytes.
+func meminfo(t *testing.T, key string) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
 			var kb int64
 			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
 				return kb << 10
 			}
 		}
 	}
-	t.Fatalf("no MemTotal in /proc/meminfo")
+	t.Fatalf("no %s in /proc/meminfo", key)
 	return 0
 }

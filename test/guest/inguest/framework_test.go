@@ -335,3 +335,27 @@ func hasPositive(content, key string) bool {
 	}
 	return false
 }
+
+// containerLog is the end of the CRI log of the pod's first container, for failure messages.
+func containerLog(pod *v1.Pod) string {
+	if len(pod.Status.ContainerStatuses) == 0 {
+		return "(no container)"
+	}
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := rt.ContainerStatus(ctx, &cri.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		return err.Error()
+	}
+	b, err := os.ReadFile(resp.Status.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	return tail(string(b), 2000)
+}
+
+func (n *nodelet) log() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
