@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest
 
 # Install Debian's containerd 1.6 and runc (the compatibility lane), CNI plugins, busybox-static,
 # iproute2, iptables.
@@ -153,10 +153,11 @@ conformance-smoke-containerd16: containerd16
 
 # Everything CI runs: unit tests, end-to-end tests against the real containerd 2 and control
 # plane, the compatibility subset of them and the conformance smoke on containerd 1.6, the
-# benchmark driver's smoke run, then the conformance smoke specs. The steps run in order, so the
-# conformance script need not wait for other runs to go quiet.
+# benchmark driver's smoke run, the conformance smoke specs, then the guest lane (cgroup v2 and
+# systemd in a QEMU guest; ~2 min, ~1.5 min more for its image the first time). The steps run
+# in order, so the conformance script need not wait for other runs to go quiet.
 test: export NO_WAIT_QUIET=1
-test: unit real e2e e2e-containerd16 bench-smoke conformance-smoke conformance-smoke-containerd16
+test: unit real e2e e2e-containerd16 bench-smoke conformance-smoke conformance-smoke-containerd16 guest
 
 # Unit tests: every package except the end-to-end suite, after the dependency and doc-link
 # checks; the real tests (`make real`) are only compiled and vetted here.
@@ -205,6 +206,13 @@ e2e-containerd16: containerd16 build control-plane
 	hack/cluster.sh stop
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet NODELET_CRI_ENDPOINT=unix:///run/nodelet-containerd16/containerd/containerd.sock \
 		$(GO) test -tags e2e -count=1 -timeout 20m -v -run '^($(E2E_CONTAINERD16_TESTS))$$' ./test/e2e/
+
+# The guest lane: a Debian guest under QEMU that boots cgroup v2 with systemd (hack/guest.sh;
+# image cached under _output/guest/base), nodelet on containerd 2 in it, the tests of
+# test/guest/inguest reported as subtests of TestGuest. Needs the test images (`make images`);
+# touches neither the host's containerd nor its control plane. GUEST_RUN=REGEXP picks tests.
+guest:
+	$(GO) test -tags guest -count=1 -timeout 30m -v ./test/guest/
 
 # Kill all project containers, stop containerd and delete
 # /var/lib/nodelet/containerd and /run/nodelet (nothing else).

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# guest.sh: the guest lane. A Debian bookworm guest under QEMU (software emulation: KVM guests
+# hang on these hosts) that boots cgroup v2 with systemd, the host nodelet's code has otherwise
+# only met as fakes. Usage:
+#   hack/guest.sh deps    install debootstrap, qemu-system-x86 and e2fsprogs (idempotent)
+#   hack/guest.sh image   build the guest's base disk once, cached under _output/guest/base
+#                         and rebuilt only when its inputs (this script's image part) change
+#   hack/guest.sh run     build the test payload, boot the guest on a copy-on-write overlay of
+#                         the base disk, run the in-guest tests as a systemd unit, power off,
+#                         and leave their `go test -json` events in _output/guest/run/results.json
+#                         (GUEST_RUN=REGEXP runs only the in-guest tests it matches)
+# The payload (nodelet, containerd 2, runc, the shim, the CNI plugins, the test images and the
+# in-guest test binary test/guest/inguest) goes on a second disk, /dev/vdb, which the guest
+# mounts at /payload; the tests write their output there (not to the serial console, which a
+# getty's vhangup cuts) and it is read back with debugfs.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GUEST_DIR=$REPO_ROOT/_output/guest
+BASE_DIR=$GUEST_DIR/base
+RUN_DIR=$GUEST_DIR/run
+RUNTIME2_BIN=$REPO_ROOT/_output/runtime2/bin
+SUITE=bookworm
+MIRROR=${GUEST_MIRROR:-http://deb.debian.org/debian}
+# iptables: the CNI bridge plugin's masquerade rules; libseccomp2: runc links it.
+PACKAGES=systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,kmod,procps,iptables,iproute2,libseccomp2
+# QEMU's time limit: past the in-guest tests' own 20m (hack/guest/run.sh), within make guest's 30m.
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-1500}
+# The test images the in-guest tests use (_output/images/NAME.tar).
+GUEST_IMAGES=${GUEST_IMAGES:-pause busybox}
+
+log() { echo "==> $*"; }
+
+need_root() {
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "guest.sh: must run as root" >&2
+		exit 1
+	fi
+}
+
+deps() {
+	local pkg missing=()
+	for pkg in debootstrap qemu-system-x86 e2fsprogs; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+	done
+	((${#missing[@]})) || return 0
+	log "installing ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# image_stamp hashes what the base disk is made of: the suite, the package list and the
+# functions that build and configure it.
+image_stamp() {
+	{
+		echo "$SUITE $PACKAGES"
+		declare -f build_image configure_rootfs
+	} | sha256sum | cut -d' ' -f1
+}
+
+image() {
+	local stamp start=$SECONDS
+	stamp=$(image_stamp)
+	if [[ -f $BASE_DIR/disk.raw && -f $BASE_DIR/stamp && $(<"$BASE_DIR/stamp") == "$stamp" ]]; then
+		log "guest image up to date ($BASE_DIR/disk.raw)"
+		return 0
+	fi
+	build_image
+	echo "$stamp" >"$BASE_DIR/stamp"
+	log "guest image built in $((SECONDS - start))s"
+}
+
+build_image() {
+	local rootfs=$BASE_DIR/rootfs
+	rm -rf "$BASE_DIR"
+	mkdir -p "$BASE_DIR"
+	log "debootstrap $SUITE into $rootfs (a few minutes)"
+	nice -n 10 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$rootfs" "$MIRROR" \
+		>"$BASE_DIR/debootstrap.log" 2>&1 || {
+		tail -20 "$BASE_DIR/debootstrap.log" >&2
+		return 1
+	}
+	configure_rootfs "$rootfs"
+	# The kernel and initrd boot from outside the disk (-kernel/-initrd).
+	cp -L "$rootfs/vmlinuz" "$BASE_DIR/vmlinuz"
+	cp -L "$rootfs/initrd.img" "$BASE_DIR/initrd.img"
+	nice -n 10 mkfs.ext4 -q -F -L guestroot -d "$rootfs" "$BASE_DIR/disk.raw" 3G
+	rm -rf "$rootfs"
+}
+
+# configure_rootfs makes the guest boot straight into the test unit: no getty on the serial
+# console, the payload disk mounted, the unit powering the guest off when it is done.
+configure_rootfs() {
+	local root=$1
+	echo nodelet-guest >"$root/etc/hostname"
+	printf '127.0.0.1 localhost\n127.0.1.1 nodelet-guest\n' >"$root/etc/hosts"
+	cat >"$root/etc/fstab" <<'EOF'
+/dev/vda / ext4 rw,errors=remount-ro 0 1
+/dev/vdb /payload ext4 rw,nofail,x-systemd.device-timeout=30s 0 2
+EOF
+	mkdir -p "$root/payload"
+	ln -sfn /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
+	ln -sfn /dev/null "$root/etc/systemd/system/getty@tty1.service"
+	ln -sfn /dev/null "$root/etc/systemd/system/systemd-timesyncd.service"
+	ln -sfn /dev/null "$root/etc/systemd/system/apt-daily.timer"
+	ln -sfn /dev/null "$root/etc/systemd/system/apt-daily-upgrade.timer"
+	# The unit runs whatever the payload's run.sh says, then powers off whatever it returned.
+	cat >"$root/etc/systemd/system/nodelet-guest.service" <<'EOF'
+[Unit]
+Description=nodelet guest tests
+Requires=payload.mount
+After=payload.mount network.target systemd-logind.service
+OnSuccess=poweroff.target
+OnFailure=poweroff.target
+
+[Service]
+Type=oneshot
+ExecStart=/bin/bash /payload/run.sh
+StandardOutput=append:/payload/unit.log
+StandardError=append:/payload/unit.log
+TimeoutStartSec=infinity
+
+[Install]
+WantedBy=multi-user.target
+EOF
+	mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+	ln -sfn /etc/systemd/system/nodelet-guest.service \
+		"$root/etc/systemd/system/multi-user.target.wants/nodelet-guest.service"
+}
+
+# payload builds what the guest runs into $RUN_DIR/payload and makes it the disk payload.raw.
+payload() {
+	local p=$RUN_DIR/payload img
+	rm -rf "$RUN_DIR"
+	mkdir -p "$p/bin" "$p/cni" "$p/images" "$p/results"
+	"$REPO_ROOT/hack/containerd.sh" build # cached by its stamps
+	log "building nodelet and the in-guest tests"
+	(cd "$REPO_ROOT" && nice go build -buildvcs=false -o "$p/bin/nodelet" ./cmd/nodelet)
+	(cd "$REPO_ROOT" && nice go test -c -tags guestvm -o "$p/guest.test" ./test/guest/inguest)
+	cp -a "$RUNTIME2_BIN"/{containerd,containerd-shim-runc-v2,ctr,runc} "$p/bin/"
+	cp -a /usr/lib/cni/. "$p/cni/"
+	for img in $GUEST_IMAGES; do
+		cp -L "$REPO_ROOT/_output/images/$img.tar" "$p/images/" || {
+			echo "guest.sh: no image $img: run \`make images\` first" >&2
+			return 1
+		}
+	done
+	cp "$REPO_ROOT"/hack/guest/{run.sh,containerd.sh} "$p/"
+	if [[ -n ${GUEST_RUN:-} ]]; then
+		printf -- '-test.run=%s\n' "$GUEST_RUN" >"$p/test-args"
+	fi
+	nice -n 10 mkfs.ext4 -q -F -L payload -d "$p" "$RUN_DIR/payload.raw" 1G
+}
+
+# boot runs the guest until the test unit powers it off (or GUEST_TIMEOUT passes). The root
+# disk is the cached base in snapshot mode: the run's writes go to a temporary file, so the
+# base stays clean.
+boot() {
+	log "booting the guest (serial console in $RUN_DIR/serial.log)"
+	local rc=0
+	timeout "$GUEST_TIMEOUT" nice -n 10 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 4G -smp 2 \
+		-kernel "$BASE_DIR/vmlinuz" -initrd "$BASE_DIR/initrd.img" \
+		-append "console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 quiet" \
+		-drive file="$BASE_DIR/disk.raw",format=raw,if=virtio,snapshot=on \
+		-drive file="$RUN_DIR/payload.raw",format=raw,if=virtio \
+		-nic none -display none -serial file:"$RUN_DIR/serial.log" -no-reboot || rc=$?
+	if ((rc == 124)); then
+		echo "guest.sh: the guest ran past GUEST_TIMEOUT=${GUEST_TIMEOUT}s; killed" >&2
+	elif ((rc != 0)); then
+		echo "guest.sh: qemu exited $rc" >&2
+	fi
+}
+
+# results copies the guest's results back from the payload disk and turns the tests' -v
+# output into `go test -json` events in $RUN_DIR/results.json.
+results() {
+	rm -rf "$RUN_DIR/results"
+	debugfs -R "rdump /results $RUN_DIR" "$RUN_DIR/payload.raw" >/dev/null 2>&1 || true
+	if [[ ! -f $RUN_DIR/results/exit ]]; then
+		echo "guest.sh: the guest left no results; the end of its console and run log:" >&2
+		tail -40 "$RUN_DIR/serial.log" >&2 || true
+		tail -40 "$RUN_DIR/results/run.log" >&2 2>/dev/null || true
+		return 1
+	fi
+	go tool test2json -t <"$RUN_DIR/results/test.out" >"$RUN_DIR/results.json"
+	log "guest tests exited $(<"$RUN_DIR/results/exit"); events in $RUN_DIR/results.json"
+}
+
+run() {
+	local start=$SECONDS
+	payload
+	boot
+	results
+	log "guest run took $((SECONDS - start))s"
+}
+
+case ${1:-} in
+deps)
+	need_root
+	deps
+	;;
+image)
+	need_root
+	deps
+	image
+	;;
+run)
+	need_root
+	deps
+	image
+	run
+	;;
+*)
+	echo "usage: $0 deps|image|run" >&2
+	exit 2
+	;;
+esac
