@@ -309,6 +309,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	n.volumes = n.newVolumes()
 	n.probes = prober.NewResults()
 	n.features = &runtimefeatures.Store{}
+	// Admission decides image volumes and stop signals by the runtime's version: known before
+	// the first pod comes.
+	n.features.ObserveVersion(name, ver)
 	if n.idRanges, err = newUserNamespaces(cfg); err != nil {
 		return nil, err
 	}
