@@ -49,8 +49,8 @@ func TestConfigDirAndFeatureGatesShowInConfigz(t *testing.T) {
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/configz", apiPort)
 	testutil.WaitFor(t, 30*time.Second, "the kubelet API serving /configz", func() (bool, string) {
-		code, body := secretsGet(t, secretsInsecure, url)
-		if code != http.StatusOK {
+		code, body, err := tryGet(secretsInsecure, url) // healthz answers a moment before the API listens
+		if err != nil || code != http.StatusOK {
 			return false, fmt.Sprintf("%d %s", code, body)
 		}
 		return json.Unmarshal([]byte(body), &got) == nil, body

@@ -44,13 +44,22 @@ func secretsOpenAPI(t *testing.T, port int) []string {
 
 func secretsGet(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
-	resp, err := c.Get(url)
+	code, body, err := tryGet(c, url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
+	return code, body
+}
+
+// tryGet is a GET whose failure to connect is an answer, for polls of a server still starting.
+func tryGet(c *http.Client, url string) (int, string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(body), nil
 }
 
 // /configz (and the -v=5 start log) show staticPodURLHeader's name, never its value, while
