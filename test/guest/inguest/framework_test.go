@@ -263,6 +263,23 @@ func expectCgroupFiles(t *testing.T, cgroup string, want map[string]string) {
 // /proc/PID/cgroup (the line "0::/path" of cgroup v2).
 func containerCgroup(t *testing.T, pod *v1.Pod) string {
 	t.Helper()
+	pid := containerPID(t, pod)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	t.Fatalf("no cgroup v2 line in /proc/%d/cgroup: %q", pid, b)
+	return ""
+}
+
+// containerPID is the guest's pid of the first process of the pod's first container.
+func containerPID(t *testing.T, pod *v1.Pod) int {
+	t.Helper()
 	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -276,17 +293,7 @@ func containerCgroup(t *testing.T, pod *v1.Pod) string {
 	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid == 0 {
 		t.Fatalf("no pid in the container's verbose info (%v): %s", err, resp.Info["info"])
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", info.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	t.Fatalf("no cgroup v2 line in /proc/%d/cgroup: %q", info.Pid, b)
-	return ""
+	return info.Pid
 }
 
 // systemdShow reads unit properties with `systemctl show`, as systemd itself holds them.

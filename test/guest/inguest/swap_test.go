@@ -1,0 +1,69 @@
+//go:build guestvm
+
+package inguest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+const swapFile = "/var/tmp/swapfile"
+
+// TestSwapOnV2 turns on a 256Mi swap file in the guest: nodelet refuses to start by default
+// (failSwapOn), and with failSwapOn false and LimitedSwap every static pod's container gets
+// memory.swap.max 0, as upstream keeps critical pods (static ones are) and non-Burstable ones
+// off swap. A Burstable API pod's share of the swap needs a control plane the guest does
+// not have.
+func TestSwapOnV2(t *testing.T) {
+	useDriver(t, "systemd")
+	swapOn(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, nodeletBin, "--container-runtime-endpoint="+endpoint,
+		"--root-dir="+t.TempDir(), "--hostname-override="+nodeName).CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "failSwapOn") {
+		t.Errorf("nodelet with swap on and failSwapOn by default: %v (context %v), want a refusal naming failSwapOn; output:\n%s",
+			err, ctx.Err(), tail(string(out), 3000))
+	}
+
+	n := startNodelet(t, "cgroupDriver: systemd\nfailSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n")
+	limited := `    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {memory: 128Mi}
+`
+	for name, res := range map[string]string{"burstable": limited, "guaranteed": guaranteedResources, "besteffort": ""} {
+		n.writeManifest(name, staticPod(name, res, "sleep 3600", "Always"))
+	}
+	for _, name := range []string{"burstable", "guaranteed", "besteffort"} {
+		scope := containerCgroup(t, n.waitRunning(name))
+		if got := readCgroup(t, scope, "memory.swap.max"); got != "0" {
+			t.Errorf("static pod %s: %s/memory.swap.max = %s, want 0", name, scope, got)
+		}
+	}
+}
+
+// swapOn makes and turns on the swap file (dd: swapon refuses fallocate's unwritten extents
+// on some filesystems), off again at cleanup.
+func swapOn(t *testing.T) {
+	t.Helper()
+	steps := [][]string{
+		{"dd", "if=/dev/zero", "of=" + swapFile, "bs=1M", "count=256", "status=none"},
+		{"chmod", "600", swapFile}, {"mkswap", swapFile}, {"swapon", swapFile},
+	}
+	for _, s := range steps {
+		if out, err := execOut(s[0], s[1:]...); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := execOut("swapoff", swapFile); err != nil {
+			t.Errorf("swapoff: %v\n%s", err, out)
+		}
+		_ = os.Remove(swapFile)
+	})
+}
