@@ -195,7 +195,7 @@ real: images control-plane
 e2e: test-deps push-images build tools registries control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
-	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
+	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 45m -v ./test/e2e/...
 
 # The compatibility lane: the basics of the e2e tests, and the refusals of what containerd 1.6
 # cannot do, on Debian's containerd 1.6 (part of `make test`). Like `make e2e`, it must run
