@@ -212,7 +212,7 @@ e2e-containerd16: containerd16 build control-plane
 # test/guest/inguest reported as subtests of TestGuest. Needs the test images (`make images`);
 # touches neither the host's containerd nor its control plane. GUEST_RUN=REGEXP picks tests.
 guest:
-	$(GO) test -tags guest -count=1 -timeout 30m -v ./test/guest/
+	$(GO) test -tags guest -count=1 -timeout 50m -v ./test/guest/
 
 # Kill all project containers, stop containerd and delete
 # /var/lib/nodelet/containerd and /run/nodelet (nothing else).

@@ -31,8 +31,28 @@ const (
 	podTimeout = 4 * time.Minute
 	// The payload's script that (re)configures containerd for a cgroup driver.
 	containerdScript = "/payload/containerd.sh"
-	nodeletBin       = "/usr/local/bin/nodelet"
 )
+
+// subject is the kubelet under test: GUEST_SUBJECT names the binary in /usr/local/bin,
+// nodelet (the default) or kubelet (upstream v1.33.4, run with the same flags and
+// KubeletConfiguration for the lane's side-by-side table).
+var subject = envOr("GUEST_SUBJECT", "nodelet")
+
+// nodeletOnly skips a test that asserts what only nodelet does when the subject is the
+// upstream kubelet; the reason goes in the side-by-side table.
+func nodeletOnly(t *testing.T, why string) {
+	t.Helper()
+	if subject != "nodelet" {
+		t.Skip("nodelet-only: " + why)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
 
 var (
 	rt            cri.RuntimeServiceClient
@@ -89,14 +109,15 @@ type nodelet struct {
 	roPort    int
 }
 
-// startNodelet runs nodelet with the KubeletConfiguration fields given (YAML lines) on a fresh
-// manifest directory; cleanup removes the manifests, waits for the pods to go and stops it.
-func startNodelet(t *testing.T, config string) *nodelet {
+// startNodelet runs the subject (nodelet or the upstream kubelet) with the
+// KubeletConfiguration fields given (YAML lines) and any extra flags on a fresh manifest
+// directory; cleanup removes the manifests, waits for the pods to go and stops it.
+func startNodelet(t *testing.T, config string, extraArgs ...string) *nodelet {
 	t.Helper()
 	base := t.TempDir()
 	n := &nodelet{
 		t: t, manifests: filepath.Join(base, "manifests"), roPort: freePort(t),
-		logPath: "/var/tmp/nodelet-guest-" + strings.ReplaceAll(t.Name(), "/", "_") + ".log",
+		logPath: "/var/tmp/" + subject + "-guest-" + strings.ReplaceAll(t.Name(), "/", "_") + ".log",
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
@@ -112,15 +133,16 @@ func startNodelet(t *testing.T, config string) *nodelet {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	n.cmd = exec.Command(nodeletBin, "--config="+cfg, "--pod-manifest-path="+n.manifests,
-		"--root-dir="+filepath.Join(base, "root"), "--container-runtime-endpoint="+endpoint,
-		"--hostname-override="+nodeName, "--address=127.0.0.1",
+	args := []string{"--config=" + cfg, "--pod-manifest-path=" + n.manifests,
+		"--root-dir=" + filepath.Join(base, "root"), "--container-runtime-endpoint=" + endpoint,
+		"--hostname-override=" + nodeName, "--address=127.0.0.1",
 		fmt.Sprintf("--healthz-port=%d", healthz), fmt.Sprintf("--read-only-port=%d", n.roPort),
 		// The read-only port is served beside the API server, which needs these without a
 		// control plane.
 		fmt.Sprintf("--port=%d", freePort(t)), "--authentication-token-webhook=false",
-		"--authorization-mode=AlwaysAllow", "--cert-dir="+filepath.Join(base, "pki"),
-		"--file-check-frequency=5s", "-v=2")
+		"--authorization-mode=AlwaysAllow", "--cert-dir=" + filepath.Join(base, "pki"),
+		"--file-check-frequency=5s", "-v=2"}
+	n.cmd = exec.Command("/usr/local/bin/"+subject, append(args, extraArgs...)...)
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
