@@ -154,6 +154,7 @@ func guestLine(path string) string {
 		return ""
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
+	line, _, _ = strings.Cut(line, ", up ") // its uptime changes from run to run
 	return strings.TrimPrefix(line, "guest: ")
 }
 

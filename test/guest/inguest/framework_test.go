@@ -174,13 +174,26 @@ func (n *nodelet) cleanup() {
 		if err != nil {
 			return false, err.Error()
 		}
+		if subject != "nodelet" {
+			// The upstream kubelet leaves a stopped sandbox to its container GC, a minute
+			// later: the harness removes it once stopped rather than wait.
+			removeStoppedSandboxes(ctx, resp.Items)
+		}
 		return len(resp.Items) == 0, fmt.Sprintf("%d sandboxes left", len(resp.Items))
 	})
 	_ = n.cmd.Process.Signal(syscall.SIGTERM)
 	_, _ = n.cmd.Process.Wait()
 	if n.t.Failed() {
 		b, _ := os.ReadFile(n.logPath)
-		n.t.Logf("nodelet log (last 8000 bytes):\n%s", tail(string(b), 8000))
+		n.t.Logf("%s log (last 8000 bytes):\n%s", subject, tail(string(b), 8000))
+	}
+}
+
+func removeStoppedSandboxes(ctx context.Context, sandboxes []*cri.PodSandbox) {
+	for _, sb := range sandboxes {
+		if sb.State == cri.PodSandboxState_SANDBOX_NOTREADY {
+			_, _ = rt.RemovePodSandbox(ctx, &cri.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+		}
 	}
 }
 
