@@ -28,8 +28,7 @@ import (
 func TestEvictionUnderMemoryPressure(t *testing.T) {
 	useDriver(t, "systemd")
 	cs, kubeconfig := startControlPlane(t)
-	// As the kubelets read it on cgroup v2: capacity less working set, MemFree + Inactive(file).
-	available := meminfo(t, "MemFree") + meminfo(t, "Inactive(file)")
+	available := memoryAvailable(t)
 	threshold := (available - 600<<20) >> 20
 	t.Logf("memory.available now %d MiB; threshold %d MiB", available>>20, threshold)
 	startNodelet(t, fmt.Sprintf("cgroupDriver: systemd\nevictionHard: {memory.available: %dMi}\n"+
@@ -141,4 +140,19 @@ func usageInMessage(msg string) (int64, bool) {
 		return 0, false
 	}
 	return v.Value(), true
+}
+
+// memoryAvailable is the node's memory.available as the kubelets read it on cgroup v2:
+// capacity less the working set, which is usage (MemTotal less MemFree) less the root
+// cgroup's inactive_file, so MemFree plus that.
+func memoryAvailable(t *testing.T) int64 {
+	t.Helper()
+	for _, line := range strings.Split(readCgroup(t, "/", "memory.stat"), "\n") {
+		var v int64
+		if _, err := fmt.Sscanf(line, "inactive_file %d", &v); err == nil {
+			return meminfo(t, "MemFree") + v
+		}
+	}
+	t.Fatal("no inactive_file in /sys/fs/cgroup/memory.stat")
+	return 0
 }

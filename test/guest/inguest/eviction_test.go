@@ -23,8 +23,7 @@ import (
 // upstream, and it is the only pod. Evicting an API pod needs a control plane in the guest.
 func TestMemoryPressureSeenButStaticPodsSpared(t *testing.T) {
 	useDriver(t, "systemd")
-	// As nodelet reads it on cgroup v2: capacity less working set, MemFree + Inactive(file).
-	available := meminfo(t, "MemFree") + meminfo(t, "Inactive(file)")
+	available := memoryAvailable(t)
 	threshold := (available - 600<<20) >> 20
 	t.Logf("memory.available now %d MiB; threshold %d MiB", available>>20, threshold)
 	n := startNodelet(t, fmt.Sprintf("cgroupDriver: systemd\nevictionHard: {memory.available: %dMi}\n"+
