@@ -60,9 +60,10 @@ func TestEvictionUnderMemoryPressure(t *testing.T) {
 			got.Status.Reason, got.Status.Message)
 	}
 	// The hog's usage in the message is its container's working set, as read from its cgroup
-	// v2 files (memory.current less memory.stat's inactive_file): at least dd's buffer.
-	if used, ok := usageInMessage(got.Status.Message); !ok || used < 1000<<20 {
-		t.Errorf("the eviction message gives the hog's usage as %d bytes (found: %v); want at least 1000Mi", used, ok)
+	// v2 files (memory.current less memory.stat's inactive_file): at least the 600Mi that
+	// crossed the threshold (dd may still be filling its buffer when the kubelet looks).
+	if used, ok := usageInMessage(got.Status.Message); !ok || used < 512<<20 {
+		t.Errorf("the eviction message gives the hog's usage as %d bytes (found: %v); want at least 512Mi", used, ok)
 	}
 	// The node's status catches up at its next update (every 10s); the pressure transition
 	// period keeps the condition True although the eviction freed the memory.
