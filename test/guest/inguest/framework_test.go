@@ -105,6 +105,7 @@ type nodelet struct {
 	t         *testing.T
 	cmd       *exec.Cmd
 	manifests string
+	rootDir   string
 	logPath   string
 	roPort    int
 }
@@ -116,7 +117,7 @@ func startNodelet(t *testing.T, config string, extraArgs ...string) *nodelet {
 	t.Helper()
 	base := t.TempDir()
 	n := &nodelet{
-		t: t, manifests: filepath.Join(base, "manifests"), roPort: freePort(t),
+		t: t, manifests: filepath.Join(base, "manifests"), rootDir: filepath.Join(base, "root"), roPort: freePort(t),
 		logPath: "/var/tmp/" + subject + "-guest-" + strings.ReplaceAll(t.Name(), "/", "_") + ".log",
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
@@ -134,7 +135,7 @@ func startNodelet(t *testing.T, config string, extraArgs ...string) *nodelet {
 	}
 	defer logf.Close()
 	args := []string{"--config=" + cfg, "--pod-manifest-path=" + n.manifests,
-		"--root-dir=" + filepath.Join(base, "root"), "--container-runtime-endpoint=" + endpoint,
+		"--root-dir=" + n.rootDir, "--container-runtime-endpoint=" + endpoint,
 		"--hostname-override=" + nodeName, "--address=127.0.0.1",
 		fmt.Sprintf("--healthz-port=%d", healthz), fmt.Sprintf("--read-only-port=%d", n.roPort),
 		// The read-only port is served beside the API server, which needs these without a
@@ -181,12 +182,32 @@ func (n *nodelet) cleanup() {
 		}
 		return len(resp.Items) == 0, fmt.Sprintf("%d sandboxes left", len(resp.Items))
 	})
+	// The pods' volumes go after their sandboxes: wait, or the root dir cannot be removed.
+	testutil.WaitFor(n.t, time.Minute, "the pods' volumes unmounted", func() (bool, string) {
+		left := mountsUnder(n.rootDir)
+		return len(left) == 0, strings.Join(left, " ")
+	})
 	_ = n.cmd.Process.Signal(syscall.SIGTERM)
 	_, _ = n.cmd.Process.Wait()
 	if n.t.Failed() {
 		b, _ := os.ReadFile(n.logPath)
 		n.t.Logf("%s log (last 8000 bytes):\n%s", subject, tail(string(b), 8000))
 	}
+}
+
+// mountsUnder lists the mount points under dir, from /proc/self/mountinfo.
+func mountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
 
 func removeStoppedSandboxes(ctx context.Context, sandboxes []*cri.PodSandbox) {
