@@ -154,7 +154,8 @@ conformance-smoke-containerd16: containerd16
 # Everything CI runs: unit tests, end-to-end tests against the real containerd 2 and control
 # plane, the compatibility subset of them and the conformance smoke on containerd 1.6, the
 # benchmark driver's smoke run, the conformance smoke specs, then the guest lane (cgroup v2 and
-# systemd in a QEMU guest; ~2 min, ~1.5 min more for its image the first time). The steps run
+# systemd in a QEMU guest, nodelet then the upstream kubelet; ~10 min, ~1.5 min more for its
+# image the first time). The steps run
 # in order, so the conformance script need not wait for other runs to go quiet.
 test: export NO_WAIT_QUIET=1
 test: unit real e2e e2e-containerd16 bench-smoke conformance-smoke conformance-smoke-containerd16 guest
@@ -210,7 +211,9 @@ e2e-containerd16: containerd16 build control-plane
 # The guest lane: a Debian guest under QEMU that boots cgroup v2 with systemd (hack/guest.sh;
 # image cached under _output/guest/base), nodelet on containerd 2 in it, the tests of
 # test/guest/inguest reported as subtests of TestGuest. Needs the test images (`make images`);
-# touches neither the host's containerd nor its control plane. GUEST_RUN=REGEXP picks tests.
+# touches neither the host's containerd nor its control plane. GUEST_RUN=REGEXP picks tests;
+# the suite runs against nodelet, then the upstream kubelet for GUEST.md's side-by-side table
+# (GUEST_SUBJECTS=nodelet: nodelet only).
 guest:
 	$(GO) test -tags guest -count=1 -timeout 50m -v ./test/guest/
 
