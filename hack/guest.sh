@@ -8,9 +8,13 @@
 #   hack/guest.sh run     build the test payload, boot the guest on a copy-on-write overlay of
 #                         the base disk, run the in-guest tests as a systemd unit, power off,
 #                         and leave their `go test -json` events in _output/guest/run/results.json
-#                         (GUEST_RUN=REGEXP runs only the in-guest tests it matches)
-# The payload (nodelet, containerd 2, runc, the shim, the CNI plugins, the test images and the
-# in-guest test binary test/guest/inguest) goes on a second disk, /dev/vdb, which the guest
+#                         (GUEST_RUN=REGEXP runs only the in-guest tests it matches), once
+#                         per subject of GUEST_SUBJECTS: nodelet, then the upstream kubelet
+#                         v1.33.4 (_output/cp/bin/kubelet), whose results (results-kubelet.json)
+#                         hack/guesttable sets side by side with nodelet's in GUEST.md
+# The payload (nodelet, the upstream kubelet, containerd 2, runc, the shim, the CNI plugins, the
+# test images, the in-guest test binary test/guest/inguest, and etcd, kube-apiserver and their
+# certificates for the tests that need a control plane) goes on a second disk, /dev/vdb, which the guest
 # mounts at /payload; the tests write their output there (not to the serial console, which a
 # getty's vhangup cuts) and it is read back with debugfs.
 set -euo pipefail
@@ -24,8 +28,13 @@ SUITE=bookworm
 MIRROR=${GUEST_MIRROR:-http://deb.debian.org/debian}
 # iptables: the CNI bridge plugin's masquerade rules; libseccomp2: runc links it.
 PACKAGES=systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,kmod,procps,iptables,iproute2,libseccomp2
-# QEMU's time limit: past the in-guest tests' own 20m (hack/guest/run.sh), within make guest's 30m.
-GUEST_TIMEOUT=${GUEST_TIMEOUT:-1500}
+# QEMU's time limit: past the in-guest tests' own 20m per subject (hack/guest/run.sh), within
+# make guest's 50m.
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-2700}
+# The kubelets the suite runs against, in this order: nodelet (the verdicts of make guest) and
+# the upstream kubelet (its column of the side-by-side table only).
+GUEST_SUBJECTS=${GUEST_SUBJECTS:-nodelet kubelet}
+CP_BIN=$REPO_ROOT/_output/cp/bin
 # The test images the in-guest tests use (_output/images/NAME.tar).
 GUEST_IMAGES=${GUEST_IMAGES:-pause busybox}
 
@@ -145,10 +154,26 @@ payload() {
 		}
 	done
 	cp "$REPO_ROOT"/hack/guest/{run.sh,containerd.sh} "$p/"
+	echo "$GUEST_SUBJECTS" >"$p/subjects"
+	control_plane_payload "$p"
 	if [[ -n ${GUEST_RUN:-} ]]; then
 		printf -- '-test.run=%s\n' "$GUEST_RUN" >"$p/test-args"
 	fi
 	nice -n 10 mkfs.ext4 -q -F -L payload -d "$p" "$RUN_DIR/payload.raw" 1G
+}
+
+# control_plane_payload adds what the upstream kubelet and the control plane in the guest need:
+# the kubelet, etcd (Debian's etcd-server, as hack/control-plane.sh) and kube-apiserver, with
+# certificates and kubeconfigs for 127.0.0.1:6443 made by the host's `certs`, fresh each run.
+control_plane_payload() {
+	local p=$1
+	"$REPO_ROOT/hack/control-plane.sh" build # cached
+	command -v etcd >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+	mkdir -p "$p/cp/bin"
+	cp -L "$CP_BIN/kube-apiserver" "$(command -v etcd)" "$p/cp/bin/"
+	cp -L "$CP_BIN/kubelet" "$p/bin/"
+	"$CP_BIN/certs" init --dir "$p/cp" --server https://127.0.0.1:6443 --host-ip 127.0.0.1 >/dev/null
+	"$CP_BIN/certs" node --dir "$p/cp" --server https://127.0.0.1:6443 --name guest-node >/dev/null
 }
 
 # boot runs the guest until the test unit powers it off (or GUEST_TIMEOUT passes). The root
@@ -183,6 +208,22 @@ results() {
 	fi
 	go tool test2json -t <"$RUN_DIR/results/test.out" >"$RUN_DIR/results.json"
 	log "guest tests exited $(<"$RUN_DIR/results/exit"); events in $RUN_DIR/results.json"
+	if [[ -f $RUN_DIR/results/test-kubelet.out ]]; then
+		go tool test2json -t <"$RUN_DIR/results/test-kubelet.out" >"$RUN_DIR/results-kubelet.json"
+		log "the upstream kubelet's run exited $(<"$RUN_DIR/results/exit-kubelet"); events in $RUN_DIR/results-kubelet.json"
+	fi
+	table
+}
+
+# table writes the side-by-side table of nodelet and the upstream kubelet: GUEST.md for a
+# run of the whole suite with both, $RUN_DIR/GUEST.md for a GUEST_RUN selection.
+table() {
+	[[ -f $RUN_DIR/results-kubelet.json ]] || return 0
+	local out=$REPO_ROOT/GUEST.md
+	[[ -z ${GUEST_RUN:-} ]] || out=$RUN_DIR/GUEST.md
+	(cd "$REPO_ROOT" && go run ./hack/guesttable -nodelet "$RUN_DIR/results.json" \
+		-kubelet "$RUN_DIR/results-kubelet.json" -runlog "$RUN_DIR/results/run.log" -o "$out")
+	log "side-by-side table in $out"
 }
 
 run() {

@@ -21,11 +21,20 @@ for tar in "$P"/images/*.tar; do
 	ctr -n k8s.io images import "$tar" || { echo 1 >"$OUT/exit"; exit 1; }
 done
 set +x
-start=$(cut -d' ' -f1 /proc/uptime)
-# The payload is read-only to the tests except results/; they work under /var/tmp.
-cd /var/tmp
-"$P/guest.test" -test.v -test.timeout="${GUEST_TEST_TIMEOUT:-20m}" $(cat "$P/test-args" 2>/dev/null) >"$OUT/test.out" 2>&1
-echo $? >"$OUT/exit"
-awk -v s="$start" '{printf "guest: tests took %.0fs\n", $1 - s}' /proc/uptime
-cp /var/tmp/nodelet-guest-*.log "$OUT/" 2>/dev/null
-sync
+# The suite runs once per subject (hack/guest.sh's GUEST_SUBJECTS): nodelet first, whose results are
+# test.out and exit, then the upstream kubelet, test-kubelet.out and exit-kubelet, for the
+# side-by-side table. Each starts on containerd with the systemd driver, as the tests expect.
+cd /var/tmp # the payload is read-only to the tests except results/
+for subject in $(cat "$P/subjects" 2>/dev/null || echo nodelet); do
+	suffix=${subject/#nodelet/}
+	suffix=${suffix:+-$suffix}
+	if [[ $subject != nodelet ]]; then
+		bash "$P/containerd.sh" systemd >/dev/null 2>&1 || echo "guest: containerd did not restart for $subject"
+	fi
+	start=$(cut -d' ' -f1 /proc/uptime)
+	GUEST_SUBJECT=$subject "$P/guest.test" -test.v -test.timeout="${GUEST_TEST_TIMEOUT:-20m}" $(cat "$P/test-args" 2>/dev/null) >"$OUT/test$suffix.out" 2>&1
+	echo $? >"$OUT/exit$suffix"
+	awk -v s="$start" -v who="$subject" '{printf "guest: tests of %s took %.0fs\n", who, $1 - s}' /proc/uptime
+	cp /var/tmp/"$subject"-guest-*.log "$OUT/" 2>/dev/null
+	sync
+done

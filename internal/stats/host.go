@@ -28,7 +28,7 @@ func (h HostPaths) withDefaults() HostPaths {
 	return h
 }
 
-// nodeMemory is the machine's memory use, as the root cgroup (v1) or /proc (otherwise) sees it.
+// nodeMemory is the machine's memory use, as the root cgroup (v1, v2) or /proc (otherwise) sees it.
 type nodeMemory struct {
 	capacity, usage, workingSet, rss, pageFaults, majorPageFaults uint64
 }
@@ -76,7 +76,9 @@ func (h HostPaths) procStatBusy() (uint64, error) {
 }
 
 // memory reads the machine's memory use. On cgroup v1 the root memory cgroup counts every
-// process, as cAdvisor reports it; elsewhere /proc/meminfo and /proc/vmstat stand in.
+// process, as cAdvisor reports it; on v2 meminfo gives the usage and the root's memory.stat
+// the rest, as runc's fs2 reads it for cAdvisor; elsewhere /proc/meminfo and /proc/vmstat
+// stand in.
 // Working set is usage minus inactive file pages, the part the kernel cannot easily reclaim.
 func (h HostPaths) memory() (nodeMemory, error) {
 	info, err := readKeyValues(filepath.Join(h.Proc, "meminfo"))
@@ -101,6 +103,13 @@ func (h HostPaths) memory() (nodeMemory, error) {
 		return m, nil
 	}
 	m.usage = subFloor(m.capacity, info["MemFree"]*1024)
+	// cgroup v2's root has no memory.current but a memory.stat: runc's fs2 (cAdvisor's
+	// reader) takes usage from meminfo as above and the rest from the root's memory.stat.
+	if stat, err := readKeyValues(filepath.Join(h.Cgroup, "memory.stat")); err == nil {
+		m.workingSet = subFloor(m.usage, stat["inactive_file"])
+		m.rss, m.pageFaults, m.majorPageFaults = stat["anon"], stat["pgfault"], stat["pgmajfault"]
+		return m, nil
+	}
 	m.workingSet = subFloor(m.usage, info["Inactive(file)"]*1024)
 	m.rss = info["AnonPages"] * 1024
 	if vm, err := readKeyValues(filepath.Join(h.Proc, "vmstat")); err == nil {

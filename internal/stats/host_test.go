@@ -61,6 +61,27 @@ func TestHostCPUFromCgroupV2(t *testing.T) {
 	}
 }
 
+// TestHostMemoryFromCgroupV2 reads the working set as upstream does on cgroup v2: usage from
+// meminfo, less the root memory.stat's inactive_file (not meminfo's Inactive(file), which
+// counts pages no cgroup is charged for).
+func TestHostMemoryFromCgroupV2(t *testing.T) {
+	h := fakeHost(t)
+	os.RemoveAll(h.Cgroup)
+	writeFiles(t, h.Cgroup, map[string]string{
+		"cgroup.controllers": "cpu memory pids\n",
+		"memory.stat":        "anon 104857600\ninactive_file 52428800\npgfault 900\npgmajfault 9\n",
+	})
+	mem, err := h.memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := uint64(4<<30 - 512<<20)
+	want := nodeMemory{capacity: 4 << 30, usage: used, workingSet: used - 50<<20, rss: 100 << 20, pageFaults: 900, majorPageFaults: 9}
+	if mem != want {
+		t.Fatalf("memory on cgroup v2 = %+v, want %+v", mem, want)
+	}
+}
+
 func TestReadNetDev(t *testing.T) {
 	h := fakeHost(t)
 	got, err := readNetDev(filepath.Join(h.Proc, "net", "dev"), hostInterfaceSkipped)

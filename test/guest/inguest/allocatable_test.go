@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // TestNodeAllocatableOnKubepodsSlice runs nodelet with kubeReserved and systemReserved and
@@ -23,6 +26,12 @@ func TestNodeAllocatableOnKubepodsSlice(t *testing.T) {
 	wantFiles := map[string]string{
 		"memory.max": strconv.FormatInt(memory, 10), "cpu.weight": "67",
 	}
+	// The upstream kubelet answers healthz before its container manager enforces allocatable
+	// (it makes kubepods.slice at capacity first): wait for the files, then check all.
+	testutil.WaitFor(t, time.Minute, "kubepods.slice's memory.max at allocatable", func() (bool, string) {
+		got := readCgroup(t, "/kubepods.slice", "memory.max")
+		return got == wantFiles["memory.max"], got
+	})
 	expectCgroupFiles(t, "/kubepods.slice", wantFiles)
 	got := systemdShow(t, "kubepods.slice", "MemoryMax", "CPUWeight")
 	if got["MemoryMax"] != wantFiles["memory.max"] || got["CPUWeight"] != wantFiles["cpu.weight"] {

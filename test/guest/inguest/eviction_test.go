@@ -23,8 +23,7 @@ import (
 // upstream, and it is the only pod. Evicting an API pod needs a control plane in the guest.
 func TestMemoryPressureSeenButStaticPodsSpared(t *testing.T) {
 	useDriver(t, "systemd")
-	// As nodelet reads it on cgroup v2: capacity less working set, MemFree + Inactive(file).
-	available := meminfo(t, "MemFree") + meminfo(t, "Inactive(file)")
+	available := memoryAvailable(t)
 	threshold := (available - 600<<20) >> 20
 	t.Logf("memory.available now %d MiB; threshold %d MiB", available>>20, threshold)
 	n := startNodelet(t, fmt.Sprintf("cgroupDriver: systemd\nevictionHard: {memory.available: %dMi}\n"+
@@ -54,10 +53,16 @@ spec:
 		}
 		return got < threshold<<20, fmt.Sprintf("%d MiB available", got>>20)
 	})
+	// Each kubelet says it in its own words.
+	crossed, noVictim := `"Eviction manager: threshold crossed" signal="memory.available"`,
+		`"Eviction manager: no pod to evict" signal="memory.available"`
+	if subject == "kubelet" {
+		crossed, noVictim = `"Eviction manager: attempting to reclaim" resourceName="memory"`,
+			`"Eviction manager: unable to evict any pods from the node"`
+	}
 	testutil.WaitFor(t, time.Minute, "the eviction manager seeing the threshold crossed", func() (bool, string) {
 		log := n.log()
-		return strings.Contains(log, `"Eviction manager: threshold crossed" signal="memory.available"`) &&
-			strings.Contains(log, `"Eviction manager: no pod to evict" signal="memory.available"`), "not logged yet"
+		return strings.Contains(log, crossed) && strings.Contains(log, noVictim), "not logged yet"
 	})
 	pods, err := n.pods()
 	if err != nil {

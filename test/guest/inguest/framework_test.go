@@ -31,8 +31,28 @@ const (
 	podTimeout = 4 * time.Minute
 	// The payload's script that (re)configures containerd for a cgroup driver.
 	containerdScript = "/payload/containerd.sh"
-	nodeletBin       = "/usr/local/bin/nodelet"
 )
+
+// subject is the kubelet under test: GUEST_SUBJECT names the binary in /usr/local/bin,
+// nodelet (the default) or kubelet (upstream v1.33.4, run with the same flags and
+// KubeletConfiguration for the lane's side-by-side table).
+var subject = envOr("GUEST_SUBJECT", "nodelet")
+
+// nodeletOnly skips a test that asserts what only nodelet does when the subject is the
+// upstream kubelet; the reason goes in the side-by-side table.
+func nodeletOnly(t *testing.T, why string) {
+	t.Helper()
+	if subject != "nodelet" {
+		t.Skip("nodelet-only: " + why)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
 
 var (
 	rt            cri.RuntimeServiceClient
@@ -85,18 +105,20 @@ type nodelet struct {
 	t         *testing.T
 	cmd       *exec.Cmd
 	manifests string
+	rootDir   string
 	logPath   string
 	roPort    int
 }
 
-// startNodelet runs nodelet with the KubeletConfiguration fields given (YAML lines) on a fresh
-// manifest directory; cleanup removes the manifests, waits for the pods to go and stops it.
-func startNodelet(t *testing.T, config string) *nodelet {
+// startNodelet runs the subject (nodelet or the upstream kubelet) with the
+// KubeletConfiguration fields given (YAML lines) and any extra flags on a fresh manifest
+// directory; cleanup removes the manifests, waits for the pods to go and stops it.
+func startNodelet(t *testing.T, config string, extraArgs ...string) *nodelet {
 	t.Helper()
 	base := t.TempDir()
 	n := &nodelet{
-		t: t, manifests: filepath.Join(base, "manifests"), roPort: freePort(t),
-		logPath: "/var/tmp/nodelet-guest-" + strings.ReplaceAll(t.Name(), "/", "_") + ".log",
+		t: t, manifests: filepath.Join(base, "manifests"), rootDir: filepath.Join(base, "root"), roPort: freePort(t),
+		logPath: "/var/tmp/" + subject + "-guest-" + strings.ReplaceAll(t.Name(), "/", "_") + ".log",
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
@@ -112,15 +134,16 @@ func startNodelet(t *testing.T, config string) *nodelet {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	n.cmd = exec.Command(nodeletBin, "--config="+cfg, "--pod-manifest-path="+n.manifests,
-		"--root-dir="+filepath.Join(base, "root"), "--container-runtime-endpoint="+endpoint,
-		"--hostname-override="+nodeName, "--address=127.0.0.1",
+	args := []string{"--config=" + cfg, "--pod-manifest-path=" + n.manifests,
+		"--root-dir=" + n.rootDir, "--container-runtime-endpoint=" + endpoint,
+		"--hostname-override=" + nodeName, "--address=127.0.0.1",
 		fmt.Sprintf("--healthz-port=%d", healthz), fmt.Sprintf("--read-only-port=%d", n.roPort),
 		// The read-only port is served beside the API server, which needs these without a
 		// control plane.
 		fmt.Sprintf("--port=%d", freePort(t)), "--authentication-token-webhook=false",
-		"--authorization-mode=AlwaysAllow", "--cert-dir="+filepath.Join(base, "pki"),
-		"--file-check-frequency=5s", "-v=2")
+		"--authorization-mode=AlwaysAllow", "--cert-dir=" + filepath.Join(base, "pki"),
+		"--file-check-frequency=5s", "-v=2"}
+	n.cmd = exec.Command("/usr/local/bin/"+subject, append(args, extraArgs...)...)
 	n.cmd.Stdout, n.cmd.Stderr = logf, logf
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -152,13 +175,46 @@ func (n *nodelet) cleanup() {
 		if err != nil {
 			return false, err.Error()
 		}
+		if subject != "nodelet" {
+			// The upstream kubelet leaves a stopped sandbox to its container GC, a minute
+			// later: the harness removes it once stopped rather than wait.
+			removeStoppedSandboxes(ctx, resp.Items)
+		}
 		return len(resp.Items) == 0, fmt.Sprintf("%d sandboxes left", len(resp.Items))
+	})
+	// The pods' volumes go after their sandboxes: wait, or the root dir cannot be removed.
+	testutil.WaitFor(n.t, time.Minute, "the pods' volumes unmounted", func() (bool, string) {
+		left := mountsUnder(n.rootDir)
+		return len(left) == 0, strings.Join(left, " ")
 	})
 	_ = n.cmd.Process.Signal(syscall.SIGTERM)
 	_, _ = n.cmd.Process.Wait()
 	if n.t.Failed() {
 		b, _ := os.ReadFile(n.logPath)
-		n.t.Logf("nodelet log (last 8000 bytes):\n%s", tail(string(b), 8000))
+		n.t.Logf("%s log (last 8000 bytes):\n%s", subject, tail(string(b), 8000))
+	}
+}
+
+// mountsUnder lists the mount points under dir, from /proc/self/mountinfo.
+func mountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+func removeStoppedSandboxes(ctx context.Context, sandboxes []*cri.PodSandbox) {
+	for _, sb := range sandboxes {
+		if sb.State == cri.PodSandboxState_SANDBOX_NOTREADY {
+			_, _ = rt.RemovePodSandbox(ctx, &cri.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+		}
 	}
 }
 
