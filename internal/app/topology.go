@@ -12,7 +12,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/machine"
 	"github.com/nodelet/nodelet/internal/nodeui"
 )
 
@@ -20,7 +20,7 @@ import (
 // it. The resource managers add themselves as hint providers as they are built, in upstream's
 // order: devices, CPU, memory.
 func newTopology(cfg *config.Config) (*topology.Machine, *topologymanager.Manager, error) {
-	host := node.HostPaths() // the machine's memory is read from meminfo when the kernel has no NUMA nodes
+	host := machine.HostPaths() // the machine's memory is read from meminfo when the kernel has no NUMA nodes
 	machine, err := topology.Read(host.Sys, filepath.Join(host.Proc, "meminfo"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the machine's CPU and NUMA topology: %w", err)

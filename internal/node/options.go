@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 // Defaults, as the kubelet's.
@@ -116,9 +117,9 @@ type Deps struct {
 	// the caller may close the heartbeat client's connections so a dead one is not reused.
 	OnRepeatedHeartbeatFailure func()
 	// Machine is the machine's facts, read once at start (ReadMachine); required.
-	Machine *Machine
+	Machine *machine.Machine
 	// Paths locate the root filesystem; HostPaths() when zero.
-	Paths MachinePaths
+	Paths machine.MachinePaths
 	Clock clock.WithTicker
 }
 
@@ -156,7 +157,7 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.Paths.Proc == "" {
 		statfs, numCPU := d.Paths.Statfs, d.Paths.NumCPU
-		d.Paths = HostPaths()
+		d.Paths = machine.HostPaths()
 		d.Paths.Statfs, d.Paths.NumCPU = statfs, numCPU
 	}
 	return d
