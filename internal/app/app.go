@@ -38,6 +38,7 @@ import (
 	"github.com/nodelet/nodelet/internal/imagegc"
 	"github.com/nodelet/nodelet/internal/images"
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/machine"
 	"github.com/nodelet/nodelet/internal/metrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/nodeui"
@@ -96,7 +97,7 @@ type agent struct {
 	resizer  *resize.Resizer       // in-place resize decisions over the allocation checkpoint
 	comps    *components           // every long-running part, joined when nodelet stops
 
-	host     *node.Machine            // the machine's facts (capacity, IDs), read once at start
+	host     *machine.Machine         // the machine's facts (capacity, IDs), read once at start
 	machine  *topology.Machine        // the CPUs and NUMA nodes, read once at start
 	topology *topologymanager.Manager // aligns the resource managers on NUMA nodes at admission
 	cpus     *cpumanager.Manager      // exclusive CPUs and the shared pool; nil outside the daemon

@@ -15,18 +15,18 @@ import (
 
 	"github.com/nodelet/nodelet/internal/config"
 	"github.com/nodelet/nodelet/internal/downward"
-	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/machine"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
 // readHost reads the machine's facts, once for every component: those that cannot be read are
 // logged and left empty.
-func readHost() *node.Machine {
-	machine, err := node.ReadMachine(node.HostPaths())
+func readHost() *machine.Machine {
+	facts, err := machine.ReadMachine(machine.HostPaths())
 	if err != nil {
 		klog.ErrorS(err, "Some machine facts are missing from the node status")
 	}
-	return machine
+	return facts
 }
 
 // capacity is the machine's CPUs and memory as the downward API and oom_score_adj weigh them:
@@ -38,7 +38,7 @@ func (n *agent) capacity() downward.Capacity {
 // memorySettings are the host facts and settings the runtime shapes containers' memory by
 // beyond their limits, read as upstream reads them: the cgroup version, whether the host can
 // limit swap, and the machine's memory and swap (of host, read at start).
-func memorySettings(cfg *config.Config, host *node.Machine) (runtime.MemorySettings, error) {
+func memorySettings(cfg *config.Config, host *machine.Machine) (runtime.MemorySettings, error) {
 	kc := cfg.Kubelet
 	s := runtime.MemorySettings{CgroupV2: cgroupV2(hostFiles.cgroupRoot), SwapBehavior: kc.MemorySwap.SwapBehavior}
 	// On v1 an OOM always kills one process; on v2 the whole container unless told otherwise.
@@ -80,16 +80,16 @@ func swapControllerFile(v2 bool) string {
 func (n *agent) allocatableMemory() func() int64 {
 	kc := n.cfg.Kubelet
 	local := sync.OnceValue(func() int64 {
-		machine := n.host
-		if machine == nil || machine.MemoryBytes == 0 {
+		host := n.host
+		if host == nil || host.MemoryBytes == 0 {
 			return 0
 		}
-		mem := machine.MemoryBytes
-		for _, bytes := range machine.HugePages {
+		mem := host.MemoryBytes
+		for _, bytes := range host.HugePages {
 			mem -= bytes
 		}
-		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI)}
-		reserved, err := node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard)
+		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(host.MemoryBytes, resource.BinarySI)}
+		reserved, err := machine.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard)
 		if err != nil {
 			return 0 // validation refused such settings already
 		}

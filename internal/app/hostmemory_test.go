@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/machine"
 	"github.com/nodelet/nodelet/internal/runtime"
 )
 
@@ -64,7 +64,7 @@ func TestMemorySettingsReadTheHostAsUpstream(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(cfg)
 			}
-			got, err := memorySettings(cfg, &node.Machine{MemoryBytes: 8000000 * 1024, SwapBytes: 2000000 * 1024})
+			got, err := memorySettings(cfg, &machine.Machine{MemoryBytes: 8000000 * 1024, SwapBytes: 2000000 * 1024})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,15 +11,15 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/machine"
 	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/qos"
 )
 
 // newMemoryManager builds the memory manager: None keeps only its state file; Static places
 // memory on the NUMA nodes of the machine's topology and checks reservedMemory against node
 // allocatable.
-func newMemoryManager(cfg *config.Config, host *node.Machine, topo *topology.Machine) (*memorymanager.Manager, error) {
+func newMemoryManager(cfg *config.Config, host *machine.Machine, topo *topology.Machine) (*memorymanager.Manager, error) {
 	kc := cfg.Kubelet
 	opts := memorymanager.Options{Policy: kc.MemoryManagerPolicy, StateDir: cfg.RootDir, Reserved: kc.ReservedMemory}
 	if opts.Policy == memorymanager.PolicyStatic {
@@ -29,7 +29,7 @@ func newMemoryManager(cfg *config.Config, host *node.Machine, topo *topology.Mac
 		capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(host.MemoryBytes, resource.BinarySI)}
 		opts.Nodes = memorymanager.NodesOf(topo)
 		var err error
-		if opts.NodeReservation, err = node.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard); err != nil {
+		if opts.NodeReservation, err = machine.Reservation(capacity, kc.KubeReserved, kc.SystemReserved, kc.EvictionHard); err != nil {
 			return nil, err
 		}
 	}

@@ -108,11 +108,20 @@ func (n *agent) summaryProvider() *stats.Provider {
 			NodeName: n.cfg.NodeName, Pods: n.pods.Pods, PodStatus: n.syncer.Cache.Get,
 			Runtime: n.cri, RootDir: n.cfg.RootDir,
 			PodLogsDir:       n.cfg.Kubelet.PodLogsDir,
-			SystemContainers: n.cm.SystemContainers, Volumes: volumeStatter(n.csiStats),
+			SystemContainers: n.systemContainers, Volumes: volumeStatter(n.csiStats),
 		})
 		metrics.SetClaimVolumeStats(n.summary.ClaimVolumeStats)
 	}
 	return n.summary
+}
+
+// systemContainers are the container manager's system containers, as the summary takes them.
+func (n *agent) systemContainers() []stats.SystemContainer {
+	var out []stats.SystemContainer
+	for _, c := range n.cm.SystemContainers() {
+		out = append(out, stats.SystemContainer(c))
+	}
+	return out
 }
 
 // handlers are the endpoints served from the runtime: logs and streaming.

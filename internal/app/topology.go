@@ -12,13 +12,13 @@ import (
 	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/machine"
 	"github.com/nodelet/nodelet/internal/nodeui"
 )
 
 // readTopology reads the machine's CPU and NUMA layout once.
 func readTopology() (*topology.Machine, error) {
-	host := node.HostPaths() // the machine's memory is read from meminfo when the kernel has no NUMA nodes
+	host := machine.HostPaths() // the machine's memory is read from meminfo when the kernel has no NUMA nodes
 	machine, err := topology.Read(host.Sys, filepath.Join(host.Proc, "meminfo"))
 	if err != nil {
 		return nil, fmt.Errorf("reading the machine's CPU and NUMA topology: %w", err)

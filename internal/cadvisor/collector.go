@@ -6,7 +6,6 @@ package cadvisor
 
 import (
 	"context"
-	"k8s.io/utils/ptr"
 	"net/http"
 	"os"
 	"path"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

@@ -13,7 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 // Config is the part of the kubelet configuration the container manager acts on.
@@ -35,7 +35,7 @@ type Config struct {
 	SystemReservedCgroup   string
 	// Machine is the machine's capacity, read once at start; node allocatable is enforced
 	// against it.
-	Machine *node.Machine
+	Machine *machine.Machine
 }
 
 // ContainerManager is what the rest of nodelet asks of the node's cgroups.

@@ -13,8 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/node"
-	"github.com/nodelet/nodelet/internal/stats"
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 // enforceAllocatable places nodelet and the host's processes (kubeletCgroups,
@@ -35,14 +34,14 @@ func (m *ContainerManager) enforceAllocatable() error {
 	if err := m.placeProcesses(); err != nil {
 		return err
 	}
-	machine := kc.Machine
-	if machine == nil {
+	host := kc.Machine
+	if host == nil {
 		return errors.New("node allocatable: the machine's capacity is unknown")
 	}
-	capacity := Reservation{MilliCPU: int64(machine.CPUs) * 1000, Memory: machine.MemoryBytes}
+	capacity := Reservation{MilliCPU: int64(host.CPUs) * 1000, Memory: host.MemoryBytes}
 	pods := Reservation{MilliCPU: capacity.MilliCPU} // unenforced: the pods may use the whole node
 	if slices.Contains(enforce, "pods") {
-		reserved, err := node.Reserved(kc.KubeReserved, kc.SystemReserved)
+		reserved, err := machine.Reserved(kc.KubeReserved, kc.SystemReserved)
 		if err != nil {
 			return err
 		}
@@ -111,20 +110,36 @@ func maxPIDs() int64 {
 	return n
 }
 
+// System container names, as the summary API names them.
+const (
+	SystemContainerKubelet = "kubelet"
+	SystemContainerRuntime = "runtime"
+	SystemContainerPods    = "pods"
+	SystemContainerMisc    = "misc"
+)
+
+// SystemContainer is a cgroup /stats/summary reports under node.systemContainers: either the
+// cgroups a process is in (PID) or one cgroup path in every hierarchy (Cgroup).
+type SystemContainer struct {
+	Name   string
+	PID    int
+	Cgroup string
+}
+
 // SystemContainers are the cgroups /stats/summary reports for the node: nodelet's own, the
 // container runtime's (the oldest containerd process), the pods' and, with systemCgroups,
 // the host processes'.
-func (m *ContainerManager) SystemContainers() []stats.SystemContainer {
+func (m *ContainerManager) SystemContainers() []SystemContainer {
 	kc := m.cfg
-	out := []stats.SystemContainer{{Name: stats.SystemContainerKubelet, PID: os.Getpid()}}
+	out := []SystemContainer{{Name: SystemContainerKubelet, PID: os.Getpid()}}
 	if pid := m.runtimePID(); pid > 0 {
-		out = append(out, stats.SystemContainer{Name: stats.SystemContainerRuntime, PID: pid})
+		out = append(out, SystemContainer{Name: SystemContainerRuntime, PID: pid})
 	}
 	if pods := m.PodsCgroup(); pods != "" {
-		out = append(out, stats.SystemContainer{Name: stats.SystemContainerPods, Cgroup: pods})
+		out = append(out, SystemContainer{Name: SystemContainerPods, Cgroup: pods})
 	}
 	if kc.SystemCgroups != "" {
-		out = append(out, stats.SystemContainer{Name: stats.SystemContainerMisc, Cgroup: kc.SystemCgroups})
+		out = append(out, SystemContainer{Name: SystemContainerMisc, Cgroup: kc.SystemCgroups})
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 func TestDescriberReportsWhatTheControllerWouldPost(t *testing.T) {
@@ -17,7 +19,7 @@ func TestDescriberReportsWhatTheControllerWouldPost(t *testing.T) {
 	d, err := NewDescriber(Local(testNode, nil, nil), testOptions(), Deps{
 		Runtime: &fakeRuntime{name: "containerd", version: "1.6.20"}, Health: h.check,
 		Pressure: func() (bool, bool, bool) { return memoryPressure, false, false },
-		Machine:  testMachine(), Paths: MachinePaths{Proc: "/nonexistent", Statfs: fakeStatfs}, Clock: clock,
+		Machine:  testMachine(), Paths: machine.MachinePaths{Proc: "/nonexistent", Statfs: fakeStatfs}, Clock: clock,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 const testNode = "worker-1"
@@ -65,8 +66,8 @@ type env struct {
 	ctrl     *Controller
 }
 
-func testMachine() *Machine {
-	return &Machine{
+func testMachine() *machine.Machine {
+	return &machine.Machine{
 		CPUs: 4, MemoryBytes: 8 << 30,
 		HugePages:       map[v1.ResourceName]int64{"hugepages-2Mi": 0, "hugepages-1Gi": 1 << 30},
 		MachineID:       "mid",
@@ -126,7 +127,7 @@ func newEnvView(t *testing.T, opts Options, view *View, objects ...runtime.Objec
 	ctrl, err := New(opts, Deps{
 		Client: kubeclienttest.FromClientset(e.client), Recorder: e.recorder, Runtime: e.runtime, Images: e.images,
 		Health: e.health.check, Machine: testMachine(),
-		Paths: MachinePaths{Proc: "/nonexistent", Statfs: fakeStatfs}, Clock: e.clock, View: view,
+		Paths: machine.MachinePaths{Proc: "/nonexistent", Statfs: fakeStatfs}, Clock: e.clock, View: view,
 	})
 	if err != nil {
 		t.Fatal(err)

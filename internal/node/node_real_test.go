@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 // TestRealAPIServer runs the Node and Lease controllers against a real API server.
@@ -248,8 +249,8 @@ func envOr(key, def string) string {
 }
 
 // hostMachine reads this machine's facts, as nodelet does at start.
-func hostMachine(t *testing.T) *Machine {
-	m, err := ReadMachine(HostPaths())
+func hostMachine(t *testing.T) *machine.Machine {
+	m, err := machine.ReadMachine(machine.HostPaths())
 	if err != nil {
 		t.Logf("some machine facts are missing: %v", err)
 	}

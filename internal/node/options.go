@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 // Defaults, as the kubelet's.
@@ -119,9 +120,9 @@ type Deps struct {
 	// now; nil gives it one of its own.
 	View *View
 	// Machine is the machine's facts, read once at start (ReadMachine); required.
-	Machine *Machine
+	Machine *machine.Machine
 	// Paths locate the root filesystem; HostPaths() when zero.
-	Paths MachinePaths
+	Paths machine.MachinePaths
 	Clock clock.WithTicker
 }
 
@@ -162,7 +163,7 @@ func (d Deps) withDefaults() Deps {
 	}
 	if d.Paths.Proc == "" {
 		statfs, numCPU := d.Paths.Statfs, d.Paths.NumCPU
-		d.Paths = HostPaths()
+		d.Paths = machine.HostPaths()
 		d.Paths.Statfs, d.Paths.NumCPU = statfs, numCPU
 	}
 	return d

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/machine"
 )
 
 // Registration retries back off from 100ms to 7s; failures are logged at most this often.
@@ -31,7 +33,7 @@ const (
 type Controller struct {
 	opts      Options
 	deps      Deps
-	machine   *Machine
+	machine   *machine.Machine
 	reserved  v1.ResourceList // reservations without the capacity-relative eviction thresholds
 	primaryIP func() (net.IP, error)
 	ref       *v1.ObjectReference
@@ -61,7 +63,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 
 // newController builds a Controller from defaulted options and dependencies.
 func newController(opts Options, deps Deps) (*Controller, error) {
-	reserved, err := reservation(v1.ResourceList{}, opts.KubeReserved, opts.SystemReserved, opts.EvictionHard)
+	reserved, err := machine.Reservation(v1.ResourceList{}, opts.KubeReserved, opts.SystemReserved, opts.EvictionHard)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/machine"
 	"github.com/nodelet/nodelet/internal/version"
 )
 
@@ -135,13 +136,13 @@ func (c *Controller) setResources(n *v1.Node) {
 			rootFs = q.Value()
 		}
 	}
-	capacity := capacity(c.machine, c.opts.MaxPods, rootFs)
-	reserved, err := reservation(capacity, c.opts.KubeReserved, c.opts.SystemReserved, c.opts.EvictionHard)
+	capacity := machine.Capacity(c.machine, c.opts.MaxPods, rootFs)
+	reserved, err := machine.Reservation(capacity, c.opts.KubeReserved, c.opts.SystemReserved, c.opts.EvictionHard)
 	if err != nil {
 		reserved = c.reserved // cannot happen: New parsed the same values
 	}
 	n.Status.Capacity = capacity
-	n.Status.Allocatable = allocatable(capacity, reserved)
+	n.Status.Allocatable = machine.Allocatable(capacity, reserved)
 	c.addDevices(n)
 }
 

@@ -6,10 +6,11 @@ package stats
 import (
 	"context"
 	"fmt"
-	"k8s.io/utils/ptr"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

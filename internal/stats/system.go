@@ -14,16 +14,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// System container names, as the summary API names them.
-const (
-	SystemContainerKubelet = "kubelet"
-	SystemContainerRuntime = "runtime"
-	SystemContainerPods    = "pods"
-	SystemContainerMisc    = "misc"
-)
-
 // SystemContainer is a cgroup the summary reports under node.systemContainers: either the
-// cgroups a process is in (PID) or one cgroup path in every hierarchy (Cgroup).
+// cgroups a process is in (PID) or one cgroup path in every hierarchy (Cgroup). The container
+// manager names them (cm.SystemContainers); app hands them over, so that cm need not import
+// the summary.
 type SystemContainer struct {
 	Name   string
 	PID    int

@@ -1,4 +1,9 @@
-package node
+// Package machine reads what this machine offers (CPUs, memory, swap, huge pages, its IDs,
+// kernel and operating system) once at start, and the node capacity and allocatable they give
+// after what kube-reserved, system-reserved and the hard eviction thresholds hold back. The node
+// status, the container manager, the memory manager, the runtime and the cAdvisor endpoint all
+// read it; it imports none of them.
+package machine
 
 import (
 	"bytes"

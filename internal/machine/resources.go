@@ -1,4 +1,4 @@
-package node
+package machine
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ const (
 	signalNodeFsAvailable = "nodefs.available"
 )
 
-// capacity is what the machine has: CPUs, memory, pods, ephemeral storage and huge pages.
-func capacity(m *Machine, maxPods int32, rootFsBytes int64) v1.ResourceList {
+// Capacity is what the machine has: CPUs, memory, pods, ephemeral storage and huge pages.
+func Capacity(m *Machine, maxPods int32, rootFsBytes int64) v1.ResourceList {
 	c := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(int64(m.CPUs)*1000, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(m.MemoryBytes, resource.BinarySI),
@@ -33,14 +33,9 @@ func capacity(m *Machine, maxPods int32, rootFsBytes int64) v1.ResourceList {
 }
 
 // Reservation is what node allocatable holds back from capacity (upstream's node allocatable
-// reservation), which the memory manager's reservedMemory must add up to.
+// reservation): kube and system reserved plus the hard eviction thresholds for memory and the
+// node filesystem. The memory manager's reservedMemory must add up to it.
 func Reservation(capacity v1.ResourceList, kubeReserved, systemReserved, evictionHard map[string]string) (v1.ResourceList, error) {
-	return reservation(capacity, kubeReserved, systemReserved, evictionHard)
-}
-
-// reservation is what allocatable holds back from capacity: kube and system reserved plus the
-// hard eviction thresholds for memory and the node filesystem.
-func reservation(capacity v1.ResourceList, kubeReserved, systemReserved, evictionHard map[string]string) (v1.ResourceList, error) {
 	total := v1.ResourceList{}
 	for _, reserved := range []map[string]string{kubeReserved, systemReserved} {
 		for name, value := range reserved {
@@ -81,9 +76,9 @@ func threshold(value string, capacity resource.Quantity) (resource.Quantity, err
 	return resource.ParseQuantity(value)
 }
 
-// allocatable is capacity minus the reservation, never below zero. Pre-allocated huge pages are
+// Allocatable is capacity minus the reservation, never below zero. Pre-allocated huge pages are
 // not available as ordinary memory, so they come off memory too.
-func allocatable(capacity, reserved v1.ResourceList) v1.ResourceList {
+func Allocatable(capacity, reserved v1.ResourceList) v1.ResourceList {
 	out := v1.ResourceList{}
 	for name, q := range capacity {
 		value := q.DeepCopy()
@@ -120,5 +115,5 @@ func nonNegative(q resource.Quantity) resource.Quantity {
 // Reserved is what kube-reserved and system-reserved hold back together (the node
 // allocatable enforced on the pods cgroup, which does not hold back eviction thresholds).
 func Reserved(kubeReserved, systemReserved map[string]string) (v1.ResourceList, error) {
-	return reservation(nil, kubeReserved, systemReserved, nil)
+	return Reservation(nil, kubeReserved, systemReserved, nil)
 }

@@ -1,4 +1,4 @@
-package node
+package machine
 
 import (
 	"os"
@@ -138,13 +138,16 @@ func TestReadMachineOnThisHost(t *testing.T) {
 }
 
 func TestAllocatableNeverNegative(t *testing.T) {
-	capacity := capacity(&Machine{CPUs: 1, MemoryBytes: 1 << 30}, 10, 1<<30)
-	reserved, err := reservation(capacity, map[string]string{"cpu": "2", "pid": "1000"}, nil,
+	capacity := Capacity(&Machine{CPUs: 1, MemoryBytes: 1 << 30}, 10, 1<<30)
+	reserved, err := Reservation(capacity, map[string]string{"cpu": "2", "pid": "1000"}, nil,
 		map[string]string{"memory.available": "50%", "nodefs.available": "2Gi", "imagefs.available": "15%"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := quantities(t, allocatable(capacity, reserved))
+	got := map[v1.ResourceName]string{}
+	for name, q := range Allocatable(capacity, reserved) {
+		got[name] = q.String()
+	}
 	want := map[v1.ResourceName]string{"cpu": "0", "memory": "512Mi", "pods": "10", "ephemeral-storage": "0"}
 	for name, q := range want {
 		if got[name] != q {
