@@ -161,10 +161,11 @@ test: export NO_WAIT_QUIET=1
 test: export GUEST_SUBJECTS=nodelet
 test: unit real e2e e2e-containerd16 bench-smoke conformance-smoke conformance-smoke-containerd16 guest
 
-# Unit tests: every package except the end-to-end suite, after the dependency and doc-link
-# checks; the real tests (`make real`) are only compiled and vetted here.
+# Unit tests: every package except the end-to-end suite, after the dependency, layering
+# and doc-link checks; the real tests (`make real`) are only compiled and vetted here.
 unit:
 	hack/check-deps.sh
+	$(GO) run ./hack/checklayers
 	hack/check-doc-links.sh
 	$(GO) vet -tags real $$(git ls-files '*_real_test.go' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 	$(GO) test -race $$($(GO) list ./... | grep -v '/test/e2e')
@@ -174,7 +175,7 @@ unit:
 # run with the unit tests; `make fuzz` fuzzes each in turn for FUZZTIME.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := \
-	./internal/source:FuzzDecodeAndValidate \
+	./internal/pod/source:FuzzDecodeAndValidate \
 	./internal/volumes/subpath:FuzzSubPathOpen
 
 fuzz:

@@ -20,8 +20,8 @@ for node in nodetest apipods-test; do
 done
 
 # Every package holding real tests must be run below, and every test in them named TestReal*.
-runs=(./internal/runtime/ ./internal/images/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/
-	./internal/node/ ./internal/status/ ./internal/server/)
+runs=(./internal/runtime/kuberuntime/ ./internal/runtime/images/ ./internal/server/logs/ ./internal/pod/prober/ ./internal/server/stats/ ./internal/server/streaming/
+	./internal/node/ ./internal/pod/status/ ./internal/server/)
 real_files=$(git ls-files --cached --others --exclude-standard '*_real_test.go')
 missing=$(comm -23 <(xargs -n1 dirname <<<"$real_files" | sed 's|^|./|; s|$|/|' | sort -u) \
 	<(printf '%s\n' "${runs[@]}" | sort -u))
@@ -54,14 +54,14 @@ run() {
 }
 
 run "real containerd: runtime, images, logs, prober, stats, streaming" NODELET_E2E_CRI=$CRI -- \
-	./internal/runtime/ ./internal/images/ ./internal/logs/ ./internal/prober/ ./internal/stats/ ./internal/streaming/ -run '^TestReal' \
+	./internal/runtime/kuberuntime/ ./internal/runtime/images/ ./internal/server/logs/ ./internal/pod/prober/ ./internal/server/stats/ ./internal/server/streaming/ -run '^TestReal' \
 	-skip 'CostAt50Pods' # a measurement (prints figures, asserts none), not a test: run it by hand
 run "real API server: node registration, status and lease" \
 	NODELET_E2E_KUBECONFIG=$CP/node-nodetest.kubeconfig NODELET_E2E_ADMIN_KUBECONFIG=$ADMIN -- \
 	./internal/node/ -run '^TestReal'
 run "real API server: API pods, status sync, mirror pods" \
 	NODELET_E2E_KUBECONFIG=$ADMIN NODELET_E2E_NODE_KUBECONFIG=$CP/node-apipods-test.kubeconfig -- \
-	./internal/status/ -run '^TestReal'
+	./internal/pod/status/ -run '^TestReal'
 run "real API server: the kubelet API's authentication and authorization" NODELET_E2E_KUBECONFIG=$ADMIN -- \
 	./internal/server/ -run '^TestReal'
 echo "==> every real-runtime and real-API-server package test passed"

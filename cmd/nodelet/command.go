@@ -10,7 +10,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/app"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/version"
+	"github.com/nodelet/nodelet/internal/lib/version"
 )
 
 // runFunc starts nodelet with a complete configuration; app.Run in production.

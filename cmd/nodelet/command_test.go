@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/version"
+	"github.com/nodelet/nodelet/internal/lib/version"
 )
 
 // fakeRun records the configuration nodelet would have started with.

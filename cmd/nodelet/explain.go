@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodelet/nodelet/internal/explain"
-	"github.com/nodelet/nodelet/internal/timeline"
+	"github.com/nodelet/nodelet/internal/cli/explain"
+	"github.com/nodelet/nodelet/internal/podspec/timeline"
 )
 
 // explainTarget is where the kubelet API is reached: directly, or through the API server.

@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/internal/timeline"
+	"github.com/nodelet/nodelet/internal/podspec/timeline"
 )
 
 // explain reads /pods and the timeline from the kubelet API (with the token given), prints

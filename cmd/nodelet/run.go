@@ -14,9 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/internal/cli/podrun"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/podrun"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/pod/source"
 )
 
 // podRunner runs one pod in this process until drive returns: app.RunPod in production.

@@ -15,10 +15,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/cli/podrun"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/podrun"
-	"github.com/nodelet/nodelet/internal/source"
-	"github.com/nodelet/nodelet/internal/timeline"
+	"github.com/nodelet/nodelet/internal/pod/source"
+	"github.com/nodelet/nodelet/internal/podspec/timeline"
 )
 
 const jobManifest = `apiVersion: v1

@@ -7,7 +7,7 @@
 // there are removed (a checkpoint that was there before is put back). Run it under the e2e lock,
 // as it shares that directory with any other upstream kubelet.
 //
-//	go run ./hack/devicegolden -kubelet _output/cp/bin/kubelet -out internal/deviceplugin/testdata/kubelet_internal_checkpoint
+//	go run ./hack/devicegolden -kubelet _output/cp/bin/kubelet -out internal/cm/deviceplugin/testdata/kubelet_internal_checkpoint
 package main
 
 import (
@@ -28,14 +28,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/runtime/cri/fakecri"
 )
 
 const resourceName = "golden.example.com/widget"
 
 func main() {
 	kubelet := flag.String("kubelet", "_output/cp/bin/kubelet", "the upstream kubelet binary")
-	out := flag.String("out", "internal/deviceplugin/testdata/kubelet_internal_checkpoint", "where to copy the checkpoint")
+	out := flag.String("out", "internal/cm/deviceplugin/testdata/kubelet_internal_checkpoint", "where to copy the checkpoint")
 	flag.Parse()
 	if err := run(*kubelet, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "devicegolden:", err)

@@ -9,13 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
-	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
-	"github.com/nodelet/nodelet/internal/status"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/pod/admission"
+	"github.com/nodelet/nodelet/internal/pod/status"
 )
 
 func guaranteedPod(name string, cpu, memory string) *v1.Pod {

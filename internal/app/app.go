@@ -19,49 +19,49 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/admission"
-	"github.com/nodelet/nodelet/internal/cadvisor"
+	"github.com/nodelet/nodelet/internal/cli/runonce"
 	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cm/deviceplugin"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
-	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/credprovider"
-	"github.com/nodelet/nodelet/internal/cri"
-	"github.com/nodelet/nodelet/internal/csi"
-	"github.com/nodelet/nodelet/internal/daemon"
-	"github.com/nodelet/nodelet/internal/deviceplugin"
-	"github.com/nodelet/nodelet/internal/eviction"
-	"github.com/nodelet/nodelet/internal/gc"
-	"github.com/nodelet/nodelet/internal/healthz"
-	"github.com/nodelet/nodelet/internal/imagegc"
-	"github.com/nodelet/nodelet/internal/images"
-	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/machine"
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
+	"github.com/nodelet/nodelet/internal/lib/version"
 	"github.com/nodelet/nodelet/internal/node"
-	"github.com/nodelet/nodelet/internal/nodeui"
-	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/node/daemon"
+	"github.com/nodelet/nodelet/internal/node/eviction"
+	"github.com/nodelet/nodelet/internal/node/gc"
+	"github.com/nodelet/nodelet/internal/node/imagegc"
+	"github.com/nodelet/nodelet/internal/node/shutdown"
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/podsync"
-	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/prober"
-	"github.com/nodelet/nodelet/internal/resize"
-	"github.com/nodelet/nodelet/internal/runonce"
-	"github.com/nodelet/nodelet/internal/runtime"
-	"github.com/nodelet/nodelet/internal/runtimeclass"
-	"github.com/nodelet/nodelet/internal/runtimefeatures"
-	"github.com/nodelet/nodelet/internal/services"
-	"github.com/nodelet/nodelet/internal/shutdown"
-	"github.com/nodelet/nodelet/internal/source"
-	"github.com/nodelet/nodelet/internal/stats"
-	"github.com/nodelet/nodelet/internal/status"
-	"github.com/nodelet/nodelet/internal/syncloop"
-	"github.com/nodelet/nodelet/internal/timeline"
-	"github.com/nodelet/nodelet/internal/userns"
-	"github.com/nodelet/nodelet/internal/version"
+	"github.com/nodelet/nodelet/internal/pod/admission"
+	"github.com/nodelet/nodelet/internal/pod/podsync"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
+	"github.com/nodelet/nodelet/internal/pod/prober"
+	"github.com/nodelet/nodelet/internal/pod/resize"
+	"github.com/nodelet/nodelet/internal/pod/source"
+	"github.com/nodelet/nodelet/internal/pod/status"
+	"github.com/nodelet/nodelet/internal/pod/syncloop"
+	"github.com/nodelet/nodelet/internal/podspec/services"
+	"github.com/nodelet/nodelet/internal/podspec/timeline"
+	"github.com/nodelet/nodelet/internal/runtime/credprovider"
+	"github.com/nodelet/nodelet/internal/runtime/cri"
+	"github.com/nodelet/nodelet/internal/runtime/images"
+	"github.com/nodelet/nodelet/internal/runtime/kuberuntime"
+	"github.com/nodelet/nodelet/internal/runtime/pleg"
+	"github.com/nodelet/nodelet/internal/runtime/runtimeclass"
+	"github.com/nodelet/nodelet/internal/runtime/runtimefeatures"
+	"github.com/nodelet/nodelet/internal/runtime/userns"
+	"github.com/nodelet/nodelet/internal/server/cadvisor"
+	"github.com/nodelet/nodelet/internal/server/healthz"
+	"github.com/nodelet/nodelet/internal/server/nodeui"
+	"github.com/nodelet/nodelet/internal/server/stats"
 	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/csi"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 
@@ -77,7 +77,7 @@ const (
 type agent struct {
 	cfg      *config.Config
 	recorder record.EventRecorder
-	runtime  *runtime.Manager
+	runtime  *kuberuntime.Manager
 	cri      *cri.Client // the runtime's CRI connection, shared by runtime, images, stats and streaming
 	volumes  *volumes.Manager
 	csi      *csi.Drivers // the CSI drivers registered through plugins_registry
@@ -123,12 +123,12 @@ type agent struct {
 	features *runtimefeatures.Store // what the runtime reports it can do (CRI Status)
 	idRanges *userns.Manager        // hostUsers: false pods' ID ranges
 	// runtimeClasses gives the pod's CRI handler (its RuntimeClass's), as the runtime is given.
-	runtimeClasses runtime.RuntimeClasses
+	runtimeClasses kuberuntime.RuntimeClasses
 
 	// memory pins Guaranteed pods' memory to NUMA nodes; nil in a foreground run.
 	memory *memorymanager.Manager
 	// hostMemory shapes containers' memory beyond their limits: OOM group, swap.
-	hostMemory runtime.MemorySettings
+	hostMemory kuberuntime.MemorySettings
 }
 
 // Run starts nodelet and blocks until ctx ends or a component fails to start.
@@ -319,7 +319,7 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 	if err := n.newResizer(); err != nil {
 		return nil, err
 	}
-	rt, err := runtime.NewManager(n.runtimeOptions(ctx, imgs))
+	rt, err := kuberuntime.NewManager(n.runtimeOptions(ctx, imgs))
 	if err != nil {
 		return nil, err
 	}
@@ -363,9 +363,9 @@ func (n *agent) newImages() (*images.Manager, error) {
 
 // runtimeOptions configures the CRI runtime manager; in cluster mode it reads objects,
 // pull secrets, Services and RuntimeClasses through the components it starts here.
-func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) runtime.Options {
+func (n *agent) runtimeOptions(ctx context.Context, imgs *images.Manager) kuberuntime.Options {
 	kc, cfg := n.cfg.Kubelet, n.cfg
-	opts := runtime.Options{
+	opts := kuberuntime.Options{
 		CRI:     n.cri,
 		RootDir: cfg.RootDir, PodLogsDir: kc.PodLogsDir, Recorder: n.recorder, Images: imgs,
 		ResolvConf: cfg.ResolverConfig, ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain, NodeName: cfg.NodeName, NodeIP: node.PrimaryHostIP(cfg.NodeIP),

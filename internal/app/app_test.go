@@ -13,8 +13,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/runtime/container"
+	"github.com/nodelet/nodelet/internal/runtime/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

@@ -3,7 +3,7 @@ package app
 import (
 	"net/http"
 
-	"github.com/nodelet/nodelet/internal/cadvisor"
+	"github.com/nodelet/nodelet/internal/server/cadvisor"
 )
 
 // cadvisorHandler serves /metrics/cadvisor from the cgroups. Without nodelet's pod cgroups

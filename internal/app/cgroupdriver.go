@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cri"
+	"github.com/nodelet/nodelet/internal/runtime/cri"
 )
 
 // cgroupDriverRetries and cgroupDriverPause: upstream asks three times, 2s apart, while the

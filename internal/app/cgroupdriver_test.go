@@ -11,8 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cri"
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/runtime/cri"
+	"github.com/nodelet/nodelet/internal/runtime/cri/fakecri"
 )
 
 func TestCgroupDriverFromCRI(t *testing.T) {

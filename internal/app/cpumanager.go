@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
-	"github.com/nodelet/nodelet/internal/cri"
+	"github.com/nodelet/nodelet/internal/runtime/cri"
 )
 
 // newCPUManager builds the CPU manager over the machine (restoring and checking its state file,

@@ -17,11 +17,11 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/nodelet/nodelet/internal/cm"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/config"
+	"github.com/nodelet/nodelet/internal/host/topology"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

@@ -9,10 +9,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/admission"
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri"
-	"github.com/nodelet/nodelet/internal/deviceplugin"
+	"github.com/nodelet/nodelet/internal/cm/deviceplugin"
+	"github.com/nodelet/nodelet/internal/pod/admission"
+	"github.com/nodelet/nodelet/internal/runtime/container"
+	"github.com/nodelet/nodelet/internal/runtime/cri"
 )
 
 // startDevicePlugins serves device plugin registrations at <root-dir>/device-plugins as one of

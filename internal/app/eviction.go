@@ -8,12 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/eviction"
-	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/podutil"
-	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/status"
-	"github.com/nodelet/nodelet/internal/syncloop"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
+	"github.com/nodelet/nodelet/internal/node/eviction"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
+	"github.com/nodelet/nodelet/internal/pod/status"
+	"github.com/nodelet/nodelet/internal/pod/syncloop"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
 )
 
 // startEviction makes the eviction manager (n.eviction: admission, the node status and the

@@ -5,10 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/gc"
-	"github.com/nodelet/nodelet/internal/imagegc"
-	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/node/gc"
+	"github.com/nodelet/nodelet/internal/node/imagegc"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime/container"
 )
 
 // startGC builds container and image garbage collection, keeps them in n.containerGC and

@@ -13,7 +13,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/sysctl"
+	"github.com/nodelet/nodelet/internal/host/sysctl"
 )
 
 // hostFiles are the kernel files prepareHost reads and writes; unit tests point them at copies.

@@ -14,9 +14,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/downward"
-	"github.com/nodelet/nodelet/internal/machine"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/podspec/downward"
+	"github.com/nodelet/nodelet/internal/runtime/kuberuntime"
 )
 
 // readHost reads the machine's facts, once for every component: those that cannot be read are
@@ -38,13 +38,13 @@ func (n *agent) capacity() downward.Capacity {
 // memorySettings are the host facts and settings the runtime shapes containers' memory by
 // beyond their limits, read as upstream reads them: the cgroup version, whether the host can
 // limit swap, and the machine's memory and swap (of host, read at start).
-func memorySettings(cfg *config.Config, host *machine.Machine) (runtime.MemorySettings, error) {
+func memorySettings(cfg *config.Config, host *machine.Machine) (kuberuntime.MemorySettings, error) {
 	kc := cfg.Kubelet
-	s := runtime.MemorySettings{CgroupV2: cgroupV2(hostFiles.cgroupRoot), SwapBehavior: kc.MemorySwap.SwapBehavior}
+	s := kuberuntime.MemorySettings{CgroupV2: cgroupV2(hostFiles.cgroupRoot), SwapBehavior: kc.MemorySwap.SwapBehavior}
 	// On v1 an OOM always kills one process; on v2 the whole container unless told otherwise.
 	s.OOMGroup = s.CgroupV2 && !ptr.Deref(kc.SingleProcessOOMKill, false)
 	if !cfg.NodeSwap {
-		s.SwapBehavior = runtime.NoSwap
+		s.SwapBehavior = kuberuntime.NoSwap
 	}
 	s.SwapController = fileExists(swapControllerFile(s.CgroupV2))
 	if host == nil || host.MemoryBytes == 0 {

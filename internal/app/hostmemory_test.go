@@ -7,8 +7,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/machine"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/runtime/kuberuntime"
 )
 
 // memoryHost lays out a fake cgroup tree and /proc files for memorySettings and restores the
@@ -39,22 +39,25 @@ func TestMemorySettingsReadTheHostAsUpstream(t *testing.T) {
 		name           string
 		v2, controller bool
 		mutate         func(*config.Config)
-		want           runtime.MemorySettings
+		want           kuberuntime.MemorySettings
 	}{
 		{name: "v1 with memsw", controller: true,
-			want: runtime.MemorySettings{SwapController: true}},
+			want: kuberuntime.MemorySettings{SwapController: true}},
 		{name: "v1 without memsw"},
 		{name: "v2: OOM group by default", v2: true, controller: true,
-			want: runtime.MemorySettings{CgroupV2: true, OOMGroup: true, SwapController: true}},
+			want: kuberuntime.MemorySettings{CgroupV2: true, OOMGroup: true, SwapController: true}},
 		{name: "v2 singleProcessOOMKill", v2: true,
 			mutate: func(c *config.Config) { c.Kubelet.SingleProcessOOMKill = ptr.To(true) },
-			want:   runtime.MemorySettings{CgroupV2: true}},
+			want:   kuberuntime.MemorySettings{CgroupV2: true}},
 		{name: "v2 LimitedSwap", v2: true, controller: true,
-			mutate: func(c *config.Config) { c.Kubelet.MemorySwap.SwapBehavior = runtime.LimitedSwap },
-			want:   runtime.MemorySettings{CgroupV2: true, OOMGroup: true, SwapController: true, SwapBehavior: runtime.LimitedSwap}},
+			mutate: func(c *config.Config) { c.Kubelet.MemorySwap.SwapBehavior = kuberuntime.LimitedSwap },
+			want:   kuberuntime.MemorySettings{CgroupV2: true, OOMGroup: true, SwapController: true, SwapBehavior: kuberuntime.LimitedSwap}},
 		{name: "NodeSwap off: no swap whatever swapBehavior", v2: true, controller: true,
-			mutate: func(c *config.Config) { c.NodeSwap = false; c.Kubelet.MemorySwap.SwapBehavior = runtime.LimitedSwap },
-			want:   runtime.MemorySettings{CgroupV2: true, OOMGroup: true, SwapController: true, SwapBehavior: runtime.NoSwap}},
+			mutate: func(c *config.Config) {
+				c.NodeSwap = false
+				c.Kubelet.MemorySwap.SwapBehavior = kuberuntime.LimitedSwap
+			},
+			want: kuberuntime.MemorySettings{CgroupV2: true, OOMGroup: true, SwapController: true, SwapBehavior: kuberuntime.NoSwap}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/atomicfile"
-	"github.com/nodelet/nodelet/internal/fsutil"
+	"github.com/nodelet/nodelet/internal/lib/atomicfile"
+	"github.com/nodelet/nodelet/internal/lib/fsutil"
 )
 
 // sweepLeftovers removes the temporary files of atomic writes that a crash left where nodelet

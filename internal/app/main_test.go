@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/sysctl"
+	"github.com/nodelet/nodelet/internal/host/sysctl"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

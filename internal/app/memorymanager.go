@@ -7,13 +7,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/machine"
-	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/qos"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
+	"github.com/nodelet/nodelet/internal/podspec/qos"
 )
 
 // newMemoryManager builds the memory manager: None keeps only its state file; Static places

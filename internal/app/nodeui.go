@@ -13,12 +13,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/healthz"
 	"github.com/nodelet/nodelet/internal/node"
-	"github.com/nodelet/nodelet/internal/nodeui"
+	"github.com/nodelet/nodelet/internal/server/healthz"
+	"github.com/nodelet/nodelet/internal/server/nodeui"
 )
 
-// nodePage is the node page (internal/nodeui): one handler, served on the kubelet API at /ui/
+// nodePage is the node page (internal/server/nodeui): one handler, served on the kubelet API at /ui/
 // and, with --node-ui-port, on its own listener, and the sampler behind its graphs.
 type nodePage struct {
 	handler http.Handler

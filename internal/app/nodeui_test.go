@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/server/healthz"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

@@ -1,6 +1,6 @@
 package app
 
-import "github.com/nodelet/nodelet/internal/oom"
+import "github.com/nodelet/nodelet/internal/node/oom"
 
 // startOOM watches the kernel log for OOM kills outside the pods' cgroups (SystemOOM events).
 func (n *agent) startOOM() {

@@ -2,7 +2,7 @@ package app
 
 import (
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
-	"github.com/nodelet/nodelet/internal/podhooks"
+	"github.com/nodelet/nodelet/internal/podspec/podhooks"
 )
 
 // podHooks are what the resource managers add to the CRI configs, in the order the runtime

@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/cm"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cm/deviceplugin"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/deviceplugin"
-	"github.com/nodelet/nodelet/internal/podhooks"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/podspec/podhooks"
 )
 
 // The daemon's managers reach the runtime as hooks in the documented order (devices, CPUs,

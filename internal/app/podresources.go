@@ -3,7 +3,7 @@ package app
 import (
 	"path/filepath"
 
-	"github.com/nodelet/nodelet/internal/podresources"
+	"github.com/nodelet/nodelet/internal/server/podresources"
 )
 
 // startPodResources serves the pod-resources API at <root-dir>/pod-resources/kubelet.sock, as

@@ -8,13 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod"
-	"github.com/nodelet/nodelet/internal/podutil"
-	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/source"
-	"github.com/nodelet/nodelet/internal/syncloop"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
+	"github.com/nodelet/nodelet/internal/pod/source"
+	"github.com/nodelet/nodelet/internal/pod/syncloop"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
+	"github.com/nodelet/nodelet/internal/runtime/container"
+	"github.com/nodelet/nodelet/internal/runtime/pleg"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/timeline"
+	"github.com/nodelet/nodelet/internal/podspec/timeline"
 )
 
 // probeSteps turns probe results into timeline steps when a probe's result changes ("readiness

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/internal/timeline"
+	"github.com/nodelet/nodelet/internal/podspec/timeline"
 )
 
 // Only a change of a probe's result becomes a step.

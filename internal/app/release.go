@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/podsync"
+	"github.com/nodelet/nodelet/internal/pod/podsync"
 )
 
 // sweepPeriod spaces the searches for per-pod state of pods gone while nodelet was down or

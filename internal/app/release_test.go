@@ -6,14 +6,14 @@ import (
 
 	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
+	"github.com/nodelet/nodelet/internal/cm/deviceplugin"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
-	"github.com/nodelet/nodelet/internal/deviceplugin"
-	"github.com/nodelet/nodelet/internal/images"
-	"github.com/nodelet/nodelet/internal/podsync"
-	"github.com/nodelet/nodelet/internal/resize"
-	"github.com/nodelet/nodelet/internal/status"
-	"github.com/nodelet/nodelet/internal/userns"
+	"github.com/nodelet/nodelet/internal/pod/podsync"
+	"github.com/nodelet/nodelet/internal/pod/resize"
+	"github.com/nodelet/nodelet/internal/pod/status"
+	"github.com/nodelet/nodelet/internal/runtime/images"
+	"github.com/nodelet/nodelet/internal/runtime/userns"
 	"github.com/nodelet/nodelet/internal/volumes"
 )
 

@@ -4,11 +4,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/admission"
-	"github.com/nodelet/nodelet/internal/allocation"
 	"github.com/nodelet/nodelet/internal/cm"
-	"github.com/nodelet/nodelet/internal/resize"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/pod/admission"
+	"github.com/nodelet/nodelet/internal/pod/allocation"
+	"github.com/nodelet/nodelet/internal/pod/resize"
+	"github.com/nodelet/nodelet/internal/runtime/kuberuntime"
 )
 
 // newResizer loads the pods' allocated and actuated resources from the root directory. It
@@ -34,7 +34,7 @@ func (n *agent) newResizer() error {
 }
 
 // resizeRuntimeOptions gives the runtime manager what it actuates resizes with.
-func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
+func (n *agent) resizeRuntimeOptions(opts *kuberuntime.Options) {
 	opts.Actuated = n.resizer.Allocations
 	if n.cm.OwnsPodCgroups() {
 		opts.PodCgroups = podCgroups{n.cm}
@@ -44,12 +44,12 @@ func (n *agent) resizeRuntimeOptions(opts *runtime.Options) {
 // podCgroups adapts the cgroup manager to what the runtime resizes pod cgroups through.
 type podCgroups struct{ m *cm.ContainerManager }
 
-func (p podCgroups) PodConfig(pod *v1.Pod) (runtime.PodCgroupConfig, runtime.PodCgroupConfig, error) {
+func (p podCgroups) PodConfig(pod *v1.Pod) (kuberuntime.PodCgroupConfig, kuberuntime.PodCgroupConfig, error) {
 	current, desired, err := p.m.PodConfig(pod)
-	return runtime.PodCgroupConfig(current), runtime.PodCgroupConfig(desired), err
+	return kuberuntime.PodCgroupConfig(current), kuberuntime.PodCgroupConfig(desired), err
 }
 
-func (p podCgroups) SetPodConfig(pod *v1.Pod, c runtime.PodCgroupConfig) error {
+func (p podCgroups) SetPodConfig(pod *v1.Pod, c kuberuntime.PodCgroupConfig) error {
 	return p.m.SetPodConfig(pod, cm.PodConfig(c))
 }
 

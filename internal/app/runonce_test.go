@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/runtime/cri/fakecri"
 )
 
 // Run in run-once mode must return once its pods run: every component it started stops with it.

@@ -7,15 +7,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/admission"
+	"github.com/nodelet/nodelet/internal/cli/podrun"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/pleg"
-	"github.com/nodelet/nodelet/internal/podrun"
-	"github.com/nodelet/nodelet/internal/podutil"
-	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/runpod"
-	"github.com/nodelet/nodelet/internal/source"
-	"github.com/nodelet/nodelet/internal/syncloop"
+	"github.com/nodelet/nodelet/internal/pod/admission"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
+	"github.com/nodelet/nodelet/internal/pod/source"
+	"github.com/nodelet/nodelet/internal/pod/syncloop"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
+	"github.com/nodelet/nodelet/internal/runtime/pleg"
 )
 
 // RunPod runs one pod in this process (`nodelet run --wait`) with the daemon's machinery —
@@ -39,7 +38,7 @@ func RunPod(ctx context.Context, cfg *config.Config, pod *v1.Pod, drive func(con
 	if !interruptBuild() {
 		err = fmt.Errorf("stopped before the pod started: %w", context.Cause(ctx))
 	}
-	var p *runpod.Pod
+	var p *podrun.LocalPod
 	if err == nil {
 		p, err = n.buildPod(nodeletCtx, pod)
 	}
@@ -64,7 +63,7 @@ var foregroundBuilt = func(*agent) {}
 
 // buildPod adds the pod's source, its loop and the rotation of its logs, and gives the pod
 // drive is handed.
-func (n *agent) buildPod(nodeletCtx context.Context, pod *v1.Pod) (*runpod.Pod, error) {
+func (n *agent) buildPod(nodeletCtx context.Context, pod *v1.Pod) (*podrun.LocalPod, error) {
 	n.merger = source.NewMerger()
 	single := source.NewSinglePod(pod, n.merger.Channel(podutil.FileSource))
 	n.sources = []string{podutil.FileSource}
@@ -74,7 +73,7 @@ func (n *agent) buildPod(nodeletCtx context.Context, pod *v1.Pod) (*runpod.Pod, 
 	if err := n.startLogRotation(podrun.LogDir(n.cfg.Kubelet.PodLogsDir, pod)); err != nil {
 		return nil, err
 	}
-	return runpod.NewPod(runpod.Deps{
+	return podrun.NewLocalPod(podrun.Deps{
 		Pod: pod, Source: single, Workers: workers, Statuses: n.statuses.Get, Timeline: n.timeline,
 		Stopped: nodeletCtx.Done(), StopErr: func() error { return stopped(nodeletCtx) },
 	}), nil

@@ -12,10 +12,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
-	"github.com/nodelet/nodelet/internal/podrun"
-	"github.com/nodelet/nodelet/internal/source"
+	"github.com/nodelet/nodelet/internal/cli/podrun"
+	"github.com/nodelet/nodelet/internal/pod/source"
+	"github.com/nodelet/nodelet/internal/runtime/container"
+	"github.com/nodelet/nodelet/internal/runtime/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

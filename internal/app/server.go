@@ -11,21 +11,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/certificates"
-	"github.com/nodelet/nodelet/internal/checkpoint"
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/cri"
-	"github.com/nodelet/nodelet/internal/csi"
-	"github.com/nodelet/nodelet/internal/healthz"
-	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/logs"
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/cli/podrun"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
 	"github.com/nodelet/nodelet/internal/node"
-	"github.com/nodelet/nodelet/internal/runpod"
-	"github.com/nodelet/nodelet/internal/runtime"
+	"github.com/nodelet/nodelet/internal/node/certificates"
+	"github.com/nodelet/nodelet/internal/runtime/container"
+	"github.com/nodelet/nodelet/internal/runtime/cri"
+	"github.com/nodelet/nodelet/internal/runtime/kuberuntime"
 	"github.com/nodelet/nodelet/internal/server"
-	"github.com/nodelet/nodelet/internal/stats"
-	"github.com/nodelet/nodelet/internal/streaming"
+	"github.com/nodelet/nodelet/internal/server/checkpoint"
+	"github.com/nodelet/nodelet/internal/server/healthz"
+	"github.com/nodelet/nodelet/internal/server/logs"
+	"github.com/nodelet/nodelet/internal/server/stats"
+	"github.com/nodelet/nodelet/internal/server/streaming"
+	"github.com/nodelet/nodelet/internal/volumes/csi"
 )
 
 // startServer serves the kubelet API on port (10250) and, when set, the read-only port. In
@@ -143,7 +143,7 @@ func (n *agent) handlers() server.Handlers {
 
 // checkpointRuntime is the runtime's pods and its CRI checkpoint call.
 type checkpointRuntime struct {
-	*runtime.Manager
+	*kuberuntime.Manager
 	*cri.Client
 }
 
@@ -158,7 +158,7 @@ func (n *agent) startLogRotation(podLogDir string) error {
 	}
 	var containers container.LogService = n.runtime
 	if podLogDir != "" {
-		containers = runpod.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
+		containers = podrun.LogsUnder{LogService: containers, Dir: podLogDir + string(filepath.Separator)}
 	}
 	rotator, err := logs.NewRotator(logs.RotatorOptions{
 		MaxSize: maxSize, MaxFiles: int(n.cfg.ContainerLogMaxFiles), Interval: n.cfg.ContainerLogMonitorInterval,

@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/logind"
-	"github.com/nodelet/nodelet/internal/podworkers"
-	"github.com/nodelet/nodelet/internal/shutdown"
+	"github.com/nodelet/nodelet/internal/node/logind"
+	"github.com/nodelet/nodelet/internal/node/shutdown"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
 )
 
 // statusFlushTimeout bounds how long a shut-down node waits for its pods' last statuses to

@@ -6,9 +6,9 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/podutil"
-	"github.com/nodelet/nodelet/internal/source"
-	"github.com/nodelet/nodelet/internal/syncloop"
+	"github.com/nodelet/nodelet/internal/pod/source"
+	"github.com/nodelet/nodelet/internal/pod/syncloop"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
 )
 
 // newSources makes the merger of the configured pod sources and n.synced, which the parts

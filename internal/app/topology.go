@@ -9,11 +9,11 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/machine"
-	"github.com/nodelet/nodelet/internal/nodeui"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/server/nodeui"
 )
 
 // readTopology reads the machine's CPU and NUMA layout once.

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/userns"
+	"github.com/nodelet/nodelet/internal/runtime/userns"
 )
 
 // Where the node's user namespace range is configured, as upstream: the kubelet user's entries.

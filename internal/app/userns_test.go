@@ -9,7 +9,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/internal/cri/fakecri"
+	"github.com/nodelet/nodelet/internal/runtime/cri/fakecri"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

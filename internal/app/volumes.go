@@ -7,11 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/cm"
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/csi"
 	"github.com/nodelet/nodelet/internal/node"
-	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime/container"
 	"github.com/nodelet/nodelet/internal/volumes"
+	"github.com/nodelet/nodelet/internal/volumes/csi"
 	"github.com/nodelet/nodelet/internal/volumes/plugins"
 )
 

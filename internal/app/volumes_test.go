@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/podworkers"
+	"github.com/nodelet/nodelet/internal/pod/podworkers"
+	"github.com/nodelet/nodelet/internal/runtime/container"
 )
 
 // A pod's volumes may go once its worker has terminated it; a pod without a worker only once

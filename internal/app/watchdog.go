@@ -1,8 +1,8 @@
 package app
 
 import (
-	"github.com/nodelet/nodelet/internal/healthz"
-	"github.com/nodelet/nodelet/internal/watchdog"
+	"github.com/nodelet/nodelet/internal/server/healthz"
+	"github.com/nodelet/nodelet/internal/server/watchdog"
 )
 
 // startWatchdog feeds systemd's watchdog when the unit sets WatchdogSec (and the

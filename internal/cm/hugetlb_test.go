@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/nodelet/nodelet/internal/hugepages"
+	"github.com/nodelet/nodelet/internal/host/hugepages"
 )
 
 const unlimitedHugetlb = "9223372036854771712"

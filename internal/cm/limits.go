@@ -15,9 +15,9 @@ import (
 	"github.com/opencontainers/cgroups/fs"
 	"github.com/opencontainers/cgroups/fs2"
 
-	"github.com/nodelet/nodelet/internal/hugepages"
-	"github.com/nodelet/nodelet/internal/qos"
-	"github.com/nodelet/nodelet/internal/sidecar"
+	"github.com/nodelet/nodelet/internal/host/hugepages"
+	"github.com/nodelet/nodelet/internal/podspec/qos"
+	"github.com/nodelet/nodelet/internal/podspec/sidecar"
 )
 
 const (

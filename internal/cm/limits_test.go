@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/nodelet/nodelet/internal/hugepages"
+	"github.com/nodelet/nodelet/internal/host/hugepages"
 )
 
 func TestPodLimitsCountInitContainersAndSidecars(t *testing.T) {

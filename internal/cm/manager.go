@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/qos"
+	"github.com/nodelet/nodelet/internal/podspec/qos"
 )
 
 // Names of the QoS cgroups, as the Kubernetes conformance tests expect them.

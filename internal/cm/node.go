@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/machine"
+	"github.com/nodelet/nodelet/internal/host/machine"
 )
 
 // enforceAllocatable places nodelet and the host's processes (kubeletCgroups,

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/qos"
+	"github.com/nodelet/nodelet/internal/podspec/qos"
 )
 
 // PodConfig is what a pod cgroup says of cpu and memory, for an in-place resize: the cpu

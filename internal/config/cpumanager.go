@@ -7,7 +7,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 )
 
 // checkCPUManager validates cpuManagerPolicy, its options and reservedSystemCPUs as upstream

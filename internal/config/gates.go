@@ -9,7 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 )
 
 // upstreamGate is one feature gate of the upstream kubelet, as zz_generated_gates.go lists it.

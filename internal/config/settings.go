@@ -5,7 +5,7 @@ import (
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 )
 
 // Settings are the KubeletConfiguration's optional (pointer) fields and derived values

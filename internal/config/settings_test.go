@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 )
 
 // Complete's Settings carry the defaults of the pointer fields and let flags override them.

@@ -3,7 +3,7 @@ package config
 import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 )
 
 // checkTopologyManager refuses topologyManagerPolicyOptions the topology manager does not know or

@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/machine"
+	"github.com/nodelet/nodelet/internal/host/machine"
 )
 
 func TestDescriberReportsWhatTheControllerWouldPost(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/machine"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
 )
 
 const testNode = "worker-1"

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
 )
 
 // Lease renewal retries back off from 200ms to 7s, but never past the next renewal.

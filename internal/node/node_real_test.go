@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/machine"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
 )
 
 // TestRealAPIServer runs the Node and Lease controllers against a real API server.

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/machine"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
 )
 
 // Defaults, as the kubelet's.

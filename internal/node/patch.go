@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
-	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
 )
 
 // patchStatus sends the difference between old and desired status as a strategic merge patch

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/lib/version"
 	"github.com/nodelet/nodelet/internal/testutil"
-	"github.com/nodelet/nodelet/internal/version"
 )
 
 func quantities(t *testing.T, list v1.ResourceList) map[v1.ResourceName]string {

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/machine"
-	"github.com/nodelet/nodelet/internal/version"
+	"github.com/nodelet/nodelet/internal/host/machine"
+	"github.com/nodelet/nodelet/internal/lib/version"
 )
 
 // statusRetries is how many quick attempts one tick makes before waiting for the next.

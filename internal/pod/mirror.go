@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/kubeclient"
-	"github.com/nodelet/nodelet/internal/podutil"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
 )
 
 // mirrorDeleteTimeout bounds each attempt of the background deletion of an orphaned mirror pod.

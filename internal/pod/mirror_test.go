@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
-	"github.com/nodelet/nodelet/internal/podutil"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
 )
 
 const testNode = "node1"

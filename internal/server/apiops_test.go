@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/healthz"
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
+	"github.com/nodelet/nodelet/internal/server/healthz"
 	"github.com/nodelet/nodelet/internal/testutil"
 )
 

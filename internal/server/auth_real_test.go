@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
 )
 
 // TestRealAPIServerAuth runs the server with webhook authentication and authorization against a

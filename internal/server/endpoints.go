@@ -16,8 +16,8 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/config"
-	"github.com/nodelet/nodelet/internal/healthz"
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
+	"github.com/nodelet/nodelet/internal/server/healthz"
 )
 
 // healthHandler serves /healthz as upstream's API server-style health endpoint: "ok", or 500

@@ -27,7 +27,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
 )
 
 // testCA is a throw-away certificate authority for client certificates.

@@ -23,8 +23,8 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/healthz"
-	"github.com/nodelet/nodelet/internal/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
+	"github.com/nodelet/nodelet/internal/server/healthz"
 )
 
 // Options configure the servers. The zero value of a bool means off.

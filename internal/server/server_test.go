@@ -23,7 +23,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/healthz"
+	"github.com/nodelet/nodelet/internal/server/healthz"
 )
 
 func TestSelfSignedCertificateCreatedOnceAndReused(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/cri"
+	"github.com/nodelet/nodelet/internal/runtime/cri"
 )
 
 // RealCRIEnv names the real runtime's endpoint for the tests tagged `real`

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/internal/fsutil"
+	"github.com/nodelet/nodelet/internal/lib/fsutil"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 )
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/fsutil"
+	"github.com/nodelet/nodelet/internal/lib/fsutil"
 	"github.com/nodelet/nodelet/internal/volumes/subpath"
 )
 

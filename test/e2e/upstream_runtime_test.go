@@ -30,7 +30,7 @@ func upstreamSettingsPod(name string) string {
 // controller, no SELinux) what upstream 1.33 sends that the runtime shows:
 //   - the container's memory+swap is capped at its memory limit (NoSwap on cgroup v1; containerd
 //     1.6 caps it so by itself when nothing is sent, so this one holds on older nodelets too:
-//     internal/runtime's TestSwapOnCgroupV1AsUpstream proves nodelet sends it);
+//     internal/runtime/kuberuntime's TestSwapOnCgroupV1AsUpstream proves nodelet sends it);
 //   - the memory-backed emptyDir's tmpfs is the pod's memory limit, not half the host's RAM;
 //   - RunPodSandbox carries the pod's totals, which containerd writes into the sandbox's spec
 //     as its sandbox-cpu-*/sandbox-memory annotations;

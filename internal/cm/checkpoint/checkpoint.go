@@ -15,7 +15,7 @@ import (
 
 	"github.com/davecgh/go-spew/spew"
 
-	"github.com/nodelet/nodelet/internal/atomicfile"
+	"github.com/nodelet/nodelet/internal/lib/atomicfile"
 )
 
 // printer prints values the way upstream's checksum does: every type named, map keys sorted,

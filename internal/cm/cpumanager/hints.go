@@ -5,7 +5,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // cpuResource is the resource name the hints are given under.

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // layout is a set of CPUs with where each sits (core, socket, NUMA node): the whole machine,

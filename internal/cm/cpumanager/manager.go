@@ -17,9 +17,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
 )
 
 // Options configure a Manager.

@@ -9,8 +9,8 @@ import (
 	"k8s.io/utils/cpuset"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // twoCPUs is this project's test machine: one socket, one NUMA node, two cores.

@@ -3,7 +3,7 @@ package cpumanager
 import (
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/metrics"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
 )
 
 // countPinning records one request for exclusive CPUs and whether it failed; under

@@ -4,10 +4,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
-	"github.com/nodelet/nodelet/internal/metrics"
-	"github.com/nodelet/nodelet/internal/metrics/metricstest"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
+	"github.com/nodelet/nodelet/internal/lib/metrics/metricstest"
 )
 
 func value(t *testing.T, name string, labels map[string]string) float64 {

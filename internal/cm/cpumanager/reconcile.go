@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/podutil"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
 )
 
 // Run is the reconcile loop of the static policy: every ReconcilePeriod it releases the CPUs

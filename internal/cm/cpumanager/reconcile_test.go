@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 func TestReconcileShrinksTheSharedPool(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/nodelet/nodelet/internal/cm/checkpoint"
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 func readState(t *testing.T, dir string) stateFile {

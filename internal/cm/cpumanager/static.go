@@ -7,10 +7,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
-	"github.com/nodelet/nodelet/internal/qos"
-	"github.com/nodelet/nodelet/internal/sidecar"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/podspec/qos"
+	"github.com/nodelet/nodelet/internal/podspec/sidecar"
 )
 
 // SMTAlignmentError refuses a container under full-pcpus-only whose request cannot be given

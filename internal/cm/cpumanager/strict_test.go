@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 var strict = map[string]string{cmpolicy.OptionStrictCPUReservation: "true"}

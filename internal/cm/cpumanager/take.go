@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // accumulator gathers the CPUs of one allocation, claiming whole units of the machine first

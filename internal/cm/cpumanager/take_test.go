@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 func TestTakePacked(t *testing.T) {

@@ -3,9 +3,9 @@ package cpumanager
 import (
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // The CPU manager as the topology manager's hint provider, on two NUMA nodes of two cores each

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/internal/podhooks"
+	"github.com/nodelet/nodelet/internal/podspec/podhooks"
 )
 
 var _ podhooks.Container = (*Manager)(nil)

@@ -3,8 +3,8 @@ package memorymanager
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/sidecar"
+	"github.com/nodelet/nodelet/internal/host/topology"
+	"github.com/nodelet/nodelet/internal/podspec/sidecar"
 )
 
 // Regular init containers run one at a time and finish before the app containers start, so a

@@ -6,7 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // static is upstream's Static policy: a Guaranteed pod's containers get their memory (and huge

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 func TestSingleNUMAGuaranteedPodPinnedToNode0(t *testing.T) {

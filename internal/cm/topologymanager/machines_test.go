@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/cpuset"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // cpuProvider is a small exclusive-CPU manager over a machine: each container asks for the

@@ -3,7 +3,7 @@ package topologymanager
 import (
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/metrics/metricstest"
+	"github.com/nodelet/nodelet/internal/lib/metrics/metricstest"
 )
 
 // metricValue sums a counter's (or a histogram's sample count's) series whose labels hold want.

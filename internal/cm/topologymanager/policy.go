@@ -4,8 +4,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // The topology manager policies, as the kubelet configuration names them.

@@ -3,8 +3,8 @@ package topologymanager
 import (
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/cm/topology"
-	"github.com/nodelet/nodelet/internal/cmpolicy"
+	"github.com/nodelet/nodelet/internal/cm/cmpolicy"
+	"github.com/nodelet/nodelet/internal/host/topology"
 )
 
 // hint builds a hint on the given nodes (none: anywhere).

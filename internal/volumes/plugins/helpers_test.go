@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/nodelet/nodelet/internal/downward"
-	"github.com/nodelet/nodelet/internal/objects/objectstest"
+	"github.com/nodelet/nodelet/internal/podspec/downward"
+	"github.com/nodelet/nodelet/internal/podspec/objects/objectstest"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount/mounttest"
 )

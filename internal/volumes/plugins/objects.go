@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/downward"
-	"github.com/nodelet/nodelet/internal/objects"
-	"github.com/nodelet/nodelet/internal/podutil"
+	"github.com/nodelet/nodelet/internal/podspec/downward"
+	"github.com/nodelet/nodelet/internal/podspec/objects"
+	"github.com/nodelet/nodelet/internal/podspec/podutil"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 	"github.com/nodelet/nodelet/internal/volumes/tokens"

@@ -11,9 +11,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/internal/downward"
-	"github.com/nodelet/nodelet/internal/fsutil"
-	"github.com/nodelet/nodelet/internal/objects"
+	"github.com/nodelet/nodelet/internal/lib/fsutil"
+	"github.com/nodelet/nodelet/internal/podspec/downward"
+	"github.com/nodelet/nodelet/internal/podspec/objects"
 	"github.com/nodelet/nodelet/internal/volumes"
 	"github.com/nodelet/nodelet/internal/volumes/mount"
 	"github.com/nodelet/nodelet/internal/volumes/tokens"
