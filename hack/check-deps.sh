@@ -3,7 +3,7 @@
 # each costs megabytes of resident memory (the lean client in internal/lib/kubeclient exists for this).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-allowed='^k8s.io/api/(core|coordination|authentication|authorization|node|certificates|storage)/v1$'
+allowed='^k8s.io/api/((core|coordination|authentication|authorization|node|certificates|storage)/v1|resource/v1beta1)$'
 bad=$(go list -deps ./cmd/nodelet | grep -E '^k8s.io/client-go/(kubernetes|applyconfigurations|informers|listers)(/|$)|^k8s.io/kubernetes/|^k8s.io/api/' | grep -vE "$allowed" || true)
 if [ -n "$bad" ]; then
 	echo "cmd/nodelet links packages it must not (use internal/lib/kubeclient; never k8s.io/kubernetes):" >&2

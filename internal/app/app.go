@@ -23,6 +23,7 @@ import (
 	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/cm/cpumanager"
 	"github.com/nodelet/nodelet/internal/cm/deviceplugin"
+	"github.com/nodelet/nodelet/internal/cm/dra"
 	"github.com/nodelet/nodelet/internal/cm/memorymanager"
 	"github.com/nodelet/nodelet/internal/cm/topologymanager"
 	"github.com/nodelet/nodelet/internal/config"
@@ -92,6 +93,8 @@ type agent struct {
 	prober   *prober.Manager
 	probes   *prober.Results       // the probers' results, which the runtime reads too
 	devices  *deviceplugin.Manager // nil when its socket could not be served
+	dra      *dra.Manager          // the pods' ResourceClaims; nil without DynamicResourceAllocation or outside the daemon
+	draPlugs *dra.Plugins          // the DRA drivers registered through plugins_registry; nil with dra
 	cluster  *cluster              // nil standalone
 	cm       *cm.ContainerManager  // node allocatable, process placement, QoS and pod cgroups
 	resizer  *resize.Resizer       // in-place resize decisions over the allocation checkpoint
@@ -303,6 +306,9 @@ func build(ctx context.Context, cfg *config.Config, comps *components, mode buil
 			return nil, err
 		}
 		providers = append(providers, n.cpus, n.memory)
+		if n.dra, n.draPlugs, err = n.newDRA(); err != nil {
+			return nil, err
+		}
 	}
 	if n.topology, err = newTopologyManager(cfg, n.machine, providers); err != nil {
 		return nil, err
@@ -410,6 +416,9 @@ func (n *agent) syncDeps(runtimeName string) podsync.Deps {
 	deps.RecursiveReadOnly = n.supportsRecursiveReadOnly
 	deps.Release = n.release()
 	deps.StopSignals = n.cfg.StopSignals
+	if n.dra != nil {
+		deps.Claims = n.dra
+	}
 	return deps
 }
 
@@ -435,8 +444,8 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.buildShutdown(ctx, workers)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
 		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features, StopSignals: n.cfg.StopSignals,
-		ImageVolumes: n.cfg.ImageVolumes,
-		Devices:      admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
+		ImageVolumes: n.cfg.ImageVolumes, DynamicResources: n.cfg.DynamicResources,
+		Devices: admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
 		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
 	}
 	loopCfg := syncloop.Config{

@@ -7,10 +7,12 @@ import (
 
 // podHooks are what the resource managers add to the CRI configs, in the order the runtime
 // applies them:
+//   - prepare (before the sandbox is made): the DRA manager prepares the pod's ResourceClaims;
 //   - sandbox: the pod's cgroup as its cgroup parent (container manager), when nodelet makes
 //     the pod cgroups;
 //   - container: the device plugins' setup, then the CPU manager's cpuset, then the memory
-//     manager's cpuset.mems (upstream's order of hint providers); each sets its own fields;
+//     manager's cpuset.mems (upstream's order of hint providers), then the DRA claims' CDI
+//     devices; each sets its own fields;
 //   - resources (creation and in-place resize): the CFS quota lifted from a container holding
 //     exclusive CPUs (DisableCPUQuotaWithExclusiveCPUs).
 //
@@ -19,6 +21,9 @@ func (n *agent) podHooks() podhooks.Hooks {
 	var h podhooks.Hooks
 	if n.cm.OwnsPodCgroups() {
 		h.Sandbox = append(h.Sandbox, n.cm)
+	}
+	if n.dra != nil {
+		h.Prepare = append(h.Prepare, n.dra)
 	}
 	if n.devices != nil {
 		h.Container = append(h.Container, n.devices)
@@ -31,6 +36,9 @@ func (n *agent) podHooks() podhooks.Hooks {
 	}
 	if n.memory != nil {
 		h.Container = append(h.Container, n.memory)
+	}
+	if n.dra != nil {
+		h.Container = append(h.Container, n.dra)
 	}
 	return h
 }

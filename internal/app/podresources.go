@@ -40,5 +40,8 @@ func (n *agent) podResourcesOptions() podresources.Options {
 	if n.devices != nil {
 		opts.Devices = n.devices
 	}
+	if n.dra != nil && n.cfg.PodResourcesDynamicResources {
+		opts.DynamicResources = n.dra
+	}
 	return opts
 }

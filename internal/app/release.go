@@ -32,6 +32,9 @@ func (n *agent) release() podsync.Release {
 	if n.devices != nil {
 		r.Books = append(r.Books, n.devices)
 	}
+	if n.dra != nil {
+		r.Books = append(r.Books, n.dra)
+	}
 	return r
 }
 

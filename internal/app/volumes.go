@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/nodelet/nodelet/internal/cm"
 	"github.com/nodelet/nodelet/internal/node"
@@ -50,6 +51,9 @@ func (n *agent) startCSIRegistrar() {
 		objs = csi.NewAPIObjects(n.cluster.clients.API, n.cfg.NodeName, n.cluster.view.ObserveNode)
 	}
 	r := csi.NewRegistrar(filepath.Join(n.cfg.RootDir, "plugins_registry"), n.csi, objs)
+	if n.draPlugs != nil {
+		r.Handle(registerapi.DRAPlugin, n.draPlugs) // DRA drivers register through the same watcher
+	}
 	n.comps.start("CSI plugin registration", r.Run)
 }
 

@@ -40,7 +40,10 @@ const upstreamVersion = "1.33"
 // RuntimeClassInImageCriApi names the pod's runtime handler in its image pulls;
 // ContainerStopSignals sends a container's lifecycle.stopSignal to the runtime and reports
 // status.containerStatuses[].stopSignal (off: a pod setting it is refused); ImageVolume
-// mounts image volumes (on a runtime that can: containerd 2.1 or later).
+// mounts image volumes (on a runtime that can: containerd 2.1 or later);
+// DynamicResourceAllocation registers DRA drivers and prepares pods' ResourceClaims (off:
+// such pods are refused); KubeletPodResourcesDynamicResources lists prepared claims in the
+// pod-resources API.
 var gatesActedOn = map[string]bool{
 	"PodAndContainerStatsFromCRI":            true,
 	"GracefulNodeShutdownBasedOnPodPriority": true,
@@ -58,6 +61,8 @@ var gatesActedOn = map[string]bool{
 	gateRuntimeClassInImage:                  true,
 	gateContainerStopSignals:                 true,
 	gateImageVolume:                          true,
+	gateDynamicResources:                     true,
+	gatePodResourcesDRA:                      true,
 }
 
 // The gates nodelet acts on that are read by name.
@@ -76,6 +81,8 @@ const (
 	gateRuntimeClassInImage      = "RuntimeClassInImageCriApi"
 	gateContainerStopSignals     = "ContainerStopSignals"
 	gateImageVolume              = "ImageVolume"
+	gateDynamicResources         = "DynamicResourceAllocation"
+	gatePodResourcesDRA          = "KubeletPodResourcesDynamicResources"
 )
 
 // gateOn is the gate's value: featureGates' when it sets it, else upstream's default.

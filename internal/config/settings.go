@@ -51,6 +51,13 @@ type Settings struct {
 	// PodResourcesGet is the KubeletPodResourcesGet feature gate (off unless featureGates turns
 	// it on): the pod-resources API's Get method.
 	PodResourcesGet bool
+	// DynamicResources is the DynamicResourceAllocation feature gate (beta, off unless
+	// featureGates turns it on): DRA drivers register and pods' ResourceClaims are prepared;
+	// off, a pod with claims is refused.
+	DynamicResources bool
+	// PodResourcesDynamicResources is the KubeletPodResourcesDynamicResources feature gate
+	// (alpha, off): the pod-resources API lists the containers' prepared claims.
+	PodResourcesDynamicResources bool
 	// CPUManagerOptionGates are CPUManagerPolicyAlphaOptions (off) and
 	// CPUManagerPolicyBetaOptions (on): which stages of cpuManagerPolicyOptions may be used.
 	CPUManagerOptionGates cmpolicy.CPUOptionGates
@@ -131,6 +138,8 @@ func settingsOf(kc *kubeletconfigv1beta1.KubeletConfiguration) Settings {
 	}
 	s.UserNamespacesSupport = gateOn(kc, gateUserNamespaces)
 	s.PodResourcesGet = gateOn(kc, gatePodResourcesGet)
+	s.DynamicResources = gateOn(kc, gateDynamicResources)
+	s.PodResourcesDynamicResources = gateOn(kc, gatePodResourcesDRA)
 	s.CPUManagerOptionGates = cpuManagerOptionGates(kc)
 	s.DisableCPUQuotaWithExclusiveCPUs = gateOn(kc, gateDisableCPUQuotaExclusive)
 	s.ResizeExclusiveCPUs = gateOn(kc, gateResizeExclusiveCPUs)

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +31,7 @@ type clientset struct {
 	node         nodeV1
 	certificates certificatesV1
 	storage      storageV1
+	resource     resourceV1beta1
 }
 
 // NewInterface builds an Interface on cfg as it is (no rate limits or user agent added).
@@ -66,6 +68,7 @@ func newForConfig(c *rest.Config) (Interface, error) {
 		{nodev1.SchemeGroupVersion, "/apis", &cs.node.client},
 		{certificatesv1.SchemeGroupVersion, "/apis", &cs.certificates.client},
 		{storagev1.SchemeGroupVersion, "/apis", &cs.storage.client},
+		{resourcev1beta1.SchemeGroupVersion, "/apis", &cs.resource.client},
 	} {
 		if *g.out, err = restClientFor(cfg, g.gv, g.apiPath, httpClient); err != nil {
 			return nil, err
@@ -89,6 +92,7 @@ func (c *clientset) AuthorizationV1() AuthorizationV1Interface   { return c.auth
 func (c *clientset) NodeV1() NodeV1Interface                     { return c.node }
 func (c *clientset) CertificatesV1() CertificatesV1Interface     { return c.certificates }
 func (c *clientset) StorageV1() StorageV1Interface               { return c.storage }
+func (c *clientset) ResourceV1beta1() ResourceV1beta1Interface   { return c.resource }
 
 // All resources below prefer protobuf, as their generated clients do: without an explicit
 // content type on the config, requests send protobuf and accept protobuf or JSON.
@@ -212,4 +216,20 @@ func (c storageV1) VolumeAttachments() VolumeAttachmentInterface {
 	return gentype.NewClient[*storagev1.VolumeAttachment]("volumeattachments", c.client, parameterCodec, "",
 		func() *storagev1.VolumeAttachment { return &storagev1.VolumeAttachment{} },
 		gentype.PrefersProtobuf[*storagev1.VolumeAttachment]())
+}
+
+type resourceV1beta1 struct{ client rest.Interface }
+
+func (c resourceV1beta1) ResourceClaims(namespace string) ResourceClaimInterface {
+	return gentype.NewClient[*resourcev1beta1.ResourceClaim]("resourceclaims", c.client, parameterCodec, namespace,
+		func() *resourcev1beta1.ResourceClaim { return &resourcev1beta1.ResourceClaim{} },
+		gentype.PrefersProtobuf[*resourcev1beta1.ResourceClaim]())
+}
+
+func (c resourceV1beta1) ResourceSlices() ResourceSliceInterface {
+	return gentype.NewClientWithList[*resourcev1beta1.ResourceSlice, *resourcev1beta1.ResourceSliceList]("resourceslices",
+		c.client, parameterCodec, "",
+		func() *resourcev1beta1.ResourceSlice { return &resourcev1beta1.ResourceSlice{} },
+		func() *resourcev1beta1.ResourceSliceList { return &resourcev1beta1.ResourceSliceList{} },
+		gentype.PrefersProtobuf[*resourcev1beta1.ResourceSlice]())
 }

@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,24 @@ type Interface interface {
 	NodeV1() NodeV1Interface
 	CertificatesV1() CertificatesV1Interface
 	StorageV1() StorageV1Interface
+	ResourceV1beta1() ResourceV1beta1Interface
+}
+
+// ResourceV1beta1Interface holds the resource.k8s.io/v1beta1 resources the DRA manager uses.
+type ResourceV1beta1Interface interface {
+	ResourceClaims(namespace string) ResourceClaimInterface
+	ResourceSlices() ResourceSliceInterface
+}
+
+// ResourceClaimInterface: a pod's claims must be allocated and reserved for it before they are
+// prepared.
+type ResourceClaimInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*resourcev1beta1.ResourceClaim, error)
+}
+
+// ResourceSliceInterface: the node's slices of a DRA driver that went away are deleted.
+type ResourceSliceInterface interface {
+	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error
 }
 
 // StorageV1Interface holds the storage.k8s.io/v1 resources the CSI volume code uses.

@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,6 @@ func init() {
 	// The option types (ListOptions, GetOptions, ...) become query parameters through the
 	// parameter codec, which needs them registered as the unversioned meta/v1 group.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
-	groups := runtime.SchemeBuilder{v1.AddToScheme, coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme, nodev1.AddToScheme, certificatesv1.AddToScheme, storagev1.AddToScheme}
+	groups := runtime.SchemeBuilder{v1.AddToScheme, coordinationv1.AddToScheme, authnv1.AddToScheme, authzv1.AddToScheme, nodev1.AddToScheme, certificatesv1.AddToScheme, storagev1.AddToScheme, resourcev1beta1.AddToScheme}
 	utilruntime.Must(groups.AddToScheme(Scheme))
 }

@@ -72,6 +72,9 @@ type Admitter struct {
 	// unless the runtime mounts images. Off, such a pod is admitted and waits for a volume no
 	// plugin sets up, as upstream's.
 	ImageVolumes bool
+	// DynamicResources is the DynamicResourceAllocation feature gate: off, a pod with
+	// ResourceClaims is refused.
+	DynamicResources bool
 }
 
 // RuntimeFeatures is what admission asks of the runtime's reported features and version
@@ -124,6 +127,9 @@ func (a *Admitter) beforeAllocation(pod *v1.Pod) (bool, string, string) {
 		return false, podfields.Reason, field + ": " + why
 	}
 	if ok, reason, msg := a.checkStopSignal(pod); !ok {
+		return false, reason, msg
+	}
+	if ok, reason, msg := a.checkClaims(pod); !ok {
 		return false, reason, msg
 	}
 	if ok, reason, msg := a.checkImageVolumes(pod); !ok {

@@ -64,12 +64,6 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 		wantField string
 		wantWhy   string
 	}{
-		{"DRA pod claims", func(s *v1.PodSpec) {
-			s.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}}
-		}, "spec.resourceClaims", "DRA driver"},
-		{"DRA container claims", func(s *v1.PodSpec) {
-			s.Containers = append(s.Containers, v1.Container{Name: "b", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}})
-		}, "spec.containers[1].resources.claims", "DRA driver"},
 		{"pod-level resources", func(s *v1.PodSpec) {
 			s.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}
 		}, "spec.resources", "PodLevelResources"},
@@ -92,11 +86,6 @@ func TestCheckNamesTheRefusedField(t *testing.T) {
 		{"host process pod", func(s *v1.PodSpec) {
 			s.SecurityContext.WindowsOptions.HostProcess = ptr.To(true)
 		}, "spec.securityContext.windowsOptions", "Windows nodes"},
-		{"ephemeral container claims", func(s *v1.PodSpec) {
-			s.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
-				Name: "debug", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}},
-			}}}
-		}, "spec.ephemeralContainers[0].resources.claims", "DRA driver"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

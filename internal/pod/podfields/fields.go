@@ -94,8 +94,15 @@ var actedOn = map[string]string{
 	"TCPSocketAction.host": "prober", "GRPCAction.port": "prober", "GRPCAction.service": "prober",
 	"Lifecycle.postStart": "runtime hooks", "Lifecycle.preStop": "runtime/prestop.go",
 	"LifecycleHandler.exec": "runtime hooks", "LifecycleHandler.httpGet": "runtime hooks", "LifecycleHandler.sleep": "runtime hooks",
-	"SleepAction.seconds":  "runtime hooks",
-	"Lifecycle.stopSignal": "runtime/stopsignal.go (admission refuses it without the ContainerStopSignals gate or on a runtime that drops it)",
+	"SleepAction.seconds":                        "runtime hooks",
+	"PodSpec.resourceClaims":                     "cm/dra prepares them with their DRA drivers (admission refuses them without the DynamicResourceAllocation gate)",
+	"ResourceRequirements.claims":                "cm/dra hands the claims' CDI devices to the container (admission refuses them without the DynamicResourceAllocation gate)",
+	"PodResourceClaim.name":                      "cm/dra (containers reference the claim by it)",
+	"PodResourceClaim.resourceClaimName":         "cm/dra (the claim prepared)",
+	"PodResourceClaim.resourceClaimTemplateName": "cm/dra (the claim made from it is named in status.resourceClaimStatuses)",
+	"ResourceClaim.name":                         "cm/dra (the pod's claim whose CDI devices the container gets)",
+	"ResourceClaim.request":                      "cm/dra (only the devices of that request)",
+	"Lifecycle.stopSignal":                       "runtime/stopsignal.go (admission refuses it without the ContainerStopSignals gate or on a runtime that drops it)",
 	// Security contexts
 	"SecurityContext.capabilities": "runtime/security.go", "SecurityContext.privileged": "runtime/security.go",
 	"SecurityContext.seLinuxOptions": "runtime/security.go", "SecurityContext.runAsUser": "runtime/security.go",
@@ -163,10 +170,6 @@ func removedUpstream(source string) refusal {
 // refused: nodelet refuses a pod that sets these; an entry with allowed is acted on for the
 // values it allows.
 var refused = map[string]refusal{
-	"PodSpec.resourceClaims": {why: "dynamic resource allocation needs a DRA driver registered with the node, and nodelet registers " +
-		"none (it has no DRA manager), so the claims could never be prepared (upstream waits with FailedPrepareDynamicResources)"},
-	"ResourceRequirements.claims": {why: "dynamic resource allocation needs a DRA driver registered with the node, and nodelet " +
-		"registers none (it has no DRA manager)"},
 	"PodSpec.resources": {why: "pod-level resources (the PodLevelResources feature) are alpha in Kubernetes 1.33 and not supported by " +
 		"nodelet; set resources on each container"},
 	"VolumeProjection.clusterTrustBundle": {why: "clusterTrustBundle projections (beta, off by default in 1.33) are not supported by " +

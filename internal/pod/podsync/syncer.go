@@ -74,6 +74,12 @@ type Deps struct {
 	// Release are the owners of per-pod state, told in order once the runtime holds nothing
 	// of a pod removed for good. An error makes the worker retry.
 	Release Release
+	// Claims, with DRA on, unprepares a terminating pod's ResourceClaims once its containers
+	// have stopped (and before its final status), as upstream; an error makes the worker
+	// retry. Nil without DRA.
+	Claims interface {
+		UnpreparePod(ctx context.Context, uid types.UID) error
+	}
 	// Resizes decides in-place resizes and runs each pod with its allocated resources; nil
 	// runs every pod with its spec's.
 	Resizes *resize.Resizer
@@ -214,6 +220,11 @@ func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *c
 		return fmt.Errorf("killing pod: %w", err)
 	}
 	s.Resizes.RoomMade() // its resources are free for resizes waiting for room
+	if s.Claims != nil {
+		if err := s.Claims.UnpreparePod(ctx, rs.UID); err != nil {
+			return fmt.Errorf("unpreparing the pod's dynamic resources: %w", err)
+		}
+	}
 	if pod != nil {
 		if rs, err := s.readStatus(ctx, pod); err == nil {
 			s.recordStatus(pod, rs, nil, pod.DeletionTimestamp != nil)

@@ -18,6 +18,23 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// Prepare readies what a pod needs from outside the node before its sandbox is made (the
+// DRA drivers prepare its ResourceClaims). An error keeps the pod waiting: the sync posts a
+// warning event with PrepareFailure's reason ("Failed to <action>: <error>") and is retried.
+type Prepare interface {
+	PreparePod(ctx context.Context, pod *v1.Pod) error
+	PrepareFailure() (reason, action string)
+}
+
+// PrepareError is a Prepare hook's failure with the event it is posted with.
+type PrepareError struct {
+	Reason, Action string
+	Err            error
+}
+
+func (e *PrepareError) Error() string { return "failed to " + e.Action + ": " + e.Err.Error() }
+func (e *PrepareError) Unwrap() error { return e.Err }
+
 // Sandbox adds to the config of pod's sandbox before it is run. An error fails the
 // sandbox's creation (and the sync, which is retried).
 type Sandbox interface {
@@ -40,9 +57,21 @@ type Resources interface {
 // Hooks are the hooks of each kind, each list applied in its order. The zero value applies
 // none.
 type Hooks struct {
+	Prepare   []Prepare
 	Sandbox   []Sandbox
 	Container []Container
 	Resources []Resources
+}
+
+// PreparePod runs the prepare hooks in order, stopping at the first error (a *PrepareError).
+func (h Hooks) PreparePod(ctx context.Context, pod *v1.Pod) error {
+	for _, p := range h.Prepare {
+		if err := p.PreparePod(ctx, pod); err != nil {
+			reason, action := p.PrepareFailure()
+			return &PrepareError{Reason: reason, Action: action, Err: err}
+		}
+	}
+	return nil
 }
 
 // ApplySandbox runs the sandbox hooks in order, stopping at the first error.

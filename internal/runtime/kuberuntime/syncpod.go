@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/lib/metrics"
+	"github.com/nodelet/nodelet/internal/podspec/podhooks"
 	"github.com/nodelet/nodelet/internal/podspec/timeline"
 	"github.com/nodelet/nodelet/internal/runtime/container"
 )
@@ -44,6 +46,17 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	var sb *sandboxInfo
 	if acts.createSandbox {
 		if err := m.replaceSandboxPrep(ctx, pod, status); err != nil {
+			res.Err = err
+			return res
+		}
+		// The pod's claims are prepared before its sandbox, as upstream: until they are, the
+		// pod waits (the event says why) and the sync is retried.
+		if err := m.hooks.PreparePod(ctx, pod); err != nil {
+			var pe *podhooks.PrepareError
+			if errors.As(err, &pe) {
+				m.recorder.Eventf(container.ContainerRef(pod, nil), v1.EventTypeWarning, pe.Reason, "Failed to %s: %v", pe.Action, pe.Err)
+			}
+			klog.ErrorS(err, "Preparing the pod failed", "pod", klog.KObj(pod))
 			res.Err = err
 			return res
 		}

@@ -130,6 +130,9 @@ func (l *lister) containerResources(pod *v1.Pod, c *v1.Container) *podresourcesv
 	if l.opts.Memory != nil {
 		out.Memory = l.opts.Memory.ContainerMemory(pod.UID, c.Name)
 	}
+	if l.opts.DynamicResources != nil {
+		out.DynamicResources = l.opts.DynamicResources.ContainerDynamicResources(pod, c)
+	}
 	return out
 }
 

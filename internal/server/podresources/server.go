@@ -68,6 +68,11 @@ type Devices interface {
 	AllocatableDevices() []*podresourcesv1.ContainerDevices
 }
 
+// DynamicResources is the DRA manager's reading side: the prepared claims a container uses.
+type DynamicResources interface {
+	ContainerDynamicResources(pod *v1.Pod, c *v1.Container) []*podresourcesv1.DynamicResource
+}
+
 // Options configure a Server. A nil CPUs, Memory or Devices reports none of that resource, as
 // upstream does when that manager is off.
 type Options struct {
@@ -77,6 +82,9 @@ type Options struct {
 	CPUs    CPUs
 	Memory  Memory
 	Devices Devices
+	// DynamicResources, when set (the KubeletPodResourcesDynamicResources gate with DRA on),
+	// lists the containers' prepared ResourceClaims.
+	DynamicResources DynamicResources
 	// PodsSynced reports whether Pods holds every pod the pod sources had when nodelet started.
 	// List and Get wait for it (within the request's deadline), so a client asking right after
 	// a restart is not told the node runs no pods. Nil: Pods is always complete.

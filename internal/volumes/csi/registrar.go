@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,16 +49,39 @@ type Registrar struct {
 	dir     string
 	drivers *Drivers
 	objects NodeObjects
+	// handlers register the plugin types other than CSIPlugin (DRAPlugin), by type.
+	handlers map[string]PluginHandler
 
 	mu     sync.Mutex
 	failed sets.Set[string] // sockets to try again
+	others map[string]otherPlugin // by socket: the plugins a handler registered
 	ready  chan struct{}
+}
+
+// PluginHandler registers the plugins of one type other than CSIPlugin that the watcher finds
+// (upstream's plugin manager hands each type to its handler the same way).
+type PluginHandler interface {
+	// RegisterPlugin registers the plugin GetInfo described; its error is what
+	// NotifyRegistrationStatus tells the plugin, and the socket is tried again while it stays.
+	RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error
+	// DeregisterPlugin: the registration socket of a plugin it registered went away.
+	DeregisterPlugin(name, endpoint string)
+}
+
+// otherPlugin is a plugin a handler registered, to deregister when its socket goes.
+type otherPlugin struct {
+	handler        PluginHandler
+	name, endpoint string
 }
 
 // NewRegistrar watches dir (<root-dir>/plugins_registry) and registers into drivers.
 func NewRegistrar(dir string, drivers *Drivers, objects NodeObjects) *Registrar {
-	return &Registrar{dir: dir, drivers: drivers, objects: objects, failed: sets.New[string](), ready: make(chan struct{})}
+	return &Registrar{dir: dir, drivers: drivers, objects: objects, handlers: map[string]PluginHandler{},
+		failed: sets.New[string](), others: map[string]otherPlugin{}, ready: make(chan struct{})}
 }
+
+// Handle has h register the plugins of pluginType (registerapi.DRAPlugin); call it before Run.
+func (r *Registrar) Handle(pluginType string, h PluginHandler) { r.handlers[pluginType] = h }
 
 // Ready is closed once the sockets present at start have been tried.
 func (r *Registrar) Ready() <-chan struct{} { return r.ready }
@@ -173,9 +197,14 @@ func (r *Registrar) register(ctx context.Context, socket string) error {
 	if err != nil {
 		return fmt.Errorf("GetInfo of the plugin at %s: %w", socket, err)
 	}
+	if h := r.handlers[info.Type]; h != nil {
+		regErr := r.registerOther(ctx, h, socket, info)
+		notify(ctx, reg, regErr)
+		return regErr
+	}
 	if info.Type != registerapi.CSIPlugin {
-		// Device plugins register on the kubelet's own socket with nodelet; DRA is not supported.
-		notify(ctx, reg, fmt.Errorf("plugin type %q is not supported by nodelet (CSIPlugin is)", info.Type))
+		// Device plugins register on the kubelet's own socket with nodelet.
+		notify(ctx, reg, fmt.Errorf("plugin type %q is not supported by nodelet (it registers %s)", info.Type, r.supportedTypes()))
 		klog.InfoS("Plugin of a type nodelet does not register; left alone", "socket", socket, "type", info.Type, "name", info.Name)
 		return errNotCSI
 	}
@@ -207,6 +236,33 @@ func (r *Registrar) registerDriver(ctx context.Context, socket string, info *reg
 	return nil
 }
 
+// registerOther hands a plugin of a handled type to its handler; the endpoint defaults to the
+// registration socket, as for CSI.
+func (r *Registrar) registerOther(ctx context.Context, h PluginHandler, socket string, info *registerapi.PluginInfo) error {
+	endpoint := info.Endpoint
+	if endpoint == "" {
+		endpoint = socket
+	}
+	if err := h.RegisterPlugin(ctx, info.Name, endpoint, info.SupportedVersions); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.others[socket] = otherPlugin{handler: h, name: info.Name, endpoint: endpoint}
+	r.mu.Unlock()
+	klog.InfoS("Registered plugin", "type", info.Type, "name", info.Name, "endpoint", endpoint)
+	return nil
+}
+
+// supportedTypes names the plugin types this registrar registers, for a refused plugin.
+func (r *Registrar) supportedTypes() string {
+	types := []string{registerapi.CSIPlugin}
+	for t := range r.handlers {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return strings.Join(types, ", ")
+}
+
 // checkVersions accepts a driver that supports some CSI 1.x version, as upstream does.
 func checkVersions(name string, versions []string) error {
 	for _, s := range versions {
@@ -232,6 +288,15 @@ func notify(ctx context.Context, reg registerapi.RegistrationClient, regErr erro
 // objects.
 func (r *Registrar) deregister(ctx context.Context, socket string) {
 	r.forget(socket)
+	r.mu.Lock()
+	other, ok := r.others[socket]
+	delete(r.others, socket)
+	r.mu.Unlock()
+	if ok {
+		klog.InfoS("Deregistering plugin: its registration socket was removed", "name", other.name, "socket", socket)
+		other.handler.DeregisterPlugin(other.name, other.endpoint)
+		return
+	}
 	d := r.drivers.removeSocket(socket)
 	if d == nil {
 		return

@@ -36,6 +36,18 @@ func (c *clientset) CertificatesV1() kubeclient.CertificatesV1Interface {
 	return certificatesV1{c.cs}
 }
 func (c *clientset) StorageV1() kubeclient.StorageV1Interface { return storageV1{c.cs} }
+func (c *clientset) ResourceV1beta1() kubeclient.ResourceV1beta1Interface {
+	return resourceV1beta1{c.cs}
+}
+
+type resourceV1beta1 struct{ cs kubernetes.Interface }
+
+func (c resourceV1beta1) ResourceClaims(ns string) kubeclient.ResourceClaimInterface {
+	return c.cs.ResourceV1beta1().ResourceClaims(ns)
+}
+func (c resourceV1beta1) ResourceSlices() kubeclient.ResourceSliceInterface {
+	return c.cs.ResourceV1beta1().ResourceSlices()
+}
 
 type coreV1 struct{ cs kubernetes.Interface }
 
