@@ -62,6 +62,10 @@ func Explain(pod *v1.Pod, tl timeline.Timeline, now time.Time) Verdict {
 	if v, ok := inProgressVerdict(tl, now); ok {
 		return v
 	}
+	if last := lastStep(tl, "", ""); last != nil && last.Name == timeline.ClaimsPrepared && last.Error != "" {
+		since := sinceStep(tl, "", timeline.ClaimsPrepared, now, pod)
+		return Verdict{Waiting: true, Since: since, Line: fmt.Sprintf("waiting on its ResourceClaims to be prepared for %s: %s", round(since), last.Error)}
+	}
 	statuses := append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for _, cs := range statuses {
 		if v, ok := containerVerdict(pod, cs, tl, now); ok {

@@ -27,6 +27,7 @@ const (
 	Admitted         = "admitted"
 	Refused          = "refused"
 	VolumesMounted   = "volumes mounted"
+	ClaimsPrepared   = "claims prepared"
 	SandboxCreated   = "sandbox created"
 	ImagePulled      = "image ready"
 	ContainerCreated = "container created"

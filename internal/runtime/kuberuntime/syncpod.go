@@ -51,7 +51,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		}
 		// The pod's claims are prepared before its sandbox, as upstream: until they are, the
 		// pod waits (the event says why) and the sync is retried.
-		if err := m.hooks.PreparePod(ctx, pod); err != nil {
+		if err := m.preparePod(ctx, pod); err != nil {
 			var pe *podhooks.PrepareError
 			if errors.As(err, &pe) {
 				m.recorder.Eventf(container.ContainerRef(pod, nil), v1.EventTypeWarning, pe.Reason, "Failed to %s: %v", pe.Action, pe.Err)
@@ -242,4 +242,20 @@ func graceSeconds(pod *v1.Pod) int64 {
 
 func runningFromStatus(st *container.PodStatus) *container.RunningPod {
 	return &container.RunningPod{UID: st.UID, Name: st.Name, Namespace: st.Namespace, Sandboxes: st.Sandboxes, Containers: st.Containers}
+}
+
+// preparePod runs the prepare hooks; a pod with ResourceClaims gets a timeline step, whose
+// error names the claim that keeps it waiting (nodelet explain shows it).
+func (m *Manager) preparePod(ctx context.Context, pod *v1.Pod) error {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return m.hooks.PreparePod(ctx, pod)
+	}
+	done := m.begin(pod, timeline.ClaimsPrepared, "", "NodePrepareResources", fmt.Sprintf("%d claims", len(pod.Spec.ResourceClaims)))
+	err := m.hooks.PreparePod(ctx, pod)
+	if pe := (*podhooks.PrepareError)(nil); errors.As(err, &pe) {
+		done("", pe.Err)
+	} else {
+		done("", err)
+	}
+	return err
 }

@@ -53,7 +53,7 @@ type Registrar struct {
 	handlers map[string]PluginHandler
 
 	mu     sync.Mutex
-	failed sets.Set[string] // sockets to try again
+	failed sets.Set[string]       // sockets to try again
 	others map[string]otherPlugin // by socket: the plugins a handler registered
 	ready  chan struct{}
 }
