@@ -110,7 +110,7 @@ func TestRegistrarRefusesOtherPluginTypesAndOldVersions(t *testing.T) {
 	dir := shortDir(t)
 	_, drivers := startRegistrar(t, dir, nil)
 	for i, info := range []registerapi.PluginInfo{
-		{Type: registerapi.DRAPlugin, Name: "dra.example", SupportedVersions: []string{"1.0.0"}},
+		{Type: registerapi.DevicePlugin, Name: "dp.example", SupportedVersions: []string{"v1beta1"}},
 		{Type: registerapi.CSIPlugin, Name: "old.csi", SupportedVersions: []string{"0.3.0"}},
 	} {
 		reg := &fakeRegistration{info: info, statuses: make(chan *registerapi.RegistrationStatus, 4)}
@@ -151,5 +151,70 @@ func TestRegistrarRegistersSocketsPresentAtStart(t *testing.T) {
 	_, drivers := startRegistrar(t, dir, nil)
 	if _, err := drivers.get(fakeDriver); err != nil {
 		t.Fatalf("a socket present at start is registered before Ready: %v", err)
+	}
+}
+
+// fakeHandler records what the registrar hands a handler of another plugin type.
+type fakeHandler struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (h *fakeHandler) RegisterPlugin(_ context.Context, name, endpoint string, versions []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, "register "+name+" "+filepath.Base(endpoint)+" "+strings.Join(versions, ","))
+	return nil
+}
+
+func (h *fakeHandler) DeregisterPlugin(name, endpoint string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, "deregister "+name+" "+filepath.Base(endpoint))
+}
+
+func (h *fakeHandler) seen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
+}
+
+func TestRegistrarHandsAHandledTypeToItsHandler(t *testing.T) {
+	dir := shortDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "plugins_registry"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	drivers := NewDrivers()
+	r := NewRegistrar(filepath.Join(dir, "plugins_registry"), drivers, nil)
+	h := &fakeHandler{}
+	r.Handle(registerapi.DRAPlugin, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	reg := &fakeRegistration{
+		info:     registerapi.PluginInfo{Type: registerapi.DRAPlugin, Name: "dra.example", Endpoint: filepath.Join(dir, "dra.sock"), SupportedVersions: []string{"v1beta1.DRAPlugin"}},
+		statuses: make(chan *registerapi.RegistrationStatus, 4),
+	}
+	stop := serveUnix(t, filepath.Join(dir, "plugins_registry", "dra-reg.sock"), func(s *grpc.Server) {
+		registerapi.RegisterRegistrationServer(s, reg)
+	})
+	select {
+	case st := <-reg.statuses:
+		if !st.PluginRegistered {
+			t.Fatalf("registration refused: %s", st.Error)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the plugin was never told its registration status")
+	}
+	stop()
+	testutil.Eventually(t, "deregistration", func() bool { return len(h.seen()) == 2 })
+	want := []string{"register dra.example dra.sock v1beta1.DRAPlugin", "deregister dra.example dra.sock"}
+	if got := h.seen(); !slices.Equal(got, want) {
+		t.Fatalf("handler saw %q, want %q", got, want)
+	}
+	if names := drivers.Names(); len(names) != 0 {
+		t.Fatalf("CSI drivers registered: %v", names)
 	}
 }
