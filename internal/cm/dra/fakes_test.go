@@ -21,6 +21,7 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/lib/kubeclient"
 	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
 )
 
@@ -171,3 +172,5 @@ func newManager(t *testing.T, dir string, plugins *Plugins, client *fake.Clients
 }
 
 func newClient(objs ...runtime.Object) *fake.Clientset { return fake.NewClientset(objs...) }
+
+func kubeclientFor(c *fake.Clientset) kubeclient.Interface { return kubeclienttest.FromClientset(c) }
