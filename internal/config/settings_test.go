@@ -3,7 +3,6 @@ package config
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +49,7 @@ func TestSettingsCarryDefaultsAndFlags(t *testing.T) {
 	}
 }
 
-// The pod-resources API's Get method follows its upstream gate, off by default; the gate for
-// the dynamic resources it does not report is refused.
+// The pod-resources API's Get method follows its upstream gate, off by default.
 func TestPodResourcesGetFollowsItsGate(t *testing.T) {
 	if mustComplete(t).Settings.PodResourcesGet {
 		t.Error("KubeletPodResourcesGet is on by default; upstream has it off")
@@ -64,10 +62,23 @@ func TestPodResourcesGetFollowsItsGate(t *testing.T) {
 	if !mustComplete(t, "--config="+file).Settings.PodResourcesGet {
 		t.Error("featureGates KubeletPodResourcesGet: true did not turn Get on")
 	}
-	c := defaulted()
-	c.FeatureGates = map[string]bool{"KubeletPodResourcesDynamicResources": true}
-	if err := Validate(c); err == nil || !strings.Contains(err.Error(), `featureGates["KubeletPodResourcesDynamicResources"]`) {
-		t.Errorf("KubeletPodResourcesDynamicResources: %v, want it refused by name", err)
+}
+
+// DRA follows DynamicResourceAllocation (beta, off by default in 1.33), and the pod-resources
+// API's dynamic resources KubeletPodResourcesDynamicResources (alpha, off).
+func TestDynamicResourcesFollowTheirGates(t *testing.T) {
+	s := mustComplete(t).Settings
+	if s.DynamicResources || s.PodResourcesDynamicResources {
+		t.Error("the DRA gates are on by default; upstream has them off")
+	}
+	file := filepath.Join(t.TempDir(), "kubelet.yaml")
+	yaml := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  DynamicResourceAllocation: true\n  KubeletPodResourcesDynamicResources: true\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = mustComplete(t, "--config="+file).Settings
+	if !s.DynamicResources || !s.PodResourcesDynamicResources {
+		t.Errorf("featureGates did not turn DRA on: %v %v", s.DynamicResources, s.PodResourcesDynamicResources)
 	}
 }
 
