@@ -188,3 +188,50 @@ func TestResourcesHookWithoutCFSQuota(t *testing.T) {
 		t.Errorf("period/quota %d/%d, want none", res.CpuPeriod, res.CpuQuota)
 	}
 }
+
+// prepareHook fails until ready is set, as a DRA manager whose claim is not reserved yet.
+type prepareHook struct {
+	calls int
+	ready bool
+}
+
+func (h *prepareHook) PreparePod(context.Context, *v1.Pod) error {
+	h.calls++
+	if !h.ready {
+		return errors.New("pod p(uid) is not allowed to use resource claim gpu(c1)")
+	}
+	return nil
+}
+
+func (h *prepareHook) PrepareFailure() (string, string) {
+	return "FailedPrepareDynamicResources", "prepare dynamic resources"
+}
+
+// A prepare hook that fails keeps the pod without a sandbox and posts its event; once it
+// succeeds the sandbox is made.
+func TestAFailedPrepareHookKeepsThePodWaitingWithItsEvent(t *testing.T) {
+	h := &prepareHook{}
+	e := newTestEnv(t, func(o *Options) { o.Hooks.Prepare = []podhooks.Prepare{h} })
+	pod := newPod("dra", ctr("app"))
+	if res := e.sync(pod); res.Err == nil {
+		t.Fatal("SyncPod succeeded with the prepare hook failing")
+	}
+	if n := len(e.fake.Sandboxes()); n != 0 {
+		t.Fatalf("%d sandboxes created before the claims were prepared", n)
+	}
+	want := "Warning FailedPrepareDynamicResources Failed to prepare dynamic resources: pod p(uid) is not allowed to use resource claim gpu(c1)"
+	found := false
+	for len(e.recorder.Events) > 0 && !found {
+		found = <-e.recorder.Events == want
+	}
+	if !found {
+		t.Errorf("no event %q", want)
+	}
+	h.ready = true
+	if res := e.sync(pod); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if n := len(e.fake.Sandboxes()); n != 1 || h.calls != 2 {
+		t.Fatalf("%d sandboxes, %d prepare calls; want 1 and 2", n, h.calls)
+	}
+}
