@@ -443,3 +443,31 @@ func TestListAnswersWithWhatItKnowsAfterTheWait(t *testing.T) {
 		t.Errorf("List answered after %s, before the pods could be known (wait %s)", waited, podsSyncWait)
 	}
 }
+
+// fakeClaims gives each container named "app" one prepared claim.
+type fakeClaims struct{}
+
+func (fakeClaims) ContainerDynamicResources(pod *v1.Pod, c *v1.Container) []*podresourcesv1.DynamicResource {
+	if c.Name != "app" {
+		return nil
+	}
+	return []*podresourcesv1.DynamicResource{{ClaimName: pod.Name + "-gpu", ClaimNamespace: pod.Namespace,
+		ClaimResources: []*podresourcesv1.ClaimResource{{DriverName: "gpu.example.com", PoolName: "node-1", DeviceName: "gpu-0",
+			CDIDevices: []*podresourcesv1.CDIDevice{{Name: "example.com/gpu=gpu-0"}}}}}}
+}
+
+// With the DRA manager's reading side given (KubeletPodResourcesDynamicResources), List
+// reports each container's prepared claims.
+func TestListReportsTheContainersClaims(t *testing.T) {
+	web := testPod("default", "web", "uid-web", nil, "app", "logger")
+	client := startServer(t, Options{Pods: fakePods{web}, DynamicResources: fakeClaims{}})
+	resp, err := client.List(callCtx(t), &podresourcesv1.ListPodResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*podresourcesv1.PodResources{{Name: "web", Namespace: "default", Containers: []*podresourcesv1.ContainerResources{
+		{Name: "app", DynamicResources: fakeClaims{}.ContainerDynamicResources(web, &web.Spec.Containers[0])},
+		{Name: "logger"},
+	}}}
+	assertPods(t, resp.PodResources, want)
+}
