@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/nodelet/nodelet/internal/cm/dra"
 	"github.com/nodelet/nodelet/internal/lib/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
 )
 
 // newDRA makes the DRA manager and its driver registry when the DynamicResourceAllocation gate
@@ -15,6 +16,7 @@ func (n *agent) newDRA() (*dra.Manager, *dra.Plugins, error) {
 	if !n.cfg.DynamicResources {
 		return nil, nil, nil
 	}
+	metrics.EnableDRA()
 	var client kubeclient.Interface
 	if n.cluster != nil {
 		client = n.cluster.clients.API

@@ -21,6 +21,7 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/lib/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
 )
 
 const (
@@ -131,13 +132,15 @@ func (m *Manager) PrepareFailure() (reason, action string) {
 // PreparePod makes sure every claim of pod is allocated, reserved for it and prepared by its
 // drivers: one NodePrepareResources per driver for the claims not prepared yet. An error keeps
 // the pod waiting; the sync tries again.
-func (m *Manager) PreparePod(ctx context.Context, pod *v1.Pod) error {
+func (m *Manager) PreparePod(ctx context.Context, pod *v1.Pod) (err error) {
+	// Every pod start counts in the histogram, as upstream's.
+	defer func(start time.Time) { metrics.ObserveDRAOperation("PrepareResources", err != nil, time.Since(start)) }(time.Now())
 	if len(pod.Spec.ResourceClaims) == 0 {
 		return nil
 	}
 	m.ops.Lock()
 	defer m.ops.Unlock()
-	err := m.prepare(ctx, pod)
+	err = m.prepare(ctx, pod)
 	m.mu.Lock()
 	if err != nil {
 		m.blocked[pod.UID] = err.Error()
@@ -291,7 +294,7 @@ func (m *Manager) ApplyContainer(_ context.Context, pod *v1.Pod, c *v1.Container
 				continue
 			}
 			info := m.claims[pod.Namespace+"/"+name]
-			if info == nil || !info.prepared {
+			if info == nil {
 				return fmt.Errorf("unable to get claim info for claim %s in namespace %s", name, pod.Namespace)
 			}
 			for _, id := range info.cdiIDs(rc.Request) {

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	resourceapi "k8s.io/api/resource/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -19,6 +20,7 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 
 	"github.com/nodelet/nodelet/internal/lib/kubeclient"
+	"github.com/nodelet/nodelet/internal/lib/metrics"
 )
 
 const (
@@ -111,7 +113,8 @@ func (p *Plugins) RegisterPlugin(ctx context.Context, name, endpoint string, ver
 	case <-ctx.Done():
 		return fmt.Errorf("DRA plugin %s: the node's ResourceSlices from before the start are not deleted yet", name)
 	}
-	conn, err := grpc.NewClient("unix:"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix:"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(callMetrics(name)))
 	if err != nil {
 		return fmt.Errorf("connecting to DRA plugin %s at %s: %w", name, endpoint, err)
 	}
@@ -247,4 +250,14 @@ func (p *Plugins) unprepare(ctx context.Context, driver string, claims []*drapb.
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	return pl.client.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: claims})
+}
+
+// callMetrics times every call to driver's plugin by method and gRPC status code.
+func callMetrics(driver string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		metrics.ObserveDRACall(driver, method, status.Code(err).String(), time.Since(start))
+		return err
+	}
 }

@@ -5,8 +5,8 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
-// ContainerDynamicResources lists the prepared claims c references, each with its devices per
-// driver, for the pod-resources API. A claim not prepared (yet) is left out.
+// ContainerDynamicResources lists the claims c references that the node keeps, each with the
+// devices its drivers prepared, for the pod-resources API.
 func (m *Manager) ContainerDynamicResources(pod *v1.Pod, c *v1.Container) []*podresourcesv1.DynamicResource {
 	var out []*podresourcesv1.DynamicResource
 	m.mu.Lock()
@@ -19,7 +19,7 @@ func (m *Manager) ContainerDynamicResources(pod *v1.Pod, c *v1.Container) []*pod
 		}
 		for _, rc := range c.Resources.Claims {
 			info := m.claims[pod.Namespace+"/"+name]
-			if rc.Name != pc.Name || info == nil || !info.prepared {
+			if rc.Name != pc.Name || info == nil {
 				continue
 			}
 			out = append(out, &podresourcesv1.DynamicResource{ClaimName: info.ClaimName, ClaimNamespace: info.Namespace,

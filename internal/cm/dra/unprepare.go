@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1beta1"
+
+	"github.com/nodelet/nodelet/internal/lib/metrics"
 )
 
 // releaseTimeout bounds the unprepare of a pod being removed.
@@ -17,7 +19,10 @@ const releaseTimeout = 2 * time.Minute
 // reference; the others are unprepared, one NodeUnprepareResources per driver, and leave the
 // cache once their drivers answered. An error leaves those claims referenced by the pod, so a
 // later call (the terminating pod's retried sync, the reconcile loop) tries again.
-func (m *Manager) UnpreparePod(ctx context.Context, uid types.UID) error {
+func (m *Manager) UnpreparePod(ctx context.Context, uid types.UID) (err error) {
+	defer func(start time.Time) {
+		metrics.ObserveDRAOperation("UnprepareResources", err != nil, time.Since(start))
+	}(time.Now())
 	m.ops.Lock()
 	defer m.ops.Unlock()
 	batches, last, err := m.dropPod(uid)
