@@ -55,6 +55,7 @@ type Plugins struct {
 	byName  map[string][]*plugin
 	pending map[string]context.CancelFunc // slice wipes waiting out the delay, by driver
 	bg      context.Context               // Run's context, for the wipes
+	stopped bool                          // Run is ending: no more wipes
 	wg      sync.WaitGroup
 	// wiped is closed once the node's slices left from before the start are deleted: no
 	// driver registers before, or the wipe could take the slices it just published.
@@ -76,6 +77,9 @@ func (p *Plugins) Run(ctx context.Context) error {
 	p.wipe(ctx, "")
 	close(p.wiped)
 	<-ctx.Done()
+	p.mu.Lock()
+	p.stopped = true // no wipe starts after this: wg.Add happens before Wait
+	p.mu.Unlock()
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -160,6 +164,9 @@ func (p *Plugins) DeregisterPlugin(name, endpoint string) {
 		return
 	}
 	delete(p.byName, name)
+	if p.stopped {
+		return
+	}
 	klog.InfoS("DRA plugin went away; its ResourceSlices of this node go unless it registers again", "name", name, "delay", p.delay)
 	if cancel := p.pending[name]; cancel != nil {
 		cancel()
