@@ -107,14 +107,16 @@ func chooseService(versions []string) (string, error) {
 }
 
 // RegisterPlugin adds an instance of driver name serving on endpoint.
-func (p *Plugins) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
+func (p *Plugins) RegisterPlugin(_ context.Context, name, endpoint string, versions []string) error {
 	service, err := chooseService(versions)
 	if err != nil {
 		return fmt.Errorf("version check of plugin %s failed: %w", name, err)
 	}
 	select {
 	case <-p.wiped:
-	case <-ctx.Done():
+	default:
+		// Not waited for: the watcher registers CSI drivers on the same loop. It tries
+		// again shortly.
 		return fmt.Errorf("DRA plugin %s: the node's ResourceSlices from before the start are not deleted yet", name)
 	}
 	conn, err := grpc.NewClient("unix:"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),

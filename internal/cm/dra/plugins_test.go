@@ -70,6 +70,7 @@ func TestADriverThatGoesAwayLosesItsSlicesUnlessItComesBack(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	endpoint := serveDriver(t, dir, "driver", driver, false)
+	<-p.wiped
 	if err := p.RegisterPlugin(ctx, driverName, endpoint, []string{drapb.DRAPluginService}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,4 +98,18 @@ func TestADriverThatGoesAwayLosesItsSlicesUnlessItComesBack(t *testing.T) {
 	if names := p.Registered(); len(names) != 0 {
 		t.Fatalf("still registered: %v", names)
 	}
+}
+
+func TestNoDriverRegistersBeforeTheStartWipe(t *testing.T) {
+	p := NewPlugins(nil, "node-1")
+	if err := p.RegisterPlugin(context.Background(), driverName, "/x.sock", []string{drapb.DRAPluginService}); err == nil {
+		t.Fatal("registered before the node's old slices were wiped")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testutil.Eventually(t, "registration after the wipe", func() bool {
+		return p.RegisterPlugin(context.Background(), driverName, "/x.sock", []string{drapb.DRAPluginService}) == nil
+	})
 }
