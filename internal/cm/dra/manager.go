@@ -216,6 +216,9 @@ func (m *Manager) admitClaim(ctx context.Context, pod *v1.Pod, pc *v1.PodResourc
 	defer m.mu.Unlock()
 	key := claim.Namespace + "/" + claim.Name
 	info := m.claims[key]
+	if info != nil && info.PodUIDs.Has(string(pod.UID)) {
+		return info, nil // a retried sync: nothing new to record
+	}
 	if info == nil {
 		if info, err = newClaimInfo(claim); err != nil {
 			return nil, err

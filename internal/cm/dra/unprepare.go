@@ -131,6 +131,9 @@ func (m *Manager) Name() string { return "dynamic resources" }
 // ReleasePod unprepares the claims of a pod removed for good (those its termination did not).
 func (m *Manager) ReleasePod(uid types.UID) error {
 	if !m.HasPod(uid) {
+		m.mu.Lock()
+		delete(m.blocked, uid)
+		m.mu.Unlock()
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
