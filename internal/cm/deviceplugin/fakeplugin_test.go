@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,15 +165,7 @@ func sendRegister(m *Manager, req *pluginapi.RegisterRequest) error {
 }
 
 // shortDir is a temporary directory whose socket paths stay within the unix path limit.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "dp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func shortDir(t *testing.T) string { return testutil.ShortDir(t, "dp") }
 
 // startManager starts a Manager on a fresh directory; the grace period is short for tests.
 func startManager(t *testing.T, grace time.Duration) (*Manager, string) {

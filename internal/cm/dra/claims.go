@@ -3,6 +3,7 @@ package dra
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -89,7 +90,7 @@ func restoredPrepared(st claimState) bool {
 // driver name order.
 func (c *claimInfo) cdiIDs(request string) []string {
 	var ids []string
-	for _, driver := range sortedKeys(c.DriverState) {
+	for _, driver := range slices.Sorted(maps.Keys(c.DriverState)) {
 		for _, d := range c.DriverState[driver].Devices {
 			if request == "" || len(d.RequestNames) == 0 || slices.Contains(d.RequestNames, request) {
 				ids = append(ids, d.CDIDeviceIDs...)
@@ -97,13 +98,4 @@ func (c *claimInfo) cdiIDs(request string) []string {
 		}
 	}
 	return ids
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

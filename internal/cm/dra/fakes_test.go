@@ -3,7 +3,6 @@ package dra
 import (
 	"context"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/lib/kubeclient"
 	"github.com/nodelet/nodelet/internal/lib/kubeclient/kubeclienttest"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 // fakeDriver is a DRA driver's kubelet plugin: it prepares every claim with one device whose
@@ -80,15 +80,7 @@ func (d *fakeDriver) calls() (prepares, unprepares [][]string) {
 }
 
 // tempDir is short enough for unix socket paths.
-func tempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "dra")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func tempDir(t *testing.T) string { return testutil.ShortDir(t, "dra") }
 
 // serveDriver serves d on dir/name.sock, with the v1beta1 service or only v1alpha4's.
 func serveDriver(t *testing.T, dir, name string, d *fakeDriver, alpha bool) string {

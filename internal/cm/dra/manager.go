@@ -8,6 +8,7 @@ package dra
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -168,7 +169,7 @@ func (m *Manager) prepare(ctx context.Context, pod *v1.Pod) error {
 			batches[driver] = append(batches[driver], c)
 		}
 	}
-	for _, driver := range sortedKeys(batches) {
+	for _, driver := range slices.Sorted(maps.Keys(batches)) {
 		if err := m.prepareWith(ctx, driver, batches[driver], pending); err != nil {
 			return err
 		}
@@ -265,7 +266,7 @@ func (m *Manager) prepareWith(ctx context.Context, driver string, claims []*drap
 // checkpoint writes the cache; m.mu is held.
 func (m *Manager) checkpoint() error {
 	states := make([]claimState, 0, len(m.claims))
-	for _, key := range sortedKeys(m.claims) {
+	for _, key := range slices.Sorted(maps.Keys(m.claims)) {
 		states = append(states, m.claims[key].claimState)
 	}
 	return writeCheckpoint(m.opts.StateDir, states)

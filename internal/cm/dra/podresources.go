@@ -1,6 +1,9 @@
 package dra
 
 import (
+	"maps"
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
@@ -32,7 +35,7 @@ func (m *Manager) ContainerDynamicResources(pod *v1.Pod, c *v1.Container) []*pod
 // claimResources are the claim's devices, one entry per device with its CDI IDs.
 func (c *claimInfo) claimResources() []*podresourcesv1.ClaimResource {
 	var out []*podresourcesv1.ClaimResource
-	for _, driver := range sortedKeys(c.DriverState) {
+	for _, driver := range slices.Sorted(maps.Keys(c.DriverState)) {
 		for _, d := range c.DriverState[driver].Devices {
 			r := &podresourcesv1.ClaimResource{DriverName: driver, PoolName: d.PoolName, DeviceName: d.DeviceName}
 			for _, id := range d.CDIDeviceIDs {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +31,7 @@ func (m *Manager) UnpreparePod(ctx context.Context, uid types.UID) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, driver := range sortedKeys(batches) {
+	for _, driver := range slices.Sorted(maps.Keys(batches)) {
 		if err := m.unprepareWith(ctx, driver, batches[driver]); err != nil {
 			return err
 		}

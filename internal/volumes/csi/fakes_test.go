@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/nodelet/nodelet/internal/testutil"
 	"github.com/nodelet/nodelet/internal/volumes/mount/mounttest"
 	"google.golang.org/grpc"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -129,15 +130,7 @@ func serveUnix(t *testing.T, path string, register func(*grpc.Server)) func() {
 }
 
 // shortDir is a temporary directory with a path short enough for unix sockets.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/tmp", "csi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func shortDir(t *testing.T) string { return testutil.ShortDir(t, "csi") }
 
 // fakeAPI serves CSIDrivers, VolumeAttachments and Secrets from maps.
 type fakeAPI struct {
