@@ -119,7 +119,7 @@ func (m *Manager) reconcile(ctx context.Context) {
 	}
 	m.mu.Unlock()
 	for _, uid := range sets.List(gone) {
-		if err := m.UnpreparePod(ctx, uid); err != nil {
+		if err := m.unpreparePod(ctx, uid); err != nil {
 			klog.InfoS("Unpreparing the claims of a pod that is gone failed; retrying", "podUID", uid, "err", err)
 		}
 	}

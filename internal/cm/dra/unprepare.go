@@ -17,14 +17,27 @@ import (
 // releaseTimeout bounds the unprepare of a pod being removed.
 const releaseTimeout = 2 * time.Minute
 
-// UnpreparePod drops pod uid from its claims. A claim another pod still uses only loses the
+// UnpreparePod drops pod uid from its claims, as the terminating pod's sync asks (and
+// counts in the histogram, as upstream's). A claim another pod still uses only loses the
 // reference; the others are unprepared, one NodeUnprepareResources per driver, and leave the
 // cache once their drivers answered. An error leaves those claims referenced by the pod, so a
-// later call (the terminating pod's retried sync, the reconcile loop) tries again.
+// later call (the retried sync, the pod's removal, the reconcile loop) tries again.
 func (m *Manager) UnpreparePod(ctx context.Context, uid types.UID) (err error) {
 	defer func(start time.Time) {
 		metrics.ObserveDRAOperation("UnprepareResources", err != nil, time.Since(start))
 	}(time.Now())
+	return m.unpreparePod(ctx, uid)
+}
+
+func (m *Manager) unpreparePod(ctx context.Context, uid types.UID) error {
+	m.mu.Lock()
+	delete(m.blocked, uid)
+	m.mu.Unlock()
+	if !m.HasPod(uid) {
+		// Most pods hold no claim: they do not wait behind another pod's driver call. (The
+		// pod's own prepare runs in its own worker, never beside this.)
+		return nil
+	}
 	m.ops.Lock()
 	defer m.ops.Unlock()
 	batches, last, err := m.dropPod(uid)
@@ -38,7 +51,6 @@ func (m *Manager) UnpreparePod(ctx context.Context, uid types.UID) (err error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.blocked, uid)
 	for _, key := range last {
 		delete(m.claims, key)
 	}
@@ -132,13 +144,7 @@ func (m *Manager) Name() string { return "dynamic resources" }
 
 // ReleasePod unprepares the claims of a pod removed for good (those its termination did not).
 func (m *Manager) ReleasePod(uid types.UID) error {
-	if !m.HasPod(uid) {
-		m.mu.Lock()
-		delete(m.blocked, uid)
-		m.mu.Unlock()
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	return m.UnpreparePod(ctx, uid)
+	return m.unpreparePod(ctx, uid)
 }

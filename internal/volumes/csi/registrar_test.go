@@ -82,14 +82,7 @@ func TestRegistrarRegistersADriverAndDeregistersItWhenItsSocketGoes(t *testing.T
 	stopPlugin := serveUnix(t, filepath.Join(dir, "plugins_registry", "fake-reg.sock"), func(s *grpc.Server) {
 		registerapi.RegisterRegistrationServer(s, reg)
 	})
-	select {
-	case st := <-reg.statuses:
-		if !st.PluginRegistered {
-			t.Fatalf("registration refused: %s", st.Error)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the plugin was never told its registration status")
-	}
+	awaitRegistered(t, reg)
 	d, err := drivers.get(fakeDriver)
 	if err != nil {
 		t.Fatal(err)
@@ -188,10 +181,7 @@ func TestRegistrarHandsAHandledTypeToItsHandler(t *testing.T) {
 	r := NewRegistrar(filepath.Join(dir, "plugins_registry"), drivers, nil)
 	h := &fakeHandler{}
 	r.Handle(registerapi.DRAPlugin, h)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	testutil.Start(t, r.Run)
 
 	reg := &fakeRegistration{
 		info:     registerapi.PluginInfo{Type: registerapi.DRAPlugin, Name: "dra.example", Endpoint: filepath.Join(dir, "dra.sock"), SupportedVersions: []string{"v1beta1.DRAPlugin"}},
@@ -200,14 +190,7 @@ func TestRegistrarHandsAHandledTypeToItsHandler(t *testing.T) {
 	stop := serveUnix(t, filepath.Join(dir, "plugins_registry", "dra-reg.sock"), func(s *grpc.Server) {
 		registerapi.RegisterRegistrationServer(s, reg)
 	})
-	select {
-	case st := <-reg.statuses:
-		if !st.PluginRegistered {
-			t.Fatalf("registration refused: %s", st.Error)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the plugin was never told its registration status")
-	}
+	awaitRegistered(t, reg)
 	stop()
 	testutil.Eventually(t, "deregistration", func() bool { return len(h.seen()) == 2 })
 	want := []string{"register dra.example dra.sock v1beta1.DRAPlugin", "deregister dra.example dra.sock"}
@@ -216,5 +199,18 @@ func TestRegistrarHandsAHandledTypeToItsHandler(t *testing.T) {
 	}
 	if names := drivers.Names(); len(names) != 0 {
 		t.Fatalf("CSI drivers registered: %v", names)
+	}
+}
+
+// awaitRegistered fails the test unless the plugin is told it was registered.
+func awaitRegistered(t *testing.T, reg *fakeRegistration) {
+	t.Helper()
+	select {
+	case st := <-reg.statuses:
+		if !st.PluginRegistered {
+			t.Fatalf("registration refused: %s", st.Error)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the plugin was never told its registration status")
 	}
 }
