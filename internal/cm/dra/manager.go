@@ -58,9 +58,8 @@ type Manager struct {
 
 	ops sync.Mutex // one prepare or unprepare at a time: they read and write the same claims
 
-	mu      sync.Mutex
-	claims  map[string]*claimInfo // by namespace/name
-	blocked map[types.UID]string  // why a pod's claims are not prepared, for explain
+	mu     sync.Mutex
+	claims map[string]*claimInfo // by namespace/name
 }
 
 // New restores the claims of the checkpoint in opts.StateDir.
@@ -72,7 +71,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.Period == 0 {
 		opts.Period = reconcilePeriod
 	}
-	m := &Manager{opts: opts, claims: map[string]*claimInfo{}, blocked: map[types.UID]string{}}
+	m := &Manager{opts: opts, claims: map[string]*claimInfo{}}
 	for _, st := range states {
 		if st.PodUIDs == nil {
 			st.PodUIDs = sets.New[string]()
@@ -141,15 +140,7 @@ func (m *Manager) PreparePod(ctx context.Context, pod *v1.Pod) (err error) {
 	}
 	m.ops.Lock()
 	defer m.ops.Unlock()
-	err = m.prepare(ctx, pod)
-	m.mu.Lock()
-	if err != nil {
-		m.blocked[pod.UID] = err.Error()
-	} else {
-		delete(m.blocked, pod.UID)
-	}
-	m.mu.Unlock()
-	return err
+	return m.prepare(ctx, pod)
 }
 
 func (m *Manager) prepare(ctx context.Context, pod *v1.Pod) error {
@@ -310,11 +301,4 @@ func (m *Manager) ApplyContainer(_ context.Context, pod *v1.Pod, c *v1.Container
 		}
 	}
 	return nil
-}
-
-// Blocked says why pod's claims are not prepared, "" when nothing blocks it.
-func (m *Manager) Blocked(uid types.UID) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.blocked[uid]
 }

@@ -30,9 +30,6 @@ func (m *Manager) UnpreparePod(ctx context.Context, uid types.UID) (err error) {
 }
 
 func (m *Manager) unpreparePod(ctx context.Context, uid types.UID) error {
-	m.mu.Lock()
-	delete(m.blocked, uid)
-	m.mu.Unlock()
 	if !m.HasPod(uid) {
 		// Most pods hold no claim: they do not wait behind another pod's driver call. (The
 		// pod's own prepare runs in its own worker, never beside this.)
