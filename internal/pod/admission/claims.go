@@ -23,11 +23,9 @@ func (a *Admitter) checkClaims(pod *v1.Pod) (bool, string, string) {
 		"this node, so no DRA driver registers and the claims cannot be prepared; turn it on in featureGates"
 }
 
-// claimsField is the path of the first field that uses ResourceClaims, "" when none does.
+// claimsField is the path of the first field that uses ResourceClaims in the spec's field
+// order (the containers' claims before the pod's), "" when none does.
 func claimsField(spec *v1.PodSpec) string {
-	if len(spec.ResourceClaims) > 0 {
-		return "spec.resourceClaims"
-	}
 	for i, c := range spec.InitContainers {
 		if len(c.Resources.Claims) > 0 {
 			return fmt.Sprintf("spec.initContainers[%d].resources.claims", i)
@@ -42,6 +40,9 @@ func claimsField(spec *v1.PodSpec) string {
 		if len(c.Resources.Claims) > 0 {
 			return fmt.Sprintf("spec.ephemeralContainers[%d].resources.claims", i)
 		}
+	}
+	if len(spec.ResourceClaims) > 0 {
+		return "spec.resourceClaims"
 	}
 	return ""
 }

@@ -21,12 +21,16 @@ func TestClaimsAdmissionFollowsTheDRAGate(t *testing.T) {
 	}
 	off := &Admitter{HostHasAppArmor: func() bool { return true }}
 	ok, reason, msg := off.Admit(withClaims, nil)
-	if ok || reason != "PodFieldNotSupported" || !strings.HasPrefix(msg, "spec.resourceClaims: the DynamicResourceAllocation feature gate") {
+	if ok || reason != "PodFieldNotSupported" || !strings.HasPrefix(msg, "spec.containers[0].resources.claims: the DynamicResourceAllocation feature gate") {
 		t.Fatalf("gate off: admitted %v, %s %q", ok, reason, msg)
 	}
 	containerOnly := &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i"}},
 		Containers: []v1.Container{{Name: "a"}, {Name: "b", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}}}}}
 	if ok, _, msg := off.Admit(containerOnly, nil); ok || !strings.HasPrefix(msg, "spec.containers[1].resources.claims:") {
 		t.Fatalf("gate off, container claims: admitted %v, %q", ok, msg)
+	}
+	podOnly := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a"}}, ResourceClaims: withClaims.Spec.ResourceClaims}}
+	if ok, _, msg := off.Admit(podOnly, nil); ok || !strings.HasPrefix(msg, "spec.resourceClaims:") {
+		t.Fatalf("gate off, pod claims only: admitted %v, %q", ok, msg)
 	}
 }
