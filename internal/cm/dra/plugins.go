@@ -57,8 +57,9 @@ type Plugins struct {
 	bg      context.Context               // Run's context, for the wipes
 	stopped bool                          // Run is ending: no more wipes
 	wg      sync.WaitGroup
-	// wiped is closed once the node's slices left from before the start are deleted: no
-	// driver registers before, or the wipe could take the slices it just published.
+	// wiped is closed once the first attempt to delete the node's slices left from before
+	// the start is done: no driver registers before, or the wipe could take the slices it
+	// just published.
 	wiped chan struct{}
 }
 
@@ -68,14 +69,17 @@ func NewPlugins(client kubeclient.Interface, nodeName string) *Plugins {
 		pending: map[string]context.CancelFunc{}, bg: context.Background(), wiped: make(chan struct{})}
 }
 
-// Run wipes the node's ResourceSlices of every driver, then waits for ctx to end, cancels
-// pending wipes and closes the connections.
+// Run wipes the node's ResourceSlices of every driver (in the background, retried), waits for
+// ctx to end, cancels pending wipes and closes the connections.
 func (p *Plugins) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.bg = ctx
 	p.mu.Unlock()
-	p.wipe(ctx, "")
-	close(p.wiped)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.wipe(ctx, "", func() { close(p.wiped) })
+	}()
 	<-ctx.Done()
 	p.mu.Lock()
 	p.stopped = true // no wipe starts after this: wg.Add happens before Wait
@@ -183,7 +187,7 @@ func (p *Plugins) DeregisterPlugin(name, endpoint string) {
 			return
 		case <-time.After(p.delay):
 		}
-		p.wipe(ctx, name)
+		p.wipe(ctx, name, nil)
 		p.mu.Lock()
 		if p.pending[name] != nil && ctx.Err() == nil {
 			delete(p.pending, name)
@@ -194,8 +198,16 @@ func (p *Plugins) DeregisterPlugin(name, endpoint string) {
 }
 
 // wipe deletes this node's ResourceSlices of driver (all drivers when ""), retrying with
-// upstream's backoff until it works or ctx ends.
-func (p *Plugins) wipe(ctx context.Context, driver string) {
+// upstream's backoff until it works or ctx ends. tried, when set, is called after the first
+// attempt, whatever its outcome: drivers may register from then on, so an API server that
+// refuses (resource.k8s.io off) does not keep them out.
+func (p *Plugins) wipe(ctx context.Context, driver string, tried func()) {
+	first := sync.OnceFunc(func() {
+		if tried != nil {
+			tried()
+		}
+	})
+	defer first()
 	if p.client == nil || p.nodeName == "" {
 		return
 	}
@@ -207,6 +219,7 @@ func (p *Plugins) wipe(ctx context.Context, driver string) {
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.2, Cap: 5 * time.Minute, Steps: 100}
 	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		err := p.client.ResourceV1beta1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
+		defer first()
 		if err != nil {
 			klog.V(3).InfoS("Deleting ResourceSlices failed; retrying", "fieldSelector", opts.FieldSelector, "err", err)
 			return false, nil

@@ -2,11 +2,13 @@ package dra
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	drav1alpha4 "k8s.io/kubelet/pkg/apis/dra/v1alpha4"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1beta1"
@@ -110,6 +112,20 @@ func TestNoDriverRegistersBeforeTheStartWipe(t *testing.T) {
 	go func() { done <- p.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	testutil.Eventually(t, "registration after the wipe", func() bool {
+		return p.RegisterPlugin(context.Background(), driverName, "/x.sock", []string{drapb.DRAPluginService}) == nil
+	})
+}
+
+// An API server that refuses the start wipe (resource.k8s.io off) does not keep drivers out:
+// they register after its first attempt while it is retried.
+func TestARefusedStartWipeDoesNotKeepDriversOut(t *testing.T) {
+	client := newClient()
+	client.PrependReactor("delete-collection", "resourceslices", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the server could not find the requested resource")
+	})
+	p := NewPlugins(kubeclientFor(client), "node-1")
+	testutil.Start(t, p.Run)
+	testutil.Eventually(t, "registration after the first wipe attempt", func() bool {
 		return p.RegisterPlugin(context.Background(), driverName, "/x.sock", []string{drapb.DRAPluginService}) == nil
 	})
 }
