@@ -444,7 +444,7 @@ func (n *agent) buildNode(ctx context.Context) error {
 	n.buildShutdown(ctx, workers)
 	admit := &admission.Admitter{MaxPods: int(maxPods(kc)), Statuses: n.statuses, AllowedUnsafeSysctls: kc.AllowedUnsafeSysctls,
 		Recorder: n.recorder, Node: n.node, RuntimeFeatures: n.features, StopSignals: n.cfg.StopSignals,
-		ImageVolumes: n.cfg.ImageVolumes, DynamicResources: n.cfg.DynamicResources,
+		ImageVolumes: n.cfg.ImageVolumes, DynamicResources: n.dra != nil,
 		Devices: admissionDevices(n.devices), Topology: n.topology, Pressure: n.eviction.Admit, Shutdown: n.shutdownAdmit(),
 		Allocatable: n.cluster.allocatable(), Allocated: n.resizer.Allocated,
 	}

@@ -72,8 +72,8 @@ type Admitter struct {
 	// unless the runtime mounts images. Off, such a pod is admitted and waits for a volume no
 	// plugin sets up, as upstream's.
 	ImageVolumes bool
-	// DynamicResources is the DynamicResourceAllocation feature gate: off, a pod with
-	// ResourceClaims is refused.
+	// DynamicResources: the DRA manager prepares claims (the DynamicResourceAllocation
+	// feature gate is on, in the daemon); otherwise a pod with ResourceClaims is refused.
 	DynamicResources bool
 }
 

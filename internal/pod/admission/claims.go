@@ -8,9 +8,9 @@ import (
 	"github.com/nodelet/nodelet/internal/pod/podfields"
 )
 
-// checkClaims refuses a pod with ResourceClaims when the DynamicResourceAllocation gate is off:
-// nodelet then registers no DRA driver, so the claims could never be prepared and the
-// containers would start without their devices.
+// checkClaims refuses a pod with ResourceClaims when nodelet prepares none: with the
+// DynamicResourceAllocation gate off (and in a foreground run) no DRA driver registers, so the
+// claims could never be prepared and the containers would start without their devices.
 func (a *Admitter) checkClaims(pod *v1.Pod) (bool, string, string) {
 	if a.DynamicResources {
 		return true, "", ""
@@ -19,8 +19,8 @@ func (a *Admitter) checkClaims(pod *v1.Pod) (bool, string, string) {
 	if field == "" {
 		return true, "", ""
 	}
-	return false, podfields.Reason, field + ": the DynamicResourceAllocation feature gate (beta, off by default in 1.33) is off on " +
-		"this node, so no DRA driver registers and the claims cannot be prepared; turn it on in featureGates"
+	return false, podfields.Reason, field + ": DRA claims are prepared only by the nodelet daemon with the DynamicResourceAllocation " +
+		"feature gate (beta, off by default in 1.33) on; without it no DRA driver registers and the claims cannot be prepared"
 }
 
 // claimsField is the path of the first field that uses ResourceClaims in the spec's field

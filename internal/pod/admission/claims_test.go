@@ -21,7 +21,7 @@ func TestClaimsAdmissionFollowsTheDRAGate(t *testing.T) {
 	}
 	off := &Admitter{HostHasAppArmor: func() bool { return true }}
 	ok, reason, msg := off.Admit(withClaims, nil)
-	if ok || reason != "PodFieldNotSupported" || !strings.HasPrefix(msg, "spec.containers[0].resources.claims: the DynamicResourceAllocation feature gate") {
+	if ok || reason != "PodFieldNotSupported" || !strings.HasPrefix(msg, "spec.containers[0].resources.claims: DRA claims are prepared only by the nodelet daemon with the DynamicResourceAllocation") {
 		t.Fatalf("gate off: admitted %v, %s %q", ok, reason, msg)
 	}
 	containerOnly := &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i"}},
