@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,12 +48,10 @@ const (
 // draKubelet is the kubelet under test joined to the control plane as the node, with DRA on:
 // nodelet, or the upstream kubelet v1.33.4, which proves the harness itself.
 type draKubelet struct {
-	name    string
 	rootDir string
 	start   func()
 	end     func(syscall.Signal) // stops it, leaving the pods running
 	running func() bool
-	log     func() string
 }
 
 // newDRAKubelet makes (without starting) the named kubelet, "nodelet" or "upstream". Cleanup
@@ -71,7 +68,7 @@ func newDRAKubelet(t *testing.T, which string) *draKubelet {
 				t.Logf("nodelet log (last 6000 bytes):\n%s", tail(n.log(), 6000))
 			}
 		})
-		return &draKubelet{name: which, rootDir: n.rootDir, start: n.start, end: n.stop, log: n.log,
+		return &draKubelet{rootDir: n.rootDir, start: n.start, end: n.stop,
 			running: func() bool { return n.cmd != nil }}
 	case "upstream":
 		base := t.TempDir()
@@ -84,15 +81,7 @@ func newDRAKubelet(t *testing.T, which string) *draKubelet {
 		k := newUpstreamKubelet(t, base, manifests, rootDir)
 		k.extraArgs = []string{"--kubeconfig=" + kubeconfig, draGate}
 		t.Cleanup(k.stop)
-		end := func(sig syscall.Signal) {
-			if k.cmd != nil {
-				_ = k.cmd.Process.Signal(sig)
-				_, _ = k.cmd.Process.Wait()
-				k.cmd = nil
-			}
-		}
-		log := func() string { b, _ := os.ReadFile(k.logPath); return string(b) }
-		return &draKubelet{name: which, rootDir: rootDir, start: k.start, end: end, log: log,
+		return &draKubelet{rootDir: rootDir, start: k.start, end: k.end,
 			running: func() bool { return k.cmd != nil }}
 	}
 	t.Fatalf("unknown kubelet %q", which)
@@ -220,7 +209,7 @@ func newDRAEnv(t *testing.T, which string) *draEnv {
 	e.createDeviceClass()
 	started := time.Now()
 	e.kubelet.start()
-	e.waitNodeReady(t, started)
+	waitNodeReadySince(t, e.admin, started, 60*time.Second)
 	e.driver.start(t)
 	e.driver.waitRegistered(t, 60*time.Second)
 	e.waitSlice(t)
@@ -267,20 +256,6 @@ func (e *draEnv) cleanupDriver() {
 	for _, f := range specs {
 		_ = os.Remove(f)
 	}
-}
-
-// waitNodeReady waits until the kubelet started at started posted the node Ready.
-func (e *draEnv) waitNodeReady(t *testing.T, started time.Time) {
-	t.Helper()
-	testutil.WaitFor(t, 60*time.Second, "node Ready", func() (bool, string) {
-		ctx, cancel := criCtx()
-		defer cancel()
-		n, err := e.admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return nodeReady(n) && !readySince(n).Before(started.Truncate(time.Second)), "not ready yet"
-	})
 }
 
 // waitSlice waits until the node's ResourceSlice of the driver lists its devices.
@@ -334,11 +309,9 @@ func (e *draEnv) namespace(t *testing.T) *draNS {
 	return s
 }
 
-func (s *draNS) ctx() (context.Context, context.CancelFunc) { return criCtx() }
-
 func (s *draNS) pod(name string) *v1.Pod {
 	s.t.Helper()
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	p, err := s.admin.CoreV1().Pods(s.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -352,7 +325,7 @@ func (s *draNS) waitRunning(name string, timeout time.Duration) *v1.Pod {
 	s.t.Helper()
 	var pod *v1.Pod
 	testutil.WaitFor(s.t, timeout, name+" Running and Ready", func() (bool, string) {
-		ctx, cancel := s.ctx()
+		ctx, cancel := criCtx()
 		defer cancel()
 		p, err := s.admin.CoreV1().Pods(s.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -368,13 +341,13 @@ func (s *draNS) waitRunning(name string, timeout time.Duration) *v1.Pod {
 // deletePod deletes the pod and waits until it is gone from the API and the runtime.
 func (s *draNS) deletePod(name string) {
 	s.t.Helper()
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	if err := s.admin.CoreV1().Pods(s.ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		s.t.Fatal(err)
 	}
 	testutil.WaitFor(s.t, 60*time.Second, name+" gone", func() (bool, string) {
-		ctx, cancel := s.ctx()
+		ctx, cancel := criCtx()
 		defer cancel()
 		_, err := s.admin.CoreV1().Pods(s.ns).Get(ctx, name, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
@@ -386,7 +359,7 @@ func (s *draNS) deletePod(name string) {
 }
 
 func (s *draNS) podSandboxes(name string) []*cri.PodSandbox {
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	resp, err := rt.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{Filter: &cri.PodSandboxFilter{
 		LabelSelector: map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": s.ns}}})
@@ -398,7 +371,7 @@ func (s *draNS) podSandboxes(name string) []*cri.PodSandbox {
 
 // containers lists the runtime's containers of the pod, optionally of one name.
 func (s *draNS) containers(pod, name string) []*cri.Container {
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	resp, err := rt.ListContainers(ctx, &cri.ListContainersRequest{Filter: &cri.ContainerFilter{
 		LabelSelector: map[string]string{"io.kubernetes.pod.name": pod, "io.kubernetes.pod.namespace": s.ns}}})
@@ -421,7 +394,7 @@ func (s *draNS) env(pod, container, key string) string {
 		if c.State != cri.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
-		ctx, cancel := s.ctx()
+		ctx, cancel := criCtx()
 		defer cancel()
 		resp, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: c.Id, Cmd: []string{"printenv", key}, Timeout: 5})
 		if err != nil {

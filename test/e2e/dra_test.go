@@ -167,7 +167,7 @@ func draKubeletKilled(t *testing.T, e *draEnv) {
 	}
 	started := time.Now()
 	e.kubelet.start()
-	e.waitNodeReady(t, started)
+	waitNodeReadySince(t, e.admin, started, 60*time.Second)
 	s.waitRunning("slow", 90*time.Second)
 	s.expectDeviceEnv("slow", "main", claim)
 	if n := e.driver.calls(draPrepare, string(claim.UID)); n != 1 {
@@ -230,7 +230,7 @@ func draPod(name string, claim v1.PodResourceClaim, containers ...string) *v1.Po
 
 func (s *draNS) createPod(p *v1.Pod) *v1.Pod {
 	s.t.Helper()
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	out, err := s.admin.CoreV1().Pods(s.ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
@@ -241,7 +241,7 @@ func (s *draNS) createPod(p *v1.Pod) *v1.Pod {
 
 func (s *draNS) createTemplate(name string) {
 	s.t.Helper()
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	tpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: draClaimSpec()}}
@@ -252,7 +252,7 @@ func (s *draNS) createTemplate(name string) {
 
 func (s *draNS) createClaim(name string) {
 	s.t.Helper()
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: draClaimSpec()}
 	if _, err := s.admin.ResourceV1beta1().ResourceClaims(s.ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
@@ -262,7 +262,7 @@ func (s *draNS) createClaim(name string) {
 
 func (s *draNS) claim(name string) *resourceapi.ResourceClaim {
 	s.t.Helper()
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	c, err := s.admin.ResourceV1beta1().ResourceClaims(s.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -299,7 +299,7 @@ func (s *draNS) allocate(claim *resourceapi.ResourceClaim, pod *v1.Pod, device s
 			Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{nodeName}}}}}},
 	}
 	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
-	ctx, cancel := s.ctx()
+	ctx, cancel := criCtx()
 	defer cancel()
 	if _, err := s.admin.ResourceV1beta1().ResourceClaims(s.ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		s.t.Fatal(err)
