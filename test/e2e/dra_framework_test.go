@@ -39,6 +39,7 @@ const (
 	draClass      = "e2e-dra"
 	draRequest    = "dev"
 	draDevices    = 8
+	draNSPrefix   = "e2e-dra-"
 	draGate       = "--feature-gates=DynamicResourceAllocation=true"
 	// draPrepare and draUnprepare are the gRPC methods of the kubelet's DRA service (v1beta1).
 	draPrepare   = "DRAPlugin/NodePrepareResources"
@@ -241,6 +242,12 @@ func (e *draEnv) createDeviceClass() {
 // cleanupDriver stops the driver, then removes what it leaves: the node's slices of the
 // driver, its CDI specs, and the DeviceClass.
 func (e *draEnv) cleanupDriver() {
+	if e.kubelet.running() {
+		testutil.WaitFor(e.t, 150*time.Second, "the scenarios' sandboxes removed", func() (bool, string) {
+			n := len(draSandboxes(e.t))
+			return n == 0, fmt.Sprintf("%d sandboxes", n)
+		})
+	}
 	e.driver.stop()
 	if e.t.Failed() {
 		for run := 1; run <= e.driver.runs; run++ {
@@ -256,6 +263,23 @@ func (e *draEnv) cleanupDriver() {
 	for _, f := range specs {
 		_ = os.Remove(f)
 	}
+}
+
+// draSandboxes lists the runtime's sandboxes of the DRA scenarios' namespaces.
+func draSandboxes(t *testing.T) []*cri.PodSandbox {
+	ctx, cancel := criCtx()
+	defer cancel()
+	resp, err := rt.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatalf("ListPodSandbox: %v", err)
+	}
+	var out []*cri.PodSandbox
+	for _, sb := range resp.Items {
+		if strings.HasPrefix(sb.Labels["io.kubernetes.pod.namespace"], draNSPrefix) {
+			out = append(out, sb)
+		}
+	}
+	return out
 }
 
 // waitSlice waits until the node's ResourceSlice of the driver lists its devices.
@@ -278,8 +302,10 @@ func (e *draEnv) waitSlice(t *testing.T) {
 	})
 }
 
-// draNS is one scenario's namespace. Cleanup deletes it and waits until the runtime holds none
-// of its pods (the kubelet started again if the scenario left it stopped).
+// draNS is one scenario's namespace. Cleanup deletes it and waits until its pods are gone from
+// the API and none of their sandboxes is ready (the kubelet started again if the scenario left it
+// stopped). The upstream kubelet removes stopped sandboxes in its minutely garbage collection:
+// the environment's cleanup waits for that once, at the end.
 type draNS struct {
 	*draEnv
 	t  *testing.T
@@ -288,7 +314,7 @@ type draNS struct {
 
 func (e *draEnv) namespace(t *testing.T) *draNS {
 	t.Helper()
-	s := &draNS{draEnv: e, t: t, ns: "e2e-dra-" + rand.String(5)}
+	s := &draNS{draEnv: e, t: t, ns: draNSPrefix + rand.String(5)}
 	ctx, cancel := criCtx()
 	defer cancel()
 	if _, err := e.admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}, metav1.CreateOptions{}); err != nil {
@@ -301,9 +327,15 @@ func (e *draEnv) namespace(t *testing.T) *draNS {
 		if !e.kubelet.running() {
 			e.kubelet.start()
 		}
-		testutil.WaitFor(t, 90*time.Second, "the namespace's pods gone from the runtime", func() (bool, string) {
-			n := len(namespaceSandboxes(t, s.ns))
-			return n == 0, fmt.Sprintf("%d sandboxes", n)
+		testutil.WaitFor(t, 90*time.Second, "the namespace's pods stopped and gone from the API", func() (bool, string) {
+			ctx, cancel := criCtx()
+			defer cancel()
+			pods, err := e.admin.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			n := len(s.readySandboxes(""))
+			return len(pods.Items) == 0 && n == 0, fmt.Sprintf("%d pods, %d ready sandboxes", len(pods.Items), n)
 		})
 	})
 	return s
@@ -338,7 +370,7 @@ func (s *draNS) waitRunning(name string, timeout time.Duration) *v1.Pod {
 	return pod
 }
 
-// deletePod deletes the pod and waits until it is gone from the API and the runtime.
+// deletePod deletes the pod and waits until it is gone from the API and its sandbox stopped.
 func (s *draNS) deletePod(name string) {
 	s.t.Helper()
 	ctx, cancel := criCtx()
@@ -353,20 +385,35 @@ func (s *draNS) deletePod(name string) {
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Sprint("API: ", err)
 		}
-		n := len(s.podSandboxes(name))
-		return n == 0, fmt.Sprintf("%d sandboxes", n)
+		n := len(s.readySandboxes(name))
+		return n == 0, fmt.Sprintf("%d ready sandboxes", n)
 	})
 }
 
+// podSandboxes lists the runtime's sandboxes of the namespace's pod (every pod's when name is
+// empty), in any state.
 func (s *draNS) podSandboxes(name string) []*cri.PodSandbox {
+	labels := map[string]string{"io.kubernetes.pod.namespace": s.ns}
+	if name != "" {
+		labels["io.kubernetes.pod.name"] = name
+	}
 	ctx, cancel := criCtx()
 	defer cancel()
-	resp, err := rt.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{Filter: &cri.PodSandboxFilter{
-		LabelSelector: map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": s.ns}}})
+	resp, err := rt.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{Filter: &cri.PodSandboxFilter{LabelSelector: labels}})
 	if err != nil {
 		s.t.Fatalf("ListPodSandbox: %v", err)
 	}
 	return resp.Items
+}
+
+func (s *draNS) readySandboxes(name string) []*cri.PodSandbox {
+	var out []*cri.PodSandbox
+	for _, sb := range s.podSandboxes(name) {
+		if sb.State == cri.PodSandboxState_SANDBOX_READY {
+			out = append(out, sb)
+		}
+	}
+	return out
 }
 
 // containers lists the runtime's containers of the pod, optionally of one name.
@@ -387,7 +434,8 @@ func (s *draNS) containers(pod, name string) []*cri.Container {
 	return out
 }
 
-// env reads an environment variable from inside the pod's running container.
+// env reads an environment variable (key: letters, digits and _) from inside the pod's running
+// container, with its shell: the test image has no printenv.
 func (s *draNS) env(pod, container, key string) string {
 	s.t.Helper()
 	for _, c := range s.containers(pod, container) {
@@ -396,7 +444,7 @@ func (s *draNS) env(pod, container, key string) string {
 		}
 		ctx, cancel := criCtx()
 		defer cancel()
-		resp, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: c.Id, Cmd: []string{"printenv", key}, Timeout: 5})
+		resp, err := rt.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: c.Id, Cmd: []string{"sh", "-c", "echo \"$" + key + "\""}, Timeout: 5})
 		if err != nil {
 			s.t.Fatalf("exec in %s/%s: %v", pod, container, err)
 		}
