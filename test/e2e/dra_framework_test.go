@@ -267,19 +267,9 @@ func (e *draEnv) cleanupDriver() {
 
 // draSandboxes lists the runtime's sandboxes of the DRA scenarios' namespaces.
 func draSandboxes(t *testing.T) []*cri.PodSandbox {
-	ctx, cancel := criCtx()
-	defer cancel()
-	resp, err := rt.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{})
-	if err != nil {
-		t.Fatalf("ListPodSandbox: %v", err)
-	}
-	var out []*cri.PodSandbox
-	for _, sb := range resp.Items {
-		if strings.HasPrefix(sb.Labels["io.kubernetes.pod.namespace"], draNSPrefix) {
-			out = append(out, sb)
-		}
-	}
-	return out
+	return sandboxesWhere(t, func(sb *cri.PodSandbox) bool {
+		return strings.HasPrefix(sb.Labels["io.kubernetes.pod.namespace"], draNSPrefix)
+	})
 }
 
 // waitSlice waits until the node's ResourceSlice of the driver lists its devices.
