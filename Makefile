@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status dra-driver bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest
 
 # Install Debian's containerd 1.6 and runc (the compatibility lane), CNI plugins, busybox-static,
 # iproute2, iptables.
@@ -73,6 +73,11 @@ cluster-stop:
 
 control-plane:
 	hack/control-plane.sh up
+
+# Upstream's DRA test driver (k8s.io/kubernetes v1.33.4 test/e2e/dra/test-driver), the node
+# plugin of the DRA e2e tests, built into _output/cp/bin (cached).
+dra-driver:
+	hack/control-plane.sh build-dra-driver
 
 control-plane-down:
 	hack/control-plane.sh down
@@ -195,7 +200,7 @@ real: images control-plane
 
 # End-to-end tests: a real nodelet binary on the real containerd and the local control plane.
 # Stops the demo and cluster nodelets first, since one nodelet owns the runtime's pods.
-e2e: test-deps push-images build tools registries control-plane
+e2e: test-deps push-images build tools registries control-plane dra-driver
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	NODELET_BIN=$(CURDIR)/$(OUTPUT)/bin/nodelet $(GO) test -tags e2e -count=1 -timeout 45m -v ./test/e2e/...

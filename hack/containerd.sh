@@ -43,6 +43,7 @@ PID_FILE=$RUN_DIR/containerd.pid
 START_TIMEOUT=${START_TIMEOUT:-30}
 
 HOSTS_DIR=$CONFIG_DIR/certs.d # containerd 2's registry config_path
+CDI_SPEC_DIR=$CONFIG_DIR/cdi  # containerd 2's cdi_spec_dirs
 
 # containerd looks up runc and containerd-shim-runc-v2 on PATH.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
@@ -180,6 +181,8 @@ write_config() {
 	mv "$CNI_CONF_FILE.tmp" "$CNI_CONF_FILE"
 	if [[ $RUNTIME == 2 ]]; then
 		render_hosts_dir "$HOSTS_DIR"
+		# cdi_spec_dirs: where DRA drivers (the DRA e2e tests' test driver) write CDI specs.
+		mkdir -p "$CDI_SPEC_DIR"
 	fi
 }
 

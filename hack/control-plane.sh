@@ -4,6 +4,7 @@
 #
 #   hack/control-plane.sh build                 build the binaries into _output/cp/bin (cached)
 #   hack/control-plane.sh build-conformance     build e2e_node.test and agnhost there (cached)
+#   hack/control-plane.sh build-dra-driver      build upstream's DRA test driver there (cached)
 #   hack/control-plane.sh up                    build, make certs, start everything, wait for /readyz
 #   hack/control-plane.sh down                  stop everything (data and certs are kept)
 #   hack/control-plane.sh status                show what runs
@@ -19,7 +20,9 @@
 # runs without the node lifecycle controller, as the node suite's own harness does),
 # NODELET_CP_SIGNING_DURATION (--cluster-signing-duration of CSR certificates, default 8760h;
 # the rotation test shortens it), NODELET_CP_FEATURE_GATES (the API server's --feature-gates,
-# default none; conformance runs turn on UserNamespacesPodSecurityStandards, which its spec needs).
+# default none; conformance runs turn on UserNamespacesPodSecurityStandards, which its spec needs),
+# NODELET_CP_DRA (default 1: Dynamic Resource Allocation on — the DynamicResourceAllocation gate in
+# the API server, scheduler and controller manager, and resource.k8s.io/v1beta1 served; 0: off).
 #
 # State: /var/lib/nodelet-cp (pki/, etcd/, *.kubeconfig), logs: /var/log/nodelet-cp,
 # pidfiles: /run/nodelet-cp. The API server listens on :6443 (all addresses).
@@ -44,6 +47,21 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 source "$REPO_ROOT/hack/lib/cp-build.sh"
 # shellcheck source=lib/cp-daemon.sh
 source "$REPO_ROOT/hack/lib/cp-daemon.sh"
+
+# dra_on: Dynamic Resource Allocation is on unless NODELET_CP_DRA=0. Beta and off by default
+# in v1.33, it is on here for the DRA e2e tests and conformance specs; pods without claims never
+# reach its scheduler plugin or controller, so the other tests see no difference.
+dra_on() { [[ ${NODELET_CP_DRA:-1} != 0 ]]; }
+
+# gate_flags [GATES]: the --feature-gates flag of a component: DRA's gate (when on) and GATES.
+gate_flags() {
+	local gates=()
+	dra_on && gates+=(DynamicResourceAllocation=true)
+	[[ -z ${1:-} ]] || gates+=("$1")
+	((${#gates[@]})) || return 0
+	local IFS=,
+	echo "--feature-gates=${gates[*]}"
+}
 
 admin_kubectl() { kubectl --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
 
@@ -117,6 +135,9 @@ start_apiserver() {
 	read -r client _ <"$CP_RUN/etcd.ports"
 	ensure_token_file
 	ensure_audit_policy
+	local -a extra
+	read -ra extra < <(gate_flags "${NODELET_CP_FEATURE_GATES:-}") || true # none: EOF
+	dra_on && extra+=(--runtime-config=resource.k8s.io/v1beta1=true)
 	# No --kubelet-certificate-authority: nodelet serves :10250 with a self-signed cert.
 	# ServiceAccount/TaintNodesByCondition admission are off as in the node e2e suite's own
 	# services, so pods never race the "default" ServiceAccount.
@@ -146,7 +167,7 @@ start_apiserver() {
 		--proxy-client-cert-file "$CP_PKI/front-proxy-client.crt" \
 		--proxy-client-key-file "$CP_PKI/front-proxy-client.key" \
 		--allow-privileged=true \
-		${NODELET_CP_FEATURE_GATES:+--feature-gates "$NODELET_CP_FEATURE_GATES"} \
+		"${extra[@]}" \
 		--enable-admission-plugins NodeRestriction \
 		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
 		--audit-policy-file "$CP_DIR/audit-policy.yaml" \
@@ -157,6 +178,8 @@ start_apiserver() {
 }
 
 start_controllers() {
+	local -a gates
+	read -ra gates < <(gate_flags) || true
 	daemon_start kube-controller-manager "$CP_BIN/kube-controller-manager" \
 		--kubeconfig "$CP_DIR/controller-manager.kubeconfig" \
 		--authentication-kubeconfig "$CP_DIR/controller-manager.kubeconfig" \
@@ -169,16 +192,20 @@ start_controllers() {
 		--use-service-account-credentials=true \
 		--controllers "${NODELET_CP_CONTROLLERS:-*}" \
 		--leader-elect=false \
+		"${gates[@]}" \
 		--bind-address 127.0.0.1
 	wait_until 60 kube-controller-manager curl -fsSk https://127.0.0.1:10257/healthz
 }
 
 start_scheduler() {
+	local -a gates
+	read -ra gates < <(gate_flags) || true
 	daemon_start kube-scheduler "$CP_BIN/kube-scheduler" \
 		--kubeconfig "$CP_DIR/scheduler.kubeconfig" \
 		--authentication-kubeconfig "$CP_DIR/scheduler.kubeconfig" \
 		--authorization-kubeconfig "$CP_DIR/scheduler.kubeconfig" \
 		--leader-elect=false \
+		"${gates[@]}" \
 		--bind-address 127.0.0.1
 	# /healthz on its secure port is open to anonymous callers by default.
 	wait_until 60 kube-scheduler curl -fsSk https://127.0.0.1:10259/healthz
@@ -313,6 +340,7 @@ cmd_clean() {
 case ${1:-} in
 build) build_all ;;
 build-conformance) build_conformance ;;
+build-dra-driver) build_dra_driver ;;
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;

@@ -65,3 +65,12 @@ build_conformance() {
 	CGO_ENABLED=0 build_one nnp k8s.io/kubernetes/test/images/nonewprivs "$(stamp_of)"
 	CGO_ENABLED=0 build_one sample-device-plugin k8s.io/kubernetes/test/images/sample-device-plugin "$(stamp_of)"
 }
+
+# build_dra_driver builds upstream's DRA test driver (test/e2e/dra/test-driver) as
+# dra-test-driver: the DRA e2e tests run it as the node's DRA plugin (kubelet-plugin mode),
+# publishing ResourceSlices and writing CDI specs that set env vars (~1 min cold; seconds
+# once the conformance suite, which links it, is built).
+build_dra_driver() {
+	mkdir -p "$CP_BIN"
+	build_one dra-test-driver k8s.io/kubernetes/test/e2e/dra/test-driver "$(stamp_of)"
+}

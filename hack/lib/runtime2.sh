@@ -143,7 +143,7 @@ disabled_plugins = [
     disable_apparmor = true
     enable_selinux = false
     netns_mounts_under_state_dir = true
-    cdi_spec_dirs = ["$CONFIG_DIR/cdi"]
+    cdi_spec_dirs = ["$CDI_SPEC_DIR"]
 
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = "runc"

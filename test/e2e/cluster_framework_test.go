@@ -184,15 +184,21 @@ func (c *cluster) node() *v1.Node {
 // previous test's Ready condition.
 func (c *cluster) waitReady(t *testing.T) {
 	t.Helper()
-	testutil.WaitFor(t, 10*time.Second, "node Ready", func() (bool, string) {
+	waitNodeReadySince(t, c.admin, c.started, 10*time.Second)
+}
+
+// waitNodeReadySince waits until a kubelet started at started has posted the node Ready.
+func waitNodeReadySince(t *testing.T, admin kubernetes.Interface, started time.Time, timeout time.Duration) {
+	t.Helper()
+	testutil.WaitFor(t, timeout, "node Ready", func() (bool, string) {
 		ctx, cancel := criCtx()
 		defer cancel()
-		n, err := c.admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		n, err := admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		// The API keeps heartbeat times in whole seconds.
-		return nodeReady(n) && !readySince(n).Before(c.started.Truncate(time.Second)), "not ready yet"
+		return nodeReady(n) && !readySince(n).Before(started.Truncate(time.Second)), "not ready yet"
 	})
 }
 

@@ -254,6 +254,14 @@ func criCtx() (context.Context, context.CancelFunc) {
 
 // sandboxes lists the runtime's sandboxes of pods on our test node, optionally for one pod name.
 func sandboxes(t *testing.T, podName string) []*cri.PodSandbox {
+	return sandboxesWhere(t, func(s *cri.PodSandbox) bool {
+		name := s.Labels["io.kubernetes.pod.name"]
+		return strings.HasSuffix(name, "-"+nodeName) && (podName == "" || name == podName+"-"+nodeName)
+	})
+}
+
+// sandboxesWhere lists the runtime's sandboxes that keep holds for.
+func sandboxesWhere(t *testing.T, keep func(*cri.PodSandbox) bool) []*cri.PodSandbox {
 	ctx, cancel := criCtx()
 	defer cancel()
 	resp, err := rt.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{})
@@ -262,11 +270,9 @@ func sandboxes(t *testing.T, podName string) []*cri.PodSandbox {
 	}
 	var out []*cri.PodSandbox
 	for _, s := range resp.Items {
-		name := s.Labels["io.kubernetes.pod.name"]
-		if !strings.HasSuffix(name, "-"+nodeName) || (podName != "" && name != podName+"-"+nodeName) {
-			continue
+		if keep(s) {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
 	return out
 }

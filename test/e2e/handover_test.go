@@ -318,11 +318,14 @@ func (k *upstreamKubelet) start() {
 }
 
 // stopKeepingPods ends the kubelet; as any kubelet, it leaves its pods running.
-func (k *upstreamKubelet) stopKeepingPods() {
+func (k *upstreamKubelet) stopKeepingPods() { k.end(syscall.SIGTERM) }
+
+// end stops the kubelet with sig (SIGKILL: a crash) and waits for it; the pods keep running.
+func (k *upstreamKubelet) end(sig syscall.Signal) {
 	if k.cmd == nil {
 		return
 	}
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	_ = k.cmd.Process.Signal(sig)
 	_, _ = k.cmd.Process.Wait()
 	k.cmd = nil
 }
