@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,10 @@ const swapFile = "/var/tmp/swapfile"
 // TestSwapOnV2 turns on a 256Mi swap file in the guest: nodelet refuses to start by default
 // (failSwapOn), and with failSwapOn false and LimitedSwap every static pod's container gets
 // memory.swap.max 0, as upstream keeps critical pods (static ones are) and non-Burstable ones
-// off swap. A Burstable API pod's share of the swap needs a control plane the guest does
-// not have.
+// off swap. A Burstable API pod's share of the swap: TestLimitedSwapOfBurstableAPIPod.
 func TestSwapOnV2(t *testing.T) {
 	useDriver(t, "systemd")
-	swapOn(t)
+	swapOn(t, 256)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -48,12 +48,12 @@ func TestSwapOnV2(t *testing.T) {
 	}
 }
 
-// swapOn makes and turns on the swap file (dd: swapon refuses fallocate's unwritten extents
-// on some filesystems), off again at cleanup.
-func swapOn(t *testing.T) {
+// swapOn makes and turns on a swap file of mib MiB (dd: swapon refuses fallocate's unwritten
+// extents on some filesystems), off again at cleanup.
+func swapOn(t *testing.T, mib int) {
 	t.Helper()
 	steps := [][]string{
-		{"dd", "if=/dev/zero", "of=" + swapFile, "bs=1M", "count=256", "status=none"},
+		{"dd", "if=/dev/zero", "of=" + swapFile, "bs=1M", "count=" + strconv.Itoa(mib), "status=none"},
 		{"chmod", "600", swapFile}, {"mkswap", swapFile}, {"swapon", swapFile},
 	}
 	for _, s := range steps {

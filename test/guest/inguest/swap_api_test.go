@@ -1,0 +1,71 @@
+//go:build guestvm
+
+package inguest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil"
+)
+
+// TestLimitedSwapOfBurstableAPIPod turns on a 512Mi swap file and joins the kubelet, with
+// LimitedSwap, to the guest's control plane. A Burstable API pod asking 512Mi of memory (limit
+// 520Mi) gets, in its container's memory.swap.max, its request's share of the swap as upstream
+// 1.33 computes it: request / MemTotal × SwapTotal, the machine's figures from /proc/meminfo.
+// It uses it: its container holds 560Mi, 40Mi over its limit, and runs on with part of it in
+// swap (memory.swap.current) instead of being OOM-killed. A Guaranteed API pod gets no swap.
+func TestLimitedSwapOfBurstableAPIPod(t *testing.T) {
+	useDriver(t, "systemd")
+	swapOn(t, 512)
+	cs := startJoinedKubelet(t, "cgroupDriver: systemd\nfailSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n",
+		"swapper", "guaranteed")
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+
+	request := int64(512 << 20)
+	swapper := apiPod("swapper", "dd if=/dev/zero bs=560M count=1 | sleep 3600", nil)
+	swapper.Spec.Containers[0].Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: *resource.NewQuantity(request, resource.BinarySI)},
+		Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("520Mi")},
+	}
+	for _, p := range []*v1.Pod{swapper, apiPod("guaranteed", "sleep 3600", cpuMem("100m", "64Mi"))} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	memTotal, swapTotal := meminfo(t, "MemTotal"), meminfo(t, "SwapTotal")
+	share := int64(float64(request) / float64(memTotal) * float64(swapTotal))
+	t.Logf("MemTotal %d, SwapTotal %d: a 512Mi request's share of the swap is %d bytes", memTotal, swapTotal, share)
+
+	g := waitAPIPod(t, cs, "guaranteed", "running", runningMain)
+	if got := readCgroup(t, containerCgroup(t, g), "memory.swap.max"); got != "0" {
+		t.Errorf("the Guaranteed API pod's memory.swap.max = %s, want 0", got)
+	}
+	s := waitAPIPod(t, cs, "swapper", "running", runningMain)
+	scope := containerCgroup(t, s)
+	if got := readCgroup(t, scope, "memory.swap.max"); got != strconv.FormatInt(share, 10) {
+		t.Fatalf("the Burstable API pod's memory.swap.max = %s, want %d", got, share)
+	}
+	testutil.WaitFor(t, podTimeout, "the Burstable container's excess in swap", func() (bool, string) {
+		cur := readCgroup(t, scope, "memory.swap.current")
+		n, _ := strconv.ParseInt(cur, 10, 64)
+		return n >= 32<<20, fmt.Sprintf("memory.swap.current %s, memory.current %s", cur, readCgroup(t, scope, "memory.current"))
+	})
+	if ev := readCgroup(t, scope, "memory.events"); hasPositive(ev, "oom_kill") {
+		t.Errorf("the Burstable container was OOM-killed although its excess fits its swap: memory.events\n%s", ev)
+	}
+	s, err := pods.Get(ctx, "swapper", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !runningMain(s) || s.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the Burstable pod with its excess in swap: phase %s, containers %+v; want running", s.Status.Phase, s.Status.ContainerStatuses)
+	}
+}
