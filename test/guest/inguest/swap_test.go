@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const swapFile = "/var/tmp/swapfile"
@@ -29,7 +31,7 @@ func TestSwapOnV2(t *testing.T) {
 	named := strings.Contains(string(out), "failSwapOn") || strings.Contains(string(out), "fail-swap-on") // the upstream kubelet names the flag
 	if err == nil || ctx.Err() != nil || !named {
 		t.Errorf("%s with swap on and failSwapOn by default: %v (context %v), want a refusal naming failSwapOn; output:\n%s", subject,
-			err, ctx.Err(), tail(string(out), 3000))
+			err, ctx.Err(), testutil.Tail(string(out), 3000))
 	}
 
 	n := startNodelet(t, "cgroupDriver: systemd\nfailSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n")
