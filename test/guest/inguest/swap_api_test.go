@@ -5,6 +5,7 @@ package inguest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"testing"
 
@@ -18,7 +19,8 @@ import (
 // TestLimitedSwapOfBurstableAPIPod turns on a 512Mi swap file and joins the kubelet, with
 // LimitedSwap, to the guest's control plane. A Burstable API pod asking 512Mi of memory (limit
 // 520Mi) gets, in its container's memory.swap.max, its request's share of the swap as upstream
-// 1.33 computes it: request / MemTotal × SwapTotal, the machine's figures from /proc/meminfo.
+// 1.33 computes it: request / MemTotal × SwapTotal, the machine's figures from /proc/meminfo (the
+// kernel keeps it in whole pages).
 // It uses it: its container holds 560Mi, 40Mi over its limit, and runs on with part of it in
 // swap (memory.swap.current) instead of being OOM-killed. A Guaranteed API pod gets no swap.
 func TestLimitedSwapOfBurstableAPIPod(t *testing.T) {
@@ -43,6 +45,8 @@ func TestLimitedSwapOfBurstableAPIPod(t *testing.T) {
 	memTotal, swapTotal := meminfo(t, "MemTotal"), meminfo(t, "SwapTotal")
 	share := int64(float64(request) / float64(memTotal) * float64(swapTotal))
 	t.Logf("MemTotal %d, SwapTotal %d: a 512Mi request's share of the swap is %d bytes", memTotal, swapTotal, share)
+	page := int64(os.Getpagesize())
+	share = share / page * page // the kernel keeps memory.swap.max in whole pages
 
 	g := waitAPIPod(t, cs, "guaranteed", "running", runningMain)
 	if got := readCgroup(t, containerCgroup(t, g), "memory.swap.max"); got != "0" {
