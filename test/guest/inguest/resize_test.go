@@ -38,7 +38,8 @@ import (
 // guest's cgroup files.
 func TestInPlaceResizeOnV2(t *testing.T) {
 	useDriver(t, "systemd")
-	cs := startJoinedKubelet(t, "cgroupDriver: systemd\n", "guaranteed", "burstable")
+	cs, kubeconfig := startControlPlane(t)
+	joinKubelet(t, cs, kubeconfig, "cgroupDriver: systemd\n", "guaranteed", "burstable")
 	ctx := context.Background()
 	pods := cs.CoreV1().Pods("default")
 
@@ -100,19 +101,17 @@ func TestInPlaceResizeOnV2(t *testing.T) {
 	})
 }
 
-// startJoinedKubelet starts the guest's control plane and the kubelet under test joined to it
-// with the KubeletConfiguration fields given; the named API pods are deleted at cleanup,
-// before the kubelet stops (it removes their sandboxes).
-func startJoinedKubelet(t *testing.T, config string, podNames ...string) *kubernetes.Clientset {
+// joinKubelet starts the kubelet under test joined to the guest's control plane with the
+// KubeletConfiguration fields given; the named API pods are deleted at cleanup, before the
+// kubelet stops (it removes their sandboxes).
+func joinKubelet(t *testing.T, cs *kubernetes.Clientset, kubeconfig, config string, podNames ...string) {
 	t.Helper()
-	cs, kubeconfig := startControlPlane(t)
 	startNodelet(t, config, "--kubeconfig="+kubeconfig, "--node-ip="+guestNodeIP)
 	t.Cleanup(func() {
 		for _, name := range podNames {
 			_ = cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		}
 	})
-	return cs
 }
 
 func cpuMem(cpu, mem string) v1.ResourceList {

@@ -26,7 +26,8 @@ import (
 func TestLimitedSwapOfBurstableAPIPod(t *testing.T) {
 	useDriver(t, "systemd")
 	swapOn(t, 512)
-	cs := startJoinedKubelet(t, "cgroupDriver: systemd\nfailSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n",
+	cs, kubeconfig := startControlPlane(t)
+	joinKubelet(t, cs, kubeconfig, "cgroupDriver: systemd\nfailSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n",
 		"swapper", "guaranteed")
 	ctx := context.Background()
 	pods := cs.CoreV1().Pods("default")
