@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -21,8 +22,8 @@ import (
 // 520Mi) gets, in its container's memory.swap.max, its request's share of the swap as upstream
 // 1.33 computes it: request / MemTotal × SwapTotal, the machine's figures from /proc/meminfo (the
 // kernel keeps it in whole pages).
-// It uses it: its container holds 560Mi, 40Mi over its limit, and runs on with part of it in
-// swap (memory.swap.current) instead of being OOM-killed. A Guaranteed API pod gets no swap.
+// It uses it: its container comes to hold 560Mi, 40Mi over its limit, and runs on with part of
+// it in swap (memory.swap.current) instead of being OOM-killed. A Guaranteed API pod gets no swap.
 func TestLimitedSwapOfBurstableAPIPod(t *testing.T) {
 	useDriver(t, "systemd")
 	swapOn(t, 512)
@@ -33,7 +34,9 @@ func TestLimitedSwapOfBurstableAPIPod(t *testing.T) {
 	pods := cs.CoreV1().Pods("default")
 
 	request := int64(512 << 20)
-	swapper := apiPod("swapper", "dd if=/dev/zero bs=560M count=1 | sleep 3600", nil)
+	// 28 dd buffers of 20Mi each held by a sleep that never reads its pipe, one a second:
+	// emulated swap-out keeps up with that, not with one buffer of 560Mi at once.
+	swapper := apiPod("swapper", "for i in $(seq 28); do dd if=/dev/zero bs=20M count=1 2>/dev/null | sleep 3600 & sleep 1; done; wait", nil)
 	swapper.Spec.Containers[0].Resources = v1.ResourceRequirements{
 		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: *resource.NewQuantity(request, resource.BinarySI)},
 		Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("520Mi")},
@@ -59,13 +62,14 @@ func TestLimitedSwapOfBurstableAPIPod(t *testing.T) {
 		t.Fatalf("the Burstable API pod's memory.swap.max = %s, want %d", got, share)
 	}
 	testutil.WaitFor(t, podTimeout, "the Burstable container's excess in swap", func() (bool, string) {
+		ev, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", scope, "memory.events"))
+		if err != nil || hasPositive(string(ev), "oom_kill") {
+			t.Fatalf("the Burstable container was OOM-killed although its excess fits its swap (%v): memory.events\n%s", err, ev)
+		}
 		cur := readCgroup(t, scope, "memory.swap.current")
 		n, _ := strconv.ParseInt(cur, 10, 64)
 		return n >= 32<<20, fmt.Sprintf("memory.swap.current %s, memory.current %s", cur, readCgroup(t, scope, "memory.current"))
 	})
-	if ev := readCgroup(t, scope, "memory.events"); hasPositive(ev, "oom_kill") {
-		t.Errorf("the Burstable container was OOM-killed although its excess fits its swap: memory.events\n%s", ev)
-	}
 	s, err := pods.Get(ctx, "swapper", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
