@@ -45,6 +45,9 @@ START_TIMEOUT=${START_TIMEOUT:-30}
 HOSTS_DIR=$CONFIG_DIR/certs.d # containerd 2's registry config_path
 CDI_SPEC_DIR=$CONFIG_DIR/cdi  # containerd 2's cdi_spec_dirs
 
+# shellcheck source=hack/lib/cni.sh
+source "$REPO_ROOT/hack/lib/cni.sh"
+
 # containerd looks up runc and containerd-shim-runc-v2 on PATH.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 if [[ $RUNTIME == 2 ]]; then
@@ -142,34 +145,6 @@ disabled_plugins = [
       endpoint = ["https://127.0.0.1:5443"]
     [plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:5443".tls]
       ca_file = "/var/lib/nodelet/registry-tls/ca.crt"
-EOF
-}
-
-render_cni() {
-	cat <<'EOF'
-{
-  "cniVersion": "1.0.0",
-  "name": "nodelet",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "nodelet0",
-      "isGateway": true,
-      "ipMasq": true,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "dataDir": "/run/nodelet/cni/networks",
-        "ranges": [[{ "subnet": "10.85.0.0/16" }]],
-        "routes": [{ "dst": "0.0.0.0/0" }]
-      }
-    },
-    {
-      "type": "portmap",
-      "capabilities": { "portMappings": true }
-    }
-  ]
-}
 EOF
 }
 

@@ -23,7 +23,6 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GUEST_DIR=$REPO_ROOT/_output/guest
 BASE_DIR=$GUEST_DIR/base
 RUN_DIR=$GUEST_DIR/run
-RUNTIME2_BIN=$REPO_ROOT/_output/runtime2/bin
 SUITE=bookworm
 MIRROR=${GUEST_MIRROR:-http://deb.debian.org/debian}
 # iptables: the CNI bridge plugin's masquerade rules; libseccomp2: runc links it.
@@ -37,6 +36,12 @@ GUEST_SUBJECTS=${GUEST_SUBJECTS:-nodelet kubelet}
 CP_BIN=$REPO_ROOT/_output/cp/bin
 # The test images the in-guest tests use (_output/images/NAME.tar).
 GUEST_IMAGES=${GUEST_IMAGES:-pause busybox}
+
+# The host's runtime (RUNTIME2_BIN, its config) and CNI network, which the guest's follow.
+# shellcheck source=hack/lib/runtime2.sh
+source "$REPO_ROOT/hack/lib/runtime2.sh"
+# shellcheck source=hack/lib/cni.sh
+source "$REPO_ROOT/hack/lib/cni.sh"
 
 log() { echo "==> $*"; }
 
@@ -154,12 +159,32 @@ payload() {
 		}
 	done
 	cp "$REPO_ROOT"/hack/guest/{run.sh,containerd.sh} "$p/"
+	guest_runtime_config "$p"
 	echo "$GUEST_SUBJECTS" >"$p/subjects"
 	control_plane_payload "$p"
 	if [[ -n ${GUEST_RUN:-} ]]; then
 		printf -- '-test.run=%s\n' "$GUEST_RUN" >"$p/test-args"
 	fi
 	nice -n 10 mkfs.ext4 -q -F -L payload -d "$p" "$RUN_DIR/payload.raw" 1G
+}
+
+# guest_runtime_config renders the guest's containerd config as the host's own (one per cgroup
+# driver, runc's SystemdCgroup on for systemd) with the guest's paths, its default socket
+# /run/containerd/containerd.sock and oom_score_adj unrestricted (the guest is root with every
+# capability), and the CNI network, into the payload for hack/guest/containerd.sh.
+guest_runtime_config() {
+	local p=$1 driver
+	for driver in systemd cgroupfs; do
+		(
+			ROOT_DIR=/var/lib/containerd STATE_DIR=/run/containerd SOCKET=/run/containerd/containerd.sock
+			CONFIG_DIR=/etc/containerd HOSTS_DIR=/etc/containerd/certs.d RUNTIME2_BIN=/usr/local/bin
+			CNI_BIN_DIR=/opt/cni/bin CNI_CONF_DIR=/etc/cni/net.d RESTRICT_OOM_SCORE_ADJ=false
+			SYSTEMD_CGROUP=false
+			[[ $driver == cgroupfs ]] || SYSTEMD_CGROUP=true
+			render_config_v4
+		) >"$p/containerd-$driver.toml"
+	done
+	render_cni >"$p/10-nodelet.conflist"
 }
 
 # control_plane_payload adds what the upstream kubelet and the control plane in the guest need:

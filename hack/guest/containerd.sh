@@ -1,66 +1,21 @@
 #!/bin/bash
-# containerd.sh DRIVER runs inside the guest (hack/guest.sh): it writes containerd 2's config
-# with runc's SystemdCgroup set for DRIVER (systemd or cgroupfs), the CNI bridge network, and
-# (re)starts containerd as the systemd unit containerd.service, then waits for its socket.
-# The in-guest tests call it to switch drivers: nodelet takes the driver from the runtime.
+# containerd.sh DRIVER runs inside the guest (hack/guest.sh): it installs the containerd 2
+# config for DRIVER (systemd or cgroupfs: runc's SystemdCgroup on or off) and the CNI network,
+# both rendered on the host from the host's own (hack/lib/runtime2.sh, hack/lib/cni.sh) into
+# the payload beside this script, and (re)starts containerd as the systemd unit
+# containerd.service, then waits for its socket. The in-guest tests call it to switch drivers:
+# nodelet takes the driver from the runtime.
 set -euo pipefail
 
 driver=${1:?usage: containerd.sh systemd|cgroupfs}
-case $driver in
-systemd) systemd_cgroup=true ;;
-cgroupfs) systemd_cgroup=false ;;
-*)
+here=$(dirname "$0")
+if [[ ! -f $here/containerd-$driver.toml ]]; then
 	echo "containerd.sh: driver $driver: want systemd or cgroupfs" >&2
 	exit 2
-	;;
-esac
-
+fi
 mkdir -p /etc/containerd /etc/cni/net.d
-cat >/etc/containerd/config.toml <<CONF
-version = 4
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing",
-]
-
-[plugins]
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = "overlayfs"
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = "registry.k8s.io/pause:3.10"
-
-  [plugins.'io.containerd.cri.v1.runtime']
-    disable_apparmor = true
-    enable_selinux = false
-    [plugins.'io.containerd.cri.v1.runtime'.containerd]
-      default_runtime_name = "runc"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-          BinaryName = "/usr/local/bin/runc"
-          SystemdCgroup = $systemd_cgroup
-    [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ["/opt/cni/bin"]
-      conf_dir = "/etc/cni/net.d"
-      max_conf_num = 1
-CONF
-
-cat >/etc/cni/net.d/10-nodelet.conflist <<'CONF'
-{
-  "cniVersion": "1.0.0",
-  "name": "nodelet",
-  "plugins": [
-    {
-      "type": "bridge", "bridge": "nodelet0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-      "ipam": { "type": "host-local", "ranges": [[{ "subnet": "10.85.0.0/16" }]], "routes": [{ "dst": "0.0.0.0/0" }] }
-    },
-    { "type": "portmap", "capabilities": { "portMappings": true } }
-  ]
-}
-CONF
+cp "$here/containerd-$driver.toml" /etc/containerd/config.toml
+cp "$here/10-nodelet.conflist" /etc/cni/net.d/10-nodelet.conflist
 
 # Delegate=yes and KillMode=process as containerd's own unit: the shims' cgroups stay theirs
 # and survive a restart.

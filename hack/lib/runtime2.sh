@@ -101,6 +101,8 @@ EOF
 # /run/containerd/containerd.sock taken); CDI is always on (enable_cdi is gone); temp, the
 # shim socket_dir, opt and netns_mounts_under_state_dir keep its files apart from another
 # containerd's. restrict_oom_score_adj: this host lacks CAP_SYS_RESOURCE (see render_config).
+# The guest lane (hack/guest.sh) renders the guest's config here too, with its own paths,
+# RESTRICT_OOM_SCORE_ADJ=false and SYSTEMD_CGROUP=true for the systemd driver.
 render_config_v4() {
 	local runtime
 	cat <<EOF
@@ -139,7 +141,7 @@ disabled_plugins = [
       config_path = "$HOSTS_DIR"
 
   [plugins.'io.containerd.cri.v1.runtime']
-    restrict_oom_score_adj = true
+    restrict_oom_score_adj = ${RESTRICT_OOM_SCORE_ADJ:-true}
     disable_apparmor = true
     enable_selinux = false
     netns_mounts_under_state_dir = true
@@ -156,7 +158,7 @@ EOF
         runtime_type = "io.containerd.runc.v2"
         [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.$runtime.options]
           BinaryName = "$RUNTIME2_BIN/runc"
-          SystemdCgroup = false
+          SystemdCgroup = ${SYSTEMD_CGROUP:-false}
 EOF
 	done
 	cat <<EOF

@@ -31,16 +31,10 @@ func TestEvictionUnderMemoryPressure(t *testing.T) {
 	available := memoryAvailable(t)
 	threshold := (available - 600<<20) >> 20
 	t.Logf("memory.available now %d MiB; threshold %d MiB", available>>20, threshold)
-	startNodelet(t, fmt.Sprintf("cgroupDriver: systemd\nevictionHard: {memory.available: %dMi}\n"+
-		"evictionPressureTransitionPeriod: 60s\n", threshold),
-		"--kubeconfig="+kubeconfig, "--node-ip="+guestNodeIP)
+	joinKubelet(t, cs, kubeconfig, fmt.Sprintf("cgroupDriver: systemd\nevictionHard: {memory.available: %dMi}\n"+
+		"evictionPressureTransitionPeriod: 60s\n", threshold), "hog", "keeper")
 	ctx := context.Background()
 	pods := cs.CoreV1().Pods("default")
-	t.Cleanup(func() { // before the kubelet stops: it removes their sandboxes
-		for _, name := range []string{"hog", "keeper"} {
-			_ = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		}
-	})
 
 	keeper := apiPod("keeper", "sleep 3600", v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")})

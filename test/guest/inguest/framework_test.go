@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -117,7 +116,7 @@ func startNodelet(t *testing.T, config string, extraArgs ...string) *nodelet {
 	t.Helper()
 	base := t.TempDir()
 	n := &nodelet{
-		t: t, manifests: filepath.Join(base, "manifests"), rootDir: filepath.Join(base, "root"), roPort: freePort(t),
+		t: t, manifests: filepath.Join(base, "manifests"), rootDir: filepath.Join(base, "root"), roPort: testutil.FreePort(t),
 		logPath: "/var/tmp/" + subject + "-guest-" + strings.ReplaceAll(t.Name(), "/", "_") + ".log",
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
@@ -128,7 +127,7 @@ func startNodelet(t *testing.T, config string, extraArgs ...string) *nodelet {
 	if err := os.WriteFile(cfg, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	healthz := freePort(t)
+	healthz := testutil.FreePort(t)
 	logf, err := os.Create(n.logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +139,7 @@ func startNodelet(t *testing.T, config string, extraArgs ...string) *nodelet {
 		fmt.Sprintf("--healthz-port=%d", healthz), fmt.Sprintf("--read-only-port=%d", n.roPort),
 		// The read-only port is served beside the API server, which needs these without a
 		// control plane.
-		fmt.Sprintf("--port=%d", freePort(t)), "--authentication-token-webhook=false",
+		fmt.Sprintf("--port=%d", testutil.FreePort(t)), "--authentication-token-webhook=false",
 		"--authorization-mode=AlwaysAllow", "--cert-dir=" + filepath.Join(base, "pki"),
 		"--file-check-frequency=5s", "-v=2"}
 	n.cmd = exec.Command("/usr/local/bin/"+subject, append(args, extraArgs...)...)
@@ -191,7 +190,7 @@ func (n *nodelet) cleanup() {
 	_, _ = n.cmd.Process.Wait()
 	if n.t.Failed() {
 		b, _ := os.ReadFile(n.logPath)
-		n.t.Logf("%s log (last 8000 bytes):\n%s", subject, tail(string(b), 8000))
+		n.t.Logf("%s log (last 8000 bytes):\n%s", subject, testutil.Tail(string(b), 8000))
 	}
 }
 
@@ -368,22 +367,6 @@ func systemdShow(t *testing.T, unit string, props ...string) map[string]string {
 	return got
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
-}
-
 func execOut(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
@@ -415,7 +398,7 @@ func containerLog(pod *v1.Pod) string {
 	if err != nil {
 		return err.Error()
 	}
-	return tail(string(b), 2000)
+	return testutil.Tail(string(b), 2000)
 }
 
 func (n *nodelet) log() string {

@@ -6,9 +6,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 const swapFile = "/var/tmp/swapfile"
@@ -16,11 +19,10 @@ const swapFile = "/var/tmp/swapfile"
 // TestSwapOnV2 turns on a 256Mi swap file in the guest: nodelet refuses to start by default
 // (failSwapOn), and with failSwapOn false and LimitedSwap every static pod's container gets
 // memory.swap.max 0, as upstream keeps critical pods (static ones are) and non-Burstable ones
-// off swap. A Burstable API pod's share of the swap needs a control plane the guest does
-// not have.
+// off swap. A Burstable API pod's share of the swap: TestLimitedSwapOfBurstableAPIPod.
 func TestSwapOnV2(t *testing.T) {
 	useDriver(t, "systemd")
-	swapOn(t)
+	swapOn(t, 256)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -29,7 +31,7 @@ func TestSwapOnV2(t *testing.T) {
 	named := strings.Contains(string(out), "failSwapOn") || strings.Contains(string(out), "fail-swap-on") // the upstream kubelet names the flag
 	if err == nil || ctx.Err() != nil || !named {
 		t.Errorf("%s with swap on and failSwapOn by default: %v (context %v), want a refusal naming failSwapOn; output:\n%s", subject,
-			err, ctx.Err(), tail(string(out), 3000))
+			err, ctx.Err(), testutil.Tail(string(out), 3000))
 	}
 
 	n := startNodelet(t, "cgroupDriver: systemd\nfailSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n")
@@ -48,12 +50,12 @@ func TestSwapOnV2(t *testing.T) {
 	}
 }
 
-// swapOn makes and turns on the swap file (dd: swapon refuses fallocate's unwritten extents
-// on some filesystems), off again at cleanup.
-func swapOn(t *testing.T) {
+// swapOn makes and turns on a swap file of mib MiB (dd: swapon refuses fallocate's unwritten
+// extents on some filesystems), off again at cleanup.
+func swapOn(t *testing.T, mib int) {
 	t.Helper()
 	steps := [][]string{
-		{"dd", "if=/dev/zero", "of=" + swapFile, "bs=1M", "count=256", "status=none"},
+		{"dd", "if=/dev/zero", "of=" + swapFile, "bs=1M", "count=" + strconv.Itoa(mib), "status=none"},
 		{"chmod", "600", swapFile}, {"mkswap", swapFile}, {"swapon", swapFile},
 	}
 	for _, s := range steps {
