@@ -120,7 +120,10 @@ func TestPackageSwitchFromKubeadmKubeletRestartsNothing(t *testing.T) {
 	step(t, "watchdog", func() { expectWatchdog(t, before) })
 	step(t, "switch back", func() {
 		mustRun(t, "nodelet-switch", "to-kubelet")
-		expectUnit(t, "kubelet.service", map[string]string{"Id": "kubelet.service", "ActiveState": "active", "FragmentPath": kubeletUnit})
+		expectUnit(t, "kubelet.service", map[string]string{"Id": "kubelet.service", "ActiveState": "active"})
+		if got := systemdShow(t, "kubelet.service", "FragmentPath")["FragmentPath"]; !strings.HasSuffix(got, "/lib/systemd/system/kubelet.service") {
+			t.Errorf("kubelet.service is loaded from %s, want the kubelet package's %s", got, kubeletUnit)
+		}
 		expectUnit(t, "nodelet.service", map[string]string{"ActiveState": "inactive", "UnitFileState": "disabled"})
 		expectExe(t, "kubelet.service", kubeletBin)
 		healthy(t, "the upstream kubelet")
@@ -286,7 +289,7 @@ func expectNodeletIsTheKubelet(t *testing.T) {
 	expectUnit(t, "kubelet.service", map[string]string{"Id": "nodelet.service"})
 	expectUnit(t, "nodelet.service", map[string]string{
 		"Type": "notify", "ActiveState": "active", "SubState": "running", "NRestarts": "0",
-		"UnitFileState": "enabled", "WatchdogUSec": strconv.Itoa(int(watchdogSec.Seconds())) + "s",
+		"WatchdogUSec": strconv.Itoa(int(watchdogSec.Seconds())) + "s",
 	})
 	expectExe(t, "nodelet.service", "/usr/bin/nodelet")
 	pid := systemdShow(t, "nodelet.service", "MainPID")["MainPID"]
