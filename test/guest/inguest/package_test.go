@@ -201,13 +201,14 @@ func tearDownKubeadmNode(t *testing.T) {
 	for _, e := range entries {
 		_ = os.Remove(filepath.Join(staticPodDir, e.Name()))
 	}
-	testutil.WaitFor(t, podTimeout, "the handover pods' containers gone", func() (bool, string) {
-		n := len(handoverContainers(t, false))
-		return n == 0, fmt.Sprintf("%d containers left", n)
-	})
-	if _, err := os.Stat("/usr/sbin/nodelet-switch"); err == nil {
-		_, _ = execOut("dpkg", "--purge", "nodelet")
+	// Not testutil.WaitFor: a failure here must not cut the rest of the clean-up short, or a
+	// kubelet would be left running under the next tests.
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		if len(handoverContainers(t, true)) == 0 {
+			break
+		}
 	}
+	_, _ = execOut("dpkg", "--purge", "nodelet") // hands back to the upstream kubelet if switched
 	_, _ = execOut("systemctl", "disable", "--now", "kubelet.service")
 	for _, path := range []string{kubeletUnit, kubeadmDropIn, kubeadmConfig, kubeadmFlags, defaultKubelet, nodeKubeconfig, kubeletBin, watchdogDropIn} {
 		_ = os.Remove(path)
