@@ -87,15 +87,12 @@ func waitHandoverPods(t *testing.T) map[string]snapContainer {
 	return snap
 }
 
-// handoverContainers lists the containers of the handover pods (the running ones only, or all).
-func handoverContainers(t *testing.T, runningOnly bool) []*cri.Container {
+// handoverContainers lists the running containers of the handover pods.
+func handoverContainers(t *testing.T) []*cri.Container {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	filter := &cri.ContainerFilter{}
-	if runningOnly {
-		filter.State = &cri.ContainerStateValue{State: cri.ContainerState_CONTAINER_RUNNING}
-	}
+	filter := &cri.ContainerFilter{State: &cri.ContainerStateValue{State: cri.ContainerState_CONTAINER_RUNNING}}
 	resp, err := rt.ListContainers(ctx, &cri.ListContainersRequest{Filter: filter})
 	if err != nil {
 		t.Logf("ListContainers: %v", err)
@@ -114,7 +111,7 @@ func handoverContainers(t *testing.T, runningOnly bool) []*cri.Container {
 func snapshot(t *testing.T) map[string]snapContainer {
 	t.Helper()
 	snap := map[string]snapContainer{}
-	for _, c := range handoverContainers(t, true) {
+	for _, c := range handoverContainers(t) {
 		pod := strings.TrimSuffix(c.Labels["io.kubernetes.pod.name"], "-"+nodeName)
 		snap[pod+"/"+c.Metadata.Name] = snapContainer{
 			id: c.Id, sandbox: c.PodSandboxId, attempt: c.Metadata.Attempt,

@@ -204,7 +204,7 @@ func tearDownKubeadmNode(t *testing.T) {
 	// Not testutil.WaitFor: a failure here must not cut the rest of the clean-up short, or a
 	// kubelet would be left running under the next tests.
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
-		if len(handoverContainers(t, true)) == 0 {
+		if len(handoverContainers(t)) == 0 {
 			break
 		}
 	}
