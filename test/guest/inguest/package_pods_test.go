@@ -54,7 +54,7 @@ spec:
 `
 	// How long a kubelet that just took over is watched for restarting a container: its
 	// first syncs of the pods come within it, even under emulation.
-	settle = 45 * time.Second
+	settle = 30 * time.Second
 )
 
 var handoverPods = map[string]bool{"pkg-one-" + nodeName: true, "pkg-two-" + nodeName: true}
