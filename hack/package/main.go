@@ -161,9 +161,9 @@ func stageControl(o options, stage string, size int64) error {
 	return nil
 }
 
-// control is the package's DEBIAN/control (the maintainer address is a reserved .invalid
-// one: the project takes reports as issues, not mail). No Depends: nodelet is one static binary, and the
-// runtime (containerd or CRI-O) is the operator's choice, as for the upstream kubelet.
+// control is the package's DEBIAN/control. The maintainer address is a reserved .invalid one:
+// the project takes reports as issues, not mail. No Depends: nodelet is one static binary, and
+// the runtime (containerd or CRI-O) is the operator's choice, as for the upstream kubelet.
 func control(o options, size int64) string {
 	return fmt.Sprintf(`Package: nodelet
 Version: %s
