@@ -8,6 +8,7 @@
 package main
 
 import (
+	"debug/elf"
 	"flag"
 	"fmt"
 	"log"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/nodelet/nodelet/internal/lib/version"
@@ -96,7 +98,11 @@ func build(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := stageControl(o, stage, size); err != nil {
+	depends, err := libcDepends(o.binary)
+	if err != nil {
+		return "", err
+	}
+	if err := stageControl(o, stage, size, depends); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -137,12 +143,12 @@ func stagePayload(o options, stage string) (int64, error) {
 }
 
 // stageControl writes DEBIAN/: the control file, the conffiles and the maintainer scripts.
-func stageControl(o options, stage string, size int64) error {
+func stageControl(o options, stage string, size int64, depends string) error {
 	dir := filepath.Join(stage, "DEBIAN")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "control"), []byte(control(o, size)), 0o644); err != nil {
+	if err := writeFile(filepath.Join(dir, "control"), []byte(control(o, size, depends)), 0o644); err != nil {
 		return err
 	}
 	// The config is the operator's once installed: an upgrade asks before replacing an edited one.
@@ -162,15 +168,19 @@ func stageControl(o options, stage string, size int64) error {
 }
 
 // control is the package's DEBIAN/control. The maintainer address is a reserved .invalid one:
-// the project takes reports as issues, not mail. No Depends: nodelet is one static binary, and
-// the runtime (containerd or CRI-O) is the operator's choice, as for the upstream kubelet.
-func control(o options, size int64) string {
+// the project takes reports as issues, not mail. The only dependency is the C library a
+// cgo-linked binary needs (depends); the runtime (containerd or CRI-O) is the operator's
+// choice, as for the upstream kubelet.
+func control(o options, size int64, depends string) string {
+	if depends != "" {
+		depends = "Depends: " + depends + "\n"
+	}
 	return fmt.Sprintf(`Package: nodelet
 Version: %s
 Architecture: %s
 Maintainer: nodelet developers <maintainers@nodelet.invalid>
 Installed-Size: %d
-Section: admin
+%sSection: admin
 Priority: optional
 Homepage: https://github.com/nodelet/nodelet
 Description: Kubernetes node agent, a kubelet written from scratch
@@ -178,7 +188,49 @@ Description: Kubernetes node agent, a kubelet written from scratch
  pods through a CRI runtime. Installed beside the kubelet package, it takes over
  kubelet.service with "nodelet-switch to-nodelet", kubeadm's drop-in included,
  and hands back with "nodelet-switch to-kubelet", restarting no pod.
-`, o.version, o.arch, (size+1023)/1024)
+`, o.version, o.arch, (size+1023)/1024, depends)
+}
+
+// libcDepends is the Depends a binary needs: libc6 at the newest GLIBC symbol version it
+// imports, or nothing for a static binary.
+func libcDepends(binary string) (string, error) {
+	f, err := elf.Open(binary)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", binary, err)
+	}
+	defer f.Close()
+	syms, err := f.ImportedSymbols()
+	if err != nil || len(syms) == 0 {
+		return "", nil // no dynamic symbols: static
+	}
+	newest := ""
+	for _, s := range syms {
+		if v, ok := strings.CutPrefix(s.Version, "GLIBC_"); ok && (newest == "" || newerVersion(v, newest)) {
+			newest = v
+		}
+	}
+	if newest == "" {
+		return "libc6", nil
+	}
+	return "libc6 (>= " + newest + ")", nil
+}
+
+// newerVersion compares dotted numeric versions: 2.34 is newer than 2.3.2.
+func newerVersion(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x > y
+		}
+	}
+	return false
 }
 
 // writeFile writes b with mode exactly (the umask would otherwise narrow it).

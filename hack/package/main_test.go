@@ -15,8 +15,12 @@ func TestPackageHoldsTheUnitSwitchAndConfig(t *testing.T) {
 	if _, err := exec.LookPath("dpkg-deb"); err != nil {
 		t.Skip("no dpkg-deb")
 	}
-	bin := filepath.Join(t.TempDir(), "nodelet")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho nodelet\n"), 0o700); err != nil {
+	bin, err := os.Executable() // an ELF binary, as nodelet is
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDepends, err := libcDepends(bin)
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
@@ -27,8 +31,8 @@ func TestPackageHoldsTheUnitSwitchAndConfig(t *testing.T) {
 	if want := filepath.Join(out, "nodelet_0.1.0~dev+7.gabc_amd64.deb"); deb != want {
 		t.Errorf("built %s, want %s", deb, want)
 	}
-	fields := run(t, "dpkg-deb", "-f", deb, "Package", "Version", "Architecture")
-	for _, want := range []string{"Package: nodelet", "Version: 0.1.0~dev+7.gabc", "Architecture: amd64"} {
+	fields := run(t, "dpkg-deb", "-f", deb, "Package", "Version", "Architecture", "Depends")
+	for _, want := range []string{"Package: nodelet", "Version: 0.1.0~dev+7.gabc", "Architecture: amd64", wantDepends} {
 		if !strings.Contains(fields, want) {
 			t.Errorf("control fields %q lack %q", fields, want)
 		}
@@ -36,7 +40,7 @@ func TestPackageHoldsTheUnitSwitchAndConfig(t *testing.T) {
 	listing := run(t, "dpkg-deb", "-c", deb)
 	for _, want := range []string{
 		"drwxr-xr-x root/root ./",
-		"-rwxr-xr-x root/root 23 ./usr/bin/nodelet",
+		"-rwxr-xr-x root/root ./usr/bin/nodelet",
 		"-rwxr-xr-x root/root ./usr/sbin/nodelet-switch",
 		"-rw-r--r-- root/root ./usr/lib/systemd/system/nodelet.service",
 		"-rw-r--r-- root/root ./usr/lib/systemd/system/nodelet.service.d/90-nodelet.conf",
@@ -72,6 +76,24 @@ func hasEntry(listing, want string) bool {
 		return true
 	}
 	return false
+}
+
+func TestLibcDependsOnTheNewestGlibcSymbol(t *testing.T) {
+	for _, c := range []struct {
+		a, b  string
+		newer bool
+	}{{"2.34", "2.3.2", true}, {"2.3.2", "2.34", false}, {"2.34", "2.34", false}, {"2.34.1", "2.34", true}} {
+		if got := newerVersion(c.a, c.b); got != c.newer {
+			t.Errorf("newerVersion(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+	script := filepath.Join(t.TempDir(), "nodelet")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := libcDepends(script); err == nil {
+		t.Error("a binary that is not ELF was packaged")
+	}
 }
 
 func TestVersionMustBeDebian(t *testing.T) {
