@@ -139,7 +139,8 @@ func TestPackageSwitchFromKubeadmKubeletRestartsNothing(t *testing.T) {
 			t.Errorf("after the upgrade nodelet.service is %v; want active on a new process (was %s)", got, pid)
 		}
 		expectExe(t, "nodelet.service", "/usr/bin/nodelet")
-		if out := mustRun(t, "nodelet", "version"); !strings.Contains(out, "v0.1.0-guest.2") {
+		// /usr/bin: the payload's own nodelet is first on PATH, in /usr/local/bin.
+		if out := mustRun(t, "/usr/bin/nodelet", "version"); !strings.Contains(out, "v0.1.0-guest.2") {
 			t.Errorf("nodelet version after the upgrade: %s; want the second package's v0.1.0-guest.2", out)
 		}
 		healthy(t, "the upgraded nodelet")
