@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status dra-driver bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status dra-driver bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest package
 
 # Install Debian's containerd 1.6 and runc (the compatibility lane), CNI plugins, busybox-static,
 # iproute2, iptables.
@@ -44,6 +44,12 @@ build:
 # The hostpath-style CSI driver the tests and the bench use (test/csidriver).
 csidriver:
 	$(GO) build -o $(OUTPUT)/bin/csidriver ./test/csidriver
+
+# nodelet's Debian package, built by hack/package with dpkg-deb from the binary `make build`
+# makes: _output/package/nodelet_VERSION_ARCH.deb with the unit, nodelet-switch and a default
+# config (docs/install.md). PKG_VERSION=... names another version (a Debian one).
+package: build
+	$(GO) run ./hack/package -binary $(OUTPUT)/bin/nodelet -out $(OUTPUT)/package $(if $(PKG_VERSION),-version $(PKG_VERSION))
 
 # The e2e tests' registries: the CNCF distribution registry and regtool (TLS pair, htpasswd,
 # pushes), from the test-only module test/registry.

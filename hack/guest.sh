@@ -13,7 +13,8 @@
 #                         v1.33.4 (_output/cp/bin/kubelet), whose results (results-kubelet.json)
 #                         hack/guesttable sets side by side with nodelet's in GUEST.md
 # The payload (nodelet, the upstream kubelet, containerd 2, runc, the shim, the CNI plugins, the
-# test images, the in-guest test binary test/guest/inguest, and etcd, kube-apiserver and their
+# test images, the in-guest test binary test/guest/inguest, nodelet's Debian package in two
+# versions, and etcd, kube-apiserver and their
 # certificates for the tests that need a control plane) goes on a second disk, /dev/vdb, which the guest
 # mounts at /payload; the tests write their output there (not to the serial console, which a
 # getty's vhangup cuts) and it is read back with debugfs.
@@ -150,6 +151,7 @@ payload() {
 	log "building nodelet and the in-guest tests"
 	(cd "$REPO_ROOT" && nice go build -buildvcs=false -o "$p/bin/nodelet" ./cmd/nodelet)
 	(cd "$REPO_ROOT" && nice go test -c -tags guestvm -o "$p/guest.test" ./test/guest/inguest)
+	packages "$p"
 	cp -a "$RUNTIME2_BIN"/{containerd,containerd-shim-runc-v2,ctr,runc} "$p/bin/"
 	cp -a /usr/lib/cni/. "$p/cni/"
 	for img in $GUEST_IMAGES; do
@@ -185,6 +187,21 @@ guest_runtime_config() {
 		) >"$p/containerd-$driver.toml"
 	done
 	render_cni >"$p/10-nodelet.conflist"
+}
+
+# packages builds nodelet's Debian package twice (hack/package, gzip for speed): 0.1.0~guest.1
+# of the payload's nodelet and 0.1.0~guest.2 of one whose version says v0.1.0-guest.2, the
+# upgrade the package test installs over it.
+packages() {
+	local p=$1 next=$RUN_DIR/nodelet-next
+	log "building nodelet's Debian packages"
+	(cd "$REPO_ROOT" && nice go build -buildvcs=false -o "$next" \
+		-ldflags "-X github.com/nodelet/nodelet/internal/lib/version.Version=v0.1.0-guest.2" ./cmd/nodelet)
+	(cd "$REPO_ROOT" && nice go run ./hack/package -binary "$p/bin/nodelet" -version 0.1.0~guest.1 \
+		-compress gzip -out "$p/deb" >/dev/null)
+	(cd "$REPO_ROOT" && nice go run ./hack/package -binary "$next" -version 0.1.0~guest.2 \
+		-compress gzip -out "$p/deb" >/dev/null)
+	rm -f "$next"
 }
 
 # control_plane_payload adds what the upstream kubelet and the control plane in the guest need:
