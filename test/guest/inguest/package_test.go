@@ -346,7 +346,7 @@ func expectWatchdog(t *testing.T, before map[string]snapContainer) {
 		return now["NRestarts"] == "1" && now["ActiveState"] == "active" && now["MainPID"] != first["MainPID"], fmt.Sprint(now)
 	})
 	if out, _ := execOut("journalctl", "-u", "nodelet.service", "--no-pager"); !strings.Contains(out, "Watchdog timeout") {
-		t.Errorf("the journal has no watchdog timeout for nodelet.service:\n%s", tail(out, 3000))
+		t.Errorf("the journal has no watchdog timeout for nodelet.service:\n%s", testutil.Tail(out, 3000))
 	}
 	healthy(t, "the restarted nodelet")
 	expectSamePods(t, before)
