@@ -234,7 +234,7 @@ func (m *Manager) prepareWith(ctx context.Context, driver string, claims []*drap
 	defer m.mu.Unlock()
 	for uid, result := range resp.Claims {
 		info := pending[uid]
-		if info == nil || !slices.ContainsFunc(claims, func(c *drapb.Claim) bool { return c.UID == uid }) {
+		if info == nil || indexClaim(claims, uid) < 0 {
 			return fmt.Errorf("NodePrepareResources returned result for unknown claim UID %s", uid)
 		}
 		if result.GetError() != "" {

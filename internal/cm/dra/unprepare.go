@@ -115,13 +115,10 @@ func (m *Manager) unprepareWith(ctx context.Context, driver string, claims []*dr
 	return nil
 }
 
+// indexClaim is the index of the claim with uid in claims, -1 when the driver answered for a
+// claim it was not asked about.
 func indexClaim(claims []*drapb.Claim, uid string) int {
-	for i, c := range claims {
-		if c.UID == uid {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(claims, func(c *drapb.Claim) bool { return c.UID == uid })
 }
 
 // HasPod: pod uid still holds prepared (or half-prepared) claims.
