@@ -104,13 +104,13 @@ bench-noisyprobe: images build control-plane
 # Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
 # plane, three interleaved rounds (~1 h); prints the table and writes BENCHMARKS.md. Stops the
 # demo/cluster nodelets.
-bench: push-images build csidriver control-plane
+bench: push-images build csidriver dra-driver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench
 
 # The bench driver on 10 pods, nodelet and floor only (~2 min): keeps it working; asserts no timings.
-bench-smoke: push-images build csidriver control-plane
+bench-smoke: push-images build csidriver dra-driver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench -smoke

@@ -84,7 +84,7 @@ func TestCPUTicksOfSelf(t *testing.T) {
 func TestKubeletConfigIsEquivalent(t *testing.T) {
 	var cfg kubeletv1beta1.KubeletConfiguration
 	o := options{endpoint: "unix:///run/x.sock", pki: "/pki"}
-	if err := yaml.UnmarshalStrict(kubeletConfig(o, false), &cfg); err != nil {
+	if err := yaml.UnmarshalStrict(kubeletConfig(o, false, false), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Kind != "KubeletConfiguration" || cfg.ContainerRuntimeEndpoint != o.endpoint || cfg.CgroupDriver != "cgroupfs" ||
@@ -97,11 +97,11 @@ func TestKubeletConfigIsEquivalent(t *testing.T) {
 		t.Fatalf("defaults config sets feature gates %v", cfg.FeatureGates)
 	}
 	var cri kubeletv1beta1.KubeletConfiguration
-	if err := yaml.UnmarshalStrict(kubeletConfig(o, true), &cri); err != nil {
+	if err := yaml.UnmarshalStrict(kubeletConfig(o, true, true), &cri); err != nil {
 		t.Fatal(err)
 	}
-	if !cri.FeatureGates["PodAndContainerStatsFromCRI"] || cri.MaxPods != cfg.MaxPods {
-		t.Fatalf("CRI-stats config: gates %v, maxPods %d", cri.FeatureGates, cri.MaxPods)
+	if !cri.FeatureGates["PodAndContainerStatsFromCRI"] || !cri.FeatureGates[draGate] || len(cri.FeatureGates) != 2 || cri.MaxPods != cfg.MaxPods {
+		t.Fatalf("CRI-stats config with DRA: gates %v, maxPods %d", cri.FeatureGates, cri.MaxPods)
 	}
 }
 

@@ -47,6 +47,8 @@ type options struct {
 	nodeletBin   string
 	kubeletBin   string
 	csiDriverBin string
+	draDriverBin string
+	cdiDir       string
 	kubeconfig   string
 	endpoint     string
 	workDir      string
@@ -68,6 +70,7 @@ type plan struct {
 	floorParallels  []int         // the floor's burst parallelism search; the best one is reported
 	breakdownBurst  int           // the burst whose per-pod timeline is broken down (0: none)
 	csiPods         int           // pods with a volume of the test CSI driver each, started at once
+	draPods         int           // pods with a claim from a ResourceClaimTemplate each (DRA test driver), started at once
 	pullPods        int           // pods with an image of their own each, pulled from the local registry, started at once
 	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
 	only            string        // "pulls" or "bursts": that figure alone (floor and both kubelets), for working on it
@@ -85,11 +88,11 @@ func newPlan(smoke bool, only string) plan {
 	if smoke {
 		return plan{rounds: 1, singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
 			footprintWindow: 10 * time.Second, settle: 3 * time.Second, apiWindow: 10 * time.Second, floorParallels: []int{4},
-			breakdownBurst: 10, csiPods: 5, pullPods: 5, minIdlePct: 80}
+			breakdownBurst: 10, csiPods: 5, draPods: 5, pullPods: 5, minIdlePct: 80}
 	}
 	return plan{rounds: 3, singles: 5, restarts: 2, bursts: []int{30, 100}, footprintPods: 110,
 		footprintWindow: 60 * time.Second, settle: 10 * time.Second, apiWindow: 2 * time.Minute, densityPods: 250,
-		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, csiPods: 30, pullPods: 20, minIdlePct: 85}
+		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, csiPods: 30, draPods: 20, pullPods: 20, minIdlePct: 85}
 }
 
 func main() {
@@ -102,6 +105,8 @@ func main() {
 	flag.StringVar(&o.nodeletBin, "nodelet", "_output/bin/nodelet", "nodelet binary")
 	flag.StringVar(&o.kubeletBin, "kubelet", "_output/cp/bin/kubelet", "upstream kubelet binary (hack/control-plane.sh build)")
 	flag.StringVar(&o.csiDriverBin, "csidriver", "_output/bin/csidriver", "test CSI driver binary (make csidriver)")
+	flag.StringVar(&o.draDriverBin, "dra-driver", "_output/cp/bin/dra-test-driver", "upstream's DRA test driver binary (make dra-driver)")
+	flag.StringVar(&o.cdiDir, "cdi-dir", "/etc/nodelet/containerd/cdi", "the runtime's CDI spec directory (the project containerd 2's cdi_spec_dirs), where the DRA test driver writes")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "/var/lib/nodelet-cp/admin.kubeconfig", "admin kubeconfig of the local control plane")
 	flag.StringVar(&o.endpoint, "endpoint", "unix:///run/nodelet/containerd/containerd.sock", "CRI endpoint")
 	flag.StringVar(&o.workDir, "work-dir", "/tmp/nodelet-bench", "root dirs, config and logs of the kubelets under test")
