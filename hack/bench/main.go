@@ -4,8 +4,9 @@
 //
 //	go run ./hack/bench            full run (~1 h): 3 interleaved rounds of floor, nodelet, upstream kubelet
 //	go run ./hack/bench -smoke     CI: floor and nodelet only, 10 pods, short footprint (~2 min)
-//	go run ./hack/bench -only pulls   development: one figure alone (pulls, or bursts: the 100-pod
-//	                                  burst), one round of floor, nodelet and upstream kubelet (~5 min)
+//	go run ./hack/bench -only pulls   development: one figure alone (pulls, bursts: the 100-pod
+//	                                  burst, or dra: 20 pods with a DRA claim), one round of floor,
+//	                                  nodelet and upstream kubelet (~5 min)
 //
 // Start the control plane first (hack/control-plane.sh up) and build nodelet
 // (go build -o _output/bin/nodelet ./cmd/nodelet). The upstream kubelet binary comes from the
@@ -73,15 +74,18 @@ type plan struct {
 	draPods         int           // pods with a claim from a ResourceClaimTemplate each (DRA test driver), started at once
 	pullPods        int           // pods with an image of their own each, pulled from the local registry, started at once
 	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
-	only            string        // "pulls" or "bursts": that figure alone (floor and both kubelets), for working on it
+	only            string        // "pulls", "bursts" or "dra": that figure alone (floor and both kubelets), for working on it
 }
 
 func newPlan(smoke bool, only string) plan {
 	if only != "" {
 		p := newPlan(false, "")
 		p.rounds, p.densityPods, p.apiWindow, p.only = 1, 0, 0, only
-		if only == "bursts" {
+		switch only {
+		case "bursts":
 			p.bursts = []int{100}
+		case "dra":
+			p.breakdownBurst, p.pullPods = 0, 0 // its own row only; the floor has none
 		}
 		return p
 	}
@@ -98,7 +102,7 @@ func newPlan(smoke bool, only string) plan {
 func main() {
 	var o options
 	flag.BoolVar(&o.smoke, "smoke", false, "CI mode: floor and nodelet only, 10 pods, short footprint, no upstream kubelet, no density")
-	flag.StringVar(&o.only, "only", "", "development: one figure alone, one round of floor, nodelet and upstream kubelet: pulls (both pull settings), or bursts (100 pods)")
+	flag.StringVar(&o.only, "only", "", "development: one figure alone, one round of floor, nodelet and upstream kubelet: pulls (both pull settings), bursts (100 pods), or dra (20 pods with a DRA claim)")
 	flag.StringVar(&o.out, "out", "", "markdown file to write (default BENCHMARKS.md; _output/bench-smoke.md with -smoke, _output/bench-only.md with -only)")
 	flag.BoolVar(&o.force, "force", false, "remove the pods the bench did not create from the runtime first (the upstream kubelet would remove them anyway)")
 	flag.DurationVar(&o.waitFree, "wait-free", 0, "how long to wait for other pods to leave the runtime before refusing to run the upstream kubelet")
@@ -135,8 +139,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	switch {
-	case o.only != "" && o.only != "pulls" && o.only != "bursts":
-		return fmt.Errorf("-only %q: want pulls or bursts", o.only)
+	case o.only != "" && o.only != "pulls" && o.only != "bursts" && o.only != "dra":
+		return fmt.Errorf("-only %q: want pulls, bursts or dra", o.only)
 	case o.smoke && o.only != "":
 		return fmt.Errorf("-smoke and -only do not go together")
 	}

@@ -112,6 +112,9 @@ func (b *bench) measure(ctx context.Context, subject, root, ns string, p *proces
 	case "pulls":
 		r.pulls, err = b.pullBurst(ctx, subject, ns)
 		return r, err
+	case "dra":
+		r.dra, err = b.draBurst(ctx, subject, ns, root)
+		return r, err
 	case "bursts":
 		for _, n := range b.p.bursts {
 			if r.bursts[n], err = b.burst(ctx, subject, ns, n, r); err != nil {
