@@ -67,12 +67,8 @@ func (b *bench) draBurst(ctx context.Context, subject, ns, root string) (latenci
 		p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "dev"}}
 		return p
 	}
-	l, _, err := b.launchPods(ctx, subject, ns, draRun, fmt.Sprintf("%d pods with a DRA claim", n), n, build, 2*time.Minute+time.Duration(n)*2*time.Second)
+	l, err := b.claimBurst(ctx, subject, ns, draRun, fmt.Sprintf("%d pods with a DRA claim", n), n, build)
 	if err != nil {
-		return l, err
-	}
-	progress(subject, "%d pods with a DRA claim: p50 %v, p99 %v, all %v", n, ms(l.pct(50)), ms(l.pct(99)), ms(l.all))
-	if err := b.deleteRun(ctx, subject, ns, draRun, n); err != nil {
 		return l, err
 	}
 	return l, b.waitClaimsGone(ctx, subject, ns)
