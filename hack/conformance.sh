@@ -227,8 +227,10 @@ link_cdi_dir() {
 	mkdir -p "$DRA_CDI_DIR" && ln -s "$DRA_CDI_DIR" "$DRA_CDI_LINK" && DRA_CDI_LINKED=1
 }
 
+# unlink_cdi_dir removes the link and the CDI specs the suite's test drivers (test-driver.cdi.k8s.io,
+# test-driver1/2.cdi.k8s.io) left behind: a spec that stops the driver mid-claim leaves its specs.
 unlink_cdi_dir() {
-	[[ -z $DRA_CDI_LINKED ]] || rm -f "$DRA_CDI_LINK"
+	[[ -z $DRA_CDI_LINKED ]] || rm -f "$DRA_CDI_LINK" "$DRA_CDI_DIR"/test-driver*.cdi.k8s.io-*.json
 	DRA_CDI_LINKED=
 }
 

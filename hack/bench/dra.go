@@ -45,6 +45,11 @@ func (b *bench) draBurst(ctx context.Context, subject, ns, root string) (latenci
 			return latencies{}, err
 		}
 	}
+	// Specs an earlier run's driver left (a killed kubelet, the conformance suite's driver of the
+	// same name) are not this run's: only this run's claims must be unprepared.
+	for _, f := range b.draCDISpecs() {
+		_ = os.Remove(f)
+	}
 	logPath := filepath.Join(b.o.workDir, "dra-driver.log")
 	// -v=6 logs each gRPC call: the registration wait reads it.
 	driver, err := startProcess("DRA test driver", b.o.draDriverBin, []string{
