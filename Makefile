@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status dra-driver bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest package
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status dra-driver bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-dra conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest package
 
 # Install Debian's containerd 1.6 and runc (the compatibility lane), CNI plugins, busybox-static,
 # iproute2, iptables.
@@ -104,13 +104,13 @@ bench-noisyprobe: images build control-plane
 # Side by side: raw CRI floor, nodelet and the upstream kubelet v1.33.4 on the local control
 # plane, three interleaved rounds (~1 h); prints the table and writes BENCHMARKS.md. Stops the
 # demo/cluster nodelets.
-bench: push-images build csidriver control-plane
+bench: push-images build csidriver dra-driver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench
 
 # The bench driver on 10 pods, nodelet and floor only (~2 min): keeps it working; asserts no timings.
-bench-smoke: push-images build csidriver control-plane
+bench-smoke: push-images build csidriver dra-driver control-plane
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	$(GO) run ./hack/bench -smoke
@@ -118,8 +118,9 @@ bench-smoke: push-images build csidriver control-plane
 # The upstream node conformance suite (k8s.io/kubernetes v1.33.4 test/e2e_node, NodeConformance
 # specs, not Serial/Flaky/Feature/Disruptive) against nodelet, then the upstream kubelet, on a
 # fresh local control plane, then the serial selection (hack/conformance/serial.txt), the pod
-# API selection (hack/conformance/podapi.txt) and the resources selection
-# (hack/conformance/resources.txt); writes CONFORMANCE.md. Stops the demo/cluster nodelets.
+# API selection (hack/conformance/podapi.txt), the resources selection
+# (hack/conformance/resources.txt) and the DRA selection (hack/conformance/dra.txt); writes
+# CONFORMANCE.md. Stops the demo/cluster nodelets.
 conformance:
 	hack/demo.sh stop
 	hack/cluster.sh stop
@@ -149,6 +150,15 @@ conformance-resources:
 	hack/demo.sh stop
 	hack/cluster.sh stop
 	hack/conformance.sh resources
+
+# The DRA selection alone: the upstream specs of Dynamic Resource Allocation on the node
+# (hack/conformance/dra.txt; the suite's in-process test driver as the node plugin; one at a time,
+# both kubelets with the DynamicResourceAllocation gate on, restarted by the specs through
+# hack/conformance/shim/systemctl). SUBJECTS=nodelet re-runs nodelet's column.
+conformance-dra:
+	hack/demo.sh stop
+	hack/cluster.sh stop
+	hack/conformance.sh dra
 
 # A few minutes of conformance specs nodelet passes (hack/conformance/smoke.txt), nodelet only.
 conformance-smoke:

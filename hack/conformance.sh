@@ -12,20 +12,24 @@
 #                                then the serial selection (hack/conformance/serial.txt: eviction, GC,
 #                                OOM, allocatable specs) one spec at a time, each kubelet started
 #                                through hack/conformance/shim/systemctl so the specs can restart it
-#                                on the configuration they write; then the pod API selection
+#                                on the configuration they write; then the pod API, resources
+#                                and DRA selections
 #   hack/conformance.sh serial   the serial selection only (both kubelets), part by part
 #   hack/conformance.sh podapi   the pod API selection only (hack/conformance/podapi.txt: native
 #                                sidecars, in-place resize, user namespaces; both kubelets)
 #   hack/conformance.sh resources the resources selection only (hack/conformance/resources.txt: CPU,
 #                                memory and topology managers, pod resources, device plugins; both
 #                                kubelets, one spec at a time), part by part
+#   hack/conformance.sh dra      the DRA selection only (hack/conformance/dra.txt: the suite's Dynamic
+#                                Resource Allocation specs with its in-process test driver; both
+#                                kubelets with the DynamicResourceAllocation gate on, one spec at a time)
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
-# Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial podapi resources"),
+# Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial podapi resources dra"),
 #      PART (the serial or resources selection's parts to run, e.g. "2" or "1 3"; default all: each
 #      part of serial.txt or resources.txt runs, and is kept, on its own, both kubelets in turn),
 #      PROCS (parallel ginkgo processes, default 5),
-#      FOCUS (ginkgo focus regex; for the serial and resources selections it replaces their list; a FOCUS run
+#      FOCUS (ginkgo focus regex; for the serial, resources and DRA selections it replaces their list; a FOCUS run
 #      writes $OUT/CONFORMANCE.md and keeps no column in hack/conformance/results), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
 #      CONTAINERD_INSTANCE (the project containerd instance both kubelets use: empty for containerd 2,
 #      the default, or containerd16 for the compatibility lane's containerd 1.6, hack/containerd16.sh),
@@ -86,7 +90,16 @@ PODAPI_LABELS='!Flaky'
 # label filter: upstream marks whole contexts of them Flaky, and those are the ones that run here.
 RESOURCES_FILE=$REPO_ROOT/hack/conformance/resources.txt
 RESOURCES_LABELS=
-SELECTIONS=${SELECTIONS:-parallel serial podapi resources}
+# The fifth: the upstream node suite's Dynamic Resource Allocation specs (all Serial: one at a time,
+# each free to restart the kubelet), both kubelets with the DynamicResourceAllocation gate on.
+# The specs run upstream's DRA test driver inside e2e_node.test: it registers through
+# $ROOT_DIR/plugins_registry and writes CDI specs to /var/run/cdi, linked for the run to the
+# project containerd's cdi_spec_dirs (hack/containerd.sh).
+DRA_FILE=$REPO_ROOT/hack/conformance/dra.txt
+DRA_LABELS='!Flaky'
+DRA_CDI_LINK=/var/run/cdi
+DRA_CDI_DIR=/etc/nodelet/containerd/cdi
+SELECTIONS=${SELECTIONS:-parallel serial podapi resources dra}
 SELECTION=parallel
 PART_NO=
 RUN_DIR=$OUT
@@ -175,7 +188,7 @@ start_nodelet() {
 	local dir=$RUN_DIR/nodelet
 	mkdir -p "$dir/manifests" "$dir/work"
 	# The serial specs rewrite this file (from /configz) and restart nodelet on it.
-	printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n%s\n' "$SYSTEM_CGROUPS" >"$dir/work/kubelet-config"
+	printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n%s\n%s' "$SYSTEM_CGROUPS" "$(selection_config)" >"$dir/work/kubelet-config"
 	save_tunables
 	launch "$dir" nodelet.log "$REPO_ROOT/_output/bin/nodelet" --config "$dir/work/kubelet-config" \
 		--kubeconfig "$CP_DIR/node-$NODE.kubeconfig" --hostname-override "$NODE" \
@@ -184,9 +197,42 @@ start_nodelet() {
 		--read-only-port 10255 --max-pods 110 -v=2 $(lock_args)
 }
 
-# under_shim: the serial, pod API and resources selections start the kubelet through the
+# under_shim: the serial, pod API, resources and DRA selections start the kubelet through the
 # systemctl shim, since their specs restart it.
-under_shim() { [[ $SELECTION == serial || $SELECTION == podapi || $SELECTION == resources ]]; }
+under_shim() { [[ $SELECTION == serial || $SELECTION == podapi || $SELECTION == resources || $SELECTION == dra ]]; }
+
+# selection_config prints the configuration lines both kubelets add for the current selection:
+# the DRA selection turns DynamicResourceAllocation on (beta, off by default in 1.33).
+selection_config() {
+	[[ $SELECTION != dra ]] || printf 'featureGates:\n  DynamicResourceAllocation: true\n'
+}
+
+# link_cdi_dir makes /var/run/cdi, where the suite's DRA test driver writes its CDI specs, a link
+# to the project containerd's cdi_spec_dirs (containerd 2 only: containerd 1.6 has no CDI here).
+# An existing /var/run/cdi that is not this link is left alone (said): the DRA pods then fail.
+DRA_CDI_LINKED=
+link_cdi_dir() {
+	if [[ -n $CONTAINERD_INSTANCE ]]; then
+		echo "conformance: the DRA selection needs containerd 2's CDI; CONTAINERD_INSTANCE=$CONTAINERD_INSTANCE has none" >&2
+		return 1
+	fi
+	if [[ -L $DRA_CDI_LINK && $(readlink "$DRA_CDI_LINK") == "$DRA_CDI_DIR" ]]; then
+		DRA_CDI_LINKED=1 # an interrupted run's
+		return 0
+	fi
+	if [[ -e $DRA_CDI_LINK || -L $DRA_CDI_LINK ]]; then
+		echo "conformance: $DRA_CDI_LINK exists; the DRA specs' CDI specs land there, not in $DRA_CDI_DIR" >&2
+		return 0
+	fi
+	mkdir -p "$DRA_CDI_DIR" && ln -s "$DRA_CDI_DIR" "$DRA_CDI_LINK" && DRA_CDI_LINKED=1
+}
+
+# unlink_cdi_dir removes the link and the CDI specs the suite's test drivers (test-driver.cdi.k8s.io,
+# test-driver1/2.cdi.k8s.io) left behind: a spec that stops the driver mid-claim leaves its specs.
+unlink_cdi_dir() {
+	[[ -z $DRA_CDI_LINKED ]] || rm -f "$DRA_CDI_LINK" "$DRA_CDI_DIR"/test-driver*.cdi.k8s.io-*.json
+	DRA_CDI_LINKED=
+}
 
 # parted: the serial and resources selections run one spec at a time, part by part.
 parted() { [[ $SELECTION == serial || $SELECTION == resources ]]; }
@@ -201,12 +247,13 @@ selection_labels() {
 	if [[ $SELECTION == resources ]]; then echo "$RESOURCES_LABELS"; else echo "$SERIAL_LABELS"; fi
 }
 
-MANAGER_STATE_FILES=(cpu_manager_state memory_manager_state device-plugins/kubelet_internal_checkpoint)
+MANAGER_STATE_FILES=(cpu_manager_state memory_manager_state device-plugins/kubelet_internal_checkpoint dra_manager_state)
 
 # remove_manager_state deletes the resource managers' state files a kubelet left in the root
 # directory: the specs switch policies, and a kubelet refuses to start on another policy's state
-# (both kubelets start on policy none). Called before a kubelet starts, once the last one's pods
-# are gone.
+# (both kubelets start on policy none); and the DRA manager's claims, which would have the next
+# kubelet unprepare the last one's claims on drivers long gone. Called before a kubelet starts,
+# once the last one's pods are gone.
 remove_manager_state() {
 	local f
 	for f in "${MANAGER_STATE_FILES[@]}"; do rm -f "$ROOT_DIR/$f"; done
@@ -290,6 +337,7 @@ authorization: {mode: Webhook}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 $SYSTEM_CGROUPS
+$(selection_config)
 EOF
 	launch "$dir" kubelet.log "$CP_BIN/kubelet" --config "$dir/work/kubelet-config" --kubeconfig "$CP_DIR/node-$NODE.kubeconfig" \
 		--hostname-override "$NODE" --root-dir "$ROOT_DIR" -v=2 $(lock_args)
@@ -367,6 +415,11 @@ run_suite() {
 	: >"$dir/e2e.log"
 	if [[ $SELECTION == podapi ]]; then
 		run_podapi "$dir" "${filter_args[@]}"
+	elif [[ $SELECTION == dra ]]; then
+		# One spec at a time: each restarts the kubelet. FOCUS replaces dra.txt's list.
+		local -a focus=()
+		if [[ -n ${FOCUS:-} ]]; then focus=(--focus "$FOCUS"); else mapfile -t focus < <(regex_args --focus "$DRA_FILE"); fi
+		ginkgo_run "$dir" report.json 1 "$DRA_LABELS" "${filter_args[@]}" "${focus[@]}"
 	elif ! parted; then
 		[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
 		ginkgo_run "$dir" report.json "$procs" "$labels" "${filter_args[@]}"
@@ -452,7 +505,9 @@ ginkgo_run() {
 # record_start SUBJECT writes $OUT/SUBJECT/run.json: what this column comes from.
 record_start() {
 	local subject=$1 binary=_output/bin/nodelet version= procs=$PROCS
-	! parted || procs=1 # the serial and resources selections run one spec at a time
+	if parted || [[ $SELECTION == dra ]]; then
+		procs=1 # the serial, resources and DRA selections run one spec at a time
+	fi
 	[[ $SELECTION != podapi ]] || procs="$PROCS (then its Serial specs, 1)"
 	if [[ $subject == kubelet ]]; then
 		binary=${CP_BIN#"$REPO_ROOT"/}/kubelet
@@ -635,7 +690,7 @@ stop_registries() {
 }
 
 locked_main() {
-	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted; stop_registries; stop_fakelogind' EXIT
+	trap '[[ -z $SUBJECT_PID ]] || cleanup_subject interrupted; stop_registries; stop_fakelogind; unlink_cdi_dir' EXIT
 	wait_no_kubelets
 	say "fresh control plane (etcd wiped: the suite expects exactly one Node)"
 	hack/control-plane.sh clean
@@ -659,10 +714,14 @@ locked_main() {
 	for SELECTION in $SELECTIONS; do
 		if ! parted; then
 			RUN_DIR=$OUT
-			[[ $SELECTION != podapi ]] || RUN_DIR=$OUT/podapi
+			[[ $SELECTION == parallel ]] || RUN_DIR=$OUT/$SELECTION
+			if [[ $SELECTION == dra ]] && ! link_cdi_dir; then
+				continue
+			fi
 			for subject in $SUBJECTS; do
 				run_subject "$subject" || echo "conformance: $subject run of the $SELECTION selection failed" >&2
 			done
+			unlink_cdi_dir
 			continue
 		fi
 		# A FOCUS run replaces the parts with one "part 0" of its own (not kept).
@@ -688,6 +747,12 @@ locked_main() {
 		serial_dir=$OUT/serial serial_file=$OUT/serial-focus.txt
 		printf '#- part 0: FOCUS %s\n%s\n' "$FOCUS" "$FOCUS" >"$serial_file"
 	fi
+	# A FOCUS run of the DRA selection lists its FOCUS as the selection's focus.
+	local dra_file=$DRA_FILE
+	if [[ -n ${FOCUS:-} && " $SELECTIONS " == *" dra "* ]]; then
+		dra_file=$OUT/dra-focus.txt
+		printf '%s ## FOCUS\n' "$FOCUS" >"$dra_file"
+	fi
 	if [[ -n ${FOCUS:-} && " $SELECTIONS " == *" resources "* ]]; then
 		resources_dir=$OUT/resources resources_file=$OUT/resources-focus.txt
 		printf '#- part 0: FOCUS %s\n%s\n' "$FOCUS" "$FOCUS" >"$resources_file"
@@ -697,11 +762,12 @@ locked_main() {
 		-nodelet-log "$(column parallel nodelet)/nodelet.log" \
 		-podapi "$PODAPI_FILE" -podapi-nodelet "$(column podapi nodelet)" -podapi-kubelet "$(column podapi kubelet)" \
 		-resources-dir "$resources_dir" -resources "$resources_file" \
+		-dra "$dra_file" -dra-nodelet "$(column dra nodelet)" -dra-kubelet "$(column dra kubelet)" \
 		-out "$(page_path)"
 }
 
 case $MODE in
-serial | podapi | resources)
+serial | podapi | resources | dra)
 	# That selection only; the other columns of CONFORMANCE.md come from the last runs.
 	export SELECTIONS=$MODE
 	MODE=full
@@ -727,7 +793,7 @@ full | smoke)
 	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
-	sed -n '2,31s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,37s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

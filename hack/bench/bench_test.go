@@ -84,7 +84,7 @@ func TestCPUTicksOfSelf(t *testing.T) {
 func TestKubeletConfigIsEquivalent(t *testing.T) {
 	var cfg kubeletv1beta1.KubeletConfiguration
 	o := options{endpoint: "unix:///run/x.sock", pki: "/pki"}
-	if err := yaml.UnmarshalStrict(kubeletConfig(o, false), &cfg); err != nil {
+	if err := yaml.UnmarshalStrict(kubeletConfig(o, false, false), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Kind != "KubeletConfiguration" || cfg.ContainerRuntimeEndpoint != o.endpoint || cfg.CgroupDriver != "cgroupfs" ||
@@ -97,11 +97,11 @@ func TestKubeletConfigIsEquivalent(t *testing.T) {
 		t.Fatalf("defaults config sets feature gates %v", cfg.FeatureGates)
 	}
 	var cri kubeletv1beta1.KubeletConfiguration
-	if err := yaml.UnmarshalStrict(kubeletConfig(o, true), &cri); err != nil {
+	if err := yaml.UnmarshalStrict(kubeletConfig(o, true, true), &cri); err != nil {
 		t.Fatal(err)
 	}
-	if !cri.FeatureGates["PodAndContainerStatsFromCRI"] || cri.MaxPods != cfg.MaxPods {
-		t.Fatalf("CRI-stats config: gates %v, maxPods %d", cri.FeatureGates, cri.MaxPods)
+	if !cri.FeatureGates["PodAndContainerStatsFromCRI"] || !cri.FeatureGates[draGate] || len(cri.FeatureGates) != 2 || cri.MaxPods != cfg.MaxPods {
+		t.Fatalf("CRI-stats config with DRA: gates %v, maxPods %d", cri.FeatureGates, cri.MaxPods)
 	}
 }
 
@@ -196,6 +196,7 @@ func TestRenderFullResults(t *testing.T) {
 	sub := func(scale time.Duration) *subjectResult {
 		return &subjectResult{single: scale, bursts: map[int]latencies{100: newLatencies([]time.Duration{scale, 2 * scale}, 3*scale)},
 			pulls:     newLatencies([]time.Duration{2 * scale}, 6*scale),
+			dra:       newLatencies([]time.Duration{scale}, 4*scale),
 			breakdown: []podTimeline{{total: scale, queue: scale / 2, status: scale / 2}},
 			idle:      footprint{samples: 60, rssMiB: 30, cpuPct: 0.1}, loaded: footprint{samples: 60, rssMiB: 50, cpuPct: 1}}
 	}
@@ -230,7 +231,10 @@ func TestRenderFullResults(t *testing.T) {
 		"| of which the rest (the pods' own processes, short-lived processes no group reaped, the kernel) | 2.00 s (2.00 s–2.00 s) | 1.90 s (1.80 s–2.00 s) | – |",
 		"| 20 pods pulling | raw CRI floor | nodelet | upstream kubelet |",
 		fmt.Sprintf("nodelet took 1.00 s longer than the floor; the machine was busy 0.000 s more, 0.000 s over %d CPUs. Of that, the kubelet and the control plane (API server, etcd, scheduler, controller-manager) added 0.100 s, the runtime's side (containerd, shims, the rest) -0.100 s.", cpuCount()),
-		"| RSS at 110 running pods with the pod timeline | ≤ 1.05× without it | 1.04× = 50.0 MiB vs 48.0 MiB | ✓ |"} {
+		"| RSS at 110 running pods with the pod timeline | ≤ 1.05× without it | 1.04× = 50.0 MiB vs 48.0 MiB | ✓ |",
+		"| 20 pods with a DRA claim each (from a ResourceClaimTemplate, upstream's test driver, allocated by the scheduler): all Running (from the first create call) | – | 4.00 s (4.00 s–4.00 s) | 8.00 s (8.00 s–8.00 s) | 0.50× | – |",
+		"| 20 pods with a DRA claim each, all Running | ≤ upstream | 0.50× = 4.00 s vs 8.00 s | ✓ |",
+		"- DRA: 20 pods at once, each with a claim from one ResourceClaimTemplate"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -58,12 +58,8 @@ func (b *bench) csiBurst(ctx context.Context, subject, ns, root string) (latenci
 		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
 		return p
 	}
-	l, _, err := b.launchPods(ctx, subject, ns, csiRun, fmt.Sprintf("%d pods with a CSI volume", n), n, build, 2*time.Minute+time.Duration(n)*2*time.Second)
+	l, err := b.claimBurst(ctx, subject, ns, csiRun, fmt.Sprintf("%d pods with a CSI volume", n), n, build)
 	if err != nil {
-		return l, err
-	}
-	progress(subject, "%d pods with a CSI volume: p50 %v, p99 %v, all %v", n, ms(l.pct(50)), ms(l.pct(99)), ms(l.all))
-	if err := b.deleteRun(ctx, subject, ns, csiRun, n); err != nil {
 		return l, err
 	}
 	return l, b.removeClaims(ctx, subject, ns, root)
@@ -180,4 +176,16 @@ func mountsBelow(root string) ([]string, error) {
 		return nil, err
 	}
 	return slices.DeleteFunc(mount.Under(points, root), func(p string) bool { return p == filepath.Clean(root) }), nil
+}
+
+// claimBurst creates n pods of build at once, each with a claim of its own (a CSI volume, a DRA
+// device), times each from its create call to Running, says the run's p50, p99 and all, and
+// deletes the pods again, waiting until the kubelet has finished them.
+func (b *bench) claimBurst(ctx context.Context, subject, ns, run, what string, n int, build func(i int) *v1.Pod) (latencies, error) {
+	l, _, err := b.launchPods(ctx, subject, ns, run, what, n, build, 2*time.Minute+time.Duration(n)*2*time.Second)
+	if err != nil {
+		return l, err
+	}
+	progress(subject, "%s: p50 %v, p99 %v, all %v", what, ms(l.pct(50)), ms(l.pct(99)), ms(l.all))
+	return l, b.deleteRun(ctx, subject, ns, run, n)
 }

@@ -68,6 +68,9 @@ func figures(r *results) []figure {
 		{"all Running (from the first create call)", func(l latencies) time.Duration { return l.all }}} {
 		out = append(out, both(fmt.Sprintf("%d pods with a CSI volume each (test driver, attach required, claims bound beforehand): %s", p.csiPods, q.name),
 			fmtSec, secs(func(s *subjectResult) time.Duration { return q.get(s.csi) })))
+		if p.draPods > 0 {
+			out = append(out, both(draFigureName(p, q.name), fmtSec, secs(func(s *subjectResult) time.Duration { return q.get(s.dra) })))
+		}
 	}
 	out = append(out, pullFigures(r)...)
 	out = append(out,
@@ -77,6 +80,11 @@ func figures(r *results) []figure {
 	out = append(out, footprintFigures(r)...)
 	return append(out, both(fmt.Sprintf("API requests a minute, %d pods with a ConfigMap and a Secret each (last round)", p.footprintPods), fmtPerMin,
 		func(s *subjectResult) (float64, bool) { return s.api.perMin, s.api.measured }))
+}
+
+// draFigureName names the DRA rows; the goal reads the "all" one.
+func draFigureName(p plan, q string) string {
+	return fmt.Sprintf("%d pods with a DRA claim each (from a ResourceClaimTemplate, upstream's test driver, allocated by the scheduler): %s", p.draPods, q)
 }
 
 // pullFiguresName names the pull rows; the goal reads the "all" one.

@@ -43,8 +43,11 @@ func (b *bench) runFloor(ctx context.Context) (*floorResult, error) {
 	logs := filepath.Join(b.o.workDir, "floor-logs")
 	defer os.RemoveAll(logs)
 	res := &floorResult{bursts: map[int]latencies{}, best: map[int]int{}, search: map[int]map[int]time.Duration{}}
-	if b.p.only == "pulls" {
+	switch b.p.only {
+	case "pulls":
 		return res, b.floorPulls(ctx, res)
+	case "dra":
+		return res, nil // no kubelet, no DRA
 	}
 	var ds []time.Duration
 	var steps []podSteps

@@ -85,6 +85,10 @@ func goals(r *results) []goal {
 	api := byName[fmt.Sprintf("API requests a minute, %d pods with a ConfigMap and a Secret each (last round)", p.footprintPods)]
 	csiAll := byName[fmt.Sprintf("%d pods with a CSI volume each (test driver, attach required, claims bound beforehand): all Running (from the first create call)", p.csiPods)]
 	gs = append(gs, versus(fmt.Sprintf("%d pods with a CSI volume each, all Running", p.csiPods), "≤ upstream", csiAll.nodelet, csiAll.upstream, 1, fmtSec))
+	if p.draPods > 0 {
+		draAll := byName[draFigureName(p, "all Running (from the first create call)")]
+		gs = append(gs, versus(fmt.Sprintf("%d pods with a DRA claim each, all Running", p.draPods), "≤ upstream", draAll.nodelet, draAll.upstream, 1, fmtSec))
+	}
 	if p.pullPods > 0 {
 		gs = append(gs, pullGoal(r, byName[pullFiguresName(p, "all Running (from the first create call)")]))
 	}

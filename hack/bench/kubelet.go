@@ -27,7 +27,7 @@ func (b *bench) kubeletSubject(criStats bool) (*subject, error) {
 	if err := os.MkdirAll(b.o.workDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(configPath, kubeletConfig(b.o, criStats), 0o644); err != nil {
+	if err := os.WriteFile(configPath, kubeletConfig(b.o, criStats, b.p.draPods > 0), 0o644); err != nil {
 		return nil, err
 	}
 	return &subject{
@@ -46,8 +46,9 @@ func (b *bench) kubeletSubject(criStats bool) (*subject, error) {
 }
 
 // kubeletConfig is the upstream kubelet's configuration file: the project runtime, cgroupfs,
-// no swap check, 260 pods, x509 + webhook authn, webhook authz, API on apiPort.
-func kubeletConfig(o options, criStats bool) []byte {
+// no swap check, 260 pods, x509 + webhook authn, webhook authz, API on apiPort; dra turns the
+// DynamicResourceAllocation gate on, as nodelet's --feature-gates does.
+func kubeletConfig(o options, criStats, dra bool) []byte {
 	yes, no := true, false
 	healthz := int32(healthzPort)
 	resolv := "/etc/resolv.conf"
@@ -72,9 +73,13 @@ func kubeletConfig(o options, criStats bool) []byte {
 		ImageGCHighThresholdPercent: &gcHigh,
 		ImageGCLowThresholdPercent:  &gcLow,
 	}
+	cfg.FeatureGates = map[string]bool{}
+	if dra {
+		cfg.FeatureGates[draGate] = true
+	}
 	if criStats {
 		// Closest to nodelet: stats from the runtime, and parallel pulls as the bench runs nodelet.
-		cfg.FeatureGates = map[string]bool{"PodAndContainerStatsFromCRI": true}
+		cfg.FeatureGates["PodAndContainerStatsFromCRI"] = true
 		cfg.SerializeImagePulls = &no
 		cfg.RegistryBurst = pullBurstLimit
 	}

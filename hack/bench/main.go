@@ -4,8 +4,9 @@
 //
 //	go run ./hack/bench            full run (~1 h): 3 interleaved rounds of floor, nodelet, upstream kubelet
 //	go run ./hack/bench -smoke     CI: floor and nodelet only, 10 pods, short footprint (~2 min)
-//	go run ./hack/bench -only pulls   development: one figure alone (pulls, or bursts: the 100-pod
-//	                                  burst), one round of floor, nodelet and upstream kubelet (~5 min)
+//	go run ./hack/bench -only pulls   development: one figure alone (pulls, bursts: the 100-pod
+//	                                  burst, or dra: 20 pods with a DRA claim), one round of floor,
+//	                                  nodelet and upstream kubelet (~5 min)
 //
 // Start the control plane first (hack/control-plane.sh up) and build nodelet
 // (go build -o _output/bin/nodelet ./cmd/nodelet). The upstream kubelet binary comes from the
@@ -47,6 +48,8 @@ type options struct {
 	nodeletBin   string
 	kubeletBin   string
 	csiDriverBin string
+	draDriverBin string
+	cdiDir       string
 	kubeconfig   string
 	endpoint     string
 	workDir      string
@@ -68,40 +71,46 @@ type plan struct {
 	floorParallels  []int         // the floor's burst parallelism search; the best one is reported
 	breakdownBurst  int           // the burst whose per-pod timeline is broken down (0: none)
 	csiPods         int           // pods with a volume of the test CSI driver each, started at once
+	draPods         int           // pods with a claim from a ResourceClaimTemplate each (DRA test driver), started at once
 	pullPods        int           // pods with an image of their own each, pulled from the local registry, started at once
 	minIdlePct      float64       // machine idle CPU wanted before each subject; below it the figure is flagged
-	only            string        // "pulls" or "bursts": that figure alone (floor and both kubelets), for working on it
+	only            string        // "pulls", "bursts" or "dra": that figure alone (floor and both kubelets), for working on it
 }
 
 func newPlan(smoke bool, only string) plan {
 	if only != "" {
 		p := newPlan(false, "")
 		p.rounds, p.densityPods, p.apiWindow, p.only = 1, 0, 0, only
-		if only == "bursts" {
+		switch only {
+		case "bursts":
 			p.bursts = []int{100}
+		case "dra":
+			p.breakdownBurst, p.pullPods = 0, 0 // its own row only; the floor has none
 		}
 		return p
 	}
 	if smoke {
 		return plan{rounds: 1, singles: 3, restarts: 1, bursts: []int{10}, footprintPods: 10,
 			footprintWindow: 10 * time.Second, settle: 3 * time.Second, apiWindow: 10 * time.Second, floorParallels: []int{4},
-			breakdownBurst: 10, csiPods: 5, pullPods: 5, minIdlePct: 80}
+			breakdownBurst: 10, csiPods: 5, draPods: 5, pullPods: 5, minIdlePct: 80}
 	}
 	return plan{rounds: 3, singles: 5, restarts: 2, bursts: []int{30, 100}, footprintPods: 110,
 		footprintWindow: 60 * time.Second, settle: 10 * time.Second, apiWindow: 2 * time.Minute, densityPods: 250,
-		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, csiPods: 30, pullPods: 20, minIdlePct: 85}
+		upstream: true, floorParallels: []int{1, 2, 4, 8, 16}, breakdownBurst: 100, csiPods: 30, draPods: 20, pullPods: 20, minIdlePct: 85}
 }
 
 func main() {
 	var o options
 	flag.BoolVar(&o.smoke, "smoke", false, "CI mode: floor and nodelet only, 10 pods, short footprint, no upstream kubelet, no density")
-	flag.StringVar(&o.only, "only", "", "development: one figure alone, one round of floor, nodelet and upstream kubelet: pulls (both pull settings), or bursts (100 pods)")
+	flag.StringVar(&o.only, "only", "", "development: one figure alone, one round of floor, nodelet and upstream kubelet: pulls (both pull settings), bursts (100 pods), or dra (20 pods with a DRA claim)")
 	flag.StringVar(&o.out, "out", "", "markdown file to write (default BENCHMARKS.md; _output/bench-smoke.md with -smoke, _output/bench-only.md with -only)")
 	flag.BoolVar(&o.force, "force", false, "remove the pods the bench did not create from the runtime first (the upstream kubelet would remove them anyway)")
 	flag.DurationVar(&o.waitFree, "wait-free", 0, "how long to wait for other pods to leave the runtime before refusing to run the upstream kubelet")
 	flag.StringVar(&o.nodeletBin, "nodelet", "_output/bin/nodelet", "nodelet binary")
 	flag.StringVar(&o.kubeletBin, "kubelet", "_output/cp/bin/kubelet", "upstream kubelet binary (hack/control-plane.sh build)")
 	flag.StringVar(&o.csiDriverBin, "csidriver", "_output/bin/csidriver", "test CSI driver binary (make csidriver)")
+	flag.StringVar(&o.draDriverBin, "dra-driver", "_output/cp/bin/dra-test-driver", "upstream's DRA test driver binary (make dra-driver)")
+	flag.StringVar(&o.cdiDir, "cdi-dir", "/etc/nodelet/containerd/cdi", "the runtime's CDI spec directory (the project containerd 2's cdi_spec_dirs), where the DRA test driver writes")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "/var/lib/nodelet-cp/admin.kubeconfig", "admin kubeconfig of the local control plane")
 	flag.StringVar(&o.endpoint, "endpoint", "unix:///run/nodelet/containerd/containerd.sock", "CRI endpoint")
 	flag.StringVar(&o.workDir, "work-dir", "/tmp/nodelet-bench", "root dirs, config and logs of the kubelets under test")
@@ -130,8 +139,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	switch {
-	case o.only != "" && o.only != "pulls" && o.only != "bursts":
-		return fmt.Errorf("-only %q: want pulls or bursts", o.only)
+	case o.only != "" && o.only != "pulls" && o.only != "bursts" && o.only != "dra":
+		return fmt.Errorf("-only %q: want pulls, bursts or dra", o.only)
 	case o.smoke && o.only != "":
 		return fmt.Errorf("-smoke and -only do not go together")
 	}

@@ -11,7 +11,7 @@ func renderMethod(w writer, r *results) {
 	w("  rotated so each subject runs first, second and last once. Density and the upstream kubelet with")
 	w("  PodAndContainerStatsFromCRI and serializeImagePulls=false run in the last round only (marked \"last round\" / \"1 run\"); so does nodelet")
 	w("  with `--pod-timeline=false`, against which the last round's nodelet figures show what recording the pod")
-	w("  timelines costs. These second configurations go through the same one-pod, restart, burst, CSI and pull")
+	w("  timelines costs. These second configurations go through the same one-pod, restart, burst, CSI, DRA and pull")
 	w("  runs before their loaded footprint as the first ones (only their footprint and pull rows are shown), so")
 	w("  the footprints compared start from the same history.")
 	w("- Guards, the same for every subject: before it starts, the machine's idle CPU is sampled (/proc/stat) and")
@@ -31,6 +31,14 @@ func renderMethod(w writer, r *results) {
 		w("  kubelets stage and publish such a volume only once a node status update has listed it in the Node's")
 		w("  volumesInUse (the controller's guard against detaching a volume being mounted): the upstream kubelet at its")
 		w("  next periodic update (nodeStatusUpdateFrequency, 10 s), nodelet with an update it asks for at once.")
+	}
+	if p.draPods > 0 {
+		w("- DRA: %d pods at once, each with a claim from one ResourceClaimTemplate of a DeviceClass of upstream's DRA", p.draPods)
+		w("  test driver (k8s.io/kubernetes v1.33.4 test/e2e/dra/test-driver), run as the kubelet's node plugin with one")
+		w("  device per pod; the bench waits for its registration and ResourceSlice first. The pods select the node by")
+		w("  label rather than spec.nodeName, so the controller manager makes each claim and the scheduler allocates it;")
+		w("  the kubelet then calls NodePrepareResources and hands the CDI device to the runtime. Both kubelets run the")
+		w("  whole bench with the DynamicResourceAllocation gate on (beta, off by default in 1.33).")
 	}
 	w("- First restart: a container exiting 1 after 3 s (restartPolicy Always), median of %d per round. The runtime", p.restarts)
 	w("  row uses the runtime's nanosecond timestamps of the dead and the new container; the API row the same")

@@ -16,6 +16,9 @@ func (b *bench) nodeletSubject(untimed bool) *subject {
 	if untimed {
 		name, short, extra = "nodelet --pod-timeline=false", "nodelet-untimed", []string{"--pod-timeline=false"}
 	}
+	if b.p.draPods > 0 {
+		extra = append(extra, "--feature-gates="+draGate+"=true")
+	}
 	root := filepath.Join(b.o.workDir, short)
 	return &subject{
 		name: name, short: short, bin: b.o.nodeletBin, root: root,

@@ -31,6 +31,7 @@ type subjectResult struct {
 	single    time.Duration // median creation → Running of one pod on an idle node
 	bursts    map[int]latencies
 	csi       latencies     // plan.csiPods pods with a CSI volume each
+	dra       latencies     // plan.draPods pods with a DRA claim each
 	pulls     latencies     // plan.pullPods pods pulling an image of their own each
 	breakdown []podTimeline // plan.breakdownBurst's pods, where each one's time went
 	restart   restartResult
@@ -111,6 +112,9 @@ func (b *bench) measure(ctx context.Context, subject, root, ns string, p *proces
 	case "pulls":
 		r.pulls, err = b.pullBurst(ctx, subject, ns)
 		return r, err
+	case "dra":
+		r.dra, err = b.draBurst(ctx, subject, ns, root)
+		return r, err
 	case "bursts":
 		for _, n := range b.p.bursts {
 			if r.bursts[n], err = b.burst(ctx, subject, ns, n, r); err != nil {
@@ -144,7 +148,7 @@ func (b *bench) measure(ctx context.Context, subject, root, ns string, p *proces
 	return r, nil
 }
 
-// latencies takes the one-pod, restart, burst and CSI burst figures.
+// latencies takes the one-pod, restart, burst, CSI, DRA and pull burst figures.
 func (b *bench) latencies(ctx context.Context, subject, root, ns string, r *subjectResult) error {
 	var err error
 	if r.single, err = b.singles(ctx, subject, ns); err != nil {
@@ -160,6 +164,11 @@ func (b *bench) latencies(ctx context.Context, subject, root, ns string, r *subj
 	}
 	if b.p.csiPods > 0 {
 		if r.csi, err = b.csiBurst(ctx, subject, ns, root); err != nil {
+			return err
+		}
+	}
+	if b.p.draPods > 0 {
+		if r.dra, err = b.draBurst(ctx, subject, ns, root); err != nil {
 			return err
 		}
 	}

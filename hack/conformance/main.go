@@ -4,7 +4,8 @@
 //
 //	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -serial-dir hack/conformance/results/serial \
 //		-podapi hack/conformance/podapi.txt -podapi-nodelet hack/conformance/results/podapi/nodelet -podapi-kubelet ... \
-//		-resources hack/conformance/resources.txt -resources-dir hack/conformance/results/resources -out CONFORMANCE.md
+//		-resources hack/conformance/resources.txt -resources-dir hack/conformance/results/resources \
+//		-dra hack/conformance/dra.txt -dra-nodelet hack/conformance/results/dra/nodelet -dra-kubelet ... -out CONFORMANCE.md
 //	go run ./hack/conformance -smoke -nodelet N/report.json
 //	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
 //	go run ./hack/conformance -record-end DIR/run.json
@@ -28,6 +29,7 @@ type options struct {
 	serialDir, serialPath                                            string
 	podapiPath, podapiNodelet, podapiKubelet                         string
 	resourcesPath, resourcesDir                                      string
+	draPath, draNodelet, draKubelet                                  string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
 	keep, keepTo                                                     string
@@ -45,6 +47,9 @@ func main() {
 	flag.StringVar(&o.podapiKubelet, "podapi-kubelet", "", "-podapi: the directory of the upstream kubelet's column")
 	flag.StringVar(&o.resourcesPath, "resources", "hack/conformance/resources.txt", "the resources selection's parts and focus list")
 	flag.StringVar(&o.resourcesDir, "resources-dir", "", "the resources selection's results: part-N/{nodelet,kubelet}/report.json (optional)")
+	flag.StringVar(&o.draPath, "dra", "", "the DRA selection's focus list (hack/conformance/dra.txt; optional)")
+	flag.StringVar(&o.draNodelet, "dra-nodelet", "", "-dra: the directory of nodelet's column (report.json, run.json, nodelet.log)")
+	flag.StringVar(&o.draKubelet, "dra-kubelet", "", "-dra: the directory of the upstream kubelet's column")
 	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
 	flag.StringVar(&o.causesPath, "causes", "hack/conformance/causes.txt", "investigated causes of failures")
 	flag.StringVar(&o.out, "out", "CONFORMANCE.md", "where to write the table")
@@ -122,7 +127,12 @@ func execute(o options) error {
 		page.resources = loadResourceSections(o.resourcesDir, parts, page)
 	}
 	if o.podapiPath != "" {
-		if page.podapi, err = loadPodAPI(o.podapiPath, o.podapiNodelet, o.podapiKubelet, page); err != nil {
+		if page.podapi, err = loadFocusSelection(o.podapiPath, o.podapiNodelet, o.podapiKubelet, page); err != nil {
+			return err
+		}
+	}
+	if o.draPath != "" {
+		if page.dra, err = loadFocusSelection(o.draPath, o.draNodelet, o.draKubelet, page); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // report is CONFORMANCE.md: two columns (nodelet, upstream kubelet) and what they came from,
-// then the serial, pod API and resources selections in the same shape.
+// then the serial, pod API, resources and DRA selections in the same shape.
 type report struct {
 	nodelet, upstream *run
 	skips             []skip
@@ -19,8 +19,9 @@ type report struct {
 	podErrs           map[string]string
 	generated         time.Time
 	serial            []serialSection // the second selection, part by part
-	podapi            *podapiSection  // the third selection
+	podapi            *focusSection   // the third selection
 	resources         []serialSection // the fourth, part by part
+	dra               *focusSection   // the fifth
 	heading           string          // the level of the sections below the title: "##" when empty
 }
 
@@ -43,6 +44,9 @@ func (rp *report) write(w *bufio.Writer) {
 	}
 	if len(rp.resources) > 0 {
 		rp.writeResources(w)
+	}
+	if rp.dra != nil {
+		rp.writeDRA(w)
 	}
 }
 

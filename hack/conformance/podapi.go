@@ -8,25 +8,25 @@ import (
 	"path/filepath"
 )
 
-// podapiSection is the third selection on the page: the upstream specs for native sidecars,
-// in-place resize and user namespaces (hack/conformance/podapi.txt). results is nil while
-// neither kubelet's column has been run.
-type podapiSection struct {
-	focus   []skip // podapi.txt's lines: a focus regex and what it covers
+// focusSection is a selection defined by a focus list, run in one directory per kubelet: the
+// pod API selection (hack/conformance/podapi.txt) and the DRA selection (dra.txt). results is
+// nil while neither kubelet's column has been run.
+type focusSection struct {
+	focus   []skip // the list's lines: a focus regex and what it covers
 	results *report
 }
 
 const podapiTitle = "\n# Pod API selection: native sidecars, in-place resize, user namespaces\n\n"
 
-// loadPodAPI reads the selection's focus list and the two columns' reports from their
+// loadFocusSelection reads a selection's focus list and the two columns' reports from their
 // directories (DIR/report.json, DIR/run.json, DIR/nodelet.log). A column that was never run is
 // empty; the page says so.
-func loadPodAPI(focusPath, nodeletDir, kubeletDir string, main report) (*podapiSection, error) {
+func loadFocusSelection(focusPath, nodeletDir, kubeletDir string, main report) (*focusSection, error) {
 	focus, err := readSkips(focusPath) // the same "REGEX ## NOTE" lines
 	if err != nil {
 		return nil, err
 	}
-	sec := &podapiSection{focus: focus}
+	sec := &focusSection{focus: focus}
 	var patterns []string
 	for _, f := range focus {
 		patterns = append(patterns, f.pattern)
@@ -38,13 +38,13 @@ func loadPodAPI(focusPath, nodeletDir, kubeletDir string, main report) (*podapiS
 		if dir == "" {
 			continue
 		}
-		// The selection's label filter is !Flaky, the serial selection's; the focus does the rest.
+		// Both selections' label filter is !Flaky, the serial selection's; the focus does the rest.
 		r, err := loadColumn(filepath.Join(dir, "report.json"), serialSelection)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "conformance: pod API selection: %v\n", err)
+			fmt.Fprintf(os.Stderr, "conformance: %s: %v\n", focusPath, err)
 			continue
 		}
 		r.keepOnly(compileAll(patterns))
@@ -58,10 +58,27 @@ func loadPodAPI(focusPath, nodeletDir, kubeletDir string, main report) (*podapiS
 	return sec, nil
 }
 
+// writeBody is a focus selection below its introduction: the focus lines, then the columns in
+// the shape of the parallel selection, or what has not been run yet.
+func (sec *focusSection) writeBody(w *bufio.Writer, resultsDir, target string) {
+	for _, f := range sec.focus {
+		fmt.Fprintf(w, "- `%s`: %s\n", f.pattern, f.reason)
+	}
+	fmt.Fprintln(w)
+	if sec.results == nil {
+		fmt.Fprintf(w, "Not run yet: no results are kept for it (%s). `%s` runs it.\n", resultsDir, target)
+		return
+	}
+	if len(sec.results.nodelet.names) == 0 {
+		fmt.Fprintf(w, "There is no nodelet column yet: it has not been run, or its run did not produce results "+
+			"(`SUBJECTS=nodelet %s` runs it).\n\n", target)
+	}
+	sec.results.writeBody(w)
+}
+
 // writePodAPI is the pod API selection: what it runs, then the columns in the shape of the
 // parallel selection.
 func (rp *report) writePodAPI(w *bufio.Writer) {
-	sec := rp.podapi
 	fmt.Fprint(w, podapiTitle)
 	fmt.Fprintf(w, "The upstream node suite's own specs for three pod features of Kubernetes 1.33 that the "+
 		"parallel selection leaves out, since they carry a Feature, FeatureGate or Serial label: native sidecars "+
@@ -71,18 +88,5 @@ func (rp *report) writePodAPI(w *bufio.Writer) {
 		"hack/conformance/shim/systemctl, both kubelets alike); `make conformance-podapi` runs it against nodelet and the %s. The "+
 		"NodeConformance `Containers Lifecycle` specs of plain init containers are in the parallel selection above.\n\n",
 		upstreamName)
-	for _, f := range sec.focus {
-		fmt.Fprintf(w, "- `%s`: %s\n", f.pattern, f.reason)
-	}
-	fmt.Fprintln(w)
-	if sec.results == nil {
-		fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/podapi). "+
-			"`make conformance-podapi` runs it.\n")
-		return
-	}
-	if len(sec.results.nodelet.names) == 0 {
-		fmt.Fprintf(w, "There is no nodelet column yet: it has not been run, or its run did not produce results "+
-			"(`SUBJECTS=nodelet make conformance-podapi` runs it).\n\n")
-	}
-	sec.results.writeBody(w)
+	rp.podapi.writeBody(w, "hack/conformance/results/podapi", "make conformance-podapi")
 }

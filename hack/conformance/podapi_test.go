@@ -18,7 +18,7 @@ func TestPodAPISection(t *testing.T) {
 	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
 	main := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 
-	sec, err := loadPodAPI(focus, filepath.Join(dir, "nodelet"), filepath.Join(dir, "kubelet"), main)
+	sec, err := loadFocusSelection(focus, filepath.Join(dir, "nodelet"), filepath.Join(dir, "kubelet"), main)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestPodAPISection(t *testing.T) {
 	}
 
 	// Only the upstream kubelet's column has been run.
-	sec, err = loadPodAPI(focus, filepath.Join(dir, "absent"), filepath.Join(dir, "kubelet"), main)
+	sec, err = loadFocusSelection(focus, filepath.Join(dir, "absent"), filepath.Join(dir, "kubelet"), main)
 	if err != nil || sec.results == nil || len(sec.results.nodelet.names) != 0 || len(sec.results.upstream.names) != 3 {
 		t.Fatalf("upstream column only: err %v, %+v", err, sec.results)
 	}
@@ -53,7 +53,7 @@ func TestPodAPISection(t *testing.T) {
 	}
 
 	// Neither.
-	sec, err = loadPodAPI(focus, filepath.Join(dir, "absent"), "", main)
+	sec, err = loadFocusSelection(focus, filepath.Join(dir, "absent"), "", main)
 	if err != nil || sec.results != nil {
 		t.Fatalf("no column: err %v, results %+v", err, sec.results)
 	}
