@@ -5,6 +5,7 @@
 //	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -serial-dir hack/conformance/results/serial \
 //		-podapi hack/conformance/podapi.txt -podapi-nodelet hack/conformance/results/podapi/nodelet -podapi-kubelet ... \
 //		-resources hack/conformance/resources.txt -resources-dir hack/conformance/results/resources -out CONFORMANCE.md
+//	    -guest hack/conformance/guest.txt -guest-nodelet hack/conformance/results/guest/nodelet -guest-kubelet ...
 //	go run ./hack/conformance -smoke -nodelet N/report.json
 //	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
 //	go run ./hack/conformance -record-end DIR/run.json
@@ -27,6 +28,7 @@ type options struct {
 	nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string
 	serialDir, serialPath                                            string
 	podapiPath, podapiNodelet, podapiKubelet                         string
+	guestPath, guestNodelet, guestKubelet                            string
 	resourcesPath, resourcesDir                                      string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
@@ -43,6 +45,9 @@ func main() {
 	flag.StringVar(&o.podapiPath, "podapi", "", "the pod API selection's focus list (hack/conformance/podapi.txt; optional)")
 	flag.StringVar(&o.podapiNodelet, "podapi-nodelet", "", "-podapi: the directory of nodelet's column (report.json, run.json, nodelet.log)")
 	flag.StringVar(&o.podapiKubelet, "podapi-kubelet", "", "-podapi: the directory of the upstream kubelet's column")
+	flag.StringVar(&o.guestPath, "guest", "", "the guest selection's focus list (hack/conformance/guest.txt; optional)")
+	flag.StringVar(&o.guestNodelet, "guest-nodelet", "", "-guest: the directory of nodelet's column (report.json, run.json)")
+	flag.StringVar(&o.guestKubelet, "guest-kubelet", "", "-guest: the directory of the upstream kubelet's column")
 	flag.StringVar(&o.resourcesPath, "resources", "hack/conformance/resources.txt", "the resources selection's parts and focus list")
 	flag.StringVar(&o.resourcesDir, "resources-dir", "", "the resources selection's results: part-N/{nodelet,kubelet}/report.json (optional)")
 	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
@@ -62,6 +67,7 @@ func main() {
 	flag.StringVar(&o.prov.Timeout, "timeout", "", "-record: the run's TIMEOUT")
 	flag.StringVar(&o.prov.Procs, "procs", "", "-record: ginkgo processes")
 	flag.StringVar(&o.prov.Focus, "focus", "", "-record: the run's FOCUS")
+	flag.StringVar(&o.prov.Checkout, "checkout", "", "-record: the checkout HEAD, when recording away from it (in the guest)")
 	flag.Parse()
 	if err := execute(o); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -123,6 +129,11 @@ func execute(o options) error {
 	}
 	if o.podapiPath != "" {
 		if page.podapi, err = loadPodAPI(o.podapiPath, o.podapiNodelet, o.podapiKubelet, page); err != nil {
+			return err
+		}
+	}
+	if o.guestPath != "" {
+		if page.guest, err = loadPodAPI(o.guestPath, o.guestNodelet, o.guestKubelet, page); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,7 @@ type report struct {
 	generated         time.Time
 	serial            []serialSection // the second selection, part by part
 	podapi            *podapiSection  // the third selection
+	guest             *podapiSection  // the cgroup v2 and systemd specs, run in the QEMU guest
 	resources         []serialSection // the fourth, part by part
 	heading           string          // the level of the sections below the title: "##" when empty
 }
@@ -43,6 +44,9 @@ func (rp *report) write(w *bufio.Writer) {
 	}
 	if len(rp.resources) > 0 {
 		rp.writeResources(w)
+	}
+	if rp.guest != nil {
+		rp.writeGuest(w)
 	}
 }
 

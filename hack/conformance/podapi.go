@@ -44,7 +44,7 @@ func loadPodAPI(focusPath, nodeletDir, kubeletDir string, main report) (*podapiS
 		case errors.Is(err, os.ErrNotExist):
 			continue
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "conformance: pod API selection: %v\n", err)
+			fmt.Fprintf(os.Stderr, "conformance: the selection of %s: %v\n", focusPath, err)
 			continue
 		}
 		r.keepOnly(compileAll(patterns))

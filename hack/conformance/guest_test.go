@@ -1,0 +1,48 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The guest selection is the page's last section: its title, its focus lines with their notes,
+// then both columns of its kept results; never run, it says how to run it.
+func TestGuestSection(t *testing.T) {
+	dir := t.TempDir()
+	focus := filepath.Join(dir, "guest.txt")
+	writeTestFile(t, focus, "# comment\n\\[sig-node\\] Pods should ## pods on cgroup v2\n")
+	copyColumn(t, "testdata/nodelet", dir, "nodelet")
+	copyColumn(t, "testdata/kubelet", dir, "kubelet")
+	main := report{nodelet: mustRead(t, "testdata/nodelet/report.json"), upstream: mustRead(t, "testdata/kubelet/report.json"),
+		generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+
+	sec, err := loadPodAPI(focus, filepath.Join(dir, "nodelet"), filepath.Join(dir, "kubelet"), main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main.guest = sec
+	page := writePage(&main)
+	_, section, ok := strings.Cut(page, "# Guest selection: cgroup v2 and the systemd driver")
+	if !ok {
+		t.Fatalf("no guest section:\n%s", page)
+	}
+	for _, want := range []string{"`make guest-conformance`", "- `\\[sig-node\\] Pods should`: pods on cgroup v2",
+		"## Where each column came from", "## All specs", "| [sig-node] Pods should be submitted and removed | passed | passed |"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("guest section lacks %q:\n%s", want, section)
+		}
+	}
+	if _, table, _ := strings.Cut(section, "## All specs"); strings.Contains(table, "Hangs") {
+		t.Errorf("guest section holds a spec outside its focus:\n%s", section)
+	}
+
+	main.guest, err = loadPodAPI(focus, filepath.Join(dir, "absent"), filepath.Join(dir, "absent"), main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := writePage(&main); !strings.Contains(page, "Not run yet: no results are kept for it (hack/conformance/results/guest)") {
+		t.Errorf("a guest selection never run is not said:\n%s", page)
+	}
+}
