@@ -11,9 +11,7 @@ const guestTitle = "\n# Guest selection: cgroup v2 and the systemd driver\n\n"
 // cannot run (they need cgroup v2 files, or the systemd driver), run in the QEMU guest of the
 // guest lane, then the columns in the shape of the parallel selection.
 func (rp *report) writeGuest(w *bufio.Writer) {
-	sec := rp.guest
-	fmt.Fprint(w, guestTitle)
-	fmt.Fprintf(w, "The upstream node suite's specs that need cgroup v2 or systemd, which this cgroup v1 host "+
+	intro := fmt.Sprintf("The upstream node suite's specs that need cgroup v2 or systemd, which this cgroup v1 host "+
 		"without systemd skips or never sees (the OOM killer's multi-process specs exist only on a cgroup v2 "+
 		"node). `make guest-conformance` runs them in the guest lane's Debian bookworm guest (QEMU software "+
 		"emulation, kernel 6.1, cgroup v2, systemd as PID 1, containerd 2 with runc's systemd driver), "+
@@ -22,15 +20,8 @@ func (rp *report) writeGuest(w *bufio.Writer) {
 		"restart it on the configuration they write through the guest's real systemctl. One spec at a "+
 		"time, label filter `!Flaky`, focus below (from hack/conformance/guest.txt); emulation makes "+
 		"every fork and exec 25-30x slower, so the selection is small and a spec the budget did not "+
-		"reach is \"not run\".\n\n", upstreamName)
-	for _, f := range sec.focus {
-		fmt.Fprintf(w, "- `%s`: %s\n", f.pattern, f.reason)
+		"reach is \"not run\".", upstreamName)
+	if writeFocusedHead(w, rp.guest, guestTitle, intro, "guest", "make guest-conformance") {
+		rp.guest.results.writeBody(w)
 	}
-	fmt.Fprintln(w)
-	if sec.results == nil {
-		fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/guest). "+
-			"`make guest-conformance` runs it.\n")
-		return
-	}
-	sec.results.writeBody(w)
 }

@@ -4,19 +4,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The guest selection is the page's last section: its title, its focus lines with their notes,
 // then both columns of its kept results; never run, it says how to run it.
 func TestGuestSection(t *testing.T) {
-	dir := t.TempDir()
-	focus := filepath.Join(dir, "guest.txt")
-	writeTestFile(t, focus, "# comment\n\\[sig-node\\] Pods should ## pods on cgroup v2\n")
-	copyColumn(t, "testdata/nodelet", dir, "nodelet")
-	copyColumn(t, "testdata/kubelet", dir, "kubelet")
-	main := report{nodelet: mustRead(t, "testdata/nodelet/report.json"), upstream: mustRead(t, "testdata/kubelet/report.json"),
-		generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	dir, focus, main := focusedFixture(t, "# comment\n\\[sig-node\\] Pods should ## pods on cgroup v2\n")
 
 	sec, err := loadPodAPI(focus, filepath.Join(dir, "nodelet"), filepath.Join(dir, "kubelet"), main)
 	if err != nil {

@@ -62,22 +62,15 @@ func loadPodAPI(focusPath, nodeletDir, kubeletDir string, main report) (*podapiS
 // parallel selection.
 func (rp *report) writePodAPI(w *bufio.Writer) {
 	sec := rp.podapi
-	fmt.Fprint(w, podapiTitle)
-	fmt.Fprintf(w, "The upstream node suite's own specs for three pod features of Kubernetes 1.33 that the "+
+	intro := fmt.Sprintf("The upstream node suite's own specs for three pod features of Kubernetes 1.33 that the "+
 		"parallel selection leaves out, since they carry a Feature, FeatureGate or Serial label: native sidecars "+
 		"(restartable init containers), in-place pod resize and user namespaces. Focus below (from "+
 		"hack/conformance/podapi.txt), label filter `!Flaky`; the specs run in parallel within three quarters of "+
 		"TIMEOUT, then the `Serial` ones one at a time in what is left (they restart the kubelet through "+
 		"hack/conformance/shim/systemctl, both kubelets alike); `make conformance-podapi` runs it against nodelet and the %s. The "+
-		"NodeConformance `Containers Lifecycle` specs of plain init containers are in the parallel selection above.\n\n",
+		"NodeConformance `Containers Lifecycle` specs of plain init containers are in the parallel selection above.",
 		upstreamName)
-	for _, f := range sec.focus {
-		fmt.Fprintf(w, "- `%s`: %s\n", f.pattern, f.reason)
-	}
-	fmt.Fprintln(w)
-	if sec.results == nil {
-		fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/podapi). "+
-			"`make conformance-podapi` runs it.\n")
+	if !writeFocusedHead(w, sec, podapiTitle, intro, "podapi", "make conformance-podapi") {
 		return
 	}
 	if len(sec.results.nodelet.names) == 0 {
@@ -85,4 +78,20 @@ func (rp *report) writePodAPI(w *bufio.Writer) {
 			"(`SUBJECTS=nodelet make conformance-podapi` runs it).\n\n")
 	}
 	sec.results.writeBody(w)
+}
+
+// writeFocusedHead writes the head of a selection made by a focus list (the pod API and guest
+// selections): its title, what it runs, its focus lines with their notes; with no results kept
+// (hack/conformance/results/KEPT), how to run it, and false.
+func writeFocusedHead(w *bufio.Writer, sec *podapiSection, title, intro, kept, target string) bool {
+	fmt.Fprintf(w, "%s%s\n\n", title, intro)
+	for _, f := range sec.focus {
+		fmt.Fprintf(w, "- `%s`: %s\n", f.pattern, f.reason)
+	}
+	fmt.Fprintln(w)
+	if sec.results == nil {
+		fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/%s). `%s` runs it.\n", kept, target)
+		return false
+	}
+	return true
 }
