@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,8 +173,15 @@ func stopKubeletUnit(t *testing.T, cs *kubernetes.Clientset, logPath string) {
 			_, _ = rt.RemovePodSandbox(cctx, &cri.RemovePodSandboxRequest{PodSandboxId: sb.Id})
 		}
 	}
-	for _, f := range []string{"cpu_manager_state", "memory_manager_state"} {
-		_ = os.Remove(filepath.Join(suiteRoot, f))
+	// The next subject starts on a root and working directory of its own: one kubelet's
+	// checkpoints are not the other's to read.
+	for _, m := range mountsUnder(suiteRoot) {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+	for _, dir := range []string{suiteRoot, suiteWork} {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Logf("removing %s: %v", dir, err)
+		}
 	}
 	if t.Failed() {
 		t.Logf("%s log (last 8000 bytes):\n%s", subject, testutil.Tail(readOr(logPath), 8000))
