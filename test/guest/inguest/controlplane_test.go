@@ -61,6 +61,9 @@ func startControlPlane(t *testing.T) (*kubernetes.Clientset, string) {
 		"--service-account-key-file="+pki+"/sa.pub", "--service-account-signing-key-file="+pki+"/sa.key",
 		"--kubelet-client-certificate="+pki+"/apiserver-kubelet-client.crt",
 		"--kubelet-client-key="+pki+"/apiserver-kubelet-client.key",
+		// The node's Hostname address (guest-node) resolves nowhere in the guest, and the
+		// node proxy (/configz, exec) refuses an address it cannot look up: the IP first.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--enable-admission-plugins=NodeRestriction",
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", "--profiling=false",
 		"--token-auth-file="+tokens)
