@@ -38,4 +38,15 @@ func TestGuestSection(t *testing.T) {
 	if page := writePage(&main); !strings.Contains(page, "Not run yet: no results are kept for it (hack/conformance/results/guest)") {
 		t.Errorf("a guest selection never run is not said:\n%s", page)
 	}
+
+	// A run whose BeforeSuite failed reports no spec at all: the page says so, not "not run yet".
+	writeTestFile(t, filepath.Join(dir, "nodelet", "report.json"),
+		`[{"SpecReports": [{"LeafNodeType": "SynchronizedBeforeSuite", "State": "failed"}]}]`)
+	main.guest, err = loadPodAPI(focus, filepath.Join(dir, "nodelet"), filepath.Join(dir, "absent"), main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := writePage(&main); !strings.Contains(page, "A kept column has no result of these specs, nodelet: ") {
+		t.Errorf("a column whose suite did not start is not said:\n%s", page)
+	}
 }

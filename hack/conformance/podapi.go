@@ -14,6 +14,7 @@ import (
 type podapiSection struct {
 	focus   []skip // podapi.txt's lines: a focus regex and what it covers
 	results *report
+	broken  []string // a column whose report holds none of its specs (a failed BeforeSuite): why
 }
 
 const podapiTitle = "\n# Pod API selection: native sidecars, in-place resize, user namespaces\n\n"
@@ -45,6 +46,7 @@ func loadPodAPI(focusPath, nodeletDir, kubeletDir string, main report) (*podapiS
 			continue
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "conformance: the selection of %s: %v\n", focusPath, err)
+			sec.broken = append(sec.broken, fmt.Sprintf("%s: %v", []string{"nodelet", upstreamName}[i], err))
 			continue
 		}
 		r.keepOnly(compileAll(patterns))
@@ -89,6 +91,9 @@ func writeFocusedHead(w *bufio.Writer, sec *podapiSection, title, intro, kept, t
 		fmt.Fprintf(w, "- `%s`: %s\n", f.pattern, f.reason)
 	}
 	fmt.Fprintln(w)
+	for _, b := range sec.broken {
+		fmt.Fprintf(w, "A kept column has no result of these specs, %s.\n\n", b)
+	}
 	if sec.results == nil {
 		fmt.Fprintf(w, "Not run yet: no results are kept for it (hack/conformance/results/%s). `%s` runs it.\n", kept, target)
 		return false
