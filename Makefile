@@ -2,7 +2,7 @@
 GO ?= go
 OUTPUT := _output
 
-.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status dra-driver bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-dra conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest package
+.PHONY: deps test-deps containerd images push-images build csidriver registries tools demo demo-stop cluster cluster-stop control-plane control-plane-down control-plane-status dra-driver bench-standalone bench-noisyprobe bench bench-smoke conformance conformance-serial conformance-podapi conformance-resources conformance-dra conformance-smoke test unit fuzz real e2e e2e-containerd16 containerd16 conformance-smoke-containerd16 clean-containerd guest guest-conformance package
 
 # Install Debian's containerd 1.6 and runc (the compatibility lane), CNI plugins, busybox-static,
 # iproute2, iptables.
@@ -239,6 +239,17 @@ e2e-containerd16: containerd16 build control-plane
 # (GUEST_SUBJECTS=nodelet: nodelet only).
 guest: images control-plane
 	$(GO) test -tags guest -count=1 -timeout 50m -v ./test/guest/
+
+# The guest selection of CONFORMANCE.md: the upstream node suite's specs that need cgroup v2 or
+# systemd (hack/conformance/guest.txt; e2e_node.test of k8s.io/kubernetes v1.33.4) run in the
+# guest lane's guest against nodelet, then the upstream kubelet, each as the systemd unit
+# kubelet-e2e.service on the guest's control plane; each spec a subtest of
+# TestGuest/TestUpstreamNodeSuite. Keeps both columns in hack/conformance/results/guest and
+# rewrites CONFORMANCE.md. Not part of `make test`: it takes longer (see docs/testing.md).
+guest-conformance: export GUEST_NODE_SUITE=1
+guest-conformance: images control-plane
+	hack/control-plane.sh build-conformance
+	$(GO) test -tags guest -count=1 -timeout 60m -v ./test/guest/
 
 # Kill all project containers, stop containerd and delete
 # /var/lib/nodelet/containerd and /run/nodelet (nothing else).

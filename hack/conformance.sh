@@ -23,6 +23,8 @@
 #   hack/conformance.sh dra      the DRA selection only (hack/conformance/dra.txt: the suite's Dynamic
 #                                Resource Allocation specs with its in-process test driver; both
 #                                kubelets with the DynamicResourceAllocation gate on, one spec at a time)
+#   hack/conformance.sh page     rewrite CONFORMANCE.md from the latest columns, running nothing
+#                                (hack/guest.sh does after `make guest-conformance`)
 #   hack/conformance.sh smoke    the SMOKE specs against nodelet only (a few minutes); fails on any failure
 #
 # Env: SUBJECTS (default "nodelet kubelet"), SELECTIONS (default "parallel serial podapi resources dra"),
@@ -99,6 +101,10 @@ DRA_FILE=$REPO_ROOT/hack/conformance/dra.txt
 DRA_LABELS='!Flaky'
 DRA_CDI_LINK=/var/run/cdi
 DRA_CDI_DIR=/etc/nodelet/containerd/cdi
+# The sixth, run in the guest lane's QEMU guest by `make guest-conformance` (hack/guest.sh), not
+# here: the upstream specs that need cgroup v2 or systemd. Its kept columns are
+# hack/conformance/results/guest/SUBJECT; the page shows them.
+GUEST_FILE=$REPO_ROOT/hack/conformance/guest.txt
 SELECTIONS=${SELECTIONS:-parallel serial podapi resources dra}
 SELECTION=parallel
 PART_NO=
@@ -737,6 +743,11 @@ locked_main() {
 			done
 		done
 	done
+	write_page
+}
+
+# write_page writes CONFORMANCE.md (or a FOCUS run's page) from the latest columns.
+write_page() {
 	# A column this invocation did not run comes from the last one kept (its provenance says
 	# which commit and run): this machine's _output, else hack/conformance/results.
 	# The serial and resources parts come from the kept results (every whole part run is kept),
@@ -763,6 +774,8 @@ locked_main() {
 		-podapi "$PODAPI_FILE" -podapi-nodelet "$(column podapi nodelet)" -podapi-kubelet "$(column podapi kubelet)" \
 		-resources-dir "$resources_dir" -resources "$resources_file" \
 		-dra "$dra_file" -dra-nodelet "$(column dra nodelet)" -dra-kubelet "$(column dra kubelet)" \
+		-guest "$GUEST_FILE" -guest-nodelet hack/conformance/results/guest/nodelet \
+		-guest-kubelet hack/conformance/results/guest/kubelet \
 		-out "$(page_path)"
 }
 
@@ -774,6 +787,12 @@ serial | podapi | resources | dra)
 	;;
 esac
 case $MODE in
+page)
+	# The page alone, from the kept columns: hack/guest.sh writes it after a guest selection run.
+	mkdir -p "$OUT/bin"
+	go build -o "$REPORTER" ./hack/conformance
+	write_page
+	;;
 __locked)
 	MODE=$2
 	locked_main
@@ -793,7 +812,7 @@ full | smoke)
 	exec flock -o "$LOCK" "$0" __locked "$MODE"
 	;;
 *)
-	sed -n '2,37s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,39s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -11,7 +11,12 @@
 #                         (GUEST_RUN=REGEXP runs only the in-guest tests it matches), once
 #                         per subject of GUEST_SUBJECTS: nodelet, then the upstream kubelet
 #                         v1.33.4 (_output/cp/bin/kubelet), whose results (results-kubelet.json)
-#                         hack/guesttable sets side by side with nodelet's in GUEST.md
+#                         hack/guesttable sets side by side with nodelet's in GUEST.md;
+#                         with GUEST_NODE_SUITE=1 (`make guest-conformance`) the guest runs the
+#                         upstream node e2e suite's cgroup v2 and systemd specs instead
+#                         (hack/conformance/guest.txt, TestUpstreamNodeSuite) against each
+#                         subject, keeps the two columns in hack/conformance/results/guest and
+#                         rewrites CONFORMANCE.md (hack/conformance.sh page)
 # The payload (nodelet, the upstream kubelet, containerd 2, runc, the shim, the CNI plugins, the
 # test images, the in-guest test binary test/guest/inguest, nodelet's Debian package in two
 # versions, and etcd, kube-apiserver and their
@@ -37,6 +42,18 @@ GUEST_SUBJECTS=${GUEST_SUBJECTS:-nodelet kubelet}
 CP_BIN=$REPO_ROOT/_output/cp/bin
 # The test images the in-guest tests use (_output/images/NAME.tar).
 GUEST_IMAGES=${GUEST_IMAGES:-pause busybox}
+# The node suite run (GUEST_NODE_SUITE=1): its in-guest test alone, the suite's busybox under
+# its upstream name, and its ginkgo budget per subject (within run.sh's 20m per subject).
+GUEST_NODE_SUITE=${GUEST_NODE_SUITE:-}
+GUEST_NODE_TIMEOUT=${GUEST_NODE_TIMEOUT:-14m}
+GUEST_TAGS=guestvm
+PAYLOAD_SIZE=1G
+if [[ $GUEST_NODE_SUITE == 1 ]]; then
+	GUEST_RUN=${GUEST_RUN:-^TestUpstreamNodeSuite\$}
+	GUEST_IMAGES="$GUEST_IMAGES e2ebusybox"
+	GUEST_TAGS=guestvm,nodesuite
+	PAYLOAD_SIZE=2G # e2e_node.test is 160M more
+fi
 
 # The host's runtime (RUNTIME2_BIN, its config) and CNI network, which the guest's follow.
 # shellcheck source=hack/lib/runtime2.sh
@@ -150,7 +167,7 @@ payload() {
 	"$REPO_ROOT/hack/containerd.sh" build # cached by its stamps
 	log "building nodelet and the in-guest tests"
 	(cd "$REPO_ROOT" && nice go build -buildvcs=false -o "$p/bin/nodelet" ./cmd/nodelet)
-	(cd "$REPO_ROOT" && nice go test -c -tags guestvm -o "$p/guest.test" ./test/guest/inguest)
+	(cd "$REPO_ROOT" && nice go test -c -tags "$GUEST_TAGS" -o "$p/guest.test" ./test/guest/inguest)
 	packages "$p"
 	cp -a "$RUNTIME2_BIN"/{containerd,containerd-shim-runc-v2,ctr,runc} "$p/bin/"
 	cp -a /usr/lib/cni/. "$p/cni/"
@@ -164,10 +181,11 @@ payload() {
 	guest_runtime_config "$p"
 	echo "$GUEST_SUBJECTS" >"$p/subjects"
 	control_plane_payload "$p"
+	[[ $GUEST_NODE_SUITE != 1 ]] || node_suite_payload "$p"
 	if [[ -n ${GUEST_RUN:-} ]]; then
 		printf -- '-test.run=%s\n' "$GUEST_RUN" >"$p/test-args"
 	fi
-	nice -n 10 mkfs.ext4 -q -F -L payload -d "$p" "$RUN_DIR/payload.raw" 1G
+	nice -n 10 mkfs.ext4 -q -F -L payload -d "$p" "$RUN_DIR/payload.raw" "$PAYLOAD_SIZE"
 }
 
 # guest_runtime_config renders the guest's containerd config as the host's own (one per cgroup
@@ -179,7 +197,7 @@ guest_runtime_config() {
 	for driver in systemd cgroupfs; do
 		(
 			ROOT_DIR=/var/lib/containerd STATE_DIR=/run/containerd SOCKET=/run/containerd/containerd.sock
-			CONFIG_DIR=/etc/containerd HOSTS_DIR=/etc/containerd/certs.d RUNTIME2_BIN=/usr/local/bin
+			CONFIG_DIR=/etc/containerd HOSTS_DIR=/etc/containerd/certs.d CDI_SPEC_DIR=/etc/containerd/cdi RUNTIME2_BIN=/usr/local/bin
 			CNI_BIN_DIR=/opt/cni/bin CNI_CONF_DIR=/etc/cni/net.d RESTRICT_OOM_SCORE_ADJ=false
 			CDI_SPEC_DIR=/etc/containerd/cdi
 			SYSTEMD_CGROUP=false
@@ -219,6 +237,40 @@ control_plane_payload() {
 	"$CP_BIN/certs" node --dir "$p/cp" --server https://127.0.0.1:6443 --name guest-node >/dev/null
 }
 
+# node_suite_payload adds the upstream node e2e suite (e2e_node.test of k8s.io/kubernetes
+# v1.33.4, built by hack/control-plane.sh build-conformance), its focus list, CONFORMANCE.md's
+# generator (to record each column's provenance on the guest's runtime), the checkout's HEAD,
+# an invocation id shared by both columns, and the suite's budget.
+node_suite_payload() {
+	local d=$1/node-e2e
+	mkdir -p "$d"
+	"$REPO_ROOT/hack/control-plane.sh" build-conformance # cached
+	cp -L "$CP_BIN/e2e_node.test" "$d/"
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 nice go build -o "$d/conformance-report" ./hack/conformance)
+	cp "$REPO_ROOT/hack/conformance/guest.txt" "$d/"
+	git -C "$REPO_ROOT" rev-parse HEAD >"$d/checkout"
+	echo "guest-$(date -u +%Y%m%dT%H%M%SZ)-$$" >"$d/invocation"
+	echo "$GUEST_NODE_TIMEOUT" >"$d/timeout"
+}
+
+# keep_node_suite keeps the node suite's columns (hack/conformance -keep: the report cut down,
+# the provenance, nodelet's pod errors) in hack/conformance/results/guest and rewrites
+# CONFORMANCE.md from every kept column.
+keep_node_suite() {
+	local subject dir kept=0
+	for subject in $GUEST_SUBJECTS; do
+		dir=$RUN_DIR/results/node-e2e/$subject
+		[[ -f $dir/report.json ]] || { echo "guest.sh: no node suite report of $subject" >&2; continue; }
+		cp "$RUN_DIR/results/$subject-guest-node-e2e-kubelet.log" "$dir/nodelet.log" 2>/dev/null || true
+		[[ $subject == nodelet ]] || rm -f "$dir/nodelet.log"
+		(cd "$REPO_ROOT" && go run ./hack/conformance -keep "$dir" -keep-to "hack/conformance/results/guest/$subject") &&
+			kept=1
+	done
+	((kept)) || return 0
+	(cd "$REPO_ROOT" && hack/conformance.sh page)
+	log "the guest selection's columns kept in hack/conformance/results/guest; CONFORMANCE.md rewritten"
+}
+
 # boot runs the guest until the test unit powers it off (or GUEST_TIMEOUT passes). The root
 # disk is the cached base in snapshot mode: the run's writes go to a temporary file, so the
 # base stays clean.
@@ -256,6 +308,7 @@ results() {
 		log "the upstream kubelet's run exited $(<"$RUN_DIR/results/exit-kubelet"); events in $RUN_DIR/results-kubelet.json"
 	fi
 	table
+	[[ $GUEST_NODE_SUITE != 1 ]] || keep_node_suite || echo "guest.sh: the guest selection's columns were not kept" >&2
 }
 
 # table writes the side-by-side table of nodelet and the upstream kubelet: GUEST.md for a

@@ -5,7 +5,8 @@
 //	go run ./hack/conformance -nodelet N/report.json -kubelet K/report.json -serial-dir hack/conformance/results/serial \
 //		-podapi hack/conformance/podapi.txt -podapi-nodelet hack/conformance/results/podapi/nodelet -podapi-kubelet ... \
 //		-resources hack/conformance/resources.txt -resources-dir hack/conformance/results/resources \
-//		-dra hack/conformance/dra.txt -dra-nodelet hack/conformance/results/dra/nodelet -dra-kubelet ... -out CONFORMANCE.md
+//		-dra hack/conformance/dra.txt -dra-nodelet hack/conformance/results/dra/nodelet -dra-kubelet ... \
+//		-guest hack/conformance/guest.txt -guest-nodelet hack/conformance/results/guest/nodelet -guest-kubelet ... -out CONFORMANCE.md
 //	go run ./hack/conformance -smoke -nodelet N/report.json
 //	go run ./hack/conformance -record DIR/run.json -subject nodelet -binary BIN -timeout 2h ...
 //	go run ./hack/conformance -record-end DIR/run.json
@@ -28,6 +29,7 @@ type options struct {
 	nodeletPath, kubeletPath, skipsPath, causesPath, nodeletLog, out string
 	serialDir, serialPath                                            string
 	podapiPath, podapiNodelet, podapiKubelet                         string
+	guestPath, guestNodelet, guestKubelet                            string
 	resourcesPath, resourcesDir                                      string
 	draPath, draNodelet, draKubelet                                  string
 	smoke                                                            bool
@@ -45,6 +47,9 @@ func main() {
 	flag.StringVar(&o.podapiPath, "podapi", "", "the pod API selection's focus list (hack/conformance/podapi.txt; optional)")
 	flag.StringVar(&o.podapiNodelet, "podapi-nodelet", "", "-podapi: the directory of nodelet's column (report.json, run.json, nodelet.log)")
 	flag.StringVar(&o.podapiKubelet, "podapi-kubelet", "", "-podapi: the directory of the upstream kubelet's column")
+	flag.StringVar(&o.guestPath, "guest", "", "the guest selection's focus list (hack/conformance/guest.txt; optional)")
+	flag.StringVar(&o.guestNodelet, "guest-nodelet", "", "-guest: the directory of nodelet's column (report.json, run.json)")
+	flag.StringVar(&o.guestKubelet, "guest-kubelet", "", "-guest: the directory of the upstream kubelet's column")
 	flag.StringVar(&o.resourcesPath, "resources", "hack/conformance/resources.txt", "the resources selection's parts and focus list")
 	flag.StringVar(&o.resourcesDir, "resources-dir", "", "the resources selection's results: part-N/{nodelet,kubelet}/report.json (optional)")
 	flag.StringVar(&o.draPath, "dra", "", "the DRA selection's focus list (hack/conformance/dra.txt; optional)")
@@ -67,6 +72,7 @@ func main() {
 	flag.StringVar(&o.prov.Timeout, "timeout", "", "-record: the run's TIMEOUT")
 	flag.StringVar(&o.prov.Procs, "procs", "", "-record: ginkgo processes")
 	flag.StringVar(&o.prov.Focus, "focus", "", "-record: the run's FOCUS")
+	flag.StringVar(&o.prov.Checkout, "checkout", "", "-record: the checkout HEAD, when recording away from it (in the guest)")
 	flag.Parse()
 	if err := execute(o); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -133,6 +139,11 @@ func execute(o options) error {
 	}
 	if o.draPath != "" {
 		if page.dra, err = loadFocusSelection(o.draPath, o.draNodelet, o.draKubelet, page); err != nil {
+			return err
+		}
+	}
+	if o.guestPath != "" {
+		if page.guest, err = loadFocusSelection(o.guestPath, o.guestNodelet, o.guestKubelet, page); err != nil {
 			return err
 		}
 	}

@@ -22,6 +22,7 @@ type report struct {
 	podapi            *focusSection   // the third selection
 	resources         []serialSection // the fourth, part by part
 	dra               *focusSection   // the fifth
+	guest             *focusSection   // the cgroup v2 and systemd specs, run in the QEMU guest
 	heading           string          // the level of the sections below the title: "##" when empty
 }
 
@@ -47,6 +48,9 @@ func (rp *report) write(w *bufio.Writer) {
 	}
 	if rp.dra != nil {
 		rp.writeDRA(w)
+	}
+	if rp.guest != nil {
+		rp.writeGuest(w)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 type focusSection struct {
 	focus   []skip // the list's lines: a focus regex and what it covers
 	results *report
+	broken  []string // a column whose report holds none of its specs (a failed BeforeSuite): why
 }
 
 const podapiTitle = "\n# Pod API selection: native sidecars, in-place resize, user namespaces\n\n"
@@ -44,7 +45,8 @@ func loadFocusSelection(focusPath, nodeletDir, kubeletDir string, main report) (
 		case errors.Is(err, os.ErrNotExist):
 			continue
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "conformance: %s: %v\n", focusPath, err)
+			fmt.Fprintf(os.Stderr, "conformance: the selection of %s: %v\n", focusPath, err)
+			sec.broken = append(sec.broken, fmt.Sprintf("%s: %v", []string{"nodelet", upstreamName}[i], err))
 			continue
 		}
 		r.keepOnly(compileAll(patterns))
@@ -65,6 +67,9 @@ func (sec *focusSection) writeBody(w *bufio.Writer, resultsDir, target string) {
 		fmt.Fprintf(w, "- `%s`: %s\n", f.pattern, f.reason)
 	}
 	fmt.Fprintln(w)
+	for _, b := range sec.broken {
+		fmt.Fprintf(w, "A kept column has no result of these specs, %s.\n\n", b)
+	}
 	if sec.results == nil {
 		fmt.Fprintf(w, "Not run yet: no results are kept for it (%s). `%s` runs it.\n", resultsDir, target)
 		return

@@ -10,13 +10,7 @@ import (
 // The pod API section keeps only its focus's specs, names its focus lines with their notes,
 // stands a missing nodelet column beside the upstream kubelet's, and says when nothing was run.
 func TestPodAPISection(t *testing.T) {
-	dir := t.TempDir()
-	focus := filepath.Join(dir, "podapi.txt")
-	writeTestFile(t, focus, "# comment\n\\[sig-node\\] Hangs ## specs that hang\n\\[sig-node\\] Pods should ## pods\n")
-	copyColumn(t, "testdata/nodelet", dir, "nodelet")
-	copyColumn(t, "testdata/kubelet", dir, "kubelet")
-	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
-	main := report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	dir, focus, main := focusedFixture(t, "# comment\n\\[sig-node\\] Hangs ## specs that hang\n\\[sig-node\\] Pods should ## pods\n")
 
 	sec, err := loadFocusSelection(focus, filepath.Join(dir, "nodelet"), filepath.Join(dir, "kubelet"), main)
 	if err != nil {
@@ -61,6 +55,19 @@ func TestPodAPISection(t *testing.T) {
 	if page := writePage(&main); !strings.Contains(page, "Not run yet") {
 		t.Errorf("a selection never run is not said:\n%s", page)
 	}
+}
+
+// focusedFixture is a directory holding the focus list focusText (focus.txt) and the testdata
+// columns as dir/nodelet and dir/kubelet, and the page they go on.
+func focusedFixture(t *testing.T, focusText string) (dir, focus string, main report) {
+	t.Helper()
+	dir = t.TempDir()
+	focus = filepath.Join(dir, "focus.txt")
+	writeTestFile(t, focus, focusText)
+	copyColumn(t, "testdata/nodelet", dir, "nodelet")
+	copyColumn(t, "testdata/kubelet", dir, "kubelet")
+	n, u := mustRead(t, "testdata/nodelet/report.json"), mustRead(t, "testdata/kubelet/report.json")
+	return dir, focus, report{nodelet: n, upstream: u, generated: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
 // The pod API selection's column is two ginkgo runs with one focus and complementary label

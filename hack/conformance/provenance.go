@@ -85,7 +85,9 @@ func recordStart(path string, p provenance, socket string) error {
 	}
 	host, _ := os.Hostname()
 	p.Started = time.Now().UTC().Truncate(time.Second)
-	p.Checkout = checkoutHead(".")
+	if p.Checkout == "" {
+		p.Checkout = checkoutHead(".")
+	}
 	p.BinarySHA = fileSHA(p.Binary)
 	if p.Version == "" {
 		p.Version = "no VCS stamp in the binary"

@@ -4,6 +4,8 @@ package inguest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,6 +32,10 @@ const (
 	cpTimeout = 8 * time.Minute
 )
 
+// adminToken is a bearer token of system:masters the API server accepts (the upstream node
+// suite authenticates with one, as on the host); startControlPlane makes a fresh one.
+var adminToken string
+
 // startControlPlane runs etcd and kube-apiserver in the guest (no scheduler: the tests set
 // spec.nodeName; no controller manager: nothing here needs one) and returns an admin client
 // and the node's kubeconfig. Cleanup stops them.
@@ -38,6 +44,7 @@ func startControlPlane(t *testing.T) (*kubernetes.Clientset, string) {
 	dummyNodeIP(t)
 	dir := t.TempDir()
 	pki := filepath.Join(cpDir, "pki")
+	tokens := adminTokenFile(t, dir)
 	start := time.Now()
 	cpDaemon(t, "etcd", filepath.Join(cpDir, "bin/etcd"), "--name=guest", "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
@@ -54,8 +61,12 @@ func startControlPlane(t *testing.T) (*kubernetes.Clientset, string) {
 		"--service-account-key-file="+pki+"/sa.pub", "--service-account-signing-key-file="+pki+"/sa.key",
 		"--kubelet-client-certificate="+pki+"/apiserver-kubelet-client.crt",
 		"--kubelet-client-key="+pki+"/apiserver-kubelet-client.key",
+		// The node's Hostname address (guest-node) resolves nowhere in the guest, and the
+		// node proxy (/configz, exec) refuses an address it cannot look up: the IP first.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--enable-admission-plugins=NodeRestriction",
-		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", "--profiling=false")
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", "--profiling=false",
+		"--token-auth-file="+tokens)
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cpDir, "admin.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +88,22 @@ func startControlPlane(t *testing.T) (*kubernetes.Clientset, string) {
 	})
 	t.Logf("etcd and kube-apiserver ready in %v", time.Since(start).Round(time.Second))
 	return cs, filepath.Join(cpDir, "node-"+nodeName+".kubeconfig")
+}
+
+// adminTokenFile writes the API server's token file in dir: one random token of
+// system:masters, kept in adminToken.
+func adminTokenFile(t *testing.T, dir string) string {
+	t.Helper()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	adminToken = hex.EncodeToString(b)
+	path := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(path, []byte(adminToken+",guest-admin,guest-admin,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // cpDaemon starts one control-plane process, logging to /var/tmp (copied to the results),
