@@ -199,7 +199,6 @@ guest_runtime_config() {
 			ROOT_DIR=/var/lib/containerd STATE_DIR=/run/containerd SOCKET=/run/containerd/containerd.sock
 			CONFIG_DIR=/etc/containerd HOSTS_DIR=/etc/containerd/certs.d CDI_SPEC_DIR=/etc/containerd/cdi RUNTIME2_BIN=/usr/local/bin
 			CNI_BIN_DIR=/opt/cni/bin CNI_CONF_DIR=/etc/cni/net.d RESTRICT_OOM_SCORE_ADJ=false
-			CDI_SPEC_DIR=/etc/containerd/cdi
 			SYSTEMD_CGROUP=false
 			[[ $driver == cgroupfs ]] || SYSTEMD_CGROUP=true
 			render_config_v4
