@@ -218,6 +218,7 @@ func TestRenderFullResults(t *testing.T) {
 	}
 	for i, rd := range r.rounds {
 		rd.nodelet.bursts[100] = withCPU(rd.nodelet.bursts[100], float64(i)/10)
+		rd.upstream.dra.refused = i // the pods it failed to prepare at first, round by round
 	}
 	r.rounds[2].nodelet.density = &densityResult{pods: 250, running: 250, all: time.Minute, ready: true, plegP99: 0.1}
 	md := render(r)
@@ -234,7 +235,8 @@ func TestRenderFullResults(t *testing.T) {
 		"| RSS at 110 running pods with the pod timeline | ≤ 1.05× without it | 1.04× = 50.0 MiB vs 48.0 MiB | ✓ |",
 		"| 20 pods with a DRA claim each (from a ResourceClaimTemplate, upstream's test driver, allocated by the scheduler): all Running (from the first create call) | – | 4.00 s (4.00 s–4.00 s) | 8.00 s (8.00 s–8.00 s) | 0.50× | – |",
 		"| 20 pods with a DRA claim each, all Running | ≤ upstream | 0.50× = 4.00 s vs 8.00 s | ✓ |",
-		"- DRA: 20 pods at once, each with a claim from one ResourceClaimTemplate"} {
+		"- DRA: 20 pods at once, each with a claim from one ResourceClaimTemplate",
+		"failed to prepare at first (FailedPrepareDynamicResources), then prepared when it retried | – | 0 pods (0 pods–0 pods) | 1 pods (0 pods–2 pods) |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

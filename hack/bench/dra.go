@@ -24,6 +24,8 @@ const (
 	draRun        = "dra"
 	// draGate turns Dynamic Resource Allocation on in both kubelets (beta in 1.33, off by default).
 	draGate = "DynamicResourceAllocation"
+	// draPrepareFailed is the reason of both kubelets' event when a pod's claims could not be prepared.
+	draPrepareFailed = "FailedPrepareDynamicResources"
 )
 
 // draBurst runs the DRA test driver as the kubelet's node plugin (registered through its
@@ -75,6 +77,14 @@ func (b *bench) draBurst(ctx context.Context, subject, ns, root string) (latenci
 	l, err := b.claimBurst(ctx, subject, ns, draRun, fmt.Sprintf("%d pods with a DRA claim", n), n, build)
 	if err != nil {
 		return l, err
+	}
+	// A kubelet that asks for a claim before the API server's node authorizer has linked it to
+	// the node is refused, fails the prepare and retries when it next syncs the pod: say how many.
+	if l.refused, err = b.podsWithEvent(ctx, ns, draRun, func(e v1.Event) bool { return e.Reason == draPrepareFailed }); err != nil {
+		return l, err
+	}
+	if l.refused > 0 {
+		progress(subject, "%d of %d pods failed a first prepare (%s) and were retried", l.refused, n, draPrepareFailed)
 	}
 	return l, b.waitClaimsGone(ctx, subject, ns)
 }

@@ -72,6 +72,10 @@ func figures(r *results) []figure {
 			out = append(out, both(draFigureName(p, q.name), fmtSec, secs(func(s *subjectResult) time.Duration { return q.get(s.dra) })))
 		}
 	}
+	if p.draPods > 0 {
+		out = append(out, both(fmt.Sprintf("  the same: pods whose claims the kubelet failed to prepare at first (%s), then prepared when it retried", draPrepareFailed),
+			fmtPods, func(s *subjectResult) (float64, bool) { return float64(s.dra.refused), s.dra.all > 0 }))
+	}
 	out = append(out, pullFigures(r)...)
 	out = append(out,
 		both("first restart: finishedAt → new startedAt (runtime clock)", fmtSec, secs(func(s *subjectResult) time.Duration { return s.restart.runtime })),

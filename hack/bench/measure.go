@@ -22,8 +22,9 @@ type latencies struct {
 	sorted []time.Duration
 	all    time.Duration // first creation (or start) → last pod Running
 	cpu    *cpuUse       // where the machine's CPU went meanwhile (bursts and pulls)
-	// refused are the pods whose pull the kubelet's own rate limit refused at least once
-	// (pull bursts only): each waited out an image pull back-off, which the times include.
+	// refused are the pods the kubelet failed once and retried later, which the times include:
+	// in a pull burst those whose pull its own rate limit refused (an image pull back-off), in
+	// the DRA burst those whose claims it failed to prepare (FailedPrepareDynamicResources).
 	refused int
 }
 

@@ -52,7 +52,7 @@ func (b *bench) pullBurst(ctx context.Context, subject, ns string) (latencies, e
 	if err != nil {
 		return l, err
 	}
-	if l.refused, err = b.refusedPulls(ctx, ns); err != nil {
+	if l.refused, err = b.podsWithEvent(ctx, ns, pullRun, func(e v1.Event) bool { return strings.Contains(e.Message, pullRefusal) }); err != nil {
 		return l, err
 	}
 	progress(subject, "%s: p50 %v, p99 %v, all %v; %d pods refused with %q", what, ms(l.pct(50)), ms(l.pct(99)), ms(l.all), l.refused, pullRefusal)
@@ -62,16 +62,16 @@ func (b *bench) pullBurst(ctx context.Context, subject, ns string) (latencies, e
 	return l, b.removePullImages(ctx)
 }
 
-// refusedPulls counts the pull-burst pods with an event saying the kubelet's pull rate limit
-// refused their pull.
-func (b *bench) refusedPulls(ctx context.Context, ns string) (int, error) {
+// podsWithEvent counts the run's pods (named RUN-…) with at least one event that match says is
+// the one sought. Events outlive their pods, so it may run after the pods are gone.
+func (b *bench) podsWithEvent(ctx context.Context, ns, run string, match func(v1.Event) bool) (int, error) {
 	events, err := b.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("listing the pull burst's events: %w", err)
+		return 0, fmt.Errorf("listing the %s run's events: %w", run, err)
 	}
 	pods := map[string]bool{}
 	for _, e := range events.Items {
-		if strings.HasPrefix(e.InvolvedObject.Name, pullRun+"-") && strings.Contains(e.Message, pullRefusal) {
+		if strings.HasPrefix(e.InvolvedObject.Name, run+"-") && match(e) {
 			pods[e.InvolvedObject.Name] = true
 		}
 	}
