@@ -172,15 +172,16 @@ conformance-smoke-containerd16: containerd16
 	hack/cluster.sh stop
 	CONTAINERD_INSTANCE=containerd16 hack/conformance.sh smoke
 
-# Everything CI runs: unit tests, end-to-end tests against the real containerd 2 and control
-# plane, the compatibility subset of them and the conformance smoke on containerd 1.6, the
-# benchmark driver's smoke run, the conformance smoke specs, then the guest lane (cgroup v2 and
-# systemd in a QEMU guest, nodelet only: ~5 min, ~1.5 min more for its image the first time;
-# `make guest` adds the upstream kubelet's pass for GUEST.md). The steps run in order, so the
-# conformance script need not wait for other runs to go quiet.
+# Everything CI runs (hack/test.sh): unit and real tests, then end-to-end tests against the real
+# containerd 2 and control plane, the compatibility subset of them and the conformance smoke on
+# containerd 1.6, the benchmark driver's smoke run and the conformance smoke specs, in order; beside
+# them, the guest lane (cgroup v2 and systemd in a QEMU guest, nodelet only; `make guest` adds the
+# upstream kubelet's pass for GUEST.md), which touches neither the host's containerd nor its control
+# plane. The host's steps run in order, so the conformance script need not wait for other runs to go quiet.
 test: export NO_WAIT_QUIET=1
 test: export GUEST_SUBJECTS=nodelet
-test: unit real e2e e2e-containerd16 bench-smoke conformance-smoke conformance-smoke-containerd16 guest
+test:
+	MAKE="$(MAKE)" hack/test.sh
 
 # Unit tests: every package except the end-to-end suite, after the dependency, layering
 # and doc-link checks; the real tests (`make real`) are only compiled and vetted here.
