@@ -598,12 +598,14 @@ selection_parts() {
 	echo "$PART"
 }
 
-# column SELECTION SUBJECT is the directory of the column's latest results: this machine's run
-# directory when it holds a report, else the kept copy.
+# column SELECTION SUBJECT is the directory of the column's latest results: the run directory for a
+# selection this invocation ran, else the kept copy in hack/conformance/results.
 column() {
 	local dir=$OUT/$2
 	[[ $1 == parallel ]] || dir=$OUT/$1/$2
-	if [[ -f $dir/report.json ]]; then
+	# $OUT holds whatever ran last, a FOCUS run's leftovers too: only a selection this invocation
+	# ran is read from there (the page mode runs none).
+	if [[ $MODE != page && " $SELECTIONS " == *" $1 "* && -f $dir/report.json ]]; then
 		echo "$dir"
 	else
 		[[ ! -f hack/conformance/results/$1/$2/report.json ]] || say "the $1 $2 column comes from hack/conformance/results/$1/$2 (see its provenance)" >&2
@@ -748,8 +750,8 @@ locked_main() {
 
 # write_page writes CONFORMANCE.md (or a FOCUS run's page) from the latest columns.
 write_page() {
-	# A column this invocation did not run comes from the last one kept (its provenance says
-	# which commit and run): this machine's _output, else hack/conformance/results.
+	# A column this invocation did not run comes from the last one kept in
+	# hack/conformance/results (its provenance says which commit and run).
 	# The serial and resources parts come from the kept results (every whole part run is kept),
 	# a FOCUS run's from its own directory.
 	local serial_dir=hack/conformance/results/serial serial_file=$SERIAL_FILE

@@ -10,6 +10,9 @@ import (
 // then both columns of its kept results; never run, it says how to run it.
 func TestGuestSection(t *testing.T) {
 	dir, focus, main := focusedFixture(t, "# comment\n\\[sig-node\\] Pods should ## pods on cgroup v2\n")
+	for _, subject := range []string{"nodelet", "kubelet"} {
+		writeTestFile(t, filepath.Join(dir, subject, "run.json"), `{"invocation": "guest-1", "subject": "`+subject+`"}`)
+	}
 
 	sec, err := loadFocusSelection(focus, filepath.Join(dir, "nodelet"), filepath.Join(dir, "kubelet"), main)
 	if err != nil {
@@ -22,7 +25,8 @@ func TestGuestSection(t *testing.T) {
 		t.Fatalf("no guest section:\n%s", page)
 	}
 	for _, want := range []string{"`make guest-conformance`", "- `\\[sig-node\\] Pods should`: pods on cgroup v2",
-		"## Where each column came from", "## All specs", "| [sig-node] Pods should be submitted and removed | passed | passed |"} {
+		"## Where each column came from", "## All specs", "| [sig-node] Pods should be submitted and removed | passed | passed |",
+		"Both columns come from one `make guest-conformance` invocation (guest-1)."} {
 		if !strings.Contains(section, want) {
 			t.Errorf("guest section lacks %q:\n%s", want, section)
 		}

@@ -24,6 +24,7 @@ type report struct {
 	dra               *focusSection   // the fifth
 	guest             *focusSection   // the cgroup v2 and systemd specs, run in the QEMU guest
 	heading           string          // the level of the sections below the title: "##" when empty
+	runBy             string          // the make target whose invocations made the columns: "make conformance" when empty
 }
 
 const upstreamName = "upstream kubelet v1.33.4"
@@ -113,15 +114,19 @@ func (rp *report) setupSentence() string {
 	if len(rp.nodelet.names) == 0 {
 		return "" // a selection whose nodelet column is still to be run says so itself
 	}
+	runBy := rp.runBy
+	if runBy == "" {
+		runBy = "make conformance"
+	}
 	var notes []string
 	switch {
 	case n == nil || u == nil:
 		notes = append(notes, "A column has no record of its run (run.json): which build, images and budget it had is unknown.")
 	case n.Invocation == u.Invocation:
-		notes = append(notes, fmt.Sprintf("Both columns come from one `make conformance` invocation (%s).", n.Invocation))
+		notes = append(notes, fmt.Sprintf("Both columns come from one `%s` invocation (%s).", runBy, n.Invocation))
 	default:
-		notes = append(notes, fmt.Sprintf("The columns come from different `make conformance` invocations: "+
-			"nodelet's from %s (started %s), the upstream kubelet's from %s (started %s).",
+		notes = append(notes, fmt.Sprintf("The columns come from different `%s` invocations: "+
+			"nodelet's from %s (started %s), the upstream kubelet's from %s (started %s).", runBy,
 			n.Invocation, n.Started.Format(time.DateTime), u.Invocation, u.Started.Format(time.DateTime)))
 	}
 	if n != nil && u != nil && (n.Timeout != u.Timeout || n.Focus != u.Focus) {

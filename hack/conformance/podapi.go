@@ -74,6 +74,7 @@ func (sec *focusSection) writeBody(w *bufio.Writer, resultsDir, target string) {
 		fmt.Fprintf(w, "Not run yet: no results are kept for it (%s). `%s` runs it.\n", resultsDir, target)
 		return
 	}
+	sec.results.runBy = target
 	if len(sec.results.nodelet.names) == 0 {
 		fmt.Fprintf(w, "There is no nodelet column yet: it has not been run, or its run did not produce results "+
 			"(`SUBJECTS=nodelet %s` runs it).\n\n", target)
