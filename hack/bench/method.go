@@ -38,7 +38,10 @@ func renderMethod(w writer, r *results) {
 		w("  device per pod; the bench waits for its registration and ResourceSlice first. The pods select the node by")
 		w("  label rather than spec.nodeName, so the controller manager makes each claim and the scheduler allocates it;")
 		w("  the kubelet then calls NodePrepareResources and hands the CDI device to the runtime. Both kubelets run the")
-		w("  whole bench with the DynamicResourceAllocation gate on (beta, off by default in 1.33).")
+		w("  whole bench with the DynamicResourceAllocation gate on (beta, off by default in 1.33). A pod whose claims")
+		w("  the kubelet failed to prepare at first (its %s event, e.g. a claim read the API server's", draPrepareFailed)
+		w("  node authorizer refused before it had linked the claim to the node) is counted in a row of its own; its")
+		w("  time includes the kubelet's wait before it tried again.")
 	}
 	w("- First restart: a container exiting 1 after 3 s (restartPolicy Always), median of %d per round. The runtime", p.restarts)
 	w("  row uses the runtime's nanosecond timestamps of the dead and the new container; the API row the same")
