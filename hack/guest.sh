@@ -317,12 +317,17 @@ table() {
 	local out=$REPO_ROOT/GUEST.md
 	[[ -z ${GUEST_RUN:-} ]] || out=$RUN_DIR/GUEST.md
 	(cd "$REPO_ROOT" && go run ./hack/guesttable -nodelet "$RUN_DIR/results.json" \
-		-kubelet "$RUN_DIR/results-kubelet.json" -runlog "$RUN_DIR/results/run.log" -o "$out")
+		-kubelet "$RUN_DIR/results-kubelet.json" -runlog "$RUN_DIR/results/run.log" \
+		-checkout "commit ${GUEST_CHECKOUT:-unknown}" -host-load "${HOST_LOAD_START:-}" -o "$out")
 	log "side-by-side table in $out"
 }
 
 run() {
 	local start=$SECONDS
+	# GUEST.md says what was built and how busy the host was.
+	HOST_LOAD_START=$(cat /proc/loadavg)
+	GUEST_CHECKOUT=$(git -C "$REPO_ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+	git -C "$REPO_ROOT" diff --quiet HEAD 2>/dev/null || GUEST_CHECKOUT+="+dirty"
 	payload
 	boot
 	results

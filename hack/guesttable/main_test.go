@@ -47,16 +47,26 @@ func TestTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	write(&b, n, k, "6.1.0-41-amd64, cgroup2fs on /sys/fs/cgroup")
+	write(&b, n, k, "6.1.0-41-amd64, cgroup2fs on /sys/fs/cgroup", meta{checkout: "abc123def456", loadStart: "0.10 0.20 0.30", loadEnd: "2.00 1.50 1.00"})
 	got := b.String()
 	for _, want := range []string{
 		`| TestA | pass (12s) | **fail** (40s): the hog's status: reason "", want Evicted \| x |`,
 		`| TestB | pass (3s) | skip: nodelet-only: reads nodelet's log |`,
 		`| TestC | not run | **did not finish** |`,
 		"(6.1.0-41-amd64, cgroup2fs on /sys/fs/cgroup)",
+		"nodelet built from abc123def456. The host's load average (1/5/15 min) was 0.10 0.20 0.30 at the start and 2.00 1.50 1.00 at the end;",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the table lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestLoadAverages(t *testing.T) {
+	if got := loadAverages("0.52 1.13 0.98 1/374 3924\n"); got != "0.52 1.13 0.98" {
+		t.Errorf("loadAverages of a /proc/loadavg line: %q", got)
+	}
+	if got := loadAverages(""); got != "" {
+		t.Errorf("loadAverages of nothing: %q", got)
 	}
 }
