@@ -598,6 +598,9 @@ selection_parts() {
 	echo "$PART"
 }
 
+# selected SELECTION: this invocation runs that selection.
+selected() { [[ " $SELECTIONS " == *" $1 "* ]]; }
+
 # column SELECTION SUBJECT is the directory of the column's latest results: the run directory for a
 # selection this invocation ran, else the kept copy in hack/conformance/results.
 column() {
@@ -605,7 +608,7 @@ column() {
 	[[ $1 == parallel ]] || dir=$OUT/$1/$2
 	# $OUT holds whatever ran last, a FOCUS run's leftovers too: only a selection this invocation
 	# ran is read from there (the page mode runs none).
-	if [[ $MODE != page && " $SELECTIONS " == *" $1 "* && -f $dir/report.json ]]; then
+	if [[ $MODE != page && -f $dir/report.json ]] && selected "$1"; then
 		echo "$dir"
 	else
 		[[ ! -f hack/conformance/results/$1/$2/report.json ]] || say "the $1 $2 column comes from hack/conformance/results/$1/$2 (see its provenance)" >&2
@@ -756,17 +759,17 @@ write_page() {
 	# a FOCUS run's from its own directory.
 	local serial_dir=hack/conformance/results/serial serial_file=$SERIAL_FILE
 	local resources_dir=hack/conformance/results/resources resources_file=$RESOURCES_FILE
-	if [[ -n ${FOCUS:-} && " $SELECTIONS " == *" serial "* ]]; then
+	if [[ -n ${FOCUS:-} ]] && selected serial; then
 		serial_dir=$OUT/serial serial_file=$OUT/serial-focus.txt
 		printf '#- part 0: FOCUS %s\n%s\n' "$FOCUS" "$FOCUS" >"$serial_file"
 	fi
 	# A FOCUS run of the DRA selection lists its FOCUS as the selection's focus.
 	local dra_file=$DRA_FILE
-	if [[ -n ${FOCUS:-} && " $SELECTIONS " == *" dra "* ]]; then
+	if [[ -n ${FOCUS:-} ]] && selected dra; then
 		dra_file=$OUT/dra-focus.txt
 		printf '%s ## FOCUS\n' "$FOCUS" >"$dra_file"
 	fi
-	if [[ -n ${FOCUS:-} && " $SELECTIONS " == *" resources "* ]]; then
+	if [[ -n ${FOCUS:-} ]] && selected resources; then
 		resources_dir=$OUT/resources resources_file=$OUT/resources-focus.txt
 		printf '#- part 0: FOCUS %s\n%s\n' "$FOCUS" "$FOCUS" >"$resources_file"
 	fi
@@ -801,9 +804,9 @@ __locked)
 	;;
 full | smoke)
 	# A wrong PART is said now, not after the build and the parallel selection.
-	[[ " $SELECTIONS " != *" serial "* || -n ${FOCUS:-} ]] || selection_parts "$SERIAL_FILE" >/dev/null
-	[[ " $SELECTIONS " != *" resources "* || -n ${FOCUS:-} ]] || selection_parts "$RESOURCES_FILE" >/dev/null
-	[[ " $SELECTIONS " != *" podapi "* ]] || duration_seconds "$TIMEOUT" >/dev/null # the pod API selection splits it
+	! selected serial || [[ -n ${FOCUS:-} ]] || selection_parts "$SERIAL_FILE" >/dev/null
+	! selected resources || [[ -n ${FOCUS:-} ]] || selection_parts "$RESOURCES_FILE" >/dev/null
+	! selected podapi || duration_seconds "$TIMEOUT" >/dev/null # the pod API selection splits it
 	mkdir -p "$OUT"
 	prepare
 	wait_quiet

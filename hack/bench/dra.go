@@ -49,9 +49,7 @@ func (b *bench) draBurst(ctx context.Context, subject, ns, root string) (latenci
 	}
 	// Specs an earlier run's driver left (a killed kubelet, the conformance suite's driver of the
 	// same name) are not this run's: only this run's claims must be unprepared.
-	for _, f := range b.draCDISpecs() {
-		_ = os.Remove(f)
-	}
+	b.removeDRACDISpecs()
 	logPath := filepath.Join(b.o.workDir, "dra-driver.log")
 	// -v=6 logs each gRPC call: the registration wait reads it.
 	driver, err := startProcess("DRA test driver", b.o.draDriverBin, []string{
@@ -177,6 +175,11 @@ func (b *bench) stopDRADriver(ctx context.Context, driver *process) {
 	if err := b.kube.ResourceV1beta1().ResourceSlices().DeleteCollection(cctx, metav1.DeleteOptions{}, draSliceSelector()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: cleanup: the DRA test driver's ResourceSlices:", err)
 	}
+	b.removeDRACDISpecs()
+}
+
+// removeDRACDISpecs removes the driver's CDI spec files, whichever run wrote them.
+func (b *bench) removeDRACDISpecs() {
 	for _, f := range b.draCDISpecs() {
 		_ = os.Remove(f)
 	}

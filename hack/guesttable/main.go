@@ -46,7 +46,7 @@ func main() {
 	runLog := flag.String("runlog", "", "the guest's run.log (its first line names the kernel)")
 	out := flag.String("o", "GUEST.md", "the page to write")
 	var m meta
-	flag.StringVar(&m.checkout, "checkout", "", "the commit the guest's nodelet was built from (hack/guest.sh: git describe)")
+	flag.StringVar(&m.checkout, "checkout", "", "what the guest's nodelet was built from, as the page words it (hack/guest.sh: \"commit HASH[+dirty]\")")
 	flag.StringVar(&m.loadStart, "host-load", "", "the host's /proc/loadavg when the run started")
 	flag.Parse()
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
