@@ -34,7 +34,8 @@
 #      FOCUS (ginkgo focus regex; for the serial, resources and DRA selections it replaces their list; a FOCUS run
 #      writes $OUT/CONFORMANCE.md and keeps no column in hack/conformance/results), TIMEOUT (per run, default 2h), OUT (default _output/conformance),
 #      CONTAINERD_INSTANCE (the project containerd instance both kubelets use: empty for containerd 2,
-#      the default, or containerd16 for the compatibility lane's containerd 1.6, hack/containerd16.sh),
+#      the default, or containerd16 for the compatibility lane's containerd 1.6, hack/containerd16.sh,
+#      whose whole runs are kept in hack/conformance/results-containerd16 and shown where they differ),
 #      NO_WAIT_QUIET=1 (do not wait for other e2e/bench runs: `make test` runs its steps in order),
 #      NODELET_CP_LOCK_HELD=1 (the caller holds /run/nodelet-cp.lock already).
 # Nothing comes from the network: hack/images.sh conformance push imports every image the
@@ -571,10 +572,17 @@ page_path() {
 # column of SUBJECT.
 kept_dir() {
 	if parted; then
-		echo "hack/conformance/results/$SELECTION/part-$PART_NO/$1"
+		echo "$(kept_root)/$SELECTION/part-$PART_NO/$1"
 	else
-		echo "hack/conformance/results/${SELECTION:-parallel}/$1"
+		echo "$(kept_root)/${SELECTION:-parallel}/$1"
 	fi
+}
+
+# kept_root is where the runtime under test keeps its columns: the compatibility lane's
+# containerd 1.6 in hack/conformance/results-containerd16, which the page shows beside the
+# containerd 2 columns where the two differ.
+kept_root() {
+	echo "hack/conformance/results${CONTAINERD_INSTANCE:+-$CONTAINERD_INSTANCE}"
 }
 
 # part_lines N prints the lines of the current selection's part N (those under "#- part N: TITLE").
@@ -607,8 +615,9 @@ column() {
 	local dir=$OUT/$2
 	[[ $1 == parallel ]] || dir=$OUT/$1/$2
 	# $OUT holds whatever ran last, a FOCUS run's leftovers too: only a selection this invocation
-	# ran is read from there (the page mode runs none).
-	if [[ $MODE != page && -f $dir/report.json ]] && selected "$1"; then
+	# ran is read from there (the page mode runs none). A whole run on the compatibility lane is
+	# kept in its own results and shown beside the page's columns, not as them.
+	if [[ $MODE != page && -f $dir/report.json ]] && selected "$1" && [[ -z $CONTAINERD_INSTANCE || -n ${FOCUS:-} ]]; then
 		echo "$dir"
 	else
 		[[ ! -f hack/conformance/results/$1/$2/report.json ]] || say "the $1 $2 column comes from hack/conformance/results/$1/$2 (see its provenance)" >&2
@@ -781,6 +790,7 @@ write_page() {
 		-dra "$dra_file" -dra-nodelet "$(column dra nodelet)" -dra-kubelet "$(column dra kubelet)" \
 		-guest "$GUEST_FILE" -guest-nodelet hack/conformance/results/guest/nodelet \
 		-guest-kubelet hack/conformance/results/guest/kubelet \
+		-compat-dir hack/conformance/results-containerd16 \
 		-out "$(page_path)"
 }
 

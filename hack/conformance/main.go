@@ -32,6 +32,7 @@ type options struct {
 	guestPath, guestNodelet, guestKubelet                            string
 	resourcesPath, resourcesDir                                      string
 	draPath, draNodelet, draKubelet                                  string
+	compatDir                                                        string
 	smoke                                                            bool
 	record, recordEnd, socket                                        string
 	keep, keepTo                                                     string
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&o.draPath, "dra", "", "the DRA selection's focus list (hack/conformance/dra.txt; optional)")
 	flag.StringVar(&o.draNodelet, "dra-nodelet", "", "-dra: the directory of nodelet's column (report.json, run.json, nodelet.log)")
 	flag.StringVar(&o.draKubelet, "dra-kubelet", "", "-dra: the directory of the upstream kubelet's column")
+	flag.StringVar(&o.compatDir, "compat-dir", "", "the compatibility lane's (containerd 1.6) kept columns, in the shape of hack/conformance/results (optional)")
 	flag.StringVar(&o.skipsPath, "skips", "hack/conformance/skips.txt", "the skip list the runs used")
 	flag.StringVar(&o.causesPath, "causes", "hack/conformance/causes.txt", "investigated causes of failures")
 	flag.StringVar(&o.out, "out", "CONFORMANCE.md", "where to write the table")
@@ -144,6 +146,11 @@ func execute(o options) error {
 	}
 	if o.guestPath != "" {
 		if page.guest, err = loadFocusSelection(o.guestPath, o.guestNodelet, o.guestKubelet, page); err != nil {
+			return err
+		}
+	}
+	if o.compatDir != "" {
+		if err := page.attachCompat(o.compatDir, o); err != nil {
 			return err
 		}
 	}

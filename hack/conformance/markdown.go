@@ -25,6 +25,7 @@ type report struct {
 	guest             *focusSection   // the cgroup v2 and systemd specs, run in the QEMU guest
 	heading           string          // the level of the sections below the title: "##" when empty
 	runBy             string          // the make target whose invocations made the columns: "make conformance" when empty
+	compat            *report         // this selection's columns on the compatibility lane's containerd 1.6 (compat.go)
 }
 
 const upstreamName = "upstream kubelet v1.33.4"
@@ -98,6 +99,7 @@ func (rp *report) writeBody(w *bufio.Writer) {
 		}
 	}
 	rp.writeFailures(w)
+	rp.writeCompat(w)
 	fmt.Fprintf(w, "\n%s All specs\n\n| spec | nodelet | upstream kubelet |\n| --- | --- | --- |\n", rp.h())
 	for _, name := range mergeNames(rp.nodelet, rp.upstream) {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", cell(name), state(rp.nodelet, name), state(rp.upstream, name))
@@ -275,12 +277,16 @@ func (rp *report) writeFailures(w *bufio.Writer) {
 	}
 }
 
-// mergeNames lists every spec of both runs, nodelet's order first.
-func mergeNames(a, b *run) []string {
-	names := slices.Clone(a.names)
-	for _, n := range b.names {
-		if _, ok := a.results[n]; !ok {
-			names = append(names, n)
+// mergeNames lists every spec of the runs, each once, in the order the runs first name them
+// (nodelet's column first).
+func mergeNames(runs ...*run) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range runs {
+		for _, name := range r.names {
+			if !seen[name] {
+				seen[name], names = true, append(names, name)
+			}
 		}
 	}
 	return names
