@@ -113,7 +113,8 @@ func (rp *report) writeCompat(w *bufio.Writer) {
 	for _, name := range mergeNames(rp.nodelet, rp.upstream, c.nodelet, c.upstream) {
 		cells := []string{state(c.nodelet, name), state(rp.nodelet, name), state(c.upstream, name), state(rp.upstream, name)}
 		if cells[0] != cells[1] || cells[2] != cells[3] {
-			rows = append(rows, fmt.Sprintf("| %s | %s |\n", cell(name), strings.Join(cells, " | ")))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s |\n", cell(name), strings.Join(cells, " | "),
+				cell(laneMessages(c, name))))
 		}
 	}
 	if len(rows) == 0 {
@@ -121,7 +122,8 @@ func (rp *report) writeCompat(w *bufio.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\nThe %d specs whose verdict differs from the columns above (— : not in that column's run):\n\n"+
-		"| spec | nodelet, %s | nodelet, %s | upstream, %s | upstream, %s |\n| --- | --- | --- | --- | --- |\n",
+		"| spec | nodelet, %s | nodelet, %s | upstream, %s | upstream, %s | message on the lane |\n"+
+		"| --- | --- | --- | --- | --- | --- |\n",
 		len(rows), runtimeOf(c.nodelet), runtimeOf(rp.nodelet), runtimeOf(c.upstream), runtimeOf(rp.upstream))
 	for _, row := range rows {
 		fmt.Fprint(w, row)
@@ -145,4 +147,19 @@ func shortCommit(c string) string {
 		return c[:12]
 	}
 	return or(c, "an unrecorded commit")
+}
+
+// laneMessages is what the lane's columns say of a spec they did not pass: a skip's reason or a
+// failure's message, each kubelet's when they differ.
+func laneMessages(c *report, name string) string {
+	n, u := c.nodelet.results[name].message, c.upstream.results[name].message
+	switch {
+	case n == u:
+		return n
+	case n == "":
+		return "upstream kubelet: " + u
+	case u == "":
+		return "nodelet: " + n
+	}
+	return "nodelet: " + n + "; upstream kubelet: " + u
 }
