@@ -426,7 +426,7 @@ run_suite() {
 		# One spec at a time: each restarts the kubelet. FOCUS replaces dra.txt's list.
 		local -a focus=()
 		if [[ -n ${FOCUS:-} ]]; then focus=(--focus "$FOCUS"); else mapfile -t focus < <(regex_args --focus "$DRA_FILE"); fi
-		ginkgo_run "$dir" report.json 1 "$DRA_LABELS" "${filter_args[@]}" "${focus[@]}"
+		ginkgo_run "$dir" report.json "$(suite_procs)" "$DRA_LABELS" "${filter_args[@]}" "${focus[@]}"
 	elif ! parted; then
 		[[ -z ${FOCUS:-} ]] || filter_args+=(--focus "$FOCUS")
 		ginkgo_run "$dir" report.json "$procs" "$labels" "${filter_args[@]}"
@@ -509,12 +509,16 @@ ginkgo_run() {
 		>>"$dir/e2e.log" 2>&1) || true
 }
 
+# suite_procs is how many ginkgo processes the selection runs: the serial, resources and DRA
+# selections one spec at a time (each may restart the kubelet), the others PROCS.
+suite_procs() {
+	if parted || [[ $SELECTION == dra ]]; then echo 1; else echo "$PROCS"; fi
+}
+
 # record_start SUBJECT writes $OUT/SUBJECT/run.json: what this column comes from.
 record_start() {
-	local subject=$1 binary=_output/bin/nodelet version= procs=$PROCS
-	if parted || [[ $SELECTION == dra ]]; then
-		procs=1 # the serial, resources and DRA selections run one spec at a time
-	fi
+	local subject=$1 binary=_output/bin/nodelet version= procs
+	procs=$(suite_procs)
 	[[ $SELECTION != podapi ]] || procs="$PROCS (then its Serial specs, 1)"
 	if [[ $subject == kubelet ]]; then
 		binary=${CP_BIN#"$REPO_ROOT"/}/kubelet
