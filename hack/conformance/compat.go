@@ -30,21 +30,18 @@ func (rp *report) attachCompat(dir string, o options) error {
 		}
 	}
 	rp.compat = &report{nodelet: columns[0], upstream: columns[1]}
-	if rp.podapi != nil && rp.podapi.results != nil {
-		sec, err := loadFocusSelection(o.podapiPath, filepath.Join(dir, "podapi", "nodelet"),
-			filepath.Join(dir, "podapi", "kubelet"), *rp)
+	for _, f := range []struct {
+		sec        *focusSection
+		name, list string
+	}{{rp.podapi, "podapi", o.podapiPath}, {rp.dra, "dra", o.draPath}} {
+		if f.sec == nil || f.sec.results == nil {
+			continue
+		}
+		lane, err := loadFocusSelection(f.list, filepath.Join(dir, f.name, "nodelet"), filepath.Join(dir, f.name, "kubelet"), *rp)
 		if err != nil {
 			return err
 		}
-		rp.podapi.results.compat = sec.results
-	}
-	if rp.dra != nil && rp.dra.results != nil {
-		sec, err := loadFocusSelection(o.draPath, filepath.Join(dir, "dra", "nodelet"),
-			filepath.Join(dir, "dra", "kubelet"), *rp)
-		if err != nil {
-			return err
-		}
-		rp.dra.results.compat = sec.results
+		f.sec.results.compat = lane.results
 	}
 	if len(rp.serial) > 0 {
 		parts, err := readSerialParts(o.serialPath)
