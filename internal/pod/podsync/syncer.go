@@ -141,6 +141,12 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.Outcome, 
 			klog.ErrorS(err, "Mirror pod not in place; the static pod runs anyway", "pod", klog.KObj(pod))
 		}
 	}
+	if s.Prober != nil && s.Prober.Killing(pod.UID) {
+		// As upstream, whose pod sync does that kill itself: nothing of the pod starts or
+		// stops (a sidecar's restart neither) until it ends; its end resyncs the pod.
+		klog.V(4).InfoS("Pod sync waits for a probe's kill of its container", "pod", klog.KObj(pod))
+		return podworkers.Outcome{}, nil
+	}
 	if err := s.waitForVolumes(ctx, pod, needsSandbox(rs)); err != nil {
 		return podworkers.Outcome{}, err
 	}

@@ -55,6 +55,7 @@ type Manager struct {
 
 	mu      sync.Mutex // held before results' own lock
 	workers map[workerKey]*worker
+	killing map[types.UID]int // probe kills in progress, by pod
 	running *goroutines.Goroutines // the workers, under Run's context
 }
 
@@ -84,6 +85,7 @@ func New(deps Deps) *Manager {
 		client:  handlerio.NewClient(),
 		unit:    time.Second,
 		workers: map[workerKey]*worker{},
+		killing: map[types.UID]int{},
 		results: deps.Results,
 		running: goroutines.New(),
 	}
@@ -152,6 +154,30 @@ func (m *Manager) Ready(pod *v1.Pod, container, containerID string) bool {
 // Started is Results.Started on the Manager's store.
 func (m *Manager) Started(pod *v1.Pod, container, containerID string) bool {
 	return m.results.Started(pod, container, containerID)
+}
+
+// Killing reports whether a probe is killing one of the pod's containers now (its preStop hook
+// and grace period included). Upstream kills such a container in the pod's own sync, so nothing
+// else of the pod starts or stops until that kill ends; the pod sync holds likewise, and the
+// kill's end resyncs the pod.
+func (m *Manager) Killing(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.killing[uid] > 0
+}
+
+// trackKill counts a probe kill of the pod's from now until the returned func is called.
+func (m *Manager) trackKill(uid types.UID) (done func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.killing[uid]++
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.killing[uid]--; m.killing[uid] <= 0 {
+			delete(m.killing, uid)
+		}
+	}
 }
 
 // setResult publishes w's result and reports whether it changed. A worker that was removed

@@ -233,12 +233,15 @@ func (w *worker) kill(ctx context.Context, pod *v1.Pod) {
 	if w.m.deps.Kill == nil {
 		return
 	}
-	if err := w.m.deps.Kill(ctx, pod, w.containerID, grace, msg); err != nil {
+	done := w.m.trackKill(w.key.uid)
+	err := w.m.deps.Kill(ctx, pod, w.containerID, grace, msg)
+	done()
+	if err != nil {
 		klog.ErrorS(err, "Killing container after probe failure failed", "pod", klog.KObj(pod), "container", w.key.container)
-		return
+	} else {
+		w.onHold, w.resultRun = true, 0
 	}
-	w.onHold, w.resultRun = true, 0
-	w.m.notify(ctx, w.key.uid)
+	w.m.notify(ctx, w.key.uid) // the pod's sync held during the kill: resync it
 }
 
 // findStatus returns the named container's status, app containers and sidecars alike.
