@@ -55,7 +55,7 @@ type Manager struct {
 
 	mu      sync.Mutex // held before results' own lock
 	workers map[workerKey]*worker
-	killing map[types.UID]int // probe kills in progress, by pod
+	killing map[types.UID]int      // probe kills in progress, by pod
 	running *goroutines.Goroutines // the workers, under Run's context
 }
 
