@@ -118,10 +118,14 @@ func (rp *report) writeCompat(w *bufio.Writer) {
 		fmt.Fprintf(w, "\nEvery spec had the same verdict there as in the columns above, on both kubelets.\n")
 		return
 	}
-	fmt.Fprintf(w, "\nThe %d specs whose verdict differs from the columns above (— : not in that column's run):\n\n"+
+	what := fmt.Sprintf("The %d specs whose verdict differs", len(rows))
+	if len(rows) == 1 {
+		what = "The one spec whose verdict differs"
+	}
+	fmt.Fprintf(w, "\n%s from the columns above (— : not in that column's run):\n\n"+
 		"| spec | nodelet, %s | nodelet, %s | upstream, %s | upstream, %s | message on the lane |\n"+
 		"| --- | --- | --- | --- | --- | --- |\n",
-		len(rows), runtimeOf(c.nodelet), runtimeOf(rp.nodelet), runtimeOf(c.upstream), runtimeOf(rp.upstream))
+		what, runtimeOf(c.nodelet), runtimeOf(rp.nodelet), runtimeOf(c.upstream), runtimeOf(rp.upstream))
 	for _, row := range rows {
 		fmt.Fprint(w, row)
 	}

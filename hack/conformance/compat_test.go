@@ -55,7 +55,7 @@ func TestCompatLaneSection(t *testing.T) {
 	}
 	laneSec, _, _ = strings.Cut(laneSec, "## All specs")
 	for _, want := range []string{"nodelet from invocation 20260101T000000Z-1 at 0123456789ab on containerd 1.6.20",
-		"The 1 specs whose verdict differs",
+		"The one spec whose verdict differs from the columns above",
 		"| spec | nodelet, containerd 1.6.20 | nodelet, containerd v2.4.2 | upstream, containerd 1.6.20 | upstream, containerd v2.4.2 | message on the lane |",
 		"| [sig-node] Pods should be submitted and removed | skipped | passed | passed | passed | nodelet: needs containerd 2 |"} {
 		if !strings.Contains(laneSec, want) {
