@@ -43,21 +43,23 @@ func (r *Results) Ready(pod *v1.Pod, container, containerID string) bool {
 	if spec.ReadinessProbe == nil {
 		return true
 	}
-	return r.succeeded(workerKey{uid: pod.UID, container: container, kind: readiness}, containerID)
+	return r.succeeded(workerKey{uid: pod.UID, container: container, kind: readiness}, containerID, true)
 }
 
 // Started reports whether the container instance passed its startup probe (true without one).
+// Unlike readiness, asking does not probe early: as upstream, a startup probe runs at its period
+// only, so failureThreshold × period is the whole time a container has to start.
 func (r *Results) Started(pod *v1.Pod, container, containerID string) bool {
 	spec := findContainer(pod, container)
 	if spec == nil || spec.StartupProbe == nil {
 		return true
 	}
-	return r.succeeded(workerKey{uid: pod.UID, container: container, kind: startup}, containerID)
+	return r.succeeded(workerKey{uid: pod.UID, container: container, kind: startup}, containerID, false)
 }
 
-// succeeded reports a success for this instance; with no result for it yet it wakes the
-// worker, so a new container is probed now instead of at the next period.
-func (r *Results) succeeded(key workerKey, containerID string) bool {
+// succeeded reports a success for this instance; with no result for it yet and wake set it
+// wakes the worker, so a new container is probed now instead of at the next period.
+func (r *Results) succeeded(key workerKey, containerID string, wake bool) bool {
 	id := podutil.BareContainerID(containerID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -65,8 +67,8 @@ func (r *Results) succeeded(key workerKey, containerID string) bool {
 	if ok && res.containerID == id {
 		return res.value == success
 	}
-	if wake := r.wakers[key]; wake != nil {
-		wake()
+	if w := r.wakers[key]; w != nil && wake {
+		w()
 	}
 	return false
 }
