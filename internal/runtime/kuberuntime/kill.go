@@ -116,10 +116,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, running *conta
 
 	if preStop != nil && c.State == container.StateRunning {
 		start := time.Now()
-		if err := m.runPreStop(ctx, pod, running, c, spec, preStop, grace); err != nil {
-			m.recorder.Eventf(ref, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
-			klog.InfoS("PreStop hook failed", "pod", klog.KObj(pod), "container", c.Name, "err", err)
-		}
+		m.runPreStop(ctx, pod, running, c, spec, preStop, grace)
 		grace = max(grace-time.Since(start), minGracePeriod)
 	}
 	if gracePeriod != 0 { // a forced kill (grace 0) stops everything at once, as upstream

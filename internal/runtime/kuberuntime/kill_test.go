@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/runtime/container"
+	"github.com/nodelet/nodelet/internal/testutil"
 )
 
 func TestKillPodStopsContainersAndSandbox(t *testing.T) {
@@ -68,8 +72,8 @@ func TestKillPodRunsPreStopExec(t *testing.T) {
 	if len(execs) != 1 || execs[0].ContainerID != id || !reflect.DeepEqual(execs[0].Cmd, []string{"sh", "-c", "drain"}) {
 		t.Fatalf("execs = %+v", execs)
 	}
-	if execs[0].Timeout != 10 {
-		t.Errorf("preStop exec timeout %d, want the grace period", execs[0].Timeout)
+	if execs[0].Timeout <= 10 {
+		t.Errorf("preStop exec timeout %d, want past the grace period: the container's stop ends the hook", execs[0].Timeout)
 	}
 	if got, _ := e.fake.Container(id); got.StopTimeout < 2 || got.StopTimeout > 10 {
 		t.Errorf("stop timeout %d, want what is left of 10s", got.StopTimeout)
@@ -78,6 +82,59 @@ func TestKillPodRunsPreStopExec(t *testing.T) {
 	if want := []string{"ExecSync", "StopContainer", "StopPodSandbox"}; !reflect.DeepEqual(callsOrder, want) {
 		t.Errorf("calls %v, want %v", callsOrder, want)
 	}
+}
+
+// A preStop hook still running when the grace period ends is not cut short: the kill goes on
+// to stop the container, which ends the hook (upstream waits the grace period, no longer, and
+// leaves the hook to run; a runtime exec timeout at the grace would kill it first).
+func TestPreStopHookOutlivingItsGraceIsEndedByTheStop(t *testing.T) {
+	e := newTestEnv(t)
+	c := ctr("app", "sleep", "1d")
+	c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"drain", "forever"}}}}
+	pod := newPod("web", c)
+	e.sync(pod)
+	id := e.running("app").ID
+	release := make(chan struct{})
+	ended := make(chan struct{})
+	e.fake.SetExecHandler(func(string, []string) ([]byte, int32, error) {
+		defer close(ended)
+		<-release // the hook loops until its container dies
+		return nil, 137, nil
+	})
+	start := time.Now()
+	killed := make(chan error, 1)
+	go func() { killed <- e.mgr.KillPod(context.Background(), pod, nil, 2) }()
+	select {
+	case err := <-killed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		close(release)
+		t.Fatal("KillPod waited for the hook past the grace period")
+	}
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("KillPod took %v, want the 2 s grace period for the hook", took)
+	}
+	select {
+	case <-ended:
+		t.Fatal("the hook's exec ended before the container was stopped")
+	default:
+	}
+	if got, _ := e.fake.Container(id); got.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("container state %v after KillPod, want exited", got.State)
+	}
+	// The grace period's end is no hook failure (upstream only logs it).
+	events := e.events()
+	if slices.ContainsFunc(events, func(ev string) bool { return strings.Contains(ev, "FailedPreStopHook") }) {
+		t.Errorf("a hook failure reported while the hook still ran: %q", events)
+	}
+	close(release) // the stop killed the hook's process
+	<-ended
+	testutil.Eventually(t, "the late hook failure reported", func() bool {
+		events = append(events, e.events()...)
+		return slices.ContainsFunc(events, func(ev string) bool { return strings.Contains(ev, "FailedPreStopHook") })
+	})
 }
 
 func TestKillOrphanUsesAnnotations(t *testing.T) {

@@ -9,16 +9,43 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/internal/runtime/container"
 	"github.com/nodelet/nodelet/internal/runtime/handlerio"
 )
 
-// runPreStop runs a preStop handler (exec, httpGet or sleep) within timeout. tcpSocket
-// handlers do nothing, as upstream.
-func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, timeout time.Duration) error {
-	podIP := func() (string, error) { return m.podIP(ctx, running) }
-	return m.runHandler(ctx, c.ID, spec, h, podIP, timeout)
+// preStopOverrun is how long a preStop hook may go on past its grace period: the container's
+// stop ends it first (its processes die with the container); this only bounds the call.
+const preStopOverrun = time.Minute
+
+// runPreStop runs a preStop handler (exec, httpGet or sleep) and waits for it at most grace.
+// As upstream, a hook still running then is left to run: the container's stop ends it (an
+// exec timed out by the runtime at the grace would be killed before the container is).
+// A failure is reported (FailedPreStopHook) whenever the hook ends. tcpSocket handlers do
+// nothing, as upstream.
+func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, grace time.Duration) {
+	// The hook's call outlives this wait, so it does not end with ctx.
+	hookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+preStopOverrun)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		podIP := func() (string, error) { return m.podIP(hookCtx, running) }
+		if err := m.runHandler(hookCtx, c.ID, spec, h, podIP, grace+preStopOverrun); err != nil {
+			ref := container.ContainerRef(pod, &v1.Container{Name: c.Name})
+			m.recorder.Eventf(ref, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
+			klog.InfoS("PreStop hook failed", "pod", klog.KObj(pod), "container", c.Name, "err", err)
+		}
+	}()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		klog.V(2).InfoS("PreStop hook not completed in grace period", "pod", klog.KObj(pod), "container", c.Name, "gracePeriod", grace)
+	case <-ctx.Done():
+	}
 }
 
 // runHandler runs a lifecycle handler against container id within timeout; podIP gives the
