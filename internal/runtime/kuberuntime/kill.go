@@ -117,11 +117,15 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, running *conta
 	if preStop != nil && c.State == container.StateRunning {
 		start := time.Now()
 		m.runPreStop(ctx, pod, running, c, spec, preStop, grace)
-		grace = max(grace-time.Since(start), minGracePeriod)
+		grace -= time.Since(start)
 	}
-	if gracePeriod != 0 { // a forced kill (grace 0) stops everything at once, as upstream
-		grace = max(grace-order.wait(c.Name, grace), minGracePeriod)
+	// A container waits for its turn (sidecars after the app containers) only while grace is
+	// left, as upstream: those whose preStop hooks used it all stop at once, side by side. A
+	// forced kill (grace 0) stops everything at once.
+	if gracePeriod != 0 && grace > 0 {
+		grace -= order.wait(c.Name, grace)
 	}
+	grace = max(grace, minGracePeriod)
 	secs := int64((grace + time.Second - 1) / time.Second)
 	klog.V(2).InfoS("Stopping container", "pod", klog.KObj(pod), "container", c.Name, "id", c.ID, "gracePeriod", secs)
 	if err := m.cri.StopContainer(ctx, c.ID, secs); err != nil && !cri.IsNotFound(err) {

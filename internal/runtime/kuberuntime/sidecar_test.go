@@ -175,6 +175,37 @@ func TestKillPodStopsSidecarsAfterAppsInReverseOrder(t *testing.T) {
 	}
 }
 
+// Sidecars whose preStop hooks outlast the grace period stop together when it ends, each with
+// the 2 s minimum, not one after the other in reverse order (upstream waits for a turn only
+// with grace left).
+func TestSidecarsPastTheirGraceStopTogether(t *testing.T) {
+	e := newTestEnv(t)
+	hook := &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"loop", "forever"}}}}
+	first, second := sidecarCtr("first"), sidecarCtr("second")
+	first.Lifecycle, second.Lifecycle = hook, hook
+	pod := newPod("mesh", ctr("app", "sleep", "1d"))
+	pod.Spec.InitContainers = []v1.Container{first, second}
+	for range 3 {
+		e.sync(pod)
+	}
+	e.running("app")
+	release := make(chan struct{})
+	defer close(release)
+	e.fake.SetExecHandler(func(string, []string) ([]byte, int32, error) {
+		<-release // the hooks loop until their containers die
+		return nil, 137, nil
+	})
+	e.fake.SetStopIgnoresTerm(true) // each stop takes its 2 s
+	start := time.Now()
+	if err := e.mgr.KillPod(context.Background(), pod, nil, 2); err != nil {
+		t.Fatal(err)
+	}
+	// 2 s of hooks, then both 2 s stops side by side; one after the other would take 6 s.
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("KillPod took %v: the sidecars stopped one after the other", took)
+	}
+}
+
 func TestKillOrderWaitEndsWithTheGracePeriod(t *testing.T) {
 	pod := newPod("mesh", ctr("app"))
 	pod.Spec.InitContainers = []v1.Container{sidecarCtr("proxy")}

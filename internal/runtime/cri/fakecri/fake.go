@@ -76,10 +76,13 @@ type Fake struct {
 	calls       []string
 	execs       []Exec
 	execHandler ExecHandler
-	nextID      int
-	nextIP      int
-	lastTime    time.Time
-	handlers    map[string]bool // the runtime handlers configured besides the default ("")
+	// stopIgnoresTerm has StopContainer take its whole timeout, as a container that traps
+	// SIGTERM does until the runtime's SIGKILL.
+	stopIgnoresTerm bool
+	nextID          int
+	nextIP          int
+	lastTime        time.Time
+	handlers        map[string]bool // the runtime handlers configured besides the default ("")
 
 	// reported holds the handlers and features Status reports (SetFeatures).
 	reported *runtimeapi.StatusResponse
@@ -230,6 +233,13 @@ func (f *Fake) SetCondition(condType string, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.conditions[condType] = ok
+}
+
+// SetStopIgnoresTerm has every StopContainer take its whole timeout before the container exits.
+func (f *Fake) SetStopIgnoresTerm(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopIgnoresTerm = on
 }
 
 // SetExecHandler replaces the ExecSync behaviour (default: exit 0, no output).

@@ -250,6 +250,12 @@ func (f *Fake) StartContainer(_ context.Context, req *runtimeapi.StartContainerR
 // StopContainer makes a running container exit with 137 and records the timeout. Idempotent.
 func (f *Fake) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	f.mu.Lock()
+	slow := f.stopIgnoresTerm
+	f.mu.Unlock()
+	if slow {
+		time.Sleep(time.Duration(req.Timeout) * time.Second)
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.containers[req.ContainerId]
 	if !ok {
