@@ -25,12 +25,11 @@ const preStopOverrun = time.Minute
 // A failure is reported (FailedPreStopHook) whenever the hook ends. tcpSocket handlers do
 // nothing, as upstream.
 func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, running *container.RunningPod, c *container.ContainerStatus, spec *v1.Container, h *v1.LifecycleHandler, grace time.Duration) {
-	// The hook's call outlives this wait, so it does not end with ctx.
-	hookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+preStopOverrun)
+	// The hook's call outlives this wait, so it does not end with ctx; runHandler bounds it.
+	hookCtx := context.WithoutCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer cancel()
 		podIP := func() (string, error) { return m.podIP(hookCtx, running) }
 		if err := m.runHandler(hookCtx, c.ID, spec, h, podIP, grace+preStopOverrun); err != nil {
 			ref := container.ContainerRef(pod, &v1.Container{Name: c.Name})
