@@ -121,7 +121,7 @@ func fakeHost(t *testing.T) HostPaths {
 		"proc/4242/net/dev":                   netDev,
 		"cgroup/cpuacct/cpuacct.usage":        "5000000000\n",
 		"cgroup/memory/memory.usage_in_bytes": "3221225472\n",
-		"cgroup/memory/memory.stat":           "cache 1\nrss 2\ntotal_rss 536870912\ntotal_inactive_file 1073741824\ntotal_pgfault 777\ntotal_pgmajfault 7\n",
+		"cgroup/memory/memory.stat":           "cache 1\nrss 2\ntotal_rss 536870912\ntotal_inactive_file 1073741824\npgfault 777\npgmajfault 7\ntotal_pgfault 2000000000\ntotal_pgmajfault 70000\n",
 	})
 	return HostPaths{Proc: filepath.Join(dir, "proc"), Cgroup: filepath.Join(dir, "cgroup")}
 }
