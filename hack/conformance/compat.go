@@ -48,16 +48,28 @@ func (rp *report) attachCompat(dir string, o options) error {
 		if err != nil {
 			return err
 		}
-		attachParts(rp.serial, loadSerialSections(filepath.Join(dir, "serial"), parts, *rp))
+		attachParts(rp.serial, loadSerialSections(filepath.Join(dir, "serial"), laneParts(filepath.Join(dir, "serial"), parts), *rp))
 	}
 	if len(rp.resources) > 0 {
 		parts, err := readSerialParts(o.resourcesPath)
 		if err != nil {
 			return err
 		}
-		attachParts(rp.resources, loadResourceSections(filepath.Join(dir, "resources"), parts, *rp))
+		attachParts(rp.resources, loadResourceSections(filepath.Join(dir, "resources"), laneParts(filepath.Join(dir, "resources"), parts), *rp))
 	}
 	return nil
+}
+
+// laneParts is the parts the lane has a run of in dir: a FOCUS page's part 0 has none, and
+// is not looked for.
+func laneParts(dir string, parts []serialPart) []serialPart {
+	var kept []serialPart
+	for _, p := range parts {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("part-%d", p.number))); err == nil {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }
 
 // attachParts gives each part on the page the lane's columns of the same part.

@@ -84,3 +84,15 @@ func edit(t *testing.T, path, old, new string) {
 	}
 	writeTestFile(t, path, strings.Replace(string(data), old, new, 1))
 }
+
+// A FOCUS page's part 0 is not one the lane ran: only the lane's kept parts are read.
+func TestLanePartsAreTheKeptOnes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "part-2", "nodelet"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := laneParts(dir, []serialPart{{number: 0}, {number: 1}, {number: 2}})
+	if len(got) != 1 || got[0].number != 2 {
+		t.Errorf("laneParts = %+v, want part 2 only", got)
+	}
+}
