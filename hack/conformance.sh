@@ -214,8 +214,9 @@ selection_config() {
 	[[ $SELECTION != dra ]] || printf 'featureGates:\n  DynamicResourceAllocation: true\n'
 }
 
-# link_cdi_dir makes /var/run/cdi, where the suite's DRA test driver writes its CDI specs, a link
-# to the project containerd's cdi_spec_dirs (containerd 2 only: containerd 1.6 has no CDI here).
+# link_cdi_dir makes /var/run/cdi, where the suite's DRA test driver and its sample device plugin
+# write their CDI specs, a link to the project containerd's cdi_spec_dirs (containerd 2 only:
+# containerd 1.6 has no CDI here, and drops the CDI devices a device plugin returns).
 # An existing /var/run/cdi that is not this link is left alone (said): the DRA pods then fail.
 DRA_CDI_LINKED=
 link_cdi_dir() {
@@ -235,9 +236,10 @@ link_cdi_dir() {
 }
 
 # unlink_cdi_dir removes the link and the CDI specs the suite's test drivers (test-driver.cdi.k8s.io,
-# test-driver1/2.cdi.k8s.io) left behind: a spec that stops the driver mid-claim leaves its specs.
+# test-driver1/2.cdi.k8s.io) and sample device plugin (example.com) left behind: a spec that stops
+# the driver mid-claim leaves its specs.
 unlink_cdi_dir() {
-	[[ -z $DRA_CDI_LINKED ]] || rm -f "$DRA_CDI_LINK" "$DRA_CDI_DIR"/test-driver*.cdi.k8s.io-*.json
+	[[ -z $DRA_CDI_LINKED ]] || rm -f "$DRA_CDI_LINK" "$DRA_CDI_DIR"/test-driver*.cdi.k8s.io-*.json "$DRA_CDI_DIR"/example.com.json
 	DRA_CDI_LINKED=
 }
 
@@ -751,6 +753,8 @@ locked_main() {
 		# A FOCUS run replaces the parts with one "part 0" of its own (not kept).
 		parts=0
 		[[ -n ${FOCUS:-} ]] || parts=$(selection_parts "$(selection_file)")
+		# The device plugin specs' sample plugin returns CDI devices, which containerd 2 resolves.
+		[[ $SELECTION != resources || -n $CONTAINERD_INSTANCE ]] || link_cdi_dir
 		for PART_NO in $parts; do
 			RUN_DIR=$OUT/$SELECTION/part-$PART_NO
 			for subject in $SUBJECTS; do
@@ -760,6 +764,7 @@ locked_main() {
 				stop_fakelogind
 			done
 		done
+		unlink_cdi_dir
 	done
 	write_page
 }
