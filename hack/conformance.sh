@@ -217,7 +217,7 @@ selection_config() {
 # link_cdi_dir makes /var/run/cdi, where the suite's DRA test driver and its sample device plugin
 # write their CDI specs, a link to the project containerd's cdi_spec_dirs (containerd 2 only:
 # containerd 1.6 has no CDI here, and drops the CDI devices a device plugin returns).
-# An existing /var/run/cdi that is not this link is left alone (said): the DRA pods then fail.
+# An existing /var/run/cdi that is not this link is left alone (said): the pods using CDI then fail.
 DRA_CDI_LINKED=
 link_cdi_dir() {
 	if [[ -n $CONTAINERD_INSTANCE ]]; then
@@ -229,7 +229,7 @@ link_cdi_dir() {
 		return 0
 	fi
 	if [[ -e $DRA_CDI_LINK || -L $DRA_CDI_LINK ]]; then
-		echo "conformance: $DRA_CDI_LINK exists; the DRA specs' CDI specs land there, not in $DRA_CDI_DIR" >&2
+		echo "conformance: $DRA_CDI_LINK exists; the suite's CDI specs land there, not in $DRA_CDI_DIR" >&2
 		return 0
 	fi
 	mkdir -p "$DRA_CDI_DIR" && ln -s "$DRA_CDI_DIR" "$DRA_CDI_LINK" && DRA_CDI_LINKED=1
