@@ -95,14 +95,13 @@ func (h HostPaths) memory() (nodeMemory, error) {
 		if err != nil {
 			return nodeMemory{}, err
 		}
-		if m.usage, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err != nil {
+		usage, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
 			return nodeMemory{}, err
 		}
-		m.workingSet = subFloor(m.usage, stat["total_inactive_file"])
-		// Faults are the root cgroup's own ("pgfault", not the whole machine's "total_"), as
-		// cAdvisor reports them: the machine's total passes the suite's 1e9 bound within a day.
-		m.rss, m.pageFaults, m.majorPageFaults = stat["total_rss"], stat["pgfault"], stat["pgmajfault"]
-		return m, nil
+		root := v1Memory(usage, stat)
+		root.capacity = m.capacity
+		return root, nil
 	}
 	m.usage = subFloor(m.capacity, info["MemFree"]*1024)
 	// cgroup v2's root has no memory.current but a memory.stat: runc's fs2 (cAdvisor's

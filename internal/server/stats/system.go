@@ -117,11 +117,9 @@ func (h HostPaths) cgroupMemory(paths map[string]string) (nodeMemory, bool) {
 		stat, serr := readKeyValues(filepath.Join(dir, "memory.stat"))
 		if err == nil && serr == nil {
 			usage, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-			// Faults are the cgroup's own (v1 "pgfault", not the subtree's "total_"), as
-			// cAdvisor reports them: the pods cgroup itself runs nothing and reports few.
-			return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["total_inactive_file"]), rss: stat["total_rss"],
-				pageFaults: stat["pgfault"], majorPageFaults: stat["pgmajfault"],
-				capacity: memoryLimit(filepath.Join(dir, "memory.limit_in_bytes"))}, true
+			m := v1Memory(usage, stat)
+			m.capacity = memoryLimit(filepath.Join(dir, "memory.limit_in_bytes"))
+			return m, true
 		}
 	}
 	dir := filepath.Join(h.Cgroup, paths[""])
@@ -133,6 +131,15 @@ func (h HostPaths) cgroupMemory(paths map[string]string) (nodeMemory, bool) {
 	usage, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["inactive_file"]), rss: stat["anon"],
 		pageFaults: stat["pgfault"], majorPageFaults: stat["pgmajfault"], capacity: memoryLimit(filepath.Join(dir, "memory.max"))}, true
+}
+
+// v1Memory is a cgroup v1 memory cgroup's figures from its usage and memory.stat, as cAdvisor
+// takes them: the subtree's working set and RSS ("total_"), but the cgroup's own page faults
+// ("pgfault": the pods cgroup runs nothing itself and reports few; the root's total_pgfault
+// is the whole machine's, past the suite's 1e9 bound within a day).
+func v1Memory(usage uint64, stat map[string]uint64) nodeMemory {
+	return nodeMemory{usage: usage, workingSet: subFloor(usage, stat["total_inactive_file"]), rss: stat["total_rss"],
+		pageFaults: stat["pgfault"], majorPageFaults: stat["pgmajfault"]}
 }
 
 // memoryLimit reads a cgroup's memory limit; 0 when it has none ("max" on v2, the page-rounded
