@@ -100,8 +100,8 @@ RESOURCES_LABELS=
 # project containerd's cdi_spec_dirs (hack/containerd.sh).
 DRA_FILE=$REPO_ROOT/hack/conformance/dra.txt
 DRA_LABELS='!Flaky'
-DRA_CDI_LINK=/var/run/cdi
-DRA_CDI_DIR=/etc/nodelet/containerd/cdi
+CDI_LINK=/var/run/cdi
+CDI_DIR=/etc/nodelet/containerd/cdi
 # The sixth, run in the guest lane's QEMU guest by `make guest-conformance` (hack/guest.sh), not
 # here: the upstream specs that need cgroup v2 or systemd. Its kept columns are
 # hack/conformance/results/guest/SUBJECT; the page shows them.
@@ -218,29 +218,29 @@ selection_config() {
 # write their CDI specs, a link to the project containerd's cdi_spec_dirs (containerd 2 only:
 # containerd 1.6 has no CDI here, and drops the CDI devices a device plugin returns).
 # An existing /var/run/cdi that is not this link is left alone (said): the pods using CDI then fail.
-DRA_CDI_LINKED=
+CDI_LINKED=
 link_cdi_dir() {
 	if [[ -n $CONTAINERD_INSTANCE ]]; then
 		echo "conformance: the DRA selection needs containerd 2's CDI; CONTAINERD_INSTANCE=$CONTAINERD_INSTANCE has none" >&2
 		return 1
 	fi
-	if [[ -L $DRA_CDI_LINK && $(readlink "$DRA_CDI_LINK") == "$DRA_CDI_DIR" ]]; then
-		DRA_CDI_LINKED=1 # an interrupted run's
+	if [[ -L $CDI_LINK && $(readlink "$CDI_LINK") == "$CDI_DIR" ]]; then
+		CDI_LINKED=1 # an interrupted run's
 		return 0
 	fi
-	if [[ -e $DRA_CDI_LINK || -L $DRA_CDI_LINK ]]; then
-		echo "conformance: $DRA_CDI_LINK exists; the suite's CDI specs land there, not in $DRA_CDI_DIR" >&2
+	if [[ -e $CDI_LINK || -L $CDI_LINK ]]; then
+		echo "conformance: $CDI_LINK exists; the suite's CDI specs land there, not in $CDI_DIR" >&2
 		return 0
 	fi
-	mkdir -p "$DRA_CDI_DIR" && ln -s "$DRA_CDI_DIR" "$DRA_CDI_LINK" && DRA_CDI_LINKED=1
+	mkdir -p "$CDI_DIR" && ln -s "$CDI_DIR" "$CDI_LINK" && CDI_LINKED=1
 }
 
 # unlink_cdi_dir removes the link and the CDI specs the suite's test drivers (test-driver.cdi.k8s.io,
 # test-driver1/2.cdi.k8s.io) and sample device plugin (example.com) left behind: a spec that stops
 # the driver mid-claim leaves its specs.
 unlink_cdi_dir() {
-	[[ -z $DRA_CDI_LINKED ]] || rm -f "$DRA_CDI_LINK" "$DRA_CDI_DIR"/test-driver*.cdi.k8s.io-*.json "$DRA_CDI_DIR"/example.com.json
-	DRA_CDI_LINKED=
+	[[ -z $CDI_LINKED ]] || rm -f "$CDI_LINK" "$CDI_DIR"/test-driver*.cdi.k8s.io-*.json "$CDI_DIR"/example.com.json
+	CDI_LINKED=
 }
 
 # parted: the serial and resources selections run one spec at a time, part by part.

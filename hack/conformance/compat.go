@@ -48,14 +48,16 @@ func (rp *report) attachCompat(dir string, o options) error {
 		if err != nil {
 			return err
 		}
-		attachParts(rp.serial, loadSerialSections(filepath.Join(dir, "serial"), laneParts(filepath.Join(dir, "serial"), parts), *rp))
+		laneDir := filepath.Join(dir, "serial")
+		attachParts(rp.serial, loadSerialSections(laneDir, laneParts(laneDir, parts), *rp))
 	}
 	if len(rp.resources) > 0 {
 		parts, err := readSerialParts(o.resourcesPath)
 		if err != nil {
 			return err
 		}
-		attachParts(rp.resources, loadResourceSections(filepath.Join(dir, "resources"), laneParts(filepath.Join(dir, "resources"), parts), *rp))
+		laneDir := filepath.Join(dir, "resources")
+		attachParts(rp.resources, loadResourceSections(laneDir, laneParts(laneDir, parts), *rp))
 	}
 	return nil
 }
