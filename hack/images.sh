@@ -248,7 +248,7 @@ registry_pid() {
 # registry_up starts the project registry unless it runs already. Another server on its
 # address (a conformance run's old hack/registry) is refused: pushes would go to it.
 registry_up() {
-	local i
+	local i started
 	if registry_pid >/dev/null; then
 		return 0
 	fi
@@ -273,9 +273,11 @@ registry_up() {
 	EOF
 	echo "==> starting the project registry on $REGISTRY_ADDR (log $REGISTRY_DIR/registry.log)"
 	setsid "$REGISTRY_BIN" serve "$REGISTRY_DIR/config.yml" >>"$REGISTRY_DIR/registry.log" 2>&1 </dev/null &
+	started=$!
 	for ((i = 0; i < 50; i++)); do
 		curl -fsS -o /dev/null "http://$REGISTRY_ADDR/v2/" 2>/dev/null && return 0
-		registry_pid >/dev/null || break
+		# $! until it has exec'd the registry: pgrep alone missed it that early and gave up.
+		kill -0 "$started" 2>/dev/null || registry_pid >/dev/null || break
 		sleep 0.2
 	done
 	echo "images.sh: the project registry did not start; see $REGISTRY_DIR/registry.log" >&2
