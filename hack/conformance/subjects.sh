@@ -244,7 +244,7 @@ wait_node_ready() {
 }
 
 # cleanup_subject SUBJECT deletes what the suite left, lets the kubelet remove the pods, stops
-# it and deletes the Node.
+# it and deletes the Node and the cluster-wide objects the suite leaves.
 cleanup_subject() {
 	local i
 	kubectl_admin delete namespaces -l e2e-framework --wait=false >/dev/null 2>&1 || true
@@ -267,4 +267,7 @@ cleanup_subject() {
 	SUBJECT_PID=
 	restore_tunables
 	kubectl_admin delete node "$NODE" --ignore-not-found >/dev/null 2>&1 || true
+	# Cluster-wide objects the suite leaves: the PodOverhead spec creates RuntimeClass test-handler
+	# and never deletes it, so the next kubelet's run of it would fail on "already exists".
+	kubectl_admin delete runtimeclasses --all >/dev/null 2>&1 || true
 }
