@@ -153,3 +153,20 @@ sha256:4ad2 application/vnd.docker.distribution.manifest.v2+json sha256:f709 1.5
 		t.Errorf("parseImages = %v", got)
 	}
 }
+
+// A failure of the upstream kubelet alone is listed with its cause, so the columns' difference
+// is explained whichever kubelet it counts against.
+func TestUpstreamOnlyFailureShowsItsCause(t *testing.T) {
+	out := render(t, func(n, u *run) {
+		u.results[specPods] = result{state: stateFailed, message: "RuntimeClass exists", full: "RuntimeClass exists"}
+	})
+	_, only, _ := strings.Cut(out, "## Upstream-only failures")
+	only, _, _ = strings.Cut(only, "## Failed on both")
+	want := "- " + specPods + " (upstream: failed, nodelet: passed): cause: upstream-side cause, shown only where the upstream kubelet fails the spec — suite: RuntimeClass exists"
+	if !strings.Contains(only, want) {
+		t.Errorf("Upstream-only failures lacks %q:\n%s", want, only)
+	}
+	if strings.Contains(only, specEnv) {
+		t.Errorf("a failure on both is listed as upstream-only:\n%s", only)
+	}
+}
