@@ -256,17 +256,16 @@ func (rp *report) writeFailures(w *bufio.Writer) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "\n%s Nodelet-only failures\n\nFailed on nodelet, not on the upstream kubelet; first the "+
+	nodelet := failureSide{run: rp.nodelet, label: "nodelet", causeKey: "nodelet", podErrs: rp.podErrs}
+	upstream := failureSide{run: rp.upstream, label: "upstream", causeKey: "kubelet"}
+	rp.writeOnlyFailures(w, "Nodelet-only failures", "Failed on nodelet, not on the upstream kubelet; first the "+
 		"investigated cause where hack/conformance/causes.txt has one for this spec and message, then the error "+
-		"nodelet logged for the spec's pod, then the suite's message.\n\n", rp.h())
-	for _, name := range rp.nodelet.names {
-		n, u := rp.nodelet.results[name], rp.upstream.results[name]
-		if n.failed() && !u.failed() {
-			fmt.Fprintf(w, "- %s (nodelet: %s, upstream: %s): %s\n", name, n.state, state(rp.upstream, name),
-				cell(describe(rp.causes, "nodelet", name, n, rp.podErrs)))
-		}
-	}
-	rp.writeUpstreamOnly(w)
+		"nodelet logged for the spec's pod, then the suite's message.", nodelet, upstream)
+	// The upstream kubelet's own failures too: a reader comparing the columns sees why, a
+	// harness artifact included.
+	rp.writeOnlyFailures(w, "Upstream-only failures", "Failed on the upstream kubelet, not on nodelet; first the "+
+		"investigated cause where hack/conformance/causes.txt has one for this spec and message, then the suite's "+
+		"message.", upstream, nodelet)
 	fmt.Fprintf(w, "\n%s Failed on both\n\nEach kubelet's own failure.\n\n", rp.h())
 	for _, name := range rp.nodelet.names {
 		n, u := rp.nodelet.results[name], rp.upstream.results[name]
@@ -278,17 +277,22 @@ func (rp *report) writeFailures(w *bufio.Writer) {
 	}
 }
 
-// writeUpstreamOnly lists the upstream kubelet's failures that nodelet passed or skipped, with
-// their causes: a reader comparing the columns sees why, a harness artifact included.
-func (rp *report) writeUpstreamOnly(w *bufio.Writer) {
-	fmt.Fprintf(w, "\n%s Upstream-only failures\n\nFailed on the upstream kubelet, not on nodelet; first the "+
-		"investigated cause where hack/conformance/causes.txt has one for this spec and message, then the suite's "+
-		"message.\n\n", rp.h())
-	for _, name := range rp.upstream.names {
-		n, u := rp.nodelet.results[name], rp.upstream.results[name]
-		if u.failed() && !n.failed() {
-			fmt.Fprintf(w, "- %s (upstream: %s, nodelet: %s): %s\n", name, u.state, state(rp.nodelet, name),
-				cell(describe(rp.causes, "kubelet", name, u, nil)))
+// failureSide is one kubelet's column as a list of failures names it.
+type failureSide struct {
+	run      *run
+	label    string            // its name in a line: "nodelet" or "upstream"
+	causeKey string            // its name in causes.txt: "nodelet" or "kubelet"
+	podErrs  map[string]string // the errors it logged per spec's pod, where the log was read
+}
+
+// writeOnlyFailures lists the specs that failed on side and not on other, each with side's cause.
+func (rp *report) writeOnlyFailures(w *bufio.Writer, title, intro string, side, other failureSide) {
+	fmt.Fprintf(w, "\n%s %s\n\n%s\n\n", rp.h(), title, intro)
+	for _, name := range side.run.names {
+		res := side.run.results[name]
+		if res.failed() && !other.run.results[name].failed() {
+			fmt.Fprintf(w, "- %s (%s: %s, %s: %s): %s\n", name, side.label, res.state, other.label, state(other.run, name),
+				cell(describe(rp.causes, side.causeKey, name, res, side.podErrs)))
 		}
 	}
 }
