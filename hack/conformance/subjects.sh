@@ -4,16 +4,19 @@
 # conformance.sh sets (RUN_DIR, SELECTION, ROOT_DIR, CP_DIR, NODE, ENDPOINT, SOCKET).
 # shellcheck shell=bash
 
-# busy_runs lists the `make test`, e2e or bench runs using the control plane. A flock still
-# waiting to start one is not a run: it waits on a lock this run may hold, and waiting for
-# it would never end.
-busy_runs() {
+# processes PATTERN lists the command lines of the processes matching PATTERN. A flock whose
+# command line matches has not started its command: it waits on a lock this run may hold, and
+# waiting for it would never end.
+processes() {
 	local pid
-	for pid in $(pgrep -f "$BUSY_PATTERN"); do
+	for pid in $(pgrep -f "$1"); do
 		[[ $(cat "/proc/$pid/comm" 2>/dev/null) != flock ]] || continue
 		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-100
 	done
 }
+
+# busy_runs lists the `make test`, e2e or bench runs using the control plane.
+busy_runs() { processes "$BUSY_PATTERN"; }
 
 # wait_quiet waits until no `make test`, e2e or bench run uses the control plane.
 wait_quiet() {
@@ -26,15 +29,8 @@ wait_quiet() {
 	done
 }
 
-# running_kubelets lists the nodelets and kubelets running. A flock whose command line names
-# one has not started it: it waits on a lock this run may hold.
-running_kubelets() {
-	local pid
-	for pid in $(pgrep -f "$KUBELETS_PATTERN"); do
-		[[ $(cat "/proc/$pid/comm" 2>/dev/null) != flock ]] || continue
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-100
-	done
-}
+# running_kubelets lists the nodelets and kubelets running.
+running_kubelets() { processes "$KUBELETS_PATTERN"; }
 
 # wait_no_kubelets: the suite's node must be the only one, and the upstream kubelet removes
 # every pod it does not know, so no other nodelet or kubelet may run (10 min, then give up).
