@@ -277,7 +277,7 @@ func (rp *report) writeFailures(w *bufio.Writer) {
 	}
 }
 
-// failureSide is one kubelet's column as a list of failures names it.
+// failureSide is one kubelet's column as writeOnlyFailures reads it: its results and how to name them.
 type failureSide struct {
 	run      *run
 	label    string            // its name in a line: "nodelet" or "upstream"
