@@ -239,7 +239,7 @@ e2e-containerd16: containerd16 build control-plane
 # the suite runs against nodelet, then the upstream kubelet for GUEST.md's side-by-side table
 # (GUEST_SUBJECTS=nodelet: nodelet only).
 guest: images control-plane
-	$(GO) test -tags guest -count=1 -timeout 50m -v ./test/guest/
+	$(GO) test -tags guest -count=1 -timeout 65m -v ./test/guest/
 
 # The guest selection of CONFORMANCE.md: the upstream node suite's specs that need cgroup v2 or
 # systemd (hack/conformance/guest.txt; e2e_node.test of k8s.io/kubernetes v1.33.4) run in the
@@ -250,7 +250,7 @@ guest: images control-plane
 guest-conformance: export GUEST_NODE_SUITE=1
 guest-conformance: images control-plane
 	hack/control-plane.sh build-conformance
-	$(GO) test -tags guest -count=1 -timeout 60m -v ./test/guest/
+	$(GO) test -tags guest -count=1 -timeout 70m -v ./test/guest/
 
 # Kill all project containers, stop containerd and delete
 # /var/lib/nodelet/containerd and /run/nodelet (nothing else).

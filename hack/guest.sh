@@ -34,8 +34,12 @@ MIRROR=${GUEST_MIRROR:-http://deb.debian.org/debian}
 # iptables: the CNI bridge plugin's masquerade rules; libseccomp2: runc links it.
 PACKAGES=systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,kmod,procps,iptables,iproute2,libseccomp2
 # QEMU's time limit: past the in-guest tests' own 20m per subject (hack/guest/run.sh), within
-# make guest's 50m.
-GUEST_TIMEOUT=${GUEST_TIMEOUT:-2700}
+# make guest's 65m. The in-guest limits count the guest's clock, which slows with the CPU QEMU
+# gets; this one counts the host's: make test's host steps (beside which QEMU runs at nice 10)
+# left a guest that needs ~11 min alone past 45 min once.
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-3600}
+# How often a running guest's progress (its console's last line) is logged, in seconds.
+GUEST_PROGRESS=${GUEST_PROGRESS:-300}
 # The kubelets the suite runs against, in this order: nodelet (the verdicts of make guest) and
 # the upstream kubelet (its column of the side-by-side table only).
 GUEST_SUBJECTS=${GUEST_SUBJECTS:-nodelet kubelet}
@@ -120,14 +124,16 @@ build_image() {
 }
 
 # configure_rootfs makes the guest boot straight into the test unit: no getty on the serial
-# console, the payload disk mounted, the unit powering the guest off when it is done.
+# console, the payload disk mounted, the unit powering the guest off when it is done. The unit
+# waits for the payload disk however long it takes to appear: with 8-20% of a CPU (beside make
+# test's host steps) a 30 s device timeout failed the unit's dependency.
 configure_rootfs() {
 	local root=$1
 	echo nodelet-guest >"$root/etc/hostname"
 	printf '127.0.0.1 localhost\n127.0.1.1 nodelet-guest\n' >"$root/etc/hosts"
 	cat >"$root/etc/fstab" <<'EOF'
 /dev/vda / ext4 rw,errors=remount-ro 0 1
-/dev/vdb /payload ext4 rw,nofail,x-systemd.device-timeout=30s 0 2
+/dev/vdb /payload ext4 rw,nofail,x-systemd.device-timeout=0 0 2
 EOF
 	mkdir -p "$root/payload"
 	ln -sfn /dev/null "$root/etc/systemd/system/serial-getty@ttyS0.service"
@@ -272,21 +278,44 @@ keep_node_suite() {
 
 # boot runs the guest until the test unit powers it off (or GUEST_TIMEOUT passes). The root
 # disk is the cached base in snapshot mode: the run's writes go to a temporary file, so the
-# base stays clean.
+# base stays clean. The console is not quiet (systemd shows its failures only, not the test
+# unit's minutes-long progress), so its tail says where a boot stopped, and a panic (the
+# initramfs's too, which would otherwise sit in a shell until GUEST_TIMEOUT) powers the guest off.
 boot() {
 	log "booting the guest (serial console in $RUN_DIR/serial.log)"
-	local rc=0
+	local rc=0 qemu progress
 	timeout "$GUEST_TIMEOUT" nice -n 10 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 4G -smp 2 \
 		-kernel "$BASE_DIR/vmlinuz" -initrd "$BASE_DIR/initrd.img" \
-		-append "console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 quiet" \
+		-append "console=ttyS0 root=/dev/vda rw panic=5 systemd.show_status=error systemd.unified_cgroup_hierarchy=1" \
 		-drive file="$BASE_DIR/disk.raw",format=raw,if=virtio,snapshot=on \
 		-drive file="$RUN_DIR/payload.raw",format=raw,if=virtio \
-		-nic none -display none -serial file:"$RUN_DIR/serial.log" -no-reboot || rc=$?
+		-nic none -display none -serial file:"$RUN_DIR/serial.log" -no-reboot &
+	qemu=$!
+	show_progress &
+	progress=$!
+	wait "$qemu" || rc=$?
+	kill "$progress" 2>/dev/null || true
+	wait "$progress" 2>/dev/null || true
 	if ((rc == 124)); then
 		echo "guest.sh: the guest ran past GUEST_TIMEOUT=${GUEST_TIMEOUT}s; killed" >&2
 	elif ((rc != 0)); then
 		echo "guest.sh: qemu exited $rc" >&2
 	fi
+}
+
+# show_progress logs, every GUEST_PROGRESS seconds, how long the guest has run, the in-guest
+# test it is on (read from the live payload disk; debugfs only reads) and its console's last
+# line, so that a slow guest and a stuck one look different in make test's log. It sleeps in
+# short steps: a long sleep left behind by the kill would hold the caller's output open.
+show_progress() {
+	local start=$SECONDS next=$GUEST_PROGRESS running console
+	while sleep 5; do
+		((SECONDS - start >= next)) || continue
+		next=$((next + GUEST_PROGRESS))
+		running=$(debugfs -R "cat /results/test.out" "$RUN_DIR/payload.raw" 2>/dev/null | grep -a '^=== RUN' | tail -n 1)
+		console=$(tail -n 1 "$RUN_DIR/serial.log" 2>/dev/null | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr -cd '[:print:]' | cut -c1-120)
+		log "the guest has run $((SECONDS - start))s; its test: ${running:-none yet}; its console: $console"
+	done
 }
 
 # results copies the guest's results back from the payload disk and turns the tests' -v
@@ -298,6 +327,7 @@ results() {
 		echo "guest.sh: the guest left no results; the end of its console and run log:" >&2
 		tail -40 "$RUN_DIR/serial.log" >&2 || true
 		tail -40 "$RUN_DIR/results/run.log" >&2 2>/dev/null || true
+		tail -20 "$RUN_DIR/results/test.out" >&2 2>/dev/null || true
 		return 1
 	fi
 	go tool test2json -t <"$RUN_DIR/results/test.out" >"$RUN_DIR/results.json"
