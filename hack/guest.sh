@@ -38,7 +38,7 @@ PACKAGES=systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,kmod,p
 # gets; this one counts the host's: make test's host steps (beside which QEMU runs at nice 10)
 # left a guest that needs ~11 min alone past 45 min once.
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-3600}
-# How often a running guest's progress (its console's last line) is logged, in seconds.
+# How often a running guest's progress (its in-guest test, its console's last line) is logged, in seconds.
 GUEST_PROGRESS=${GUEST_PROGRESS:-300}
 # The kubelets the suite runs against, in this order: nodelet (the verdicts of make guest) and
 # the upstream kubelet (its column of the side-by-side table only).
