@@ -324,7 +324,7 @@ results() {
 	rm -rf "$RUN_DIR/results"
 	debugfs -R "rdump /results $RUN_DIR" "$RUN_DIR/payload.raw" >/dev/null 2>&1 || true
 	if [[ ! -f $RUN_DIR/results/exit ]]; then
-		echo "guest.sh: the guest left no results; the end of its console and run log:" >&2
+		echo "guest.sh: the guest left no results; the end of its console, run log and tests' output:" >&2
 		tail -40 "$RUN_DIR/serial.log" >&2 || true
 		tail -40 "$RUN_DIR/results/run.log" >&2 2>/dev/null || true
 		tail -20 "$RUN_DIR/results/test.out" >&2 2>/dev/null || true
